@@ -1,0 +1,133 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"optc/onnxpb"
+)
+
+// externalSource opens the side files of one loaded model, each mapped once
+// and only when a tensor in it is first read.
+type externalSource struct {
+	dir   string // the model's folder; "" when loaded from bytes
+	mu    sync.Mutex
+	files map[string][]byte
+	model *Model
+}
+
+func newExternalSource(dir string) *externalSource {
+	return &externalSource{dir: dir, files: map[string][]byte{}}
+}
+
+// decodeExternal reads a tensor's external_data entries and checks, without
+// reading the data, that the file exists inside the model's folder and is
+// long enough.
+func decodeExternal(t *Tensor, kvs []*onnxpb.StringStringEntryProto, src *externalSource) (*External, error) {
+	e := &External{Length: -1, src: src}
+	for _, kv := range kvs {
+		var err error
+		switch kv.GetKey() {
+		case "location":
+			e.Location = kv.GetValue()
+		case "offset":
+			e.Offset, err = strconv.ParseInt(kv.GetValue(), 10, 64)
+		case "length":
+			e.Length, err = strconv.ParseInt(kv.GetValue(), 10, 64)
+		case "checksum":
+			e.Checksum = kv.GetValue()
+		}
+		if err != nil || e.Offset < 0 || (kv.GetKey() == "length" && e.Length < 0) {
+			return nil, fmt.Errorf("external data: bad %s %q", kv.GetKey(), kv.GetValue())
+		}
+	}
+	if e.Location == "" {
+		return nil, errors.New("external data: no location")
+	}
+	if src == nil || src.dir == "" {
+		return nil, fmt.Errorf("external data %q: the model was not loaded from a file, so there is no folder to find it in", e.Location)
+	}
+	if !filepath.IsLocal(filepath.FromSlash(e.Location)) {
+		return nil, fmt.Errorf("external data %q: refused: the path leaves the model's folder", e.Location)
+	}
+	want := t.ByteSize()
+	if e.Length >= 0 && t.DType != String && e.Length != want {
+		return nil, fmt.Errorf("external data %q: length %d, but %s%v needs %d bytes", e.Location, e.Length, t.DType, t.Dims, want)
+	}
+	path, err := src.path(e.Location)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("external data: %w", err)
+	}
+	if e.Offset > fi.Size() || want > fi.Size()-e.Offset {
+		return nil, fmt.Errorf("external data %q: %d bytes at offset %d run past the end of the file (%d bytes)", e.Location, want, e.Offset, fi.Size())
+	}
+	return e, nil
+}
+
+// path resolves a location inside the model's folder, refusing symbolic
+// links that lead out of it.
+func (s *externalSource) path(location string) (string, error) {
+	p := filepath.Join(s.dir, filepath.FromSlash(location))
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", fmt.Errorf("external data: %w", err)
+	}
+	dir, err := filepath.EvalSymlinks(s.dir)
+	if err != nil {
+		return "", fmt.Errorf("external data: %w", err)
+	}
+	if rel, err := filepath.Rel(dir, real); err != nil || !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("external data %q: refused: it links outside the model's folder", location)
+	}
+	return real, nil
+}
+
+// read returns the tensor's bytes from its mapped side file.
+func (e *External) read(tensor string) ([]byte, error) {
+	b, err := e.src.mapped(e.Location)
+	if err != nil {
+		return nil, fmt.Errorf("tensor %q: %w", tensor, err)
+	}
+	n := int64(len(b)) - e.Offset
+	if e.Length >= 0 {
+		if e.Length > n {
+			return nil, fmt.Errorf("tensor %q: external data %q is shorter than offset+length", tensor, e.Location)
+		}
+		n = e.Length
+	}
+	return b[e.Offset : e.Offset+n : e.Offset+n], nil
+}
+
+func (s *externalSource) mapped(location string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b, ok := s.files[location]; ok {
+		return b, nil
+	}
+	path, err := s.path(location)
+	if err != nil {
+		return nil, err
+	}
+	b, unmap, err := mapFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("external data: %w", err)
+	}
+	s.files[location] = b
+	if s.model != nil {
+		s.model.closers = append(s.model.closers, unmap)
+	}
+	return b, nil
+}
+
+// externalLocation is the default side-file name for a model saved at path.
+func externalLocation(path string) string {
+	return filepath.Base(path) + ".data"
+}

@@ -1,0 +1,288 @@
+package graph
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"optc/onnxpb"
+)
+
+// Graph is a computation graph: nodes in order, inputs, outputs and
+// initializers, and the values that connect them. A subgraph (an If branch,
+// a Loop or Scan body) is a Graph whose Parent is the enclosing graph; its
+// nodes may read values of enclosing graphs.
+type Graph struct {
+	Name      string
+	DocString string
+	Nodes     []*Node
+	Inputs    []*Value
+	Outputs   []*Value
+	// Initializers lists the values with constant data (Value.Const), in
+	// file order.
+	Initializers []*Value
+	// SparseInitializers lists the values with sparse data (Value.Sparse).
+	SparseInitializers []*Value
+	// ValueInfo lists the values with a declared type that are neither
+	// inputs nor outputs, in file order.
+	ValueInfo []*Value
+	// QuantizationAnnotations and Metadata are carried as loaded.
+	QuantizationAnnotations []*onnxpb.TensorAnnotation
+	Metadata                []*onnxpb.StringStringEntryProto
+
+	Parent *Graph // nil for the main graph
+	Owner  *Node  // the node whose attribute holds this graph
+
+	values map[string]*Value
+	decls  map[declKey]*onnxpb.ValueInfoProto // value declarations as loaded
+	origin *onnxpb.GraphProto
+}
+
+// declList names the three lists of value declarations in a graph.
+type declList uint8
+
+const (
+	declInput declList = iota
+	declOutput
+	declValueInfo
+)
+
+type declKey struct {
+	list  declList
+	value *Value
+}
+
+// NewGraph returns an empty main graph.
+func NewGraph(name string) *Graph {
+	return &Graph{Name: name, values: map[string]*Value{}, decls: map[declKey]*onnxpb.ValueInfoProto{}}
+}
+
+// Value returns the value called name visible in g (its own or an enclosing
+// graph's), or nil.
+func (g *Graph) Value(name string) *Value {
+	for s := g; s != nil; s = s.Parent {
+		if v, ok := s.values[name]; ok {
+			return v
+		}
+	}
+	return nil
+}
+
+// Values returns the values g defines, sorted by name.
+func (g *Graph) Values() []*Value {
+	vs := make([]*Value, 0, len(g.values))
+	for _, v := range g.values {
+		vs = append(vs, v)
+	}
+	slices.SortFunc(vs, func(a, b *Value) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return vs
+}
+
+// NewValue creates a value called name in g. The name must not be visible
+// in g already (ONNX names are single-assignment across nested scopes).
+func (g *Graph) NewValue(name string) (*Value, error) {
+	if name == "" {
+		return nil, fmt.Errorf("graph %q: a value needs a name", g.Name)
+	}
+	if g.Value(name) != nil || g.usedBelow(name) {
+		return nil, fmt.Errorf("graph %q: value name %q is already in use", g.Name, name)
+	}
+	v := &Value{Name: name, graph: g}
+	g.values[name] = v
+	return v, nil
+}
+
+// usedBelow reports whether a subgraph of g defines name.
+func (g *Graph) usedBelow(name string) bool {
+	for _, n := range g.Nodes {
+		for _, sg := range n.Subgraphs() {
+			if _, ok := sg.values[name]; ok || sg.usedBelow(name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// UniqueName returns a value name starting with prefix that is not in use
+// in g or the graphs around or inside it.
+func (g *Graph) UniqueName(prefix string) string {
+	name := prefix
+	for i := 1; g.Value(name) != nil || g.usedBelow(name); i++ {
+		name = prefix + "_" + strconv.Itoa(i)
+	}
+	return name
+}
+
+// Rename gives v a new name, keeping its uses (which refer to v, not to
+// the name) and its tensor's name in step.
+func (g *Graph) Rename(v *Value, name string) error {
+	if v.graph == nil {
+		return fmt.Errorf("rename %q: value belongs to no graph", v.Name)
+	}
+	if name == v.Name {
+		return nil
+	}
+	if name == "" || v.graph.Value(name) != nil || v.graph.usedBelow(name) {
+		return fmt.Errorf("rename %q to %q: name is empty or already in use", v.Name, name)
+	}
+	delete(v.graph.values, v.Name)
+	v.Name = name
+	v.graph.values[name] = v
+	if v.Const != nil {
+		v.Const.Name = name
+	}
+	return nil
+}
+
+// AddNode appends a node computing op over inputs into outputs.
+func (g *Graph) AddNode(op string, inputs, outputs []*Value) (*Node, error) {
+	n := &Node{OpType: op}
+	if err := g.attach(n, inputs, outputs); err != nil {
+		return nil, err
+	}
+	g.Nodes = append(g.Nodes, n)
+	return n, nil
+}
+
+// InsertNodeBefore inserts a new node just before anchor in g's order.
+func (g *Graph) InsertNodeBefore(anchor *Node, op string, inputs, outputs []*Value) (*Node, error) {
+	i := slices.Index(g.Nodes, anchor)
+	if i < 0 {
+		return nil, fmt.Errorf("insert before %s: node is not in graph %q", anchor, g.Name)
+	}
+	n := &Node{OpType: op}
+	if err := g.attach(n, inputs, outputs); err != nil {
+		return nil, err
+	}
+	g.Nodes = slices.Insert(g.Nodes, i, n)
+	return n, nil
+}
+
+func (g *Graph) attach(n *Node, inputs, outputs []*Value) error {
+	for _, v := range outputs {
+		if v != nil && v.producer != nil {
+			return fmt.Errorf("%s: value %q is already produced by node %s", n.OpType, v.Name, v.producer)
+		}
+	}
+	n.graph = g
+	for _, v := range inputs {
+		n.AddInput(v)
+	}
+	for i, v := range outputs {
+		if err := n.SetOutput(i, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RemoveNode deletes n from g. Its outputs must have no uses left and must
+// not be graph outputs; they are removed from g's scope.
+func (g *Graph) RemoveNode(n *Node) error {
+	i := slices.Index(g.Nodes, n)
+	if i < 0 {
+		return fmt.Errorf("remove %s: node is not in graph %q", n, g.Name)
+	}
+	for _, v := range n.outputs {
+		if v == nil {
+			continue
+		}
+		if len(v.uses) > 0 {
+			return fmt.Errorf("remove %s: output %q is still used by node %s", n, v.Name, v.uses[0].Node)
+		}
+		if g.isOutput(v) {
+			return fmt.Errorf("remove %s: output %q is a graph output", n, v.Name)
+		}
+	}
+	n.TruncateInputs(0)
+	for _, v := range n.outputs {
+		if v != nil {
+			v.producer = nil
+			g.forget(v)
+		}
+	}
+	g.Nodes = slices.Delete(g.Nodes, i, i+1)
+	n.graph = nil
+	return nil
+}
+
+// forget drops v from g's scope and declaration lists.
+func (g *Graph) forget(v *Value) {
+	if v.graph == nil || v.graph.values[v.Name] != v {
+		return
+	}
+	owner := v.graph
+	delete(owner.values, v.Name)
+	owner.ValueInfo = slices.DeleteFunc(owner.ValueInfo, func(x *Value) bool { return x == v })
+	for _, l := range []declList{declInput, declOutput, declValueInfo} {
+		delete(owner.decls, declKey{l, v})
+	}
+}
+
+// ReplaceAllUses makes every reader of old read new instead: node inputs
+// in g and its subgraphs, and g's outputs. The caller keeps the graph's
+// interface names stable where that matters (see Rename).
+func (g *Graph) ReplaceAllUses(old, new *Value) {
+	if old == new {
+		return
+	}
+	for _, u := range slices.Clone(old.uses) {
+		u.Node.SetInput(u.Index, new)
+	}
+	for s := old.graph; s != nil; s = nil {
+		for i, o := range s.Outputs {
+			if o == old {
+				s.Outputs[i] = new
+			}
+		}
+	}
+}
+
+// AddInitializer adds a constant value called t.Name holding t.
+func (g *Graph) AddInitializer(t *Tensor) (*Value, error) {
+	v, err := g.NewValue(t.Name)
+	if err != nil {
+		return nil, err
+	}
+	v.Const = t
+	g.Initializers = append(g.Initializers, v)
+	return v, nil
+}
+
+// RemoveInitializer deletes an unused initializer.
+func (g *Graph) RemoveInitializer(v *Value) error {
+	if v.Const == nil || v.graph != g {
+		return fmt.Errorf("remove initializer %q: not an initializer of graph %q", v.Name, g.Name)
+	}
+	if len(v.uses) > 0 || g.isOutput(v) || g.isInput(v) {
+		return fmt.Errorf("remove initializer %q: still used", v.Name)
+	}
+	g.Initializers = slices.DeleteFunc(g.Initializers, func(x *Value) bool { return x == v })
+	g.forget(v)
+	return nil
+}
+
+func (g *Graph) isInput(v *Value) bool  { return slices.Contains(g.Inputs, v) }
+func (g *Graph) isOutput(v *Value) bool { return slices.Contains(g.Outputs, v) }
+
+// IsOutput reports whether v is one of g's outputs.
+func (g *Graph) IsOutput(v *Value) bool { return g.isOutput(v) }
+
+// Walk calls fn for g and then every nested subgraph, depth first.
+func (g *Graph) Walk(fn func(*Graph)) {
+	fn(g)
+	for _, n := range g.Nodes {
+		for _, sg := range n.Subgraphs() {
+			sg.Walk(fn)
+		}
+	}
+}

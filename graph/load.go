@@ -1,0 +1,80 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// LoadFile reads the model at path. The file is memory-mapped and
+// initializer data is used where it lies, not copied; external data is
+// mapped when first read. Call Close on the model when done with it.
+// Errors name the file.
+func LoadFile(path string) (*Model, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, unwrapPathError(err))
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("load %s: is a folder, not a model file", path)
+	}
+	if fi.Size() == 0 {
+		return nil, fmt.Errorf("load %s: the file is empty", path)
+	}
+	data, unmap, err := mapFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, unwrapPathError(err))
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		unmap()
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	m, err := parse(data, dir)
+	if err != nil {
+		unmap()
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	m.Path = path
+	m.closers = append(m.closers, unmap)
+	return m, nil
+}
+
+// Parse decodes a model held in memory. The model's tensors alias data,
+// which must stay unchanged while the model is used. dir is the folder
+// external data is read from ("" refuses external data).
+func Parse(data []byte, dir string) (*Model, error) {
+	if len(data) == 0 {
+		return nil, errors.New("no data: an empty model")
+	}
+	return parse(data, dir)
+}
+
+func parse(data []byte, dir string) (m *Model, err error) {
+	// A malformed file must give an error, never a crash of the caller.
+	defer func() {
+		if r := recover(); r != nil {
+			m, err = nil, fmt.Errorf("not a valid ONNX model: %v", r)
+		}
+	}()
+	mp, raws, err := unmarshalModel(data)
+	if err != nil {
+		return nil, fmt.Errorf("not a valid ONNX model: %w", err)
+	}
+	src := newExternalSource(dir)
+	m, err = decodeModel(mp, raws, src)
+	if err != nil {
+		return nil, err
+	}
+	src.model = m
+	return m, nil
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

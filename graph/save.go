@@ -1,0 +1,188 @@
+package graph
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+)
+
+// ExternalMode says where Save puts tensor data.
+type ExternalMode uint8
+
+const (
+	// ExternalAuto writes everything into the model file unless that would
+	// pass protobuf's 2 GiB limit; then large tensors go to a side file.
+	ExternalAuto ExternalMode = iota
+	// ExternalAlways writes every tensor of at least SizeThreshold bytes to
+	// the side file.
+	ExternalAlways
+	// ExternalNever writes everything inline and fails past 2 GiB.
+	ExternalNever
+)
+
+// SaveOptions controls how a model is written.
+type SaveOptions struct {
+	External ExternalMode
+	// SizeThreshold is the smallest tensor, in bytes, that goes to the side
+	// file (default 1024).
+	SizeThreshold int64
+	// Location is the side file's name, relative to the model's folder
+	// (default: the model's file name plus ".data").
+	Location string
+}
+
+// protobufLimit is the largest message protobuf implementations accept.
+const protobufLimit = math.MaxInt32
+
+// sideAlign is the alignment of large tensors in side files, so that a
+// runtime can map them directly.
+const (
+	sideAlign        = 4096
+	sideAlignMinSize = 64 << 10
+)
+
+// Save writes m to path atomically: into a temporary file in the same
+// folder that is renamed into place only when complete, so a failure
+// leaves no partial file and an existing file untouched. The same model and
+// options always give the same bytes.
+func Save(m *Model, path string, opts SaveOptions) (err error) {
+	if opts.SizeThreshold <= 0 {
+		opts.SizeThreshold = 1024
+	}
+	if opts.Location == "" {
+		opts.Location = externalLocation(path)
+	}
+	if !filepath.IsLocal(opts.Location) {
+		return fmt.Errorf("save %s: external data location %q must be a plain path inside the model's folder", path, opts.Location)
+	}
+	e := &encoder{threshold: opts.SizeThreshold}
+	var out *pieces
+	if opts.External != ExternalAlways {
+		if out, err = e.model(m); err != nil {
+			return fmt.Errorf("save %s: %w", path, err)
+		}
+	}
+	var side *atomicFile
+	defer func() {
+		if err != nil && side != nil {
+			side.abort()
+		}
+	}()
+	if out == nil || (out.size > protobufLimit && opts.External == ExternalAuto) {
+		if side, err = newAtomicFile(filepath.Join(filepath.Dir(path), opts.Location)); err != nil {
+			return fmt.Errorf("save %s: %w", path, err)
+		}
+		e.side = &sideWriter{w: side.w, location: filepath.ToSlash(opts.Location)}
+		if out, err = e.model(m); err != nil {
+			return fmt.Errorf("save %s: %w", path, err)
+		}
+	}
+	if out.size > protobufLimit {
+		return fmt.Errorf("save %s: the model is %d bytes, over protobuf's 2 GiB limit: save it with external data", path, out.size)
+	}
+	f, err := newAtomicFile(path)
+	if err != nil {
+		return fmt.Errorf("save %s: %w", path, err)
+	}
+	for _, part := range out.parts {
+		if _, err = f.w.Write(part); err != nil {
+			f.abort()
+			return fmt.Errorf("save %s: %w", path, err)
+		}
+	}
+	// The side file goes into place first: a model file never refers to
+	// data that is not there.
+	if side != nil {
+		if err = side.commit(); err != nil {
+			f.abort()
+			return fmt.Errorf("save %s: %w", path, err)
+		}
+	}
+	if err = f.commit(); err != nil {
+		return fmt.Errorf("save %s: %w", path, err)
+	}
+	return nil
+}
+
+// Marshal returns the serialized model with all data inline.
+func Marshal(m *Model) ([]byte, error) {
+	out, err := (&encoder{}).model(m)
+	if err != nil {
+		return nil, err
+	}
+	if out.size > protobufLimit {
+		return nil, fmt.Errorf("the model is %d bytes, over protobuf's 2 GiB limit", out.size)
+	}
+	b := make([]byte, 0, out.size)
+	for _, p := range out.parts {
+		b = append(b, p...)
+	}
+	return b, nil
+}
+
+// sideWriter appends tensor data to a side file and says where it went.
+type sideWriter struct {
+	w        io.Writer
+	off      int64
+	location string
+}
+
+func (s *sideWriter) write(data []byte) (int64, error) {
+	if len(data) >= sideAlignMinSize && s.off%sideAlign != 0 {
+		pad := sideAlign - s.off%sideAlign
+		if _, err := s.w.Write(make([]byte, pad)); err != nil {
+			return 0, err
+		}
+		s.off += pad
+	}
+	off := s.off
+	if _, err := s.w.Write(data); err != nil {
+		return 0, err
+	}
+	s.off += int64(len(data))
+	return off, nil
+}
+
+// atomicFile is a temporary file that becomes path on commit.
+type atomicFile struct {
+	f    *os.File
+	w    *bufio.Writer
+	path string
+}
+
+func newAtomicFile(path string) (*atomicFile, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, unwrapPathError(err)
+	}
+	return &atomicFile{f: f, w: bufio.NewWriterSize(f, 1<<20), path: path}, nil
+}
+
+func (a *atomicFile) commit() error {
+	err := a.w.Flush()
+	if err == nil {
+		err = a.f.Chmod(0o644)
+	}
+	if err == nil {
+		err = a.f.Sync()
+	}
+	if cerr := a.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(a.f.Name(), a.path)
+	}
+	if err != nil {
+		os.Remove(a.f.Name())
+		return unwrapPathError(err)
+	}
+	return nil
+}
+
+func (a *atomicFile) abort() {
+	a.f.Close()
+	os.Remove(a.f.Name())
+}

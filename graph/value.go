@@ -1,0 +1,72 @@
+package graph
+
+import "optc/onnxpb"
+
+// Value is a named edge of the graph: a graph input, an initializer, a node
+// output, or (seen from a subgraph) a value of an enclosing graph. Each value
+// has at most one producer; its uses are kept in step by the mutation API.
+type Value struct {
+	Name string
+	// Type is the declared type (graph input/output or value_info), nil
+	// when undeclared. For initializers see Const.
+	Type *Type
+	// Const is the initializer's data, nil for other values.
+	Const *Tensor
+	// Sparse is a sparse initializer, kept in its protobuf form.
+	Sparse *onnxpb.SparseTensorProto
+
+	producer *Node
+	uses     []Use
+	graph    *Graph // the graph whose scope defines the value
+}
+
+// Use is one place a value is read: input Index of Node.
+type Use struct {
+	Node  *Node
+	Index int
+}
+
+// Producer returns the node that computes v, or nil for graph inputs,
+// initializers and values that nothing defines.
+func (v *Value) Producer() *Node { return v.producer }
+
+// Uses returns the node inputs that read v, in no particular order. The
+// slice must not be modified.
+func (v *Value) Uses() []Use { return v.uses }
+
+// Graph returns the graph that defines v.
+func (v *Value) Graph() *Graph { return v.graph }
+
+// IsConstant reports whether v's content is known before the model runs:
+// an initializer that is not also a graph input (which callers may
+// override), or the output of a Constant node.
+func (v *Value) IsConstant() bool {
+	return v.ConstantTensor() != nil
+}
+
+// ConstantTensor returns v's content when it is constant (see IsConstant),
+// else nil. Constant nodes count: PaddleOCR models, for example, keep every
+// weight in one.
+func (v *Value) ConstantTensor() *Tensor {
+	if v.Const != nil {
+		if v.graph != nil && v.graph.isInput(v) {
+			return nil
+		}
+		return v.Const
+	}
+	if n := v.producer; n != nil && n.OpType == "Constant" && n.Domain == "" && len(n.outputs) == 1 {
+		if a := n.Attr("value"); a != nil && a.Type == AttrTensor {
+			return a.Tensor
+		}
+	}
+	return nil
+}
+
+func (v *Value) removeUse(n *Node, index int) {
+	for i, u := range v.uses {
+		if u.Node == n && u.Index == index {
+			v.uses = append(v.uses[:i], v.uses[i+1:]...)
+			return
+		}
+	}
+}

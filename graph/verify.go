@@ -1,0 +1,205 @@
+package graph
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// VerifyError lists everything Verify found wrong, one problem a line.
+type VerifyError struct {
+	Problems []string
+}
+
+func (e *VerifyError) Error() string {
+	if len(e.Problems) == 1 {
+		return e.Problems[0]
+	}
+	return fmt.Sprintf("%d problems: %s", len(e.Problems), strings.Join(e.Problems, "; "))
+}
+
+// Verify checks the model's invariants: every value read is defined,
+// each name has one definition, use lists match node inputs, the graph has
+// no cycles and its nodes are in topological order, every node's domain is
+// imported, and declared types agree with initializer data. Each problem
+// names the node or value. Passes are checked with it after every run.
+func (m *Model) Verify() error {
+	v := &verifier{model: m}
+	if m.Graph == nil {
+		return &VerifyError{Problems: []string{"model has no graph"}}
+	}
+	imported := map[string]bool{}
+	for _, o := range m.Opsets {
+		imported[canonicalDomain(o.Domain)] = true
+	}
+	for _, f := range m.Functions {
+		imported[canonicalDomain(f.GetDomain())] = true
+	}
+	v.imported = imported
+	if len(m.Opsets) == 0 && m.IRVersion >= 3 {
+		v.problem("the model imports no operator set")
+	}
+	v.graph(m.Graph)
+	if len(v.problems) > 0 {
+		return &VerifyError{Problems: v.problems}
+	}
+	return nil
+}
+
+type verifier struct {
+	model    *Model
+	imported map[string]bool
+	problems []string
+}
+
+func (v *verifier) problem(format string, args ...any) {
+	if len(v.problems) < 50 {
+		v.problems = append(v.problems, fmt.Sprintf(format, args...))
+	} else if len(v.problems) == 50 {
+		v.problems = append(v.problems, "(further problems not listed)")
+	}
+}
+
+func (v *verifier) graph(g *Graph) {
+	where := ""
+	if g.Parent != nil {
+		where = fmt.Sprintf(" (in subgraph %q of node %s)", g.Name, g.Owner)
+	}
+	defined := func(x *Value) bool {
+		return x.producer != nil || x.Const != nil || x.Sparse != nil || x.graph.isInput(x)
+	}
+	producers := map[string]*Node{}
+	for _, n := range g.Nodes {
+		if n.graph != g {
+			v.problem("node %s%s: is listed in a graph it does not belong to", n, where)
+		}
+		if !v.imported[canonicalDomain(n.Domain)] {
+			v.problem("node %s%s: domain %q is not imported by the model", n, where, n.Domain)
+		}
+		for i, in := range n.inputs {
+			if in == nil {
+				continue
+			}
+			if !slices.Contains(in.uses, Use{Node: n, Index: i}) {
+				v.problem("node %s%s: input %d %q is missing from the value's use list", n, where, i, in.Name)
+			}
+			if g.Value(in.Name) != in {
+				v.problem("node %s%s: input %d %q is not the value of that name in scope", n, where, i, in.Name)
+			} else if !defined(in) {
+				v.problem("node %s%s: input %d %q is not defined by any node, input or initializer", n, where, i, in.Name)
+			}
+		}
+		for i, out := range n.outputs {
+			if out == nil {
+				continue
+			}
+			if out.producer != n {
+				v.problem("node %s%s: output %d %q names another producer (%s)", n, where, i, out.Name, out.producer)
+			}
+			if other, dup := producers[out.Name]; dup {
+				v.problem("value %q%s is produced by two nodes: %s and %s", out.Name, where, other, n)
+			}
+			producers[out.Name] = n
+			if out.graph != g || g.values[out.Name] != out {
+				v.problem("node %s%s: output %d %q is not registered in its graph", n, where, i, out.Name)
+			}
+			if out.Const != nil || g.isInput(out) {
+				v.problem("value %q%s is both produced by node %s and an initializer or graph input", out.Name, where, n)
+			}
+		}
+		for _, sg := range n.Subgraphs() {
+			if sg.Parent != g || sg.Owner != n {
+				v.problem("node %s%s: subgraph %q has the wrong parent", n, where, sg.Name)
+			}
+			v.graph(sg)
+		}
+	}
+	for name, x := range g.values {
+		if x.Name != name || x.graph != g {
+			v.problem("value %q%s: registered under the name %q", x.Name, where, name)
+		}
+		for _, u := range x.uses {
+			if u.Node.Input(u.Index) != x {
+				v.problem("value %q%s: its use list names input %d of node %s, which reads something else", x.Name, where, u.Index, u.Node)
+			}
+		}
+	}
+	for i, out := range g.Outputs {
+		if g.Value(out.Name) != out || !defined(out) {
+			v.problem("graph output %d %q%s is not defined", i, out.Name, where)
+		}
+	}
+	for _, x := range g.Initializers {
+		v.checkConst(x, where)
+	}
+	v.order(g, where)
+}
+
+// checkConst compares an initializer's data with its declared type.
+func (v *verifier) checkConst(x *Value, where string) {
+	t := x.Const
+	if t == nil {
+		v.problem("initializer %q%s has no data", x.Name, where)
+		return
+	}
+	if _, err := t.NumElements(); err != nil {
+		v.problem("initializer %q%s: %v", x.Name, where, err)
+		return
+	}
+	if t.storage == storageRaw && t.DType != String {
+		if want, ok := t.DType.ByteSize(mustElements(t)); ok && int64(len(t.raw)) != want {
+			v.problem("initializer %q%s: %d bytes of data, but %s%v needs %d", x.Name, where, len(t.raw), t.DType, t.Dims, want)
+		}
+	}
+	if ty := x.Type; ty != nil && ty.Kind == KindTensor {
+		if ty.Elem != t.DType {
+			v.problem("initializer %q%s: declared %s, but its data is %s", x.Name, where, ty.Elem, t.DType)
+		}
+		if ty.Shape != nil && !shapeAdmits(ty.Shape, t.Dims) {
+			v.problem("initializer %q%s: declared shape %s, but its data has shape %v", x.Name, where, ty.Shape, t.Dims)
+		}
+	}
+}
+
+func mustElements(t *Tensor) int64 {
+	n, _ := t.NumElements()
+	return n
+}
+
+// shapeAdmits reports whether dims fits a declared shape.
+func shapeAdmits(s Shape, dims []int64) bool {
+	if len(s) != len(dims) {
+		return false
+	}
+	for i, d := range s {
+		if d.Kind == DimStatic && d.Value != dims[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// order checks for cycles and that every node comes after the producers of
+// its inputs (including values its subgraphs read from this graph).
+func (v *verifier) order(g *Graph, where string) {
+	pos := make(map[*Node]int, len(g.Nodes))
+	for i, n := range g.Nodes {
+		pos[n] = i
+	}
+	if cyc := findCycle(g); cyc != nil {
+		names := make([]string, len(cyc))
+		for i, n := range cyc {
+			names[i] = n.String()
+		}
+		v.problem("graph %q%s has a cycle: %s", g.Name, where, strings.Join(names, " -> "))
+		return
+	}
+	for i, n := range g.Nodes {
+		for _, in := range dependencies(g, n) {
+			if p := in.producer; p != nil && p.graph == g && pos[p] > i {
+				v.problem("node %s%s reads %q before node %s produces it: nodes are not in topological order", n, where, in.Name, p)
+				return
+			}
+		}
+	}
+}
