@@ -2,4 +2,9 @@ module optc
 
 go 1.26
 
-require google.golang.org/protobuf v1.36.12 // indirect
+require (
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/spf13/cobra v1.10.2 // indirect
+	github.com/spf13/pflag v1.0.9 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)

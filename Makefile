@@ -1,0 +1,35 @@
+# optc: the two commands a newcomer needs are `make demo` and `make test`.
+GO      ?= go
+BIN     := bin/optc
+EXAMPLE := testdata/models/mnist_cnn.onnx
+
+.PHONY: build demo test testdata fuzz bench-io vet
+
+build:
+	$(GO) build -o $(BIN) ./cmd/optc
+
+# Runs optc on the bundled example model.
+demo: build
+	./$(BIN) inspect $(EXAMPLE)
+
+# Fetches what the tests need (cached, checksummed) and runs every test,
+# then a short fuzzing pass over the model loader.
+test: testdata vet
+	$(GO) test ./...
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=15s ./graph
+
+testdata:
+	scripts/fetch-testdata.sh
+
+vet:
+	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	$(GO) vet ./...
+
+# A longer fuzzing run (FUZZTIME=10m make fuzz).
+FUZZTIME ?= 2m
+fuzz:
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./graph
+
+# Load+save throughput and peak memory on a 512 MiB synthetic model.
+bench-io:
+	$(GO) test -run='^$$' -bench=LoadSave -benchtime=3x ./graph
