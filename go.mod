@@ -6,5 +6,6 @@ require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
+	github.com/yalue/onnxruntime_go v1.27.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

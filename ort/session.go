@@ -1,0 +1,490 @@
+package ort
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"unsafe"
+
+	ortgo "github.com/yalue/onnxruntime_go"
+
+	"optc/graph"
+)
+
+// Level is ONNX Runtime's graph optimization level.
+type Level int
+
+// The levels, as ORT names them.
+const (
+	LevelDisable Level = iota
+	LevelBasic
+	LevelExtended
+	LevelAll
+)
+
+var levelNames = []string{"disable", "basic", "extended", "all"}
+
+func (l Level) String() string {
+	if l >= 0 && int(l) < len(levelNames) {
+		return levelNames[l]
+	}
+	return fmt.Sprintf("level(%d)", int(l))
+}
+
+// ParseLevel reads disable, basic, extended or all.
+func ParseLevel(s string) (Level, error) {
+	for i, n := range levelNames {
+		if strings.EqualFold(s, n) {
+			return Level(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown ORT optimization level %q (want disable, basic, extended or all)", s)
+}
+
+func (l Level) ortLevel() ortgo.GraphOptimizationLevel {
+	switch l {
+	case LevelDisable:
+		return ortgo.GraphOptimizationLevelDisableAll
+	case LevelBasic:
+		return ortgo.GraphOptimizationLevelEnableBasic
+	case LevelExtended:
+		return ortgo.GraphOptimizationLevelEnableExtended
+	}
+	return ortgo.GraphOptimizationLevelEnableAll
+}
+
+// Options configure a session. The zero value is CPU, level disable, and
+// ORT's default thread counts; DefaultOptions is what commands use.
+type Options struct {
+	Level          Level
+	IntraOpThreads int    // 0: ORT's default (one per core)
+	InterOpThreads int    // 0: ORT's default
+	Provider       string // cpu (default), cuda or tensorrt
+	// OptimizedModelPath, when set, makes ORT write the model it optimized
+	// there (ORT format when the name ends in .ort).
+	OptimizedModelPath string
+	// ProfilePrefix, when set, turns on ORT's profiler; the trace is
+	// written to a file starting with it when the session closes.
+	ProfilePrefix string
+}
+
+// DefaultOptions is level all on the CPU with ORT's thread defaults.
+func DefaultOptions() Options { return Options{Level: LevelAll, Provider: "cpu"} }
+
+// IO describes a session input or output.
+type IO struct {
+	Name  string
+	DType graph.DataType
+	Shape []int64 // -1 for a dynamic dimension; nil when the rank is unknown
+}
+
+// Source is a model to open a session on: a file (needed when the model
+// has external data, which ORT reads relative to the file) or bytes.
+type Source struct {
+	Path  string
+	Bytes []byte
+	// Inputs and Outputs are the model's interface, normally from the IR
+	// (see Interface); the session feeds and fetches them in this order.
+	Inputs, Outputs []IO
+}
+
+// Interface returns the inputs a caller feeds (graph inputs without an
+// initializer) and the outputs of m's main graph.
+func Interface(m *graph.Model) (inputs, outputs []IO) {
+	for _, v := range m.Graph.Inputs {
+		if v.Const == nil {
+			inputs = append(inputs, ioOf(v))
+		}
+	}
+	for _, v := range m.Graph.Outputs {
+		outputs = append(outputs, ioOf(v))
+	}
+	return inputs, outputs
+}
+
+func ioOf(v *graph.Value) IO {
+	io := IO{Name: v.Name}
+	if v.Type != nil {
+		io.DType = v.Type.Elem
+		io.Shape = v.Type.Shape.Dims()
+	}
+	return io
+}
+
+// Session is an ONNX Runtime inference session.
+type Session struct {
+	Inputs, Outputs []IO
+	s               *ortgo.DynamicAdvancedSession
+}
+
+// NewSession opens a session. Init must have succeeded.
+func NewSession(src Source, opts Options) (*Session, error) {
+	if _, err := Version(); err != nil {
+		return nil, err
+	}
+	so, err := ortgo.NewSessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("session options: %w", err)
+	}
+	defer so.Destroy()
+	if err := configure(so, opts); err != nil {
+		return nil, err
+	}
+	names := func(ios []IO) []string {
+		out := make([]string, len(ios))
+		for i, io := range ios {
+			out[i] = io.Name
+		}
+		return out
+	}
+	var s *ortgo.DynamicAdvancedSession
+	if src.Path != "" {
+		s, err = ortgo.NewDynamicAdvancedSession(src.Path, names(src.Inputs), names(src.Outputs), so)
+	} else {
+		s, err = ortgo.NewDynamicAdvancedSessionWithONNXData(src.Bytes, names(src.Inputs), names(src.Outputs), so)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ONNX Runtime cannot load the model: %s", oneLine(err))
+	}
+	return &Session{Inputs: src.Inputs, Outputs: src.Outputs, s: s}, nil
+}
+
+func configure(so *ortgo.SessionOptions, opts Options) error {
+	if err := so.SetGraphOptimizationLevel(opts.Level.ortLevel()); err != nil {
+		return err
+	}
+	if opts.IntraOpThreads > 0 {
+		if err := so.SetIntraOpNumThreads(opts.IntraOpThreads); err != nil {
+			return err
+		}
+	}
+	if opts.InterOpThreads > 0 {
+		if err := so.SetInterOpNumThreads(opts.InterOpThreads); err != nil {
+			return err
+		}
+	}
+	switch strings.ToLower(opts.Provider) {
+	case "", "cpu":
+	case "cuda":
+		cuda, err := ortgo.NewCUDAProviderOptions()
+		if err != nil {
+			return providerError("cuda", err)
+		}
+		defer cuda.Destroy()
+		if err := so.AppendExecutionProviderCUDA(cuda); err != nil {
+			return providerError("cuda", err)
+		}
+	case "tensorrt":
+		trt, err := ortgo.NewTensorRTProviderOptions()
+		if err != nil {
+			return providerError("tensorrt", err)
+		}
+		defer trt.Destroy()
+		if err := so.AppendExecutionProviderTensorRT(trt); err != nil {
+			return providerError("tensorrt", err)
+		}
+	default:
+		return fmt.Errorf("unknown execution provider %q (want cpu, cuda or tensorrt)", opts.Provider)
+	}
+	if opts.OptimizedModelPath != "" {
+		if strings.HasSuffix(opts.OptimizedModelPath, ".ort") {
+			if err := so.AddSessionConfigEntry("session.save_model_format", "ORT"); err != nil {
+				return err
+			}
+		}
+		if err := so.SetOptimizedModelFilePath(opts.OptimizedModelPath); err != nil {
+			return err
+		}
+	}
+	if opts.ProfilePrefix != "" {
+		if err := so.EnableProfiling(opts.ProfilePrefix); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func providerError(name string, err error) error {
+	return fmt.Errorf("execution provider %s is not available with this ONNX Runtime library (the CPU build from npm has no GPU providers): %s", name, oneLine(err))
+}
+
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
+// Close releases the session.
+func (s *Session) Close() error {
+	if s.s == nil {
+		return nil
+	}
+	err := s.s.Destroy()
+	s.s = nil
+	return err
+}
+
+// Run feeds inputs (in the order of s.Inputs) and returns the outputs (in
+// the order of s.Outputs) as tensors named after them.
+func (s *Session) Run(inputs []*graph.Tensor) (res []*graph.Tensor, err error) {
+	// The binding indexes its argument slices unchecked; a failure there
+	// must be an error, not a crash.
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("the ORT binding failed: %v", r)
+		}
+	}()
+	if len(s.Inputs) == 0 || len(s.Outputs) == 0 {
+		return nil, fmt.Errorf("models without inputs or outputs are not supported by the ORT binding")
+	}
+	if len(inputs) != len(s.Inputs) {
+		return nil, fmt.Errorf("the model has %d inputs, %d given", len(s.Inputs), len(inputs))
+	}
+	in := make([]ortgo.Value, len(inputs))
+	defer destroyAll(in)
+	for i, t := range inputs {
+		v, err := toORT(t)
+		if err != nil {
+			return nil, fmt.Errorf("input %q: %w", s.Inputs[i].Name, err)
+		}
+		in[i] = v
+	}
+	out := make([]ortgo.Value, len(s.Outputs))
+	defer destroyAll(out)
+	for i, o := range s.Outputs {
+		v, err := preallocate(o)
+		if err != nil {
+			return nil, fmt.Errorf("output %q: %w", o.Name, err)
+		}
+		out[i] = v
+	}
+	if err := s.s.Run(in, out); err != nil {
+		return nil, fmt.Errorf("ONNX Runtime failed to run the model: %s", oneLine(err))
+	}
+	res = make([]*graph.Tensor, len(out))
+	for i, v := range out {
+		t, err := fromORT(s.Outputs[i].Name, v)
+		if err != nil {
+			return nil, fmt.Errorf("output %q: %w", s.Outputs[i].Name, err)
+		}
+		res[i] = t
+	}
+	return res, nil
+}
+
+// destroyAll releases values, skipping the nil pointers the binding can
+// leave in an interface when it fails half way.
+func destroyAll(vs []ortgo.Value) {
+	for _, v := range vs {
+		if v != nil && !reflect.ValueOf(v).IsNil() {
+			v.Destroy()
+		}
+	}
+}
+
+// toORT wraps a tensor's bytes for ORT without copying them.
+func toORT(t *graph.Tensor) (ortgo.Value, error) {
+	if t.DType == graph.String {
+		return nil, fmt.Errorf("string tensors are not supported")
+	}
+	data, err := t.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	n, err := t.NumElements()
+	if err != nil {
+		return nil, err
+	}
+	if want, ok := t.DType.ByteSize(n); !ok || int64(len(data)) != want {
+		return nil, fmt.Errorf("%d bytes for %s%v (want %d)", len(data), t.DType, t.Dims, want)
+	}
+	if len(t.Dims) == 0 {
+		return scalar(t.DType, data)
+	}
+	if n == 0 {
+		return emptyTensor(t.DType, ortgo.NewShape(t.Dims...))
+	}
+	return ortgo.NewCustomDataTensor(ortgo.NewShape(t.Dims...), data, ortgo.TensorElementDataType(t.DType))
+}
+
+// scalar builds a rank-0 value; the binding's byte-backed tensor cannot
+// express rank 0.
+func scalar(dt graph.DataType, b []byte) (ortgo.Value, error) {
+	le := binary.LittleEndian
+	switch dt {
+	case graph.Float:
+		return ortgo.NewScalar(math.Float32frombits(le.Uint32(b)))
+	case graph.Double:
+		return ortgo.NewScalar(math.Float64frombits(le.Uint64(b)))
+	case graph.Int8:
+		return ortgo.NewScalar(int8(b[0]))
+	case graph.Uint8:
+		return ortgo.NewScalar(b[0])
+	case graph.Bool:
+		return ortgo.NewScalar(b[0] != 0)
+	case graph.Int16:
+		return ortgo.NewScalar(int16(le.Uint16(b)))
+	case graph.Uint16:
+		return ortgo.NewScalar(le.Uint16(b))
+	case graph.Int32:
+		return ortgo.NewScalar(int32(le.Uint32(b)))
+	case graph.Uint32:
+		return ortgo.NewScalar(le.Uint32(b))
+	case graph.Int64:
+		return ortgo.NewScalar(int64(le.Uint64(b)))
+	case graph.Uint64:
+		return ortgo.NewScalar(le.Uint64(b))
+	}
+	return nil, fmt.Errorf("scalar %s inputs are not supported by the ORT binding", dt)
+}
+
+func emptyTensor(dt graph.DataType, s ortgo.Shape) (ortgo.Value, error) {
+	switch dt {
+	case graph.Float:
+		return ortgo.NewEmptyTensor[float32](s)
+	case graph.Double:
+		return ortgo.NewEmptyTensor[float64](s)
+	case graph.Int8:
+		return ortgo.NewEmptyTensor[int8](s)
+	case graph.Uint8:
+		return ortgo.NewEmptyTensor[uint8](s)
+	case graph.Bool:
+		return ortgo.NewEmptyTensor[bool](s)
+	case graph.Int16:
+		return ortgo.NewEmptyTensor[int16](s)
+	case graph.Uint16:
+		return ortgo.NewEmptyTensor[uint16](s)
+	case graph.Int32:
+		return ortgo.NewEmptyTensor[int32](s)
+	case graph.Uint32:
+		return ortgo.NewEmptyTensor[uint32](s)
+	case graph.Int64:
+		return ortgo.NewEmptyTensor[int64](s)
+	case graph.Uint64:
+		return ortgo.NewEmptyTensor[uint64](s)
+	}
+	return nil, fmt.Errorf("empty %s tensors are not supported by the ORT binding", dt)
+}
+
+// preallocate returns the value ORT should write output o into, or nil to
+// let ORT allocate it. The binding cannot return rank-0 outputs, nor types
+// it has no Go type for (float16, bfloat16, float8, int4), when ORT
+// allocates them, so those are allocated here from the declared shape.
+func preallocate(o IO) (ortgo.Value, error) {
+	if o.Shape == nil {
+		return nil, nil
+	}
+	if len(o.Shape) == 0 {
+		if o.DType == graph.Float16 || o.DType == graph.BFloat16 {
+			return ortgo.NewCustomDataTensor(ortgo.NewShape(1), make([]byte, 2), ortgo.TensorElementDataType(o.DType))
+		}
+		return scalar(o.DType, make([]byte, 8))
+	}
+	if nativeType(o.DType) {
+		return nil, nil
+	}
+	n := int64(1)
+	for _, d := range o.Shape {
+		if d < 0 {
+			return nil, fmt.Errorf("%s outputs need a static shape (the ORT binding cannot return them otherwise); declared %v", o.DType, o.Shape)
+		}
+		n *= d
+	}
+	size, ok := o.DType.ByteSize(n)
+	if !ok || size == 0 {
+		return nil, nil
+	}
+	return ortgo.NewCustomDataTensor(ortgo.NewShape(o.Shape...), make([]byte, size), ortgo.TensorElementDataType(o.DType))
+}
+
+// nativeType reports whether the binding has a Go type for dt.
+func nativeType(dt graph.DataType) bool {
+	switch dt {
+	case graph.Float, graph.Double, graph.Int8, graph.Uint8, graph.Bool, graph.Int16, graph.Uint16,
+		graph.Int32, graph.Uint32, graph.Int64, graph.Uint64, graph.String:
+		return true
+	}
+	return false
+}
+
+// fromORT copies an ORT output into a tensor.
+func fromORT(name string, v ortgo.Value) (*graph.Tensor, error) {
+	switch t := v.(type) {
+	case *ortgo.Tensor[float32]:
+		return typed(name, graph.Float, t)
+	case *ortgo.Tensor[float64]:
+		return typed(name, graph.Double, t)
+	case *ortgo.Tensor[int8]:
+		return typed(name, graph.Int8, t)
+	case *ortgo.Tensor[uint8]:
+		return typed(name, graph.Uint8, t)
+	case *ortgo.Tensor[bool]:
+		return typed(name, graph.Bool, t)
+	case *ortgo.Tensor[int16]:
+		return typed(name, graph.Int16, t)
+	case *ortgo.Tensor[uint16]:
+		return typed(name, graph.Uint16, t)
+	case *ortgo.Tensor[int32]:
+		return typed(name, graph.Int32, t)
+	case *ortgo.Tensor[uint32]:
+		return typed(name, graph.Uint32, t)
+	case *ortgo.Tensor[int64]:
+		return typed(name, graph.Int64, t)
+	case *ortgo.Tensor[uint64]:
+		return typed(name, graph.Uint64, t)
+	case *ortgo.CustomDataTensor:
+		dt := graph.DataType(t.DataType())
+		shape := []int64(t.GetShape())
+		data := append([]byte{}, t.GetData()...)
+		if len(shape) == 1 && shape[0] == 1 && len(data) == 2 {
+			shape = nil // a rank-0 float16 output, allocated as [1] by preallocate
+		}
+		out, err := graph.NewTensor(name, dt, shape, data)
+		if err != nil {
+			// onnxruntime_go v1.27.0 copies one byte per element for the
+			// types it has no Go type for, so wider ones come back short.
+			return nil, fmt.Errorf("%s outputs cannot be read through the ORT binding (it returns %d bytes for %v)", dt, len(data), shape)
+		}
+		return out, nil
+	case *ortgo.Scalar[float32]:
+		return scalarTensor(name, graph.Float, t)
+	case *ortgo.Scalar[float64]:
+		return scalarTensor(name, graph.Double, t)
+	case *ortgo.Scalar[int8]:
+		return scalarTensor(name, graph.Int8, t)
+	case *ortgo.Scalar[uint8]:
+		return scalarTensor(name, graph.Uint8, t)
+	case *ortgo.Scalar[bool]:
+		return scalarTensor(name, graph.Bool, t)
+	case *ortgo.Scalar[int16]:
+		return scalarTensor(name, graph.Int16, t)
+	case *ortgo.Scalar[uint16]:
+		return scalarTensor(name, graph.Uint16, t)
+	case *ortgo.Scalar[int32]:
+		return scalarTensor(name, graph.Int32, t)
+	case *ortgo.Scalar[uint32]:
+		return scalarTensor(name, graph.Uint32, t)
+	case *ortgo.Scalar[int64]:
+		return scalarTensor(name, graph.Int64, t)
+	case *ortgo.Scalar[uint64]:
+		return scalarTensor(name, graph.Uint64, t)
+	}
+	return nil, fmt.Errorf("outputs of this kind (%T) are not supported", v)
+}
+
+func scalarTensor[T ortgo.TensorData](name string, dt graph.DataType, s *ortgo.Scalar[T]) (*graph.Tensor, error) {
+	v := s.GetData()
+	size := int(unsafe.Sizeof(v))
+	b := make([]byte, size)
+	copy(b, unsafe.Slice((*byte)(unsafe.Pointer(&v)), size))
+	return graph.NewTensor(name, dt, nil, b)
+}
+
+func typed[T ortgo.TensorData](name string, dt graph.DataType, t *ortgo.Tensor[T]) (*graph.Tensor, error) {
+	data := t.GetData()
+	var zero T
+	size := len(data) * int(unsafe.Sizeof(zero))
+	b := make([]byte, size)
+	if size > 0 {
+		copy(b, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(data))), size))
+	}
+	return graph.NewTensor(name, dt, []int64(t.GetShape()), b)
+}
