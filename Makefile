@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/optc
 EXAMPLE := testdata/models/mnist_cnn.onnx
 
-.PHONY: build demo test testdata fuzz bench-io vet
+.PHONY: build demo test testdata ort fuzz bench-io vet
 
 build:
 	$(GO) build -o $(BIN) ./cmd/optc
@@ -14,12 +14,16 @@ demo: build
 
 # Fetches what the tests need (cached, checksummed) and runs every test,
 # then a short fuzzing pass over the model loader.
-test: testdata vet
+test: testdata ort vet
 	$(GO) test ./...
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=15s ./graph
 
 testdata:
 	scripts/fetch-testdata.sh
+
+# The ONNX Runtime 1.24.1 CPU library, from the npm package onnxruntime-node.
+ort:
+	scripts/fetch-onnxruntime.sh >/dev/null
 
 vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }

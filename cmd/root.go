@@ -41,10 +41,15 @@ func NewRoot(io *IO) *cobra.Command {
 	root.SetOut(io.Out)
 	root.SetErr(io.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	g := &globals{}
+	root.PersistentFlags().StringVar(&g.ortLib, "ort-lib", "", "path to libonnxruntime.so (else $OPTC_ORT_LIB, $ONNXRUNTIME_SHARED_LIBRARY_PATH, the cache, the system)")
 	root.AddCommand(
 		newCmdInspect(io, nil),
 		newCmdConvert(io, nil),
-		newCmdVersion(io),
+		newCmdRun(io, g, nil),
+		newCmdCompare(io, g, nil),
+		newCmdBench(io, g, nil),
+		newCmdVersion(io, g),
 	)
 	return root
 }

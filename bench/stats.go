@@ -1,0 +1,63 @@
+// Package bench measures a model's latency and throughput in ONNX Runtime:
+// cold start, warm latency percentiles and throughput per batch size,
+// optionally with parallel requests, next to the cost of the harness itself.
+package bench
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Latency summarizes repeated timings, in milliseconds.
+type Latency struct {
+	N      int     `json:"n"`
+	Min    float64 `json:"min_ms"`
+	P50    float64 `json:"p50_ms"`
+	P90    float64 `json:"p90_ms"`
+	P95    float64 `json:"p95_ms"`
+	P99    float64 `json:"p99_ms"`
+	Max    float64 `json:"max_ms"`
+	Mean   float64 `json:"mean_ms"`
+	Stddev float64 `json:"stddev_ms"`
+	CV     float64 `json:"cv"` // stddev / mean
+}
+
+// Summarize computes the latency statistics of ds. Percentiles use the
+// nearest-rank method: p99 of 100 timings is the 99th smallest.
+func Summarize(ds []time.Duration) Latency {
+	if len(ds) == 0 {
+		return Latency{}
+	}
+	ms := make([]float64, len(ds))
+	for i, d := range ds {
+		ms[i] = float64(d) / float64(time.Millisecond)
+	}
+	slices.Sort(ms)
+	var sum float64
+	for _, v := range ms {
+		sum += v
+	}
+	mean := sum / float64(len(ms))
+	var sq float64
+	for _, v := range ms {
+		sq += (v - mean) * (v - mean)
+	}
+	std := 0.0
+	if len(ms) > 1 {
+		std = math.Sqrt(sq / float64(len(ms)-1))
+	}
+	l := Latency{
+		N: len(ms), Min: ms[0], Max: ms[len(ms)-1], Mean: mean, Stddev: std,
+		P50: rank(ms, 0.50), P90: rank(ms, 0.90), P95: rank(ms, 0.95), P99: rank(ms, 0.99),
+	}
+	if mean > 0 {
+		l.CV = std / mean
+	}
+	return l
+}
+
+func rank(sorted []float64, q float64) float64 {
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}

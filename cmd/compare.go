@@ -1,0 +1,160 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"optc/compare"
+)
+
+// CompareOptions are the inputs of `optc compare`.
+type CompareOptions struct {
+	IO      *IO
+	Compare compare.Options
+	JSON    bool
+}
+
+func newCmdCompare(io *IO, g *globals, runF func(*CompareOptions) error) *cobra.Command {
+	opts := &CompareOptions{IO: io}
+	var sf sessionFlags
+	var df dataFlags
+	var atol, rtol []string
+	var check string
+	c := &cobra.Command{
+		Use:   "compare A B --data PATH",
+		Short: "Run two models on the same inputs and compare their outputs",
+		Long: `Run models A (the reference) and B on the same inputs in ONNX Runtime and
+compare every output they share: max/mean/p99 absolute error, max relative
+error, cosine similarity and SNR; top-1 and top-5 agreement for outputs shaped
+[N, classes]; with --labels (a .npy of int64 class ids) the accuracy of each
+model and the drop in points.
+
+An output passes when the --check statistic (max, mean or p99) of the
+per-element excess max(|a-b| - rtol*|a|, 0) is at most atol; with --check max
+this is numpy's allclose. Tolerances apply to all outputs (--atol 1e-3) or to
+one (--atol logits:1e-3). Exits 1 when an output is out of tolerance and shows
+the smallest tolerance that would have passed.`,
+		Args: exactArgs(2, "two model files"),
+		RunE: func(_ *cobra.Command, args []string) error {
+			var err error
+			o := &opts.Compare
+			o.ModelA, o.ModelB, o.ORTLib = args[0], args[1], g.ortLib
+			if o.Session, err = sf.options(); err != nil {
+				return err
+			}
+			if o.DataOpts, err = df.options(); err != nil {
+				return err
+			}
+			o.Data = df.spec
+			if o.Atol, err = parseTolerances("--atol", atol); err != nil {
+				return err
+			}
+			if o.Rtol, err = parseTolerances("--rtol", rtol); err != nil {
+				return err
+			}
+			if o.Check, err = compare.ParseStat(check); err != nil {
+				return usageError{err}
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return compareRun(opts)
+		},
+	}
+	c.Flags().StringVar(&opts.Compare.Labels, "labels", "", "a .npy of int64 class ids, one per sample")
+	c.Flags().StringVar(&opts.Compare.LabelsOutput, "labels-output", "", "the output the labels score (default: the first [N, classes] output)")
+	c.Flags().StringArrayVar(&atol, "atol", nil, fmt.Sprintf("absolute tolerance, X or OUTPUT:X (default %g)", compare.DefaultAtol))
+	c.Flags().StringArrayVar(&rtol, "rtol", nil, fmt.Sprintf("relative tolerance, X or OUTPUT:X (default %g)", compare.DefaultRtol))
+	c.Flags().StringVar(&check, "check", "max", "statistic the tolerance judges: max, mean or p99")
+	c.Flags().BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
+	sf.register(c.Flags())
+	df.register(c.Flags(), true)
+	return c
+}
+
+// parseTolerances reads repeated X or NAME:X values into a map whose ""
+// key is the default.
+func parseTolerances(flag string, vals []string) (map[string]float64, error) {
+	m := map[string]float64{}
+	for _, v := range vals {
+		name, num := "", v
+		if i := strings.LastIndex(v, ":"); i >= 0 {
+			name, num = v[:i], v[i+1:]
+		}
+		x, err := strconv.ParseFloat(num, 64)
+		if err != nil || x < 0 || math.IsNaN(x) {
+			return nil, usageError{fmt.Errorf("%s %q: want a non-negative number, or OUTPUT:number", flag, v)}
+		}
+		m[name] = x
+	}
+	return m, nil
+}
+
+func compareRun(opts *CompareOptions) error {
+	res, err := compare.Models(opts.Compare)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	} else {
+		printComparison(opts.IO, res)
+	}
+	if !res.Pass {
+		var failed []string
+		for _, s := range res.Outputs {
+			if !s.Pass {
+				failed = append(failed, fmt.Sprintf("%s (%s excess %.3g > atol %.3g; passes with atol >= %.3g)", s.Name, s.Check, s.Value, s.Atol, s.MinAtol))
+			}
+		}
+		return fmt.Errorf("out of tolerance: %s", strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+func printComparison(io *IO, r *compare.Result) {
+	fmt.Fprintf(io.Out, "A %s\nB %s\n%d samples in %d runs of %s\n\n", r.ModelA, r.ModelB, r.Samples, r.Batches, r.Data)
+	w := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "output\tmax abs\tmean abs\tp99 abs\tmax rel\tcosine\tSNR dB\ttop-1\ttop-5\tcheck\tresult\n")
+	for _, s := range r.Outputs {
+		top1, top5 := "-", "-"
+		if s.Classifier {
+			top1, top5 = fmt.Sprintf("%.2f%%", 100*s.Top1Agree), fmt.Sprintf("%.2f%%", 100*s.Top5Agree)
+		}
+		verdict := "pass"
+		if !s.Pass {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(w, "%s\t%.3g\t%.3g\t%.3g\t%.3g\t%.6f\t%.1f\t%s\t%s\t%s %.3g <= %.3g\t%s\n",
+			s.Name, s.MaxAbs, s.MeanAbs, s.P99Abs, s.MaxRel, s.Cosine, s.SNRdB, top1, top5, s.Check, s.Value, s.Atol, verdict)
+	}
+	w.Flush()
+	fmt.Fprintln(io.Out)
+	w = tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "output\tatol\trtol\tsmallest passing atol (at this rtol)\tsmallest passing rtol (at this atol)\n")
+	for _, s := range r.Outputs {
+		minRtol := "-"
+		if s.MinRtol >= 0 {
+			minRtol = fmt.Sprintf("%.3g", s.MinRtol)
+		}
+		fmt.Fprintf(w, "%s\t%.3g\t%.3g\t%.3g\t%s\n", s.Name, s.Atol, s.Rtol, s.MinAtol, minRtol)
+	}
+	w.Flush()
+	if a := r.Accuracy; a != nil {
+		drop := a.DropPoints
+		if drop == 0 {
+			drop = 0 // no "-0.00"
+		}
+		fmt.Fprintf(io.Out, "\naccuracy on %d labels (%s): A %.2f%%, B %.2f%%, drop %.2f points\n", a.Labels, a.Output, a.A, a.B, drop)
+	}
+}

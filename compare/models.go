@@ -1,0 +1,297 @@
+package compare
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"optc/data"
+	"optc/graph"
+	"optc/ort"
+)
+
+// Options say which models to compare on which data, and how to judge.
+type Options struct {
+	ModelA, ModelB string
+	Data           string
+	DataOpts       data.Options
+	// Labels is a .npy of int64 class ids, one per sample, scored against
+	// LabelsOutput (default: the first classifier-like output).
+	Labels       string
+	LabelsOutput string
+	// Atol and Rtol per output name; the "" key is the default for all.
+	Atol, Rtol map[string]float64
+	Check      Stat
+	Session    ort.Options
+	ORTLib     string
+}
+
+// Result is what `optc compare` reports; docs/compare.md describes the JSON.
+type Result struct {
+	ModelA   string         `json:"model_a"`
+	ModelB   string         `json:"model_b"`
+	Data     string         `json:"data"`
+	Samples  int64          `json:"samples"`
+	Batches  int            `json:"batches"`
+	Outputs  []*OutputStats `json:"outputs"`
+	Accuracy *Accuracy      `json:"accuracy,omitempty"`
+	Pass     bool           `json:"pass"`
+}
+
+// Accuracy is task accuracy against labels.
+type Accuracy struct {
+	Output     string  `json:"output"`
+	Labels     int64   `json:"labels"`
+	A          float64 `json:"accuracy_a"`
+	B          float64 `json:"accuracy_b"`
+	DropPoints float64 `json:"drop_points"` // (A - B) in percentage points
+}
+
+// DefaultAtol and DefaultRtol are used when no tolerance is given: the
+// tolerances onnxsim checks a simplified model with.
+const (
+	DefaultAtol = 1e-5
+	DefaultRtol = 1e-4
+)
+
+// Models runs A and B on the same inputs and compares every output they
+// share, batch by batch in constant memory.
+func Models(opts Options) (*Result, error) {
+	if opts.Check == "" {
+		opts.Check = StatMax
+	}
+	if _, err := ort.Init(opts.ORTLib); err != nil {
+		return nil, err
+	}
+	ma, err := graph.LoadFile(opts.ModelA)
+	if err != nil {
+		return nil, err
+	}
+	defer ma.Close()
+	mb, err := graph.LoadFile(opts.ModelB)
+	if err != nil {
+		return nil, err
+	}
+	defer mb.Close()
+	inA, inB := data.GraphInputs(ma.Graph), data.GraphInputs(mb.Graph)
+	if err := sameInputs(inA, inB); err != nil {
+		return nil, fmt.Errorf("%s and %s: %w", opts.ModelA, opts.ModelB, err)
+	}
+	insA, outsA := ort.Interface(ma)
+	insB, outsB := ort.Interface(mb)
+	pairs, err := pairOutputs(outsA, outsB)
+	if err != nil {
+		return nil, fmt.Errorf("%s and %s: %w", opts.ModelA, opts.ModelB, err)
+	}
+	for name := range opts.Atol {
+		if name != "" && !slices.ContainsFunc(pairs, func(p outputPair) bool { return p.name == name }) {
+			return nil, fmt.Errorf("--atol names output %q, which the models do not share", name)
+		}
+	}
+	for name := range opts.Rtol {
+		if name != "" && !slices.ContainsFunc(pairs, func(p outputPair) bool { return p.name == name }) {
+			return nil, fmt.Errorf("--rtol names output %q, which the models do not share", name)
+		}
+	}
+	sa, err := ort.NewSession(ort.Source{Path: opts.ModelA, Inputs: insA, Outputs: outsA}, opts.Session)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", opts.ModelA, err)
+	}
+	defer sa.Close()
+	// B is fed in A's input order.
+	orderB := make([]ort.IO, len(insA))
+	for i, in := range insA {
+		orderB[i] = insB[slices.IndexFunc(insB, func(x ort.IO) bool { return x.Name == in.Name })]
+	}
+	sb, err := ort.NewSession(ort.Source{Path: opts.ModelB, Inputs: orderB, Outputs: outsB}, opts.Session)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", opts.ModelB, err)
+	}
+	defer sb.Close()
+
+	src, err := data.Open(opts.Data, inA, opts.DataOpts)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	var labels []int64
+	if opts.Labels != "" {
+		lt, err := data.ReadNpy(opts.Labels)
+		if err != nil {
+			return nil, err
+		}
+		if labels, err = lt.Int64s(); err != nil {
+			return nil, fmt.Errorf("%s: labels must be integer class ids: %w", opts.Labels, err)
+		}
+	}
+
+	accs := make([]*Accumulator, len(pairs))
+	for i, p := range pairs {
+		accs[i] = NewAccumulator(p.name, tol(opts.Atol, p.name, DefaultAtol), tol(opts.Rtol, p.name, DefaultRtol), opts.Check)
+	}
+	res := &Result{ModelA: opts.ModelA, ModelB: opts.ModelB, Data: opts.Data}
+	scorer := newScorer(labels, opts.LabelsOutput)
+	for {
+		batch, err := src.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		ya, err := sa.Run(batch.Tensors)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.ModelA, err)
+		}
+		yb, err := sb.Run(batch.Tensors)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.ModelB, err)
+		}
+		for i, p := range pairs {
+			a, b := ya[p.a], yb[p.b]
+			if !slices.Equal(a.Dims, b.Dims) {
+				return nil, fmt.Errorf("output %q: shape %v from A, %v from B", p.name, a.Dims, b.Dims)
+			}
+			fa, err := a.Float32s()
+			if err != nil {
+				return nil, fmt.Errorf("output %q: %w", p.name, err)
+			}
+			fb, err := b.Float32s()
+			if err != nil {
+				return nil, fmt.Errorf("output %q: %w", p.name, err)
+			}
+			if err := accs[i].Add(fa, fb, a.Dims); err != nil {
+				return nil, err
+			}
+			if err := scorer.add(p.name, fa, fb, a.Dims); err != nil {
+				return nil, fmt.Errorf("%s: %w", opts.Labels, err)
+			}
+		}
+		scorer.advance(int64(batch.Samples))
+		res.Samples += int64(batch.Samples)
+		res.Batches++
+	}
+	if res.Batches == 0 {
+		return nil, fmt.Errorf("%s: no samples", opts.Data)
+	}
+	res.Pass = true
+	for _, acc := range accs {
+		s := acc.Result()
+		res.Outputs = append(res.Outputs, s)
+		res.Pass = res.Pass && s.Pass
+	}
+	if opts.Labels != "" {
+		if res.Accuracy, err = scorer.result(res.Samples); err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.Labels, err)
+		}
+	}
+	return res, nil
+}
+
+func tol(m map[string]float64, name string, def float64) float64 {
+	if v, ok := m[name]; ok {
+		return v
+	}
+	if v, ok := m[""]; ok {
+		return v
+	}
+	return def
+}
+
+// sameInputs checks that B takes the inputs A takes.
+func sameInputs(a, b []data.Input) error {
+	if len(a) != len(b) {
+		return fmt.Errorf("A has %d inputs, B has %d", len(a), len(b))
+	}
+	for _, x := range a {
+		i := slices.IndexFunc(b, func(y data.Input) bool { return y.Name == x.Name })
+		if i < 0 {
+			return fmt.Errorf("input %q of A is not an input of B", x.Name)
+		}
+		if b[i].DType != x.DType {
+			return fmt.Errorf("input %q is %s in A and %s in B", x.Name, x.DType, b[i].DType)
+		}
+	}
+	return nil
+}
+
+type outputPair struct {
+	name string
+	a, b int
+}
+
+// pairOutputs matches outputs by name, or by position when the models
+// share no output name but have as many outputs.
+func pairOutputs(a, b []ort.IO) ([]outputPair, error) {
+	var pairs []outputPair
+	for i, x := range a {
+		if j := slices.IndexFunc(b, func(y ort.IO) bool { return y.Name == x.Name }); j >= 0 {
+			pairs = append(pairs, outputPair{x.Name, i, j})
+		}
+	}
+	if len(pairs) > 0 {
+		return pairs, nil
+	}
+	if len(a) != len(b) {
+		return nil, fmt.Errorf("the models share no output name and have %d and %d outputs", len(a), len(b))
+	}
+	for i := range a {
+		pairs = append(pairs, outputPair{a[i].Name + "|" + b[i].Name, i, i})
+	}
+	return pairs, nil
+}
+
+// scorer counts correct top-1 predictions of A and B against labels.
+type scorer struct {
+	labels         []int64
+	output         string
+	offset         int64
+	correctA, corB int64
+	scored         int64
+}
+
+func newScorer(labels []int64, output string) *scorer {
+	return &scorer{labels: labels, output: output}
+}
+
+func (s *scorer) add(name string, a, b []float32, shape []int64) error {
+	if s.labels == nil || len(shape) != 2 || shape[1] < 2 {
+		return nil
+	}
+	if s.output == "" {
+		s.output = name
+	}
+	if name != s.output {
+		return nil
+	}
+	c := int(shape[1])
+	for n := 0; n < int(shape[0]); n++ {
+		k := s.offset + int64(n)
+		if k >= int64(len(s.labels)) {
+			return fmt.Errorf("%d labels for more samples than that", len(s.labels))
+		}
+		if int64(argmax(a[n*c:(n+1)*c])) == s.labels[k] {
+			s.correctA++
+		}
+		if int64(argmax(b[n*c:(n+1)*c])) == s.labels[k] {
+			s.corB++
+		}
+		s.scored++
+	}
+	return nil
+}
+
+func (s *scorer) advance(n int64) { s.offset += n }
+
+func (s *scorer) result(samples int64) (*Accuracy, error) {
+	if s.output == "" || s.scored == 0 {
+		return nil, errors.New("no classifier-like output ([N, classes]) to score labels against")
+	}
+	if int64(len(s.labels)) != samples {
+		return nil, fmt.Errorf("%d labels for %d samples", len(s.labels), samples)
+	}
+	a := 100 * float64(s.correctA) / float64(s.scored)
+	b := 100 * float64(s.corB) / float64(s.scored)
+	return &Accuracy{Output: s.output, Labels: s.scored, A: a, B: b, DropPoints: a - b}, nil
+}

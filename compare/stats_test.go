@@ -1,0 +1,129 @@
+package compare
+
+import (
+	"math"
+	"testing"
+)
+
+func TestAccumulatorStatistics(t *testing.T) {
+	acc := NewAccumulator("y", 0.05, 0, StatMax)
+	a := []float32{1, 2, 3, 4}
+	b := []float32{1, 2.1, 3, 3.9}
+	if err := acc.Add(a, b, []int64{4}); err != nil {
+		t.Fatal(err)
+	}
+	s := acc.Result()
+	near := func(name string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 1e-6*math.Max(1, math.Abs(want)) {
+			t.Errorf("%s = %g, want %g", name, got, want)
+		}
+	}
+	near("max abs", s.MaxAbs, 0.1)
+	near("mean abs", s.MeanAbs, 0.05)
+	near("max rel", s.MaxRel, 0.05)
+	// cosine of a and b computed by hand
+	dot, na, nb := 0.0, 0.0, 0.0
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	near("cosine", s.Cosine, dot/math.Sqrt(na*nb))
+	near("snr", s.SNRdB, 10*math.Log10(30/0.02))
+	if s.Pass {
+		t.Error("max error 0.1 passed atol 0.05")
+	}
+	near("min atol", s.MinAtol, 0.1)
+	// At atol 0.05 the worst element needs (0.1-0.05)/2 relative.
+	near("min rtol", s.MinRtol, 0.025)
+	if s.Classifier {
+		t.Error("a rank-1 output is not a classifier")
+	}
+}
+
+func TestToleranceSemantics(t *testing.T) {
+	a := []float32{100, 1}
+	b := []float32{101, 1}
+	// |a-b| = 1 <= 0 + 0.01*100: allclose passes on rtol alone.
+	s := acc(t, a, b, 0, 0.01, StatMax)
+	if !s.Pass || s.Value != 0 {
+		t.Errorf("rtol 1%% should pass with zero excess, got pass=%v value=%g", s.Pass, s.Value)
+	}
+	s = acc(t, a, b, 0.5, 0, StatMax)
+	if s.Pass {
+		t.Error("abs error 1 passed atol 0.5")
+	}
+	// mean of the excess: (1 + 0)/2
+	s = acc(t, a, b, 0.5, 0, StatMean)
+	if !s.Pass || s.Value != 0.5 {
+		t.Errorf("mean check: pass=%v value=%g, want pass with 0.5", s.Pass, s.Value)
+	}
+}
+
+func acc(t *testing.T, a, b []float32, atol, rtol float64, st Stat) *OutputStats {
+	t.Helper()
+	x := NewAccumulator("y", atol, rtol, st)
+	if err := x.Add(a, b, []int64{int64(len(a))}); err != nil {
+		t.Fatal(err)
+	}
+	return x.Result()
+}
+
+func TestClassifierAgreement(t *testing.T) {
+	// Three samples, six classes. B agrees on sample 0, has A's top-1
+	// second on sample 1, and far down on sample 2.
+	a := []float32{
+		9, 1, 0, 0, 0, 0,
+		0, 9, 1, 0, 0, 0,
+		9, 0, 0, 0, 0, 0,
+	}
+	b := []float32{
+		9, 1, 0, 0, 0, 0,
+		0, 8, 9, 0, 0, 0,
+		0, 5, 4, 3, 2, 1,
+	}
+	x := NewAccumulator("y", 1, 0, StatMax)
+	if err := x.Add(a, b, []int64{3, 6}); err != nil {
+		t.Fatal(err)
+	}
+	s := x.Result()
+	if !s.Classifier || s.Samples != 3 {
+		t.Fatalf("classifier %v samples %d", s.Classifier, s.Samples)
+	}
+	if math.Abs(s.Top1Agree-1.0/3) > 1e-9 || math.Abs(s.Top5Agree-2.0/3) > 1e-9 {
+		t.Errorf("top-1 %g (want 1/3), top-5 %g (want 2/3)", s.Top1Agree, s.Top5Agree)
+	}
+}
+
+func TestNaNHandling(t *testing.T) {
+	nan := float32(math.NaN())
+	s := acc(t, []float32{nan, 1}, []float32{nan, 1}, 0, 0, StatMax)
+	if !s.Pass || s.NaNMismatch != 0 {
+		t.Errorf("NaN in both should match: %+v", s)
+	}
+	s = acc(t, []float32{nan, 1}, []float32{0, 1}, 1, 0, StatMax)
+	if s.Pass || s.NaNMismatch != 1 {
+		t.Errorf("NaN in one only must fail: pass=%v mismatches=%d", s.Pass, s.NaNMismatch)
+	}
+}
+
+func TestP99FromHistogram(t *testing.T) {
+	x := NewAccumulator("y", 0, 0, StatP99)
+	a := make([]float32, 1000)
+	b := make([]float32, 1000)
+	for i := range b {
+		b[i] = float32(i) / 1000 // errors 0 .. 0.999
+	}
+	if err := x.Add(a, b, []int64{1000}); err != nil {
+		t.Fatal(err)
+	}
+	s := x.Result()
+	// The exact p99 (nearest rank) is 0.989; the histogram is within 2.3%.
+	if math.Abs(s.P99Abs-0.989)/0.989 > 0.024 {
+		t.Errorf("p99 %g, want 0.989 within 2.3%%", s.P99Abs)
+	}
+	if math.Abs(s.Value-s.P99Abs) > 1e-12 {
+		t.Errorf("p99 check value %g differs from p99 abs %g with rtol 0", s.Value, s.P99Abs)
+	}
+}

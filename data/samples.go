@@ -1,0 +1,219 @@
+package data
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"optc/graph"
+)
+
+// member is one array with a sample axis: a .npy file or a member of a
+// .npz file, read a batch at a time.
+type member struct {
+	where  string // the file (and member) for messages
+	label  string // where, and the input it feeds
+	hdr    *npyHeader
+	sample int64 // bytes per sample
+
+	// Stored data is read by offset; deflated data as a stream.
+	at     io.ReaderAt
+	off    int64 // where the data starts in at
+	stream io.Reader
+	closer io.Closer
+	pos    int // samples read from stream so far
+}
+
+// read fills buf with the n samples starting at first.
+func (m *member) read(buf []byte, first, n int) error {
+	var got int
+	var err error
+	if m.at != nil {
+		got, err = m.at.ReadAt(buf, m.off+int64(first)*m.sample)
+		if got == len(buf) {
+			err = nil
+		}
+	} else {
+		if first != m.pos {
+			return fmt.Errorf("%s: internal error: stream at sample %d, want %d", m.label, m.pos, first)
+		}
+		got, err = io.ReadFull(m.stream, buf)
+		m.pos += n
+		if err == nil && m.pos == int(m.hdr.shape[0]) {
+			err = m.checkEnd()
+		}
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		idx := int64(first)
+		if m.sample > 0 {
+			idx += int64(got) / m.sample
+		}
+		return fmt.Errorf("%s: truncated: the data stops in sample %d of %d", m.label, idx, m.hdr.shape[0])
+	}
+	return fmt.Errorf("%s: reading samples %d to %d: %w", m.label, first, first+n-1, unwrapPathError(err))
+}
+
+// checkEnd reads past the last sample of a stream so that the zip reader
+// verifies the member's checksum.
+func (m *member) checkEnd() error {
+	_, err := io.Copy(io.Discard, m.stream)
+	return err
+}
+
+// sampleSource batches the samples of one member per input.
+type sampleSource struct {
+	inputs  []Input
+	members []*member // one per input, in input order
+	batch   int
+	total   int // samples to deliver
+	next    int // the next sample
+	closer  io.Closer
+	err     error
+}
+
+// newSampleSource checks the members against the inputs and options and
+// returns a source over them. It takes ownership of closer.
+func newSampleSource(where string, inputs []Input, members []*member, opts Options, closer io.Closer) (Source, error) {
+	s := &sampleSource{inputs: inputs, members: members, closer: closer}
+	fail := func(err error) (Source, error) {
+		s.Close()
+		return nil, err
+	}
+	for i, m := range members {
+		if err := checkData(m.where, inputs[i], opts, m.hdr.dtype, m.hdr.shape, true); err != nil {
+			return fail(err)
+		}
+	}
+	n0 := members[0].hdr.shape[0]
+	for i, m := range members[1:] {
+		if m.hdr.shape[0] != n0 {
+			return fail(fmt.Errorf("%s: inputs %q and %q have different sample counts (axis 0): %d and %d",
+				where, inputs[0].Name, inputs[i+1].Name, n0, m.hdr.shape[0]))
+		}
+	}
+	if n0 == 0 {
+		return fail(fmt.Errorf("%s: the data holds no samples (axis 0 is 0)", where))
+	}
+	if n0 > 1<<40 {
+		return fail(fmt.Errorf("%s: %d samples are too many", where, n0))
+	}
+	s.total = int(n0)
+	if opts.Samples > 0 && opts.Samples < s.total {
+		s.total = opts.Samples
+	}
+	batch, fixedBy, err := batchSize(where, inputs, opts)
+	if err != nil {
+		return fail(err)
+	}
+	if err := checkSampleCount(where, s.total, batch, fixedBy); err != nil {
+		return fail(err)
+	}
+	s.batch = batch
+	return s, nil
+}
+
+// Next returns the next batch of samples.
+func (s *sampleSource) Next() (*Batch, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	if s.next >= s.total {
+		return nil, io.EOF
+	}
+	n := min(s.batch, s.total-s.next)
+	b := &Batch{Tensors: make([]*graph.Tensor, len(s.members)), Samples: n}
+	for i, m := range s.members {
+		buf := make([]byte, int64(n)*m.sample)
+		if err := m.read(buf, s.next, n); err != nil {
+			s.err = err
+			return nil, err
+		}
+		dims := append([]int64{int64(n)}, m.hdr.shape[1:]...)
+		t, err := graph.NewTensor(s.inputs[i].Name, m.hdr.dtype, dims, buf)
+		if err != nil {
+			s.err = fmt.Errorf("%s: %w", m.label, err)
+			return nil, s.err
+		}
+		b.Tensors[i] = t
+	}
+	s.next += n
+	return b, nil
+}
+
+// Close releases the files.
+func (s *sampleSource) Close() error {
+	var err error
+	for _, m := range s.members {
+		if m != nil && m.closer != nil {
+			if cerr := m.closer.Close(); err == nil {
+				err = cerr
+			}
+			m.closer = nil
+		}
+	}
+	if s.closer != nil {
+		if cerr := s.closer.Close(); err == nil {
+			err = cerr
+		}
+		s.closer = nil
+	}
+	if s.err == nil {
+		s.err = errors.New("data source is closed")
+	}
+	return err
+}
+
+// openNpy opens a .npy file for a single-input model.
+func openNpy(path string, inputs []Input, opts Options) (Source, error) {
+	if len(inputs) != 1 {
+		return nil, fmt.Errorf("%s: a .npy file feeds one input, but the model has %d (%s); use a .npz file with one member per input", path, len(inputs), inputNames(inputs))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, unwrapPathError(err))
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, unwrapPathError(err))
+	}
+	m, err := openMember(path, inputs[0].Name, f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return newSampleSource(path, inputs, []*member{m}, opts, f)
+}
+
+// openMember reads the header of the .npy bytes at the start of at (size
+// bytes long), which feed input, and checks that the data is all there.
+func openMember(where, input string, at io.ReaderAt, size int64) (*member, error) {
+	label := memberLabel(where, input)
+	h, err := readNpyHeader(bufio.NewReader(io.NewSectionReader(at, 0, size)), size)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", label, err)
+	}
+	if err := checkSampleHeader(label, h, size); err != nil {
+		return nil, err
+	}
+	return &member{where: where, label: label, hdr: h, sample: h.sampleBytes(), at: at, off: h.dataOff}, nil
+}
+
+func memberLabel(where, input string) string {
+	return fmt.Sprintf("%s: input %q", where, input)
+}
+
+// checkSampleHeader checks that the data a header calls for fits in size
+// bytes (the file, or the member's uncompressed size), and reports the
+// first incomplete sample when it does not.
+func checkSampleHeader(where string, h *npyHeader, size int64) error {
+	if avail := size - h.dataOff; h.size > avail {
+		return truncatedError(where, h, avail)
+	}
+	return nil
+}
