@@ -171,6 +171,7 @@ func (g *Graph) declare(l declList, v *Value, vi *onnxpb.ValueInfoProto) {
 	g.decls[declKey{l, v}] = vi
 	if v.Type == nil {
 		v.Type = decodeType(vi.Type)
+		v.loadedType = v.Type
 	}
 }
 

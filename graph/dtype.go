@@ -122,7 +122,11 @@ func (t DataType) ByteSize(n int64) (int64, bool) {
 		return n * (bits / 8), true
 	}
 	perByte := 8 / bits
-	return (n + perByte - 1) / perByte, true
+	b := n / perByte // rounded up below; n+perByte-1 could overflow
+	if n%perByte != 0 {
+		b++
+	}
+	return b, true
 }
 
 // IsFloat reports whether t is a floating-point type of any width.

@@ -164,8 +164,8 @@ func (e *encoder) decls(g *Graph, l declList, vs []*Value) ([]*onnxpb.ValueInfoP
 		}
 		p := shallowClone(o, &onnxpb.ValueInfoProto{})
 		p.Name = opt(v.Name, o.Name)
-		if o.Type != nil && v.Type.equal(decodeType(o.Type)) {
-			p.Type = o.Type
+		if g.decls[declKey{l, v}] != nil && v.typeUnchanged() {
+			p.Type = o.Type // as this declaration had it, typed or not
 		} else {
 			t, err := encodeType(v.Type)
 			if err != nil {

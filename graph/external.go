@@ -90,18 +90,29 @@ func (s *externalSource) path(location string) (string, error) {
 	return real, nil
 }
 
-// read returns the tensor's bytes from its mapped side file.
-func (e *External) read(tensor string) ([]byte, error) {
+// read returns t's bytes from its mapped side file: Length bytes at Offset,
+// or, when the file gives no length, as many as t's dtype and dims need
+// (the rest of the file when they do not say). The file may have changed
+// since the model was loaded.
+func (e *External) read(t *Tensor) ([]byte, error) {
 	b, err := e.src.mapped(e.Location)
 	if err != nil {
-		return nil, fmt.Errorf("tensor %q: %w", tensor, err)
+		return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
 	}
-	n := int64(len(b)) - e.Offset
-	if e.Length >= 0 {
-		if e.Length > n {
-			return nil, fmt.Errorf("tensor %q: external data %q is shorter than offset+length", tensor, e.Location)
+	n := e.Length
+	if n < 0 {
+		if count, err := t.NumElements(); err == nil {
+			if size, ok := t.DType.ByteSize(count); ok {
+				n = size
+			}
 		}
-		n = e.Length
+	}
+	avail := int64(len(b)) - e.Offset
+	if avail < 0 || n > avail {
+		return nil, fmt.Errorf("tensor %q: external data %q is shorter than offset+length", t.Name, e.Location)
+	}
+	if n < 0 {
+		n = avail
 	}
 	return b[e.Offset : e.Offset+n : e.Offset+n], nil
 }

@@ -199,7 +199,7 @@ func (g *Graph) RemoveNode(n *Node) error {
 		if len(v.uses) > 0 {
 			return fmt.Errorf("remove %s: output %q is still used by node %s", n, v.Name, v.uses[0].Node)
 		}
-		if g.isOutput(v) {
+		if g.usedAsOutput(v) {
 			return fmt.Errorf("remove %s: output %q is a graph output", n, v.Name)
 		}
 	}
@@ -229,8 +229,9 @@ func (g *Graph) forget(v *Value) {
 }
 
 // ReplaceAllUses makes every reader of old read new instead: node inputs
-// in g and its subgraphs, and g's outputs. The caller keeps the graph's
-// interface names stable where that matters (see Rename).
+// in g and its subgraphs, and the outputs of old's graph and of the
+// subgraphs that return it. The caller keeps the graph's interface names
+// stable where that matters (see Rename).
 func (g *Graph) ReplaceAllUses(old, new *Value) {
 	if old == new {
 		return
@@ -238,13 +239,24 @@ func (g *Graph) ReplaceAllUses(old, new *Value) {
 	for _, u := range slices.Clone(old.uses) {
 		u.Node.SetInput(u.Index, new)
 	}
-	for s := old.graph; s != nil; s = nil {
+	if old.graph == nil {
+		return
+	}
+	old.graph.Walk(func(s *Graph) {
 		for i, o := range s.Outputs {
 			if o == old {
 				s.Outputs[i] = new
 			}
 		}
-	}
+	})
+}
+
+// usedAsOutput reports whether v is an output of g or of a subgraph nested
+// in it (a branch may return an outer value as it is).
+func (g *Graph) usedAsOutput(v *Value) bool {
+	found := false
+	g.Walk(func(s *Graph) { found = found || s.isOutput(v) })
+	return found
 }
 
 // AddInitializer adds a constant value called t.Name holding t.
@@ -260,10 +272,10 @@ func (g *Graph) AddInitializer(t *Tensor) (*Value, error) {
 
 // RemoveInitializer deletes an unused initializer.
 func (g *Graph) RemoveInitializer(v *Value) error {
-	if v.Const == nil || v.graph != g {
+	if v.Const == nil || v.graph != g || !slices.Contains(g.Initializers, v) {
 		return fmt.Errorf("remove initializer %q: not an initializer of graph %q", v.Name, g.Name)
 	}
-	if len(v.uses) > 0 || g.isOutput(v) || g.isInput(v) {
+	if len(v.uses) > 0 || g.usedAsOutput(v) || g.isInput(v) {
 		return fmt.Errorf("remove initializer %q: still used", v.Name)
 	}
 	g.Initializers = slices.DeleteFunc(g.Initializers, func(x *Value) bool { return x == v })

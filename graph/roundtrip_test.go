@@ -105,3 +105,41 @@ func TestRoundTripRealModels(t *testing.T) {
 		t.Logf("%s: byte-identical %v", filepath.Base(p), identical)
 	}
 }
+
+// TestRepeatedDeclarationsRoundTrip: a value declared twice (an untyped
+// graph output and a typed value_info) is written back as it was.
+func TestRepeatedDeclarationsRoundTrip(t *testing.T) {
+	typ := &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(1)}}}
+	other := &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(7)}}}
+	mp := &onnxpb.ModelProto{IrVersion: proto.Int64(8),
+		OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: proto.Int64(17)}},
+		Graph: &onnxpb.GraphProto{
+			Node:      []*onnxpb.NodeProto{{OpType: proto.String("Relu"), Input: []string{"x"}, Output: []string{"y"}}},
+			Input:     []*onnxpb.ValueInfoProto{{Name: proto.String("x"), Type: typ}},
+			Output:    []*onnxpb.ValueInfoProto{{Name: proto.String("y")}},
+			ValueInfo: []*onnxpb.ValueInfoProto{{Name: proto.String("y"), Type: typ}, {Name: proto.String("x"), Type: other}},
+		}}
+	b, err := proto.Marshal(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Parse(b, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &onnxpb.ModelProto{}
+	if err := proto.Unmarshal(out, got); err != nil || !proto.Equal(got, mp) {
+		t.Errorf("declarations changed on save: %v", err)
+	}
+	// Once the type changes, every declaration carries the new one.
+	m.Graph.Outputs[0].Type = TensorType(Float, StaticShape(2))
+	out, _ = Marshal(m)
+	proto.Unmarshal(out, got)
+	if got.Graph.Output[0].Type == nil || got.Graph.ValueInfo[0].Type.GetTensorType().GetShape() == nil {
+		t.Error("a changed type was not written to every declaration")
+	}
+}

@@ -121,7 +121,7 @@ func (t *Tensor) Bytes() ([]byte, error) {
 	case storageRaw:
 		return t.raw, nil
 	case storageExternal:
-		return t.ext.read(t.Name)
+		return t.ext.read(t)
 	}
 	return t.typedBytes()
 }

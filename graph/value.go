@@ -18,6 +18,18 @@ type Value struct {
 	producer *Node
 	uses     []Use
 	graph    *Graph // the graph whose scope defines the value
+	// loadedType is Type as loaded; while Type is still it and unchanged,
+	// each declaration is written back with the type it had in the file.
+	loadedType *Type
+}
+
+// typeUnchanged reports whether v's type is the one it was loaded with.
+func (v *Value) typeUnchanged() bool {
+	t := v.Type
+	if t != v.loadedType {
+		return false
+	}
+	return t == nil || t.origin == nil || t.equal(decodeType(t.origin))
 }
 
 // Use is one place a value is read: input Index of Node.
