@@ -151,16 +151,12 @@ func (t *Tensor) Strings() ([][]byte, error) {
 // Float32s returns the elements converted to float32. It reads float32,
 // float16, bfloat16, float64 and the integer types; the result is a copy.
 func (t *Tensor) Float32s() ([]float32, error) {
-	b, err := t.Bytes()
+	if !t.DType.IsFloat() && !t.DType.isInteger() || t.DType.BitSize() < 8 {
+		return nil, fmt.Errorf("tensor %q: cannot read %s as float32", t.Name, t.DType)
+	}
+	b, n, err := t.sized()
 	if err != nil {
 		return nil, err
-	}
-	n, err := t.NumElements()
-	if err != nil {
-		return nil, err
-	}
-	if want, ok := t.DType.ByteSize(n); !ok || int64(len(b)) != want {
-		return nil, fmt.Errorf("tensor %q: has %d bytes, %s%v needs %d", t.Name, len(b), t.DType, t.Dims, want)
 	}
 	out := make([]float32, n)
 	le := binary.LittleEndian
@@ -174,24 +170,13 @@ func (t *Tensor) Float32s() ([]float32, error) {
 			out[i] = halfToFloat32(le.Uint16(b[2*i:]))
 		case BFloat16:
 			out[i] = math.Float32frombits(uint32(le.Uint16(b[2*i:])) << 16)
-		case Int8:
-			out[i] = float32(int8(b[i]))
-		case Uint8, Bool:
-			out[i] = float32(b[i])
-		case Int16:
-			out[i] = float32(int16(le.Uint16(b[2*i:])))
-		case Uint16:
-			out[i] = float32(le.Uint16(b[2*i:]))
-		case Int32:
-			out[i] = float32(int32(le.Uint32(b[4*i:])))
-		case Uint32:
-			out[i] = float32(le.Uint32(b[4*i:]))
-		case Int64:
-			out[i] = float32(int64(le.Uint64(b[8*i:])))
 		case Uint64:
 			out[i] = float32(le.Uint64(b[8*i:]))
 		default:
-			return nil, fmt.Errorf("tensor %q: cannot read %s as float32", t.Name, t.DType)
+			if !t.DType.isInteger() {
+				return nil, fmt.Errorf("tensor %q: cannot read %s as float32", t.Name, t.DType)
+			}
+			out[i] = float32(intAt(t.DType, b, i))
 		}
 	}
 	return out, nil
@@ -200,44 +185,63 @@ func (t *Tensor) Float32s() ([]float32, error) {
 // Int64s returns the elements of an integer or bool tensor as int64 (shape
 // tensors, axes, indices).
 func (t *Tensor) Int64s() ([]int64, error) {
-	switch t.DType {
-	case Int8, Uint8, Bool, Int16, Uint16, Int32, Uint32, Int64, Uint64:
-	default:
+	if !t.DType.isInteger() {
 		return nil, fmt.Errorf("tensor %q is %s, not an integer type", t.Name, t.DType)
 	}
-	b, err := t.Bytes()
+	b, n, err := t.sized()
 	if err != nil {
 		return nil, err
+	}
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = intAt(t.DType, b, i)
+	}
+	return out, nil
+}
+
+// sized returns the data and the element count, checked against each other.
+func (t *Tensor) sized() ([]byte, int64, error) {
+	b, err := t.Bytes()
+	if err != nil {
+		return nil, 0, err
 	}
 	n, err := t.NumElements()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	size := int64(t.DType.BitSize() / 8)
-	if int64(len(b)) != n*size {
-		return nil, fmt.Errorf("tensor %q: has %d bytes, %s%v needs %d", t.Name, len(b), t.DType, t.Dims, n*size)
+	if want, ok := t.DType.ByteSize(n); !ok || int64(len(b)) != want {
+		return nil, 0, fmt.Errorf("tensor %q: has %d bytes, %s%v needs %d", t.Name, len(b), t.DType, t.Dims, want)
 	}
-	out := make([]int64, n)
+	return b, n, nil
+}
+
+func (t DataType) isInteger() bool {
+	switch t {
+	case Int8, Uint8, Bool, Int16, Uint16, Int32, Uint32, Int64, Uint64:
+		return true
+	}
+	return false
+}
+
+// intAt reads element i of little-endian integer data of type dt (uint64
+// wraps above MaxInt64).
+func intAt(dt DataType, b []byte, i int) int64 {
 	le := binary.LittleEndian
-	for i := range out {
-		switch t.DType {
-		case Int8:
-			out[i] = int64(int8(b[i]))
-		case Uint8, Bool:
-			out[i] = int64(b[i])
-		case Int16:
-			out[i] = int64(int16(le.Uint16(b[2*i:])))
-		case Uint16:
-			out[i] = int64(le.Uint16(b[2*i:]))
-		case Int32:
-			out[i] = int64(int32(le.Uint32(b[4*i:])))
-		case Uint32:
-			out[i] = int64(le.Uint32(b[4*i:]))
-		default:
-			out[i] = int64(le.Uint64(b[8*i:]))
-		}
+	switch dt {
+	case Int8:
+		return int64(int8(b[i]))
+	case Uint8, Bool:
+		return int64(b[i])
+	case Int16:
+		return int64(int16(le.Uint16(b[2*i:])))
+	case Uint16:
+		return int64(le.Uint16(b[2*i:]))
+	case Int32:
+		return int64(int32(le.Uint32(b[4*i:])))
+	case Uint32:
+		return int64(le.Uint32(b[4*i:]))
 	}
-	return out, nil
+	return int64(le.Uint64(b[8*i:]))
 }
 
 // typedBytes converts the typed proto fields into little-endian bytes.
