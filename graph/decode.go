@@ -118,6 +118,9 @@ func decodeGraph(gp *onnxpb.GraphProto, parent *Graph, owner *Node, raws []rawFi
 			Overload: np.GetOverload(), DocString: np.GetDocString(),
 			graph: g, origin: np,
 		}
+		for _, kv := range np.MetadataProps {
+			n.Metadata = append(n.Metadata, KeyValue{kv.GetKey(), kv.GetValue()})
+		}
 		for j, name := range np.Output {
 			if name == "" {
 				n.outputs = append(n.outputs, nil)

@@ -189,6 +189,12 @@ func (e *encoder) node(n *Node) (*onnxpb.NodeProto, error) {
 	p.Domain = opt(n.Domain, o.Domain)
 	p.Overload = opt(n.Overload, o.Overload)
 	p.DocString = opt(n.DocString, o.DocString)
+	if !sameMetadata(n.Metadata, o.MetadataProps) {
+		p.MetadataProps = nil
+		for _, kv := range n.Metadata {
+			p.MetadataProps = append(p.MetadataProps, &onnxpb.StringStringEntryProto{Key: ptr(kv.Key), Value: ptr(kv.Value)})
+		}
+	}
 	p.Input = valueNames(n.inputs)
 	p.Output = valueNames(n.outputs)
 	p.Attribute = make([]*onnxpb.AttributeProto, 0, len(n.Attrs))
@@ -200,6 +206,18 @@ func (e *encoder) node(n *Node) (*onnxpb.NodeProto, error) {
 		p.Attribute = append(p.Attribute, ap)
 	}
 	return p, nil
+}
+
+func sameMetadata(kvs []KeyValue, ps []*onnxpb.StringStringEntryProto) bool {
+	if len(kvs) != len(ps) {
+		return false
+	}
+	for i, p := range ps {
+		if p.GetKey() != kvs[i].Key || p.GetValue() != kvs[i].Value {
+			return false
+		}
+	}
+	return true
 }
 
 func valueNames(vs []*Value) []string {

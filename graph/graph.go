@@ -34,6 +34,7 @@ type Graph struct {
 	Owner  *Node  // the node whose attribute holds this graph
 
 	values map[string]*Value
+	nested map[string]bool                    // main graph only: names defined in subgraphs (see usedBelow)
 	decls  map[declKey]*onnxpb.ValueInfoProto // value declarations as loaded
 	origin *onnxpb.GraphProto
 }
@@ -97,19 +98,52 @@ func (g *Graph) NewValue(name string) (*Value, error) {
 	}
 	v := &Value{Name: name, graph: g}
 	g.values[name] = v
+	g.noteName(name, true)
 	return v, nil
 }
 
-// usedBelow reports whether a subgraph of g defines name.
+// usedBelow reports whether a subgraph (of any graph of the model)
+// defines name. The names are gathered once and kept in step by NewValue,
+// Rename and forget, so that creating many values stays linear.
 func (g *Graph) usedBelow(name string) bool {
-	for _, n := range g.Nodes {
-		for _, sg := range n.Subgraphs() {
-			if _, ok := sg.values[name]; ok || sg.usedBelow(name) {
-				return true
+	return g.root().nestedNames()[name]
+}
+
+func (g *Graph) root() *Graph {
+	for g.Parent != nil {
+		g = g.Parent
+	}
+	return g
+}
+
+// nestedNames returns the names defined in subgraphs; only a main graph
+// holds the set.
+func (g *Graph) nestedNames() map[string]bool {
+	if g.nested == nil {
+		g.nested = map[string]bool{}
+		g.Walk(func(s *Graph) {
+			if s != g {
+				for name := range s.values {
+					g.nested[name] = true
+				}
 			}
+		})
+	}
+	return g.nested
+}
+
+// noteName keeps the root's set of subgraph names in step with g.
+func (g *Graph) noteName(name string, defined bool) {
+	if g.Parent == nil {
+		return
+	}
+	if r := g.root(); r.nested != nil {
+		if defined {
+			r.nested[name] = true
+		} else {
+			delete(r.nested, name)
 		}
 	}
-	return false
 }
 
 // UniqueName returns a value name starting with prefix that is not in use
@@ -135,8 +169,10 @@ func (g *Graph) Rename(v *Value, name string) error {
 		return fmt.Errorf("rename %q to %q: name is empty or already in use", v.Name, name)
 	}
 	delete(v.graph.values, v.Name)
+	v.graph.noteName(v.Name, false)
 	v.Name = name
 	v.graph.values[name] = v
+	v.graph.noteName(name, true)
 	if v.Const != nil {
 		v.Const.Name = name
 	}
@@ -174,6 +210,9 @@ func (g *Graph) attach(n *Node, inputs, outputs []*Value) error {
 		}
 	}
 	n.graph = g
+	if len(n.Subgraphs()) > 0 {
+		g.root().nested = nil
+	}
 	for _, v := range inputs {
 		n.AddInput(v)
 	}
@@ -203,7 +242,7 @@ func (g *Graph) RemoveNode(n *Node) error {
 			return fmt.Errorf("remove %s: output %q is a graph output", n, v.Name)
 		}
 	}
-	n.TruncateInputs(0)
+	n.detachInputs()
 	for _, v := range n.outputs {
 		if v != nil {
 			v.producer = nil
@@ -215,14 +254,88 @@ func (g *Graph) RemoveNode(n *Node) error {
 	return nil
 }
 
+// RemoveNodes deletes a set of nodes from g in one sweep (RemoveNode's
+// rules apply to each), so that removing many nodes stays linear. Nodes
+// of the set may feed each other.
+func (g *Graph) RemoveNodes(nodes []*Node) error {
+	doomed := make(map[*Node]bool, len(nodes))
+	for _, n := range nodes {
+		if n.graph != g {
+			return fmt.Errorf("remove %s: node is not in graph %q", n, g.Name)
+		}
+		doomed[n] = true
+	}
+	outputs := map[*Value]bool{}
+	g.Walk(func(s *Graph) {
+		for _, o := range s.Outputs {
+			outputs[o] = true
+		}
+	})
+	for _, n := range nodes {
+		for _, v := range n.outputs {
+			if v == nil {
+				continue
+			}
+			for _, u := range v.uses {
+				if !doomed[u.Node] {
+					return fmt.Errorf("remove %s: output %q is still used by node %s", n, v.Name, u.Node)
+				}
+			}
+			if outputs[v] {
+				return fmt.Errorf("remove %s: output %q is a graph output", n, v.Name)
+			}
+		}
+	}
+	for _, n := range nodes {
+		n.detachInputs()
+	}
+	gone := map[*Value]bool{}
+	for _, n := range nodes {
+		for _, v := range n.outputs {
+			if v != nil {
+				v.producer = nil
+				gone[v] = true
+				g.unregister(v)
+			}
+		}
+		n.graph = nil
+	}
+	g.Nodes = slices.DeleteFunc(g.Nodes, func(n *Node) bool { return doomed[n] })
+	g.ValueInfo = slices.DeleteFunc(g.ValueInfo, func(v *Value) bool { return gone[v] })
+	return nil
+}
+
+// detachInputs drops n's inputs and those of the nodes in its subgraphs,
+// so a removed node leaves no uses behind on the values it read.
+func (n *Node) detachInputs() {
+	n.TruncateInputs(0)
+	for _, sg := range n.Subgraphs() {
+		sg.Walk(func(s *Graph) {
+			for _, inner := range s.Nodes {
+				inner.TruncateInputs(0)
+			}
+		})
+	}
+}
+
 // forget drops v from g's scope and declaration lists.
 func (g *Graph) forget(v *Value) {
 	if v.graph == nil || v.graph.values[v.Name] != v {
 		return
 	}
+	v.graph.ValueInfo = slices.DeleteFunc(v.graph.ValueInfo, func(x *Value) bool { return x == v })
+	g.unregister(v)
+}
+
+// unregister drops v from its graph's scope, leaving the ValueInfo list to
+// the caller.
+func (g *Graph) unregister(v *Value) {
 	owner := v.graph
+	if owner == nil || owner.values[v.Name] != v {
+		return
+	}
 	delete(owner.values, v.Name)
-	owner.ValueInfo = slices.DeleteFunc(owner.ValueInfo, func(x *Value) bool { return x == v })
+	owner.noteName(v.Name, false)
 	for _, l := range []declList{declInput, declOutput, declValueInfo} {
 		delete(owner.decls, declKey{l, v})
 	}

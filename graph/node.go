@@ -63,11 +63,38 @@ type Node struct {
 	Overload  string
 	DocString string
 	Attrs     []*Attr
+	// Metadata is the node's metadata_props, in order. optc records what a
+	// pass did here (e.g. which activation a Conv absorbed).
+	Metadata []KeyValue
 
 	inputs  []*Value
 	outputs []*Value
 	graph   *Graph
 	origin  *onnxpb.NodeProto // metadata, device configurations, unknown fields
+}
+
+// KeyValue is one metadata entry.
+type KeyValue struct{ Key, Value string }
+
+// Meta returns the value of metadata key k, or "".
+func (n *Node) Meta(k string) string {
+	for _, kv := range n.Metadata {
+		if kv.Key == k {
+			return kv.Value
+		}
+	}
+	return ""
+}
+
+// SetMeta sets metadata key k.
+func (n *Node) SetMeta(k, v string) {
+	for i, kv := range n.Metadata {
+		if kv.Key == k {
+			n.Metadata[i].Value = v
+			return
+		}
+	}
+	n.Metadata = append(n.Metadata, KeyValue{k, v})
 }
 
 // Graph returns the graph the node belongs to.
@@ -188,6 +215,9 @@ func (n *Node) AttrString(name string, def string) string {
 
 // SetAttr adds or replaces an attribute.
 func (n *Node) SetAttr(a *Attr) {
+	if n.graph != nil && (a.Graph != nil || len(a.Graphs) > 0) {
+		n.graph.root().nested = nil // names of the new subgraph
+	}
 	for i, old := range n.Attrs {
 		if old.Name == a.Name {
 			n.Attrs[i] = a

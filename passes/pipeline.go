@@ -1,0 +1,142 @@
+package passes
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"optc/graph"
+)
+
+// registry is every pass in the order the pipeline runs them.
+var registry = []*Pass{
+	deadCode,
+}
+
+// All returns every pass in pipeline order.
+func All() []*Pass { return slices.Clone(registry) }
+
+// Lookup returns the pass called name.
+func Lookup(name string) (*Pass, error) {
+	for _, p := range registry {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	var names []string
+	for _, p := range registry {
+		names = append(names, p.Name)
+	}
+	return nil, fmt.Errorf("unknown pass %q (passes: %s)", name, strings.Join(names, ", "))
+}
+
+// Select returns the pipeline for an -O level (0, 1 or 2), or exactly the
+// named passes in table order when only is not empty, minus disabled.
+func Select(level int, only, disabled []string) ([]*Pass, error) {
+	if level < 0 || level > 2 {
+		return nil, fmt.Errorf("optimization level -O%d: want 0, 1 or 2", level)
+	}
+	for _, n := range append(slices.Clone(only), disabled...) {
+		if _, err := Lookup(n); err != nil {
+			return nil, err
+		}
+	}
+	var out []*Pass
+	for _, p := range registry {
+		chosen := p.Level <= level && level > 0
+		if len(only) > 0 {
+			chosen = slices.Contains(only, p.Name)
+		}
+		if chosen && !slices.Contains(disabled, p.Name) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Options control a pipeline run.
+type Options struct {
+	// VerifyEach runs Verify after every pass and stops at the first pass
+	// that breaks the model.
+	VerifyEach bool
+	// DumpAfter names a pass after whose first run the model is written to
+	// DumpPath.
+	DumpAfter, DumpPath string
+	// MaxRounds bounds the fixed-point iteration (default 8).
+	MaxRounds     int
+	Eval          Evaluator
+	FoldSizeLimit int64
+}
+
+// PassReport is what one pass did over all rounds.
+type PassReport struct {
+	Name  string        `json:"name"`
+	Runs  int           `json:"runs"`
+	Stats Stats         `json:"stats"`
+	Time  time.Duration `json:"time_ns"`
+}
+
+// Report is what a pipeline run did.
+type Report struct {
+	Rounds int           `json:"rounds"`
+	Passes []*PassReport `json:"passes"`
+}
+
+// Run applies the passes to m in order, round after round until a round
+// changes nothing (or MaxRounds). The model must pass Verify first.
+func Run(m *graph.Model, pipeline []*Pass, opts Options) (*Report, error) {
+	if err := m.Verify(); err != nil {
+		return nil, fmt.Errorf("the model is invalid before any pass: %w", err)
+	}
+	if opts.MaxRounds <= 0 {
+		opts.MaxRounds = 8
+	}
+	if opts.FoldSizeLimit <= 0 {
+		opts.FoldSizeLimit = DefaultFoldSizeLimit
+	}
+	ctx := &Context{Model: m, Eval: opts.Eval, FoldSizeLimit: opts.FoldSizeLimit}
+	rep := &Report{}
+	for _, p := range pipeline {
+		rep.Passes = append(rep.Passes, &PassReport{Name: p.Name})
+	}
+	dumped := false
+	for round := 0; round < opts.MaxRounds && len(pipeline) > 0; round++ {
+		rep.Rounds++
+		changed := false
+		for i, p := range pipeline {
+			start := time.Now()
+			st, err := p.Run(ctx)
+			pr := rep.Passes[i]
+			pr.Time += time.Since(start)
+			pr.Runs++
+			if err != nil {
+				return nil, fmt.Errorf("pass %s: %w", p.Name, err)
+			}
+			pr.Stats.add(st)
+			changed = changed || st.Changed()
+			if opts.VerifyEach {
+				if err := m.Verify(); err != nil {
+					return nil, fmt.Errorf("pass %s broke the model (a bug in optc): %w", p.Name, err)
+				}
+			}
+			if p.Name == opts.DumpAfter && !dumped {
+				if err := graph.Save(m, opts.DumpPath, graph.SaveOptions{}); err != nil {
+					return nil, fmt.Errorf("dump after %s: %w", p.Name, err)
+				}
+				dumped = true
+			}
+		}
+		if !changed {
+			break
+		}
+	}
+	return rep, nil
+}
+
+// DumpPathFor is the default --dump-after file next to out.
+func DumpPathFor(out, pass string) string {
+	ext := filepath.Ext(out)
+	return strings.TrimSuffix(out, ext) + ".after-" + pass + ext
+}
