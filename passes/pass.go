@@ -46,6 +46,10 @@ type Context struct {
 	// FoldSizeLimit is the largest tensor, in bytes, constant folding may
 	// create (default 1 MiB, see DefaultFoldSizeLimit).
 	FoldSizeLimit int64
+	// FusedConv lets conv-activation fusion emit com.microsoft FusedConv
+	// (ONNX Runtime targets only); otherwise the fusion is recorded in the
+	// Conv's metadata and the activation stays a node of its own.
+	FusedConv bool
 }
 
 // DefaultFoldSizeLimit keeps constant folding from turning a small

@@ -68,6 +68,7 @@ type Options struct {
 	MaxRounds     int
 	Eval          Evaluator
 	FoldSizeLimit int64
+	FusedConv     bool
 }
 
 // PassReport is what one pass did over all rounds.
@@ -96,7 +97,7 @@ func Run(m *graph.Model, pipeline []*Pass, opts Options) (*Report, error) {
 	if opts.FoldSizeLimit <= 0 {
 		opts.FoldSizeLimit = DefaultFoldSizeLimit
 	}
-	ctx := &Context{Model: m, Eval: opts.Eval, FoldSizeLimit: opts.FoldSizeLimit}
+	ctx := &Context{Model: m, Eval: opts.Eval, FoldSizeLimit: opts.FoldSizeLimit, FusedConv: opts.FusedConv}
 	rep := &Report{}
 	for _, p := range pipeline {
 		rep.Passes = append(rep.Passes, &PassReport{Name: p.Name})
