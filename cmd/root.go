@@ -46,6 +46,8 @@ func NewRoot(io *IO) *cobra.Command {
 	root.AddCommand(
 		newCmdInspect(io, nil),
 		newCmdConvert(io, nil),
+		newCmdOptimize(io, g, nil),
+		newCmdPasses(io),
 		newCmdRun(io, g, nil),
 		newCmdCompare(io, g, nil),
 		newCmdBench(io, g, nil),

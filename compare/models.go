@@ -14,8 +14,11 @@ import (
 // Options say which models to compare on which data, and how to judge.
 type Options struct {
 	ModelA, ModelB string
-	Data           string
-	DataOpts       data.Options
+	// BBytes, when set, is model B serialized in memory (ModelB is then
+	// only its label): a model can be checked before it is written.
+	BBytes   []byte
+	Data     string
+	DataOpts data.Options
 	// Labels is a .npy of int64 class ids, one per sample, scored against
 	// LabelsOutput (default: the first classifier-like output).
 	Labels       string
@@ -69,7 +72,12 @@ func Models(opts Options) (*Result, error) {
 		return nil, err
 	}
 	defer ma.Close()
-	mb, err := graph.LoadFile(opts.ModelB)
+	var mb *graph.Model
+	if opts.BBytes != nil {
+		mb, err = graph.Parse(opts.BBytes, "")
+	} else {
+		mb, err = graph.LoadFile(opts.ModelB)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +112,11 @@ func Models(opts Options) (*Result, error) {
 	for i, in := range insA {
 		orderB[i] = insB[slices.IndexFunc(insB, func(x ort.IO) bool { return x.Name == in.Name })]
 	}
-	sb, err := ort.NewSession(ort.Source{Path: opts.ModelB, Inputs: orderB, Outputs: outsB}, opts.Session)
+	srcB := ort.Source{Path: opts.ModelB, Inputs: orderB, Outputs: outsB}
+	if opts.BBytes != nil {
+		srcB.Path, srcB.Bytes = "", opts.BBytes
+	}
+	sb, err := ort.NewSession(srcB, opts.Session)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.ModelB, err)
 	}

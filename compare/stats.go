@@ -40,7 +40,8 @@ type OutputStats struct {
 	Elements    int64   `json:"elements"`
 	MaxAbs      float64 `json:"max_abs_error"`
 	MeanAbs     float64 `json:"mean_abs_error"`
-	MaxRel      float64 `json:"max_rel_error"` // |a-b|/|a| over elements with a != 0
+	MaxRel      float64 `json:"max_rel_error"`     // |a-b|/|a| over elements with a != 0
+	MaxRef      float64 `json:"max_abs_reference"` // max |a|: the scale of the output
 	P99Abs      float64 `json:"p99_abs_error"`
 	Cosine      float64 `json:"cosine_similarity"`
 	SNRdB       float64 `json:"snr_db"` // 10 log10(sum a^2 / sum (a-b)^2); +Inf (null in JSON) when identical
@@ -98,6 +99,7 @@ func (acc *Accumulator) Add(a, b []float32, shape []int64) error {
 			d = 0
 		}
 		s.Elements++
+		s.MaxRef = math.Max(s.MaxRef, math.Abs(x))
 		s.sumAbs += d
 		s.MaxAbs = math.Max(s.MaxAbs, d)
 		if x != 0 {

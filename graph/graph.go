@@ -33,10 +33,11 @@ type Graph struct {
 	Parent *Graph // nil for the main graph
 	Owner  *Node  // the node whose attribute holds this graph
 
-	values map[string]*Value
-	nested map[string]bool                    // main graph only: names defined in subgraphs (see usedBelow)
-	decls  map[declKey]*onnxpb.ValueInfoProto // value declarations as loaded
-	origin *onnxpb.GraphProto
+	values     map[string]*Value
+	nested     map[string]bool                    // main graph only: names defined in subgraphs (see usedBelow)
+	nextSuffix map[string]int                     // main graph only: UniqueName's counters
+	decls      map[declKey]*onnxpb.ValueInfoProto // value declarations as loaded
+	origin     *onnxpb.GraphProto
 }
 
 // declList names the three lists of value declarations in a graph.
@@ -147,13 +148,23 @@ func (g *Graph) noteName(name string, defined bool) {
 }
 
 // UniqueName returns a value name starting with prefix that is not in use
-// in g or the graphs around or inside it.
+// in g or the graphs around or inside it. Each prefix continues counting
+// where it last stopped, so naming many values stays linear.
 func (g *Graph) UniqueName(prefix string) string {
-	name := prefix
-	for i := 1; g.Value(name) != nil || g.usedBelow(name); i++ {
-		name = prefix + "_" + strconv.Itoa(i)
+	free := func(name string) bool { return g.Value(name) == nil && !g.usedBelow(name) }
+	if free(prefix) {
+		return prefix
 	}
-	return name
+	r := g.root()
+	if r.nextSuffix == nil {
+		r.nextSuffix = map[string]int{}
+	}
+	for i := max(r.nextSuffix[prefix], 1); ; i++ {
+		if name := prefix + "_" + strconv.Itoa(i); free(name) {
+			r.nextSuffix[prefix] = i
+			return name
+		}
+	}
 }
 
 // Rename gives v a new name, keeping its uses (which refer to v, not to

@@ -1,0 +1,190 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"optc/graph"
+	"optc/optimize"
+	"optc/passes"
+)
+
+// OptimizeOptions are the inputs of `optc optimize`.
+type OptimizeOptions struct {
+	IO       *IO
+	Optimize optimize.Options
+	JSON     bool
+}
+
+func newCmdOptimize(io *IO, g *globals, runF func(*OptimizeOptions) error) *cobra.Command {
+	opts := &OptimizeOptions{IO: io}
+	o := &opts.Optimize
+	var df dataFlags
+	var only, disable string
+	var noCheck, external bool
+	c := &cobra.Command{
+		Use:   "optimize IN -o OUT",
+		Short: "Run the pass pipeline and write the optimized model, checked against the original in ORT",
+		Long: `Run optc's graph passes over a model (-O1: exact cleanups and constant
+folding; -O2, the default: also the fusions; --passes: exactly the named ones;
+see optc passes) and write the result. Before writing, the result and the
+original run in ONNX Runtime (level disable) on --check random inputs; a result
+whose outputs differ beyond the tolerance is not written. Ends with a
+before/after table and per-pass statistics.`,
+		Args: exactArgs(1, "one input model"),
+		RunE: func(_ *cobra.Command, args []string) error {
+			o.Input, o.ORTLib = args[0], g.ortLib
+			if o.Output == "" {
+				return usageError{fmt.Errorf("optimize: -o OUT is required")}
+			}
+			if sameFile(o.Input, o.Output) {
+				return fmt.Errorf("optimize: refusing to overwrite the input %s; choose another -o", o.Input)
+			}
+			if only != "" {
+				o.Passes = strings.Split(only, ",")
+			}
+			if disable != "" {
+				o.Disable = strings.Split(disable, ",")
+			}
+			if _, err := passes.Select(o.Level, o.Passes, o.Disable); err != nil {
+				return usageError{err}
+			}
+			if o.DumpAfter != "" {
+				if _, err := passes.Lookup(o.DumpAfter); err != nil {
+					return usageError{err}
+				}
+				o.DumpPath = passes.DumpPathFor(o.Output, o.DumpAfter)
+			}
+			o.Check = !noCheck
+			df.spec = "random"
+			var err error
+			if o.DataOpts, err = df.options(); err != nil {
+				return err
+			}
+			if external {
+				o.Save.External = graph.ExternalAlways
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return optimizeRun(opts)
+		},
+	}
+	fs := c.Flags()
+	fs.StringVarP(&o.Output, "output", "o", "", "where to write the optimized model (required)")
+	fs.IntVarP(&o.Level, "level", "O", 2, "optimization level: 0 none, 1 exact cleanups and folding, 2 also fusions")
+	fs.StringVar(&only, "passes", "", "run exactly these passes, comma-separated (see optc passes)")
+	fs.StringVar(&disable, "disable-pass", "", "passes to leave out, comma-separated")
+	fs.BoolVar(&o.VerifyEach, "verify-each", false, "verify the graph after every pass")
+	fs.StringVar(&o.DumpAfter, "dump-after", "", "write the model after this pass to OUT.after-PASS.onnx")
+	fs.BoolVar(&o.FusedConv, "fused-conv", false, "emit com.microsoft FusedConv for Conv+activation (ONNX Runtime only)")
+	fs.Int64Var(&o.FoldSizeLimit, "fold-size-limit", passes.DefaultFoldSizeLimit, "largest tensor in bytes constant folding may create")
+	fs.IntVar(&o.CheckSamples, "check", 4, "random inputs to check the result on in ORT")
+	fs.BoolVar(&noCheck, "no-check", false, "write the result without checking it in ORT")
+	fs.Float64Var(&o.CheckAtol, "check-atol", optimize.DefaultCheckAtol, "absolute tolerance of the check")
+	fs.Float64Var(&o.CheckRtol, "check-rtol", optimize.DefaultCheckRtol, "relative tolerance of the check")
+	fs.BoolVar(&external, "external-data", false, "write tensors of 1 KiB or more to OUT.data")
+	fs.BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
+	fs.StringArrayVar(&df.shapes, "shape", nil, "fix a dynamic input's dims for the check: name:d0,d1,... (repeatable)")
+	fs.Int64Var(&df.seed, "seed", 1, "seed of the check's random inputs")
+	fs.StringVar(&df.rng, "range", "0,1", "value range LO,HI of the check's random inputs")
+	df.batch = 1
+	return c
+}
+
+func optimizeRun(opts *OptimizeOptions) error {
+	res, err := optimize.Run(opts.Optimize)
+	if res != nil && (err == nil || res.Check != nil) {
+		if opts.JSON {
+			enc := json.NewEncoder(opts.IO.Out)
+			enc.SetIndent("", "  ")
+			if jerr := enc.Encode(res); jerr != nil {
+				return jerr
+			}
+		} else {
+			printOptimize(opts.IO.Out, res)
+		}
+	}
+	return err
+}
+
+func printOptimize(out io.Writer, r *optimize.Result) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	after := r.After
+	fmt.Fprintf(w, "\tbefore\tafter\t\n")
+	row := func(name string, b, a string) { fmt.Fprintf(w, "%s\t%s\t%s\t\n", name, b, a) }
+	if after == nil {
+		after = &graph.Summary{}
+		row("file", r.Input, "(not written)")
+	} else {
+		row("file", r.Input, r.Output)
+		row("bytes", thousands(r.Before.FileBytes), thousands(after.FileBytes))
+	}
+	row("nodes", fmt.Sprint(r.Before.NodesTotal), fmt.Sprint(after.NodesTotal))
+	row("parameter bytes", thousands(r.Before.Parameters.Bytes), thousands(after.Parameters.Bytes))
+	counts := map[string][2]int{}
+	for _, o := range r.Before.OpTypes {
+		c := counts[o.Op]
+		c[0] = o.Count
+		counts[o.Op] = c
+	}
+	for _, o := range after.OpTypes {
+		c := counts[o.Op]
+		c[1] = o.Count
+		counts[o.Op] = c
+	}
+	var ops []string
+	for op := range counts {
+		ops = append(ops, op)
+	}
+	slices.Sort(ops)
+	for _, op := range ops {
+		if c := counts[op]; c[0] != c[1] {
+			row("  "+op, fmt.Sprint(c[0]), fmt.Sprint(c[1]))
+		}
+	}
+	w.Flush()
+	fmt.Fprintf(out, "\npipeline rounds: %d\n", r.Passes.Rounds)
+	w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "pass\truns\tremoved\tadded\trewritten\ttime\t\n")
+	for _, p := range r.Passes.Passes {
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%s\t\n", p.Name, p.Runs, p.Stats.Removed, p.Stats.Added, p.Stats.Rewritten, p.Time.Round(time.Microsecond))
+	}
+	w.Flush()
+	if c := r.Check; c != nil {
+		verdict := "same outputs"
+		if !c.Pass {
+			verdict = "DIFFERENT outputs"
+		}
+		fmt.Fprintf(out, "\ncheck in ORT (level disable, %d random inputs, atol %.3g, rtol %.3g): %s\n", c.Samples, c.Atol, c.Rtol, verdict)
+		for _, s := range c.Outputs {
+			fmt.Fprintf(out, "  %s: max abs error %.3g, max |a| %.3g, cosine %.6f\n", s.Name, s.MaxAbs, s.MaxRef, s.Cosine)
+		}
+		for _, s := range c.Scaled {
+			fmt.Fprintf(out, "  passed with atol scaled to the output's magnitude: %s\n", s)
+		}
+	}
+}
+
+func newCmdPasses(io *IO) *cobra.Command {
+	return &cobra.Command{
+		Use:   "passes",
+		Short: "List optc's passes in pipeline order with their level and what they do",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(*cobra.Command, []string) error {
+			w := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(w, "pass\tlevel\twhat it does\n")
+			for _, p := range passes.All() {
+				fmt.Fprintf(w, "%s\t-O%d\t%s\n", p.Name, p.Level, p.Doc)
+			}
+			return w.Flush()
+		},
+	}
+}

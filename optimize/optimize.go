@@ -1,0 +1,178 @@
+// Package optimize is what `optc optimize` does: load a model, run the
+// pass pipeline, check the result against the original in ONNX Runtime,
+// and write it only when it computes the same.
+package optimize
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"optc/compare"
+	"optc/data"
+	"optc/graph"
+	"optc/ort"
+	"optc/passes"
+)
+
+// Options say what to optimize and how to check it.
+type Options struct {
+	Input, Output string
+	Level         int      // -O level: 0, 1 or 2
+	Passes        []string // run exactly these (in table order) instead of a level
+	Disable       []string
+	VerifyEach    bool
+	DumpAfter     string // write the model after this pass to DumpPath
+	DumpPath      string
+	FusedConv     bool
+	FoldSizeLimit int64
+	// Check runs original and result in ORT on CheckSamples random inputs
+	// and refuses to write a result that differs.
+	Check        bool
+	CheckSamples int
+	CheckAtol    float64
+	CheckRtol    float64
+	DataOpts     data.Options // --shape and --seed for the check inputs
+	Save         graph.SaveOptions
+	ORTLib       string
+}
+
+// Default check tolerances: what onnxsim checks a simplified model with.
+const (
+	DefaultCheckAtol = 1e-5
+	DefaultCheckRtol = 1e-4
+)
+
+// Result is what `optc optimize` reports; docs/optimize.md describes it.
+type Result struct {
+	Input    string         `json:"input"`
+	Output   string         `json:"output"`
+	Before   *graph.Summary `json:"before"`
+	After    *graph.Summary `json:"after"`
+	Pipeline []string       `json:"pipeline"`
+	Passes   *passes.Report `json:"passes"`
+	Check    *CheckResult   `json:"check,omitempty"`
+}
+
+// CheckResult is the verdict of the ORT check.
+type CheckResult struct {
+	Samples int                    `json:"samples"`
+	Atol    float64                `json:"atol"`
+	Rtol    float64                `json:"rtol"`
+	Pass    bool                   `json:"pass"`
+	Outputs []*compare.OutputStats `json:"outputs"`
+	// Scaled lists the outputs that passed only with atol scaled by the
+	// output's magnitude (max |a|): float rounding in deep models grows
+	// with the size of the values.
+	Scaled []string `json:"scaled_atol,omitempty"`
+}
+
+// Run optimizes opts.Input into opts.Output.
+func Run(opts Options) (*Result, error) {
+	pipeline, err := passes.Select(opts.Level, opts.Passes, opts.Disable)
+	if err != nil {
+		return nil, err
+	}
+	m, err := graph.LoadFile(opts.Input)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	res := &Result{Input: opts.Input, Output: opts.Output, Before: graph.Summarize(m)}
+	for _, p := range pipeline {
+		res.Pipeline = append(res.Pipeline, p.Name)
+	}
+	popts := passes.Options{VerifyEach: opts.VerifyEach, DumpAfter: opts.DumpAfter, DumpPath: opts.DumpPath,
+		FusedConv: opts.FusedConv, FoldSizeLimit: opts.FoldSizeLimit}
+	if opts.Check || opts.FusedConv {
+		if _, err := ort.Init(opts.ORTLib); err != nil {
+			return nil, err
+		}
+	}
+	if res.Passes, err = passes.Run(m, pipeline, popts); err != nil {
+		return nil, fmt.Errorf("%s: %w", opts.Input, err)
+	}
+	if opts.Check {
+		b, err := graph.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.Input, err)
+		}
+		if res.Check, err = check(opts, b); err != nil {
+			return nil, err
+		}
+		if !res.Check.Pass {
+			return res, fmt.Errorf("the optimized model differs from the original: %s; nothing was written (see the table; --no-check writes it anyway)", firstFailure(res.Check))
+		}
+	}
+	if err := graph.Save(m, opts.Output, opts.Save); err != nil {
+		return nil, err
+	}
+	out, err := graph.LoadFile(opts.Output)
+	if err != nil {
+		return nil, fmt.Errorf("reading back %s: %w", opts.Output, err)
+	}
+	defer out.Close()
+	res.After = graph.Summarize(out)
+	return res, nil
+}
+
+// check compares the original file with the optimized bytes in ORT at
+// level disable, so that ORT's own rewrites hide nothing.
+func check(opts Options, optimized []byte) (*CheckResult, error) {
+	c := &CheckResult{Samples: opts.CheckSamples, Atol: opts.CheckAtol, Rtol: opts.CheckRtol}
+	if c.Samples <= 0 {
+		c.Samples = 4
+	}
+	if c.Atol == 0 && c.Rtol == 0 {
+		c.Atol, c.Rtol = DefaultCheckAtol, DefaultCheckRtol
+	}
+	dopts := opts.DataOpts
+	dopts.Samples, dopts.Batch = c.Samples, 1
+	if dopts.High == 0 && dopts.Low == 0 {
+		dopts.High = 1
+	}
+	sess := ort.DefaultOptions()
+	sess.Level = ort.LevelDisable
+	r, err := compare.Models(compare.Options{
+		ModelA: opts.Input, ModelB: opts.Output + " (optimized, not yet written)", BBytes: optimized,
+		Data: "random", DataOpts: dopts,
+		Atol: map[string]float64{"": c.Atol}, Rtol: map[string]float64{"": c.Rtol},
+		Check: compare.StatMax, Session: sess, ORTLib: opts.ORTLib,
+	})
+	if err != nil {
+		if strings.Contains(err.Error(), "--shape") {
+			return nil, fmt.Errorf("checking the result: %w (or skip the check with --no-check)", err)
+		}
+		return nil, fmt.Errorf("checking the result: %w", err)
+	}
+	c.Outputs, c.Pass = r.Outputs, true
+	for _, s := range r.Outputs {
+		if s.Pass {
+			continue
+		}
+		if scale := math.Max(1, s.MaxRef); s.NaNMismatch == 0 && s.Value <= c.Atol*scale {
+			c.Scaled = append(c.Scaled, fmt.Sprintf("%s (atol x %.3g)", s.Name, scale))
+			continue
+		}
+		c.Pass = false
+	}
+	return c, nil
+}
+
+func firstFailure(c *CheckResult) string {
+	for _, s := range c.Outputs {
+		if !s.Pass && !scaledPass(c, s.Name) {
+			return fmt.Sprintf("output %q max abs error %.3g (max |a| %.3g, atol %.3g, rtol %.3g)", s.Name, s.MaxAbs, s.MaxRef, c.Atol, c.Rtol)
+		}
+	}
+	return "an output differs"
+}
+
+func scaledPass(c *CheckResult, name string) bool {
+	for _, s := range c.Scaled {
+		if strings.HasPrefix(s, name+" ") {
+			return true
+		}
+	}
+	return false
+}
