@@ -331,3 +331,29 @@ func TestUniqueNodeName(t *testing.T) {
 		t.Errorf("uniqueNodeName = %q, want free", got)
 	}
 }
+
+func TestFusionsRegisteredBeforeDeadCode(t *testing.T) {
+	want := []string{"fuse-conv-bn", "fuse-hardswish", "fuse-conv-activation", "eliminate-dead-code"}
+	at := map[string]int{}
+	for i, p := range All() {
+		at[p.Name] = i
+	}
+	for i, name := range want {
+		p, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && at[want[i-1]] >= at[name] {
+			t.Errorf("%s runs before %s", name, want[i-1])
+		}
+		if name != "eliminate-dead-code" && (p.Level != 2 || p.Doc == "") {
+			t.Errorf("%s: level %d, doc %q", name, p.Level, p.Doc)
+		}
+	}
+	o1, _ := Select(1, nil, nil)
+	for _, p := range o1 {
+		if p.Level > 1 {
+			t.Errorf("-O1 runs %s", p.Name)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 var registry = []*Pass{
 	fuseConvBN,
 	fuseHardSwish,
+	fuseConvActivation,
 	deadCode,
 }
 
