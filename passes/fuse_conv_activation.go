@@ -41,19 +41,15 @@ const (
 
 func runFuseConvActivation(c *Context) (Stats, error) {
 	opset := c.Model.OpsetVersion("")
-	st, err := forEachNode(c.Model, func(conv *graph.Node) (Stats, error) {
+	match := func(conv *graph.Node) (*convActivation, bool) {
 		p, ok := matchConvActivation(conv, opset)
-		if !ok {
-			return Stats{}, nil
-		}
-		if c.FusedConv {
-			if !isFloat32(conv.Input(1)) {
-				return Stats{}, nil
-			}
-			return p.fuse()
-		}
-		return p.annotate(), nil
-	})
+		return p, ok && (!c.FusedConv || isFloat32(conv.Input(1)))
+	}
+	rewrite := func(p *convActivation) (Stats, error) { return p.annotate(), nil }
+	if c.FusedConv {
+		rewrite = (*convActivation).fuse
+	}
+	st, err := rewriteEach(c.Model, match, rewrite)
 	if err == nil && c.FusedConv && st.Added > 0 && c.Model.OpsetVersion(msDomain) == 0 {
 		c.Model.Opsets = append(c.Model.Opsets, graph.OpsetImport{Domain: msDomain, Version: 1})
 	}

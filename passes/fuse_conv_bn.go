@@ -34,13 +34,8 @@ var fuseConvBN = &Pass{
 
 func runFuseConvBN(c *Context) (Stats, error) {
 	opset := c.Model.OpsetVersion("")
-	return forEachNode(c.Model, func(bn *graph.Node) (Stats, error) {
-		p, ok := matchConvBN(bn, opset)
-		if !ok {
-			return Stats{}, nil
-		}
-		return p.rewrite()
-	})
+	match := func(bn *graph.Node) (*convBN, bool) { return matchConvBN(bn, opset) }
+	return rewriteEach(c.Model, match, (*convBN).rewrite)
 }
 
 // convBN is a matched op -> BatchNormalization pair and the folded

@@ -31,13 +31,8 @@ func runFuseHardSwish(c *Context) (Stats, error) {
 	if opset < 6 {
 		return Stats{}, nil // HardSigmoid as used here is opset 6's
 	}
-	return forEachNode(c.Model, func(last *graph.Node) (Stats, error) {
-		p, ok := matchHardSwish(last, opset)
-		if !ok {
-			return Stats{}, nil
-		}
-		return p.rewrite(opset)
-	})
+	match := func(last *graph.Node) (*hardSwish, bool) { return matchHardSwish(last, opset) }
+	return rewriteEach(c.Model, match, func(p *hardSwish) (Stats, error) { return p.rewrite(opset) })
 }
 
 // hardSwish is a matched pattern: x and the Add, Clip, Mul and last

@@ -37,6 +37,19 @@ func forEachNode(m *graph.Model, fn func(n *graph.Node) (Stats, error)) (Stats, 
 	return st, nil
 }
 
+// rewriteEach applies a rule to every node of m: match returns the
+// pattern anchored at the node, or false to leave the graph alone, and
+// rewrite changes the graph and says how.
+func rewriteEach[P any](m *graph.Model, match func(n *graph.Node) (P, bool), rewrite func(p P) (Stats, error)) (Stats, error) {
+	return forEachNode(m, func(n *graph.Node) (Stats, error) {
+		p, ok := match(n)
+		if !ok {
+			return Stats{}, nil
+		}
+		return rewrite(p)
+	})
+}
+
 // isOp reports whether n is one of ops of the default ONNX domain.
 func isOp(n *graph.Node, ops ...string) bool {
 	return n != nil && (n.Domain == "" || n.Domain == "ai.onnx") && slices.Contains(ops, n.OpType)
