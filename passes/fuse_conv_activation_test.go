@@ -7,8 +7,9 @@ import (
 	"optc/graph"
 )
 
-// activations are the ones the pass pairs with a Conv, as tests write them.
-var activations = []struct {
+// convActivationCases are the activations the pass pairs with a Conv,
+// as tests write them.
+var convActivationCases = []struct {
 	name   string
 	opset  int64
 	op     string
@@ -25,16 +26,16 @@ var activations = []struct {
 		return f.node("Tanh", []*graph.Value{y})
 	}},
 	{"LeakyRelu", 13, "LeakyRelu", []float32{0.1}, func(f *fusionFixture, y *graph.Value) *graph.Node {
-		return attrFloat(f.node("LeakyRelu", []*graph.Value{y}), "alpha", 0.1)
+		return f.attrFloat(f.node("LeakyRelu", []*graph.Value{y}), "alpha", 0.1)
 	}},
 	{"LeakyRelu default alpha", 13, "LeakyRelu", []float32{0.01}, func(f *fusionFixture, y *graph.Value) *graph.Node {
 		return f.node("LeakyRelu", []*graph.Value{y})
 	}},
 	{"HardSigmoid", 13, "HardSigmoid", []float32{0.3, 0.4}, func(f *fusionFixture, y *graph.Value) *graph.Node {
-		return attrFloat(attrFloat(f.node("HardSigmoid", []*graph.Value{y}), "alpha", 0.3), "beta", 0.4)
+		return f.attrFloat(f.attrFloat(f.node("HardSigmoid", []*graph.Value{y}), "alpha", 0.3), "beta", 0.4)
 	}},
 	{"Clip opset 9", 9, "Clip", []float32{-0.5, 0.75}, func(f *fusionFixture, y *graph.Value) *graph.Node {
-		return attrFloat(attrFloat(f.node("Clip", []*graph.Value{y}), "min", -0.5), "max", 0.75)
+		return f.attrFloat(f.attrFloat(f.node("Clip", []*graph.Value{y}), "min", -0.5), "max", 0.75)
 	}},
 	{"Clip opset 13", 13, "Clip", []float32{0, 6}, func(f *fusionFixture, y *graph.Value) *graph.Node {
 		return f.node("Clip", []*graph.Value{y, f.constant("lo", nil, []float32{0}), f.init("hi", nil, []float32{6})})
@@ -47,13 +48,13 @@ var activations = []struct {
 // convForActivation adds a Conv with bias, pads, strides and two groups.
 func (f *fusionFixture) convForActivation() *graph.Node {
 	n := f.node("Conv", []*graph.Value{f.input("x", 2, 4, 6, 6), f.weight("w", 6, 2, 3, 3), f.weight("b", 6)})
-	attrInts(n, "pads", 1, 0, 1, 0)
-	attrInts(n, "strides", 2, 1)
-	return attrInt(n, "group", 2)
+	f.attrInts(n, "pads", 1, 0, 1, 0)
+	f.attrInts(n, "strides", 2, 1)
+	return f.attrInt(n, "group", 2)
 }
 
 func TestFuseConvActivationNotes(t *testing.T) {
-	for _, a := range activations {
+	for _, a := range convActivationCases {
 		t.Run(a.name, func(t *testing.T) {
 			f := newFusionFixture(t, a.opset)
 			conv := f.convForActivation()
@@ -82,7 +83,7 @@ func TestFuseConvActivationNotes(t *testing.T) {
 }
 
 func TestFuseConvActivationFusedConv(t *testing.T) {
-	for _, a := range activations {
+	for _, a := range convActivationCases {
 		t.Run(a.name, func(t *testing.T) {
 			f := newFusionFixture(t, a.opset)
 			conv := f.convForActivation()

@@ -22,10 +22,10 @@ func (f *fusionFixture) bn(x *graph.Value, c int64, inConstants bool) *graph.Nod
 		param("mean", dims, f.random(c, -1, 1)),
 		param("var", dims, f.random(c, 0.1, 3)),
 	})
-	return attrFloat(n, "epsilon", 1e-3)
+	return f.attrFloat(n, "epsilon", 1e-3)
 }
 
-var folded = Stats{Removed: 1, Rewritten: 1}
+var foldedStats = Stats{Removed: 1, Rewritten: 1}
 
 func TestFuseConvBN(t *testing.T) {
 	for _, tc := range []struct {
@@ -38,45 +38,49 @@ func TestFuseConvBN(t *testing.T) {
 		}, 4},
 		{"conv with bias", func(f *fusionFixture) *graph.Value {
 			n := f.node("Conv", []*graph.Value{f.input("x", 2, 3, 6, 6), f.weight("w", 4, 3, 3, 3), f.weight("b", 4)})
-			return attrInts(n, "pads", 1, 1, 1, 1).Output(0)
+			return f.attrInts(n, "pads", 1, 1, 1, 1).Output(0)
+		}, 4},
+		{"conv, weight and bias in Constant nodes", func(f *fusionFixture) *graph.Value {
+			w := f.constant("w", []int64{4, 3, 2, 2}, f.random(48, -1, 1))
+			return f.op("Conv", f.input("x", 2, 3, 5, 5), w, f.constant("b", []int64{4}, f.random(4, -1, 1)))
 		}, 4},
 		{"grouped conv", func(f *fusionFixture) *graph.Value {
 			n := f.node("Conv", []*graph.Value{f.input("x", 1, 4, 5, 5), f.weight("w", 6, 2, 3, 3), f.weight("b", 6)})
-			return attrInt(n, "group", 2).Output(0)
+			return f.attrInt(n, "group", 2).Output(0)
 		}, 6},
 		{"depthwise conv", func(f *fusionFixture) *graph.Value {
 			n := f.node("Conv", []*graph.Value{f.input("x", 1, 4, 5, 5), f.weight("w", 4, 1, 3, 3)})
-			return attrInt(n, "group", 4).Output(0)
+			return f.attrInt(n, "group", 4).Output(0)
 		}, 4},
 		{"conv 1-D", func(f *fusionFixture) *graph.Value {
 			return f.op("Conv", f.input("x", 1, 3, 7), f.weight("w", 5, 3, 2))
 		}, 5},
 		{"conv transpose", func(f *fusionFixture) *graph.Value {
 			n := f.node("ConvTranspose", []*graph.Value{f.input("x", 1, 3, 4, 4), f.weight("w", 3, 5, 2, 2)})
-			return attrInts(n, "strides", 2, 2).Output(0)
+			return f.attrInts(n, "strides", 2, 2).Output(0)
 		}, 5},
 		{"grouped conv transpose", func(f *fusionFixture) *graph.Value {
 			n := f.node("ConvTranspose", []*graph.Value{f.input("x", 1, 4, 4, 4), f.weight("w", 4, 3, 3, 3), f.weight("b", 6)})
-			return attrInt(n, "group", 2).Output(0)
+			return f.attrInt(n, "group", 2).Output(0)
 		}, 6},
 		{"conv transpose, 3 groups", func(f *fusionFixture) *graph.Value {
 			n := f.node("ConvTranspose", []*graph.Value{f.input("x", 1, 6, 3, 3), f.weight("w", 6, 2, 2, 2)})
-			return attrInt(n, "group", 3).Output(0)
+			return f.attrInt(n, "group", 3).Output(0)
 		}, 6},
 		{"gemm", func(f *fusionFixture) *graph.Value {
 			return f.op("Gemm", f.input("x", 2, 5), f.weight("w", 5, 3))
 		}, 3},
 		{"gemm transB, alpha, beta, C [N]", func(f *fusionFixture) *graph.Value {
 			n := f.node("Gemm", []*graph.Value{f.input("x", 2, 5), f.weight("w", 3, 5), f.weight("c", 3)})
-			return attrFloat(attrFloat(attrInt(n, "transB", 1), "alpha", 0.5), "beta", 2).Output(0)
+			return f.attrFloat(f.attrFloat(f.attrInt(n, "transB", 1), "alpha", 0.5), "beta", 2).Output(0)
 		}, 3},
 		{"gemm transA, beta, C [M, 1]", func(f *fusionFixture) *graph.Value {
 			n := f.node("Gemm", []*graph.Value{f.input("x", 5, 2), f.weight("w", 5, 3), f.weight("c", 2, 1)})
-			return attrFloat(attrInt(n, "transA", 1), "beta", -1.5).Output(0)
+			return f.attrFloat(f.attrInt(n, "transA", 1), "beta", -1.5).Output(0)
 		}, 3},
 		{"gemm transB, C [M, N]", func(f *fusionFixture) *graph.Value {
 			n := f.node("Gemm", []*graph.Value{f.input("x", 2, 5), f.weight("w", 3, 5), f.weight("c", 2, 3)})
-			return attrFloat(attrInt(n, "transB", 1), "alpha", 3).Output(0)
+			return f.attrFloat(f.attrInt(n, "transB", 1), "alpha", 3).Output(0)
 		}, 3},
 		{"gemm, scalar C", func(f *fusionFixture) *graph.Value {
 			return f.op("Gemm", f.input("x", 2, 5), f.weight("w", 5, 3), f.init("c", nil, []float32{0.7}))
@@ -91,7 +95,7 @@ func TestFuseConvBN(t *testing.T) {
 				f := newFusionFixture(t, 13)
 				y := f.bn(tc.build(f), tc.c, constants).Output(0)
 				f.output(y)
-				f.fuses(fuseConvBN, Context{}, folded, -1, 1)
+				f.fuses(fuseConvBN, Context{}, foldedStats, -1, 1)
 				if f.ops()["BatchNormalization"] != 0 {
 					t.Errorf("a BatchNormalization is left")
 				}
@@ -119,7 +123,7 @@ func TestFuseConvBNMatMulBecomesGemm(t *testing.T) {
 	}
 }
 
-// A weight two convs share stays for the one not folded; the folded conv
+// A weight two convs share stays for the one not foldedStats; the foldedStats conv
 // gets a copy.
 func TestFuseConvBNSharedWeight(t *testing.T) {
 	f := newFusionFixture(t, 13)
@@ -130,7 +134,7 @@ func TestFuseConvBNSharedWeight(t *testing.T) {
 	f.output(f.bn(a, 4, false).Output(0))
 	f.output(f.op("Relu", b))
 	f.output(f.op("Neg", b))
-	f.fuses(fuseConvBN, Context{}, folded, -1, 1)
+	f.fuses(fuseConvBN, Context{}, foldedStats, -1, 1)
 	if len(w.Uses()) != 1 || w.Uses()[0].Node != b.Producer() {
 		t.Errorf("the shared weight has %d readers, want the unfolded conv", len(w.Uses()))
 	}
@@ -196,10 +200,10 @@ func TestFuseConvBNRefuses(t *testing.T) {
 			f.output(n.Output(0))
 		}},
 		{"BN training_mode 1", 15, func(f *fusionFixture) {
-			f.output(attrInt(f.bn(conv(f), 4, false), "training_mode", 1).Output(0))
+			f.output(f.attrInt(f.bn(conv(f), 4, false), "training_mode", 1).Output(0))
 		}},
 		{"BN spatial 0", 7, func(f *fusionFixture) {
-			f.output(attrInt(f.bn(conv(f), 4, false), "spatial", 0).Output(0))
+			f.output(f.attrInt(f.bn(conv(f), 4, false), "spatial", 0).Output(0))
 		}},
 		{"BN params of the wrong length", 13, func(f *fusionFixture) {
 			f.output(f.bn(conv(f), 3, false).Output(0))
@@ -218,7 +222,7 @@ func TestFuseConvBNRefuses(t *testing.T) {
 		}},
 		{"conv transpose, group does not divide W", 13, func(f *fusionFixture) {
 			n := f.node("ConvTranspose", []*graph.Value{f.input("x", 1, 3, 4, 4), f.weight("w", 3, 2, 2, 2)})
-			f.output(f.bn(attrInt(n, "group", 2).Output(0), 4, false).Output(0))
+			f.output(f.bn(f.attrInt(n, "group", 2).Output(0), 4, false).Output(0))
 		}},
 		{"MatMul with a 3-D input", 13, func(f *fusionFixture) {
 			y := f.op("MatMul", f.input("x", 2, 3, 5), f.weight("w", 5, 3))
@@ -237,7 +241,7 @@ func TestFuseConvBNRefuses(t *testing.T) {
 			f.output(f.bn(f.op("Relu", conv(f)), 4, false).Output(0))
 		}},
 		{"zero variance and epsilon", 13, func(f *fusionFixture) {
-			n := attrFloat(f.bn(conv(f), 4, false), "epsilon", 0)
+			n := f.attrFloat(f.bn(conv(f), 4, false), "epsilon", 0)
 			n.SetInput(4, f.init("var0", []int64{4}, []float32{1, 0, 1, 1}))
 			f.output(n.Output(0))
 		}},

@@ -36,7 +36,7 @@ func (f *fusionFixture) hardSwish(x *graph.Value, s hardSwishSpelling) []*graph.
 	add := f.node("Add", addIns)
 	var clip *graph.Node
 	if opset < 11 {
-		clip = attrFloat(attrFloat(f.node("Clip", []*graph.Value{add.Output(0)}), "min", 0), "max", s.hi)
+		clip = f.attrFloat(f.attrFloat(f.node("Clip", []*graph.Value{add.Output(0)}), "min", 0), "max", s.hi)
 	} else {
 		clip = f.node("Clip", []*graph.Value{add.Output(0), scalar("lo", 0), scalar("hi", s.hi)})
 	}

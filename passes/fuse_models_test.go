@@ -26,7 +26,7 @@ type fusedModel struct {
 	opsBefore     map[string]int
 }
 
-func countOps(g *graph.Graph) map[string]int {
+func fusionOpCounts(g *graph.Graph) map[string]int {
 	c := map[string]int{"(nodes)": len(g.Nodes)}
 	for _, n := range g.Nodes {
 		c[n.OpType]++
@@ -45,15 +45,18 @@ func runFusions(t *testing.T, path string, pipeline []*Pass, fusedConv bool) *fu
 	if err != nil {
 		t.Fatal(err)
 	}
-	fm := &fusedModel{before: before, m: m, opsBefore: countOps(m.Graph)}
+	fm := &fusedModel{before: before, m: m, opsBefore: fusionOpCounts(m.Graph)}
 	fm.rep, err = Run(m, pipeline, Options{VerifyEach: true, FusedConv: fusedConv})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if fm.rep.Rounds > 2 {
+		t.Errorf("the pipeline took %d rounds to settle, want 2 (the second changes nothing)", fm.rep.Rounds)
+	}
 	if fm.after, err = graph.Marshal(m); err != nil {
 		t.Fatal(err)
 	}
-	after := countOps(m.Graph)
+	after := fusionOpCounts(m.Graph)
 	for _, op := range []string{"(nodes)", "(nodes without Constant)", "BatchNormalization", "Conv", "Add", "Clip", "Mul", "Div", "HardSigmoid", "HardSwish", "FusedConv", "Gemm", "MatMul"} {
 		if fm.opsBefore[op]+after[op] > 0 {
 			t.Logf("%-24s %4d -> %4d", op, fm.opsBefore[op], after[op])
@@ -100,7 +103,7 @@ func TestFuseConvBNOnMNIST(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			fm := runFusions(t, testenv.Model("mnist_cnn.onnx"), pipeline, fusedConv)
-			ops := countOps(fm.m.Graph)
+			ops := fusionOpCounts(fm.m.Graph)
 			if fm.opsBefore["BatchNormalization"] != 3 || ops["BatchNormalization"] != 0 || len(fm.m.Graph.Initializers) != 8 {
 				t.Errorf("BatchNormalization %d -> %d, %d initializers left (want 3 -> 0; 3 weights, 3 biases, fc's 2)", fm.opsBefore["BatchNormalization"], ops["BatchNormalization"], len(fm.m.Graph.Initializers))
 			}
@@ -133,7 +136,7 @@ func TestFusionsOnPaddleOCR(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := testenv.Data(t, filepath.Join("ocr-models", tc.file))
 			fm := runFusions(t, path, all, tc.fusedConv)
-			ops := countOps(fm.m.Graph)
+			ops := fusionOpCounts(fm.m.Graph)
 			bn := fm.rep.Passes[0].Stats.Removed
 			hs := fm.rep.Passes[1].Stats.Removed / 4
 			t.Logf("fused %d of %d BatchNormalization, %d HardSwish patterns", bn, fm.opsBefore["BatchNormalization"], hs)

@@ -113,17 +113,17 @@ func (f *fusionFixture) op(op string, ins ...*graph.Value) *graph.Value {
 	return f.node(op, ins).Output(0)
 }
 
-func attrInt(n *graph.Node, name string, v int64) *graph.Node {
+func (f *fusionFixture) attrInt(n *graph.Node, name string, v int64) *graph.Node {
 	n.SetAttr(&graph.Attr{Name: name, Type: graph.AttrInt, Int: v})
 	return n
 }
 
-func attrFloat(n *graph.Node, name string, v float32) *graph.Node {
+func (f *fusionFixture) attrFloat(n *graph.Node, name string, v float32) *graph.Node {
 	n.SetAttr(&graph.Attr{Name: name, Type: graph.AttrFloat, Float: v})
 	return n
 }
 
-func attrInts(n *graph.Node, name string, v ...int64) *graph.Node {
+func (f *fusionFixture) attrInts(n *graph.Node, name string, v ...int64) *graph.Node {
 	n.SetAttr(&graph.Attr{Name: name, Type: graph.AttrInts, Ints: v})
 	return n
 }
@@ -244,7 +244,7 @@ func TestClipBounds(t *testing.T) {
 		matched bool
 	}{
 		{"attrs", 9, func(f *fusionFixture, x *graph.Value) *graph.Node {
-			return attrFloat(attrFloat(f.node("Clip", []*graph.Value{x}), "min", 0), "max", 6)
+			return f.attrFloat(f.attrFloat(f.node("Clip", []*graph.Value{x}), "min", 0), "max", 6)
 		}, 0, 6, true},
 		{"attrs default", 9, func(f *fusionFixture, x *graph.Value) *graph.Node {
 			return f.node("Clip", []*graph.Value{x})
@@ -259,7 +259,7 @@ func TestClipBounds(t *testing.T) {
 			return f.node("Clip", []*graph.Value{x, f.input("lo"), nil})
 		}, 0, 0, false},
 		{"attrs at opset 13", 13, func(f *fusionFixture, x *graph.Value) *graph.Node {
-			return attrFloat(f.node("Clip", []*graph.Value{x}), "min", 0)
+			return f.attrFloat(f.node("Clip", []*graph.Value{x}), "min", 0)
 		}, 0, 0, false},
 		{"inputs at opset 9", 9, func(f *fusionFixture, x *graph.Value) *graph.Node {
 			return f.node("Clip", []*graph.Value{x, f.init("lo", nil, []float32{0})})
