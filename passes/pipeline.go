@@ -12,6 +12,9 @@ import (
 
 // registry is every pass in the order the pipeline runs them.
 var registry = []*Pass{
+	fuseConvBN,
+	fuseHardSwish,
+	fuseConvActivation,
 	deadCode,
 }
 
