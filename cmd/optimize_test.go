@@ -1,0 +1,81 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"optc/internal/ortenv"
+	"optc/internal/testenv"
+	"optc/optimize"
+)
+
+func TestOptimizeMNIST(t *testing.T) {
+	ortenv.Require(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.onnx")
+	orig, _ := os.ReadFile(testenv.Model("mnist_cnn.onnx"))
+	os.WriteFile(in, orig, 0o644)
+	out := filepath.Join(dir, "out.onnx")
+	status, stdout, stderr := run(t, "optimize", in, "-o", out, "--verify-each", "--json", "--dump-after", "fuse-conv-bn")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	var res optimize.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range res.After.OpTypes {
+		if o.Op == "BatchNormalization" {
+			t.Errorf("%d BatchNormalization left", o.Count)
+		}
+	}
+	if res.Check == nil || !res.Check.Pass || res.After.NodesTotal >= res.Before.NodesTotal {
+		t.Errorf("check %+v, nodes %d -> %d", res.Check, res.Before.NodesTotal, res.After.NodesTotal)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out.after-fuse-conv-bn.onnx")); err != nil {
+		t.Errorf("no dump: %v", err)
+	}
+	if got, _ := os.ReadFile(in); !bytes.Equal(got, orig) {
+		t.Error("the input changed")
+	}
+	// The optimized model classifies the test digits as the original does.
+	images, labels := mnistData(t)
+	status, _, stderr = run(t, "compare", in, out, "--data", images, "--labels", labels, "--batch", "500", "--atol", "1e-3")
+	if status != 0 {
+		t.Errorf("optimized model differs: %s", stderr)
+	}
+}
+
+func TestOptimizeTableAndUsage(t *testing.T) {
+	ortenv.Require(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "o.onnx")
+	status, stdout, stderr := run(t, "optimize", testenv.Model("mnist_cnn.onnx"), "-o", out, "-O", "1")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	for _, want := range []string{"before", "after", "pipeline rounds", "check in ORT", "same outputs"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	for _, args := range [][]string{
+		{"optimize", testenv.Model("mnist_cnn.onnx")},
+		{"optimize", testenv.Model("mnist_cnn.onnx"), "-o", out, "--passes", "nope"},
+		{"optimize", testenv.Model("mnist_cnn.onnx"), "-o", out, "-O", "7"},
+		{"optimize", testenv.Model("mnist_cnn.onnx"), "-o", out, "--dump-after", "nope"},
+	} {
+		status, stdout, stderr := run(t, args...)
+		failsCleanly(t, status, 2, stdout, stderr, "")
+	}
+	status, stdout, stderr = run(t, "optimize", out, "-o", out)
+	failsCleanly(t, status, 1, stdout, stderr, "refusing to overwrite the input")
+	status, stdout, _ = run(t, "passes")
+	if status != 0 || !strings.Contains(stdout, "fuse-conv-bn") || !strings.Contains(stdout, "-O2") {
+		t.Errorf("optc passes:\n%s", stdout)
+	}
+}

@@ -1,0 +1,84 @@
+package optimize_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"optc/data"
+	"optc/graph"
+	"optc/infer"
+	"optc/internal/conformance"
+	"optc/internal/ortenv"
+	"optc/ort"
+	"optc/passes"
+)
+
+// TestPipelineConformance runs the default (-O2) pipeline over every
+// backend test model, with Verify after each pass, and runs each model it
+// changed on its test_data_set_0: the recorded outputs must still come
+// out (the evaluator for constant folding is ORT).
+func TestPipelineConformance(t *testing.T) {
+	ortenv.Require(t)
+	root, models := conformance.Models(t)
+	pipeline, err := passes.Select(2, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	var tally conformance.Tally
+	changed := 0
+	for _, p := range models {
+		rel, _ := filepath.Rel(root, filepath.Dir(p))
+		outcome, detail, didChange := optimizeAndRun(t, p, filepath.Join(tmp, filepath.Base(filepath.Dir(p))), pipeline)
+		if didChange {
+			changed++
+		}
+		if outcome != "" {
+			tally.Add(t, rel, outcome, detail)
+		}
+	}
+	t.Logf("the pipeline changed %d of %d models; of those:", changed, len(models))
+	tally.Report(t, changed)
+}
+
+// optimizeAndRun returns the outcome for a model the pipeline changed,
+// and "" for one it left alone.
+func optimizeAndRun(t *testing.T, path, dir string, pipeline []*passes.Pass) (outcome, detail string, changed bool) {
+	m, err := graph.LoadFile(path)
+	if err != nil {
+		return conformance.Mismatch, err.Error(), false
+	}
+	defer m.Close()
+	rep, err := passes.Run(m, pipeline, passes.Options{VerifyEach: true, Eval: evaluator()})
+	if err != nil {
+		return conformance.Mismatch, err.Error(), true
+	}
+	for _, p := range rep.Passes {
+		changed = changed || p.Stats.Changed()
+	}
+	if !changed {
+		return "", "", false
+	}
+	if outcome, detail := conformance.Screen(m); outcome != "" {
+		return outcome, detail, true
+	}
+	optimized := filepath.Join(dir + ".onnx")
+	if err := graph.Save(m, optimized, graph.SaveOptions{}); err != nil {
+		return conformance.Mismatch, err.Error(), true
+	}
+	set := filepath.Join(filepath.Dir(path), "test_data_set_0")
+	res, err := infer.Run(infer.Options{Model: optimized, Data: set, OutDir: dir, Session: ort.DefaultOptions()})
+	if err != nil {
+		return conformance.Classify(err), err.Error(), true
+	}
+	names := make([]string, len(res.Files))
+	got := make([]*graph.Tensor, len(res.Files))
+	for i, f := range res.Files {
+		names[i] = f.Name
+		if got[i], err = data.ReadNpy(f.File); err != nil {
+			return conformance.Mismatch, err.Error(), true
+		}
+	}
+	outcome, detail = conformance.CheckOutputs(path, names, got)
+	return outcome, detail, true
+}
