@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/optc
 EXAMPLE := testdata/models/mnist_cnn.onnx
 
-.PHONY: build demo test testdata ort fuzz bench-io vet
+.PHONY: build demo test testdata ort fuzz bench-io bench-passes vet
 
 build:
 	$(GO) build -o $(BIN) ./cmd/optc
@@ -37,3 +37,9 @@ fuzz:
 # Load+save throughput and peak memory on a 512 MiB synthetic model.
 bench-io:
 	$(GO) test -run='^$$' -bench=LoadSave -benchtime=3x ./graph
+
+# Pass pipeline cost on 10k/100k-node graphs, and ORT latency of each real
+# model optimized vs original (levels disable and all).
+bench-passes: testdata ort
+	$(GO) test -run='^$$' -bench=Pipeline -benchtime=3x ./passes
+	$(GO) test -run='^$$' -bench=OptimizedVsOriginal -benchtime=1x -timeout=30m ./optimize
