@@ -139,18 +139,6 @@ func conv(c *ctx) []*graph.Type {
 	return one(elem, out)
 }
 
-// staticInts converts fully static dims to numbers.
-func staticInts(ds []graph.Dim) ([]int64, bool) {
-	out := make([]int64, len(ds))
-	for i, d := range ds {
-		if !isStatic(d) {
-			return nil, false
-		}
-		out[i] = d.Value
-	}
-	return out, true
-}
-
 // convTranspose: [N, C, D1..Dn] with weights [C, M/group, k1..kn] gives
 // [N, M, O1..On], Oi from output_shape when given, else
 // stride*(Di-1) + output_padding + ((ki-1)*dilation+1) - pads (auto_pad

@@ -86,14 +86,7 @@ func (c *ctx) ints(i int) ([]int64, bool) {
 	if !ok {
 		return nil, false
 	}
-	out := make([]int64, len(d))
-	for j, x := range d {
-		if !isStatic(x) {
-			return nil, false
-		}
-		out[j] = x.Value
-	}
-	return out, true
+	return staticInts(d)
 }
 
 // floats is the content of a small constant input of any number type.

@@ -21,6 +21,18 @@ func staticDims(ns []int64) []graph.Dim {
 	return out
 }
 
+// staticInts converts fully static dims to numbers.
+func staticInts(ds []graph.Dim) ([]int64, bool) {
+	out := make([]int64, len(ds))
+	for i, d := range ds {
+		if !isStatic(d) {
+			return nil, false
+		}
+		out[i] = d.Value
+	}
+	return out, true
+}
+
 // bare drops a dim's denotation: inferred dims carry numbers and symbols,
 // not the declared meaning of the dim they came from.
 func bare(d graph.Dim) graph.Dim { return graph.Dim{Kind: d.Kind, Value: d.Value, Param: d.Param} }

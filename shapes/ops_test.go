@@ -502,3 +502,14 @@ func TestIf(t *testing.T) {
 		t.Errorf("counts %+v: want the 4 branch values and the 2 outputs", res.Counts)
 	}
 }
+
+func TestOtherDomains(t *testing.T) {
+	b := newBuilder(t, 17)
+	b.m.Opsets = append(b.m.Opsets, graph.OpsetImport{Domain: "com.microsoft", Version: 1}, graph.OpsetImport{Domain: "custom", Version: 1})
+	x := b.input("x", "float32[N,3,8,8]")
+	fused := b.op1("FusedConv", attrs(aString("activation", "Relu"), aInts("pads", 1, 1, 1, 1)), x, b.weights("w", 4, 3, 3, 3))
+	fused.Producer().Domain = "com.microsoft"
+	relu := b.op1("Relu", nil, x)
+	relu.Producer().Domain = "custom"
+	want(t, b.infer(), fused, "float32[N,4,8,8]", relu, "unknown")
+}

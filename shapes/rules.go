@@ -5,6 +5,12 @@ package shapes
 // reduce.go, tensors.go, misc.go.
 var rules = map[string]rule{}
 
+// msRules covers the com.microsoft ops optc's own passes emit.
+var msRules = map[string]rule{
+	"FusedConv": conv,
+	"FusedGemm": gemm,
+}
+
 func init() {
 	for _, op := range []string{
 		// activations and unary math: same type and shape

@@ -15,8 +15,9 @@
 // inferred dimension fills an unknown declared one, and a declaration that
 // contradicts the inference is kept and reported as a Conflict.
 //
-// Operators without a rule (other domains, Loop and Scan results, rare
-// ops) give unknown outputs, or their declared types.
+// Operators without a rule (other domains than the default one and
+// com.microsoft's fused Conv and Gemm, Loop and Scan results, rare ops)
+// give unknown outputs, or their declared types.
 package shapes
 
 import (
@@ -133,14 +134,18 @@ func (s *state) constant(v *graph.Value, t *graph.Tensor) {
 func (s *state) node(n *graph.Node) {
 	var inferred []*graph.Type
 	c := &ctx{s: s, n: n, opset: s.model.OpsetVersion(n.Domain)}
-	switch {
-	case n.Domain != "" && n.Domain != "ai.onnx":
-		s.subgraphs(n)
-	case n.OpType == "If":
+	var table map[string]rule
+	switch n.Domain {
+	case "", "ai.onnx":
+		table = rules
+	case "com.microsoft":
+		table = msRules
+	}
+	if n.OpType == "If" && (n.Domain == "" || n.Domain == "ai.onnx") {
 		inferred = s.ifNode(n)
-	default:
+	} else {
 		s.subgraphs(n)
-		if r := rules[n.OpType]; r != nil {
+		if r := table[n.OpType]; r != nil {
 			inferred = r(c)
 		}
 	}
