@@ -19,13 +19,9 @@ import (
 	"optc/shapes"
 )
 
-// TestBackendModels infers every model of the ONNX backend test data: no
-// error, no panic, and every graph output with a static inferred shape
-// (from the operator rules alone, not the declaration) has the shape and
-// type of the recorded output_N.pb.
-func TestBackendModels(t *testing.T) {
-	root := testenv.Data(t, "onnx-testdata")
-	var models []string
+// backendModels lists the model.onnx files of the ONNX backend test data.
+func backendModels(t *testing.T) (root string, models []string) {
+	root = testenv.Data(t, "onnx-testdata")
 	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.Name() == "model.onnx" {
 			models = append(models, p)
@@ -33,6 +29,15 @@ func TestBackendModels(t *testing.T) {
 		return err
 	})
 	sort.Strings(models)
+	return root, models
+}
+
+// TestBackendModels infers every model of the ONNX backend test data: no
+// error, no panic, and every graph output with a static inferred shape
+// (from the operator rules alone, not the declaration) has the shape and
+// type of the recorded output_N.pb.
+func TestBackendModels(t *testing.T) {
+	root, models := backendModels(t)
 	var outputs, static, matched, conflicts int
 	for _, p := range models {
 		rel, _ := filepath.Rel(root, filepath.Dir(p))
@@ -306,15 +311,7 @@ func checkValues(m *graph.Model, types map[*graph.Value]*graph.Type, got map[str
 // left out) against what ORT computed.
 func TestBackendModelsAgainstORT(t *testing.T) {
 	ortenv.Require(t)
-	root := testenv.Data(t, "onnx-testdata")
-	var models []string
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Name() == "model.onnx" {
-			models = append(models, p)
-		}
-		return err
-	})
-	sort.Strings(models)
+	root, models := backendModels(t)
 	var ran, failed int
 	var st ortCheck
 	for _, p := range models {

@@ -17,7 +17,15 @@
 //
 // Operators without a rule (other domains than the default one and
 // com.microsoft's fused Conv and Gemm, Loop and Scan results, rare ops)
-// give unknown outputs, or their declared types.
+// give unknown outputs, or their declared types. If branches are inferred
+// and their outputs joined; Loop and Scan bodies are inferred from what
+// their inputs declare.
+//
+// The model is assumed valid: where broadcasting or Concat make two dims
+// equal, a number wins over a symbol. Two assumptions go beyond what the
+// file says: a symbol standing for a dim is not 0 (so a Reshape target
+// element holding it is not "copy this dim"), and a Slice ending at 2^31-1
+// or later takes a symbolic dim to its end.
 package shapes
 
 import (
