@@ -57,12 +57,12 @@ func (c *ctx) rank(i int) int {
 }
 
 // length is the number of elements of a 1-D input (a shape or axes
-// list), -1 when unknown.
+// list), -1 when unknown or larger than a shape can be.
 func (c *ctx) length(i int) int {
 	if d, ok := c.dims(i); ok {
 		return len(d)
 	}
-	if s := c.shape(i); len(s) == 1 && isStatic(s[0]) {
+	if s := c.shape(i); len(s) == 1 && isStatic(s[0]) && s[0].Value >= 0 && s[0].Value <= maxValues {
 		return int(s[0].Value)
 	}
 	return -1

@@ -75,6 +75,18 @@ func cloneShape(s graph.Shape) graph.Shape {
 	return out
 }
 
+// asShape reads known values as a shape: a negative number (which no
+// dim can be) becomes unknown.
+func asShape(vals []graph.Dim) graph.Shape {
+	out := make(graph.Shape, len(vals))
+	for i, d := range vals {
+		if !isStatic(d) || d.Value >= 0 {
+			out[i] = bare(d)
+		}
+	}
+	return out
+}
+
 // unknownShape is a shape of rank r with no dim known.
 func unknownShape(r int) graph.Shape { return make(graph.Shape, r) }
 

@@ -141,12 +141,13 @@ func concat(c *ctx) []*graph.Type {
 	if r < 0 {
 		return one(elem, nil)
 	}
-	axis, ok := normAxis(c.n.AttrInt("axis", 0), r)
-	if !ok && c.opset < 4 && r > 1 && c.n.Attr("axis") == nil {
-		axis, ok = 1, true // the default before opset 4
+	a := c.n.AttrInt("axis", 0)
+	if c.opset < 4 && c.n.Attr("axis") == nil {
+		a = 1 // the default before opset 4
 	}
+	axis, ok := normAxis(a, r)
 	if !ok {
-		c.problem("axis %d does not fit rank %d", c.n.AttrInt("axis", 0), r)
+		c.problem("axis %d does not fit rank %d", a, r)
 		return one(elem, unknownShape(r))
 	}
 	out := unknownShape(r)
@@ -403,8 +404,11 @@ func sliceRange(dim, start, end, step int64) (first, n int64, ok bool) {
 		return start, ceilDiv(end-start, step), true
 	}
 	start, end = clamp(start, 0, dim-1), clamp(end, -1, dim-1)
-	if start <= end {
+	switch {
+	case start <= end:
 		return start, 0, true
+	case step == math.MinInt64:
+		return start, 1, true
 	}
 	return start, ceilDiv(start-end, -step), true
 }
@@ -477,8 +481,8 @@ func resize(c *ctx) []*graph.Type {
 		scales, scalesOK = c.floats(1)
 	default:
 		scales, scalesOK = c.floats(2)
-		if !c.present(2) {
-			scales, scalesOK = nil, true
+		if s := c.shape(2); !c.present(2) || len(s) == 1 && isValue(s[0], 0) {
+			scales, scalesOK = nil, true // absent or empty: sizes decide
 		}
 		sizesAt = 3
 	}
@@ -515,7 +519,7 @@ func resize(c *ctx) []*graph.Type {
 			break
 		}
 		for j, a := range norm {
-			out[a] = bare(sizes[j])
+			out[a] = asShape(sizes[j : j+1])[0]
 		}
 	default:
 		return one(elem, unknownShape(r))
@@ -527,7 +531,7 @@ func resize(c *ctx) []*graph.Type {
 func scaledDim(d graph.Dim, scale float32) graph.Dim {
 	if isStatic(d) {
 		p := float32(d.Value) * scale
-		if p < 0 || p > math.MaxInt32 {
+		if !(p >= 0 && p <= math.MaxInt32) {
 			return graph.Dim{}
 		}
 		return static(int64(p))
@@ -653,7 +657,7 @@ func expand(c *ctx) []*graph.Type {
 			return one(elem, nil)
 		}
 	}
-	out, ok := broadcast(in, graph.Shape(target))
+	out, ok := broadcast(in, asShape(target))
 	if !ok {
 		c.problem("shape %v does not expand to %v", in, target)
 		return one(elem, nil)

@@ -513,3 +513,21 @@ func TestOtherDomains(t *testing.T) {
 	relu.Producer().Domain = "custom"
 	want(t, b.infer(), fused, "float32[N,4,8,8]", relu, "unknown")
 }
+
+func TestOldConcatAxis(t *testing.T) {
+	b := newBuilder(t, 3)
+	cat := b.op1("Concat", nil, b.input("a", "float32[2,3]"), b.input("b", "float32[2,4]"))
+	want(t, b.infer(), cat, "float32[2,7]")
+}
+
+// TestHostileShapes: absurd declarations and constants must not panic or
+// allocate what they claim.
+func TestHostileShapes(t *testing.T) {
+	b := newBuilder(t, 13)
+	huge := b.input("huge", "int64[1000000000000]")
+	r := b.op1("Reshape", nil, b.input("x", "float32[2,3]"), huge)
+	cs := b.op1("ConstantOfShape", nil, b.ints("neg", -5))
+	sl := b.op1("Slice", nil, b.input("y", "float32[10]"), b.ints("s", 5), b.ints("e", 0), b.ints("a", 0), b.ints("st", -1<<63))
+	rs := b.op1("Resize", nil, b.input("z", "float32[1,1,4,4]"), nil, b.floats("sc", 1, 1, -1, 1e30))
+	want(t, b.infer(), r, "float32[*]", cs, "float32[?]", sl, "float32[1]", rs, "float32[1,1,?,?]")
+}

@@ -85,7 +85,7 @@ func topK(c *ctx) []*graph.Type {
 					out[axis] = static(a.Int)
 				}
 			} else if k, ok := c.dims(1); ok && len(k) == 1 {
-				out[axis] = bare(k[0])
+				out[axis] = asShape(k)[0]
 			}
 		}
 	}

@@ -105,7 +105,7 @@ func constantOfShape(c *ctx) []*graph.Type {
 		}
 		return one(elem, nil)
 	}
-	out := cloneShape(dims)
+	out := asShape(dims)
 	if len(out) <= 1 && (fill == nil || isInt(fill.DType)) {
 		v := []graph.Dim{static(0)}
 		if fill != nil {
@@ -115,7 +115,7 @@ func constantOfShape(c *ctx) []*graph.Type {
 		if len(out) == 1 {
 			n = out[0].Value
 		}
-		if ok && len(v) == 1 && (len(out) == 0 || isStatic(out[0])) && n <= maxValues {
+		if ok && len(v) == 1 && (len(out) == 0 || isStatic(out[0])) && n >= 0 && n <= maxValues {
 			vals := make([]graph.Dim, n)
 			for i := range vals {
 				vals[i] = v[0]
