@@ -16,6 +16,7 @@ var registry = []*Pass{
 	fuseHardSwish,
 	fuseConvActivation,
 	deadCode,
+	inferShapes,
 }
 
 // All returns every pass in pipeline order.

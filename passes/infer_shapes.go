@@ -1,0 +1,87 @@
+package passes
+
+import (
+	"optc/graph"
+	"optc/shapes"
+)
+
+// inferShapes writes what shape inference knows into the model: every node
+// output whose declared type is missing or says less (an unknown rank, an
+// unknown or symbolic dim the inference has a number for) gets the
+// inferred type, and is listed in its graph's value_info unless it is a
+// graph output. Declarations that say more, or contradict the inference,
+// stay as they are; graph inputs and initializers are never touched.
+// Later passes and runtimes read the annotations. A second run finds
+// nothing to add, so the fixed-point loop ends.
+var inferShapes = &Pass{
+	Name:  "infer-shapes",
+	Doc:   "annotate values with their inferred element types and shapes",
+	Level: 1,
+	Run:   runInferShapes,
+}
+
+func runInferShapes(c *Context) (Stats, error) {
+	res, err := shapes.Infer(c.Model)
+	if err != nil {
+		return Stats{}, err
+	}
+	var st Stats
+	c.Model.Graph.Walk(func(g *graph.Graph) {
+		listed := make(map[*graph.Value]bool, len(g.ValueInfo)+len(g.Outputs))
+		for _, v := range g.ValueInfo {
+			listed[v] = true
+		}
+		for _, v := range g.Outputs {
+			listed[v] = true
+		}
+		for _, n := range g.Nodes {
+			for _, v := range n.Outputs() {
+				if v == nil || !refines(res.Types[v], v.Type) {
+					continue
+				}
+				v.Type = res.Types[v].Clone()
+				st.Rewritten++
+				if !listed[v] {
+					g.ValueInfo = append(g.ValueInfo, v)
+					listed[v] = true
+				}
+			}
+		}
+	})
+	return st, nil
+}
+
+// refines reports whether tensor type t says more than decl and nothing
+// against it: a known element type where decl has none, a rank where decl
+// has none, numbers or symbols for unknown dims, numbers for symbols.
+func refines(t, decl *graph.Type) bool {
+	if t == nil || t.Kind != graph.KindTensor || t.Elem == graph.Undefined {
+		return false
+	}
+	if decl == nil {
+		return true
+	}
+	if decl.Kind != graph.KindTensor || decl.Elem != graph.Undefined && decl.Elem != t.Elem {
+		return false
+	}
+	more := decl.Elem == graph.Undefined
+	switch {
+	case t.Shape == nil:
+		return more && decl.Shape == nil
+	case decl.Shape == nil:
+		return true
+	case len(decl.Shape) != len(t.Shape):
+		return false
+	}
+	for i, d := range decl.Shape {
+		e := t.Shape[i]
+		switch {
+		case d.Kind == e.Kind && d.Value == e.Value && d.Param == e.Param:
+		case d.Kind == graph.DimUnknown, d.Kind == graph.DimSymbolic && e.Kind == graph.DimStatic:
+			more = true
+		default:
+			return false
+		}
+	}
+	return more
+}

@@ -1,0 +1,114 @@
+package shapes
+
+// rules maps the default-domain op types inference knows to their rule;
+// the rules live with their family: elementwise.go, conv.go, layout.go,
+// reduce.go, tensors.go, misc.go.
+var rules = map[string]rule{}
+
+// msRules covers the com.microsoft ops optc's own passes emit.
+var msRules = map[string]rule{
+	"FusedConv": conv,
+	"FusedGemm": gemm,
+}
+
+func init() {
+	for _, op := range []string{
+		// activations and unary math: same type and shape
+		"Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Elu", "Selu", "Celu",
+		"Softplus", "Softsign", "ThresholdedRelu", "Gelu", "Mish", "Shrink",
+		"Sqrt", "Exp", "Log", "Erf", "Reciprocal", "Floor", "Ceil", "Round", "Sign",
+		"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
+		"Not", "BitwiseNot", "Clip", "CumSum", "Trilu", "ReverseSequence",
+		"Softmax", "LogSoftmax", "Hardmax", "LRN", "InstanceNormalization", "MeanVarianceNormalization",
+		"LpNormalization", "GroupNormalization",
+		"ScatterElements", "ScatterND", "Scatter", "PRelu",
+	} {
+		rules[op] = same
+	}
+	for _, op := range []string{
+		"Add", "Sub", "Mul", "Div", "Pow", "Mod", "BitShift",
+		"And", "Or", "Xor", "BitwiseAnd", "BitwiseOr", "BitwiseXor",
+		"Max", "Min", "Sum", "Mean",
+	} {
+		rules[op] = elementwise
+	}
+	for _, op := range []string{"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"} {
+		rules[op] = compare
+	}
+	for _, op := range []string{"IsNaN", "IsInf"} {
+		rules[op] = isTest
+	}
+	rules["Identity"] = identity
+	rules["Neg"] = unaryValues
+	rules["Abs"] = unaryValues
+	rules["Where"] = where
+	rules["Cast"] = cast
+	rules["CastLike"] = castLike
+	rules["Dropout"] = dropout
+	rules["LayerNormalization"] = layerNorm
+	rules["BatchNormalization"] = batchNorm
+	rules["QuantizeLinear"] = quantize
+	rules["DequantizeLinear"] = dequantize
+	rules["DynamicQuantizeLinear"] = dynamicQuantize
+
+	rules["Conv"] = conv
+	rules["ConvInteger"] = conv
+	rules["QLinearConv"] = conv
+	rules["ConvTranspose"] = convTranspose
+	for _, op := range []string{"MaxPool", "AveragePool", "LpPool"} {
+		rules[op] = pool
+	}
+	for _, op := range []string{"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"} {
+		rules[op] = globalPool
+	}
+	rules["Gemm"] = gemm
+	rules["MatMul"] = matMul
+	rules["MatMulInteger"] = matMul
+	rules["QLinearMatMul"] = matMul
+
+	rules["Reshape"] = reshape
+	rules["Transpose"] = transpose
+	rules["Concat"] = concat
+	rules["Flatten"] = flatten
+	rules["Squeeze"] = squeeze
+	rules["Unsqueeze"] = unsqueeze
+	rules["Slice"] = slice
+	rules["Gather"] = gather
+	rules["GatherElements"] = gatherElements
+	rules["GatherND"] = gatherND
+	rules["Resize"] = resize
+	rules["Upsample"] = resize
+	rules["Pad"] = pad
+	rules["Split"] = split
+	rules["Tile"] = tile
+	rules["Expand"] = expand
+	rules["DepthToSpace"] = depthToSpace
+	rules["SpaceToDepth"] = spaceToDepth
+
+	for _, op := range []string{
+		"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
+		"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare",
+	} {
+		rules[op] = reduce
+	}
+	rules["ArgMax"] = argReduce
+	rules["ArgMin"] = argReduce
+	rules["TopK"] = topK
+
+	rules["Constant"] = constant
+	rules["Shape"] = shapeOp
+	rules["Size"] = size
+	rules["ConstantOfShape"] = constantOfShape
+	rules["Range"] = rangeOp
+	rules["NonZero"] = nonZero
+
+	for _, op := range []string{"RNN", "GRU", "LSTM"} {
+		rules[op] = recurrent
+	}
+	rules["NegativeLogLikelihoodLoss"] = loss
+	rules["SoftmaxCrossEntropyLoss"] = loss
+	rules["OneHot"] = oneHot
+	rules["EyeLike"] = eyeLike
+	rules["NonMaxSuppression"] = nonMaxSuppression
+	rules["Det"] = det
+}
