@@ -4,40 +4,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"testing"
 
 	"optc/data"
 	"optc/graph"
+	"optc/internal/conformance"
 	"optc/internal/ortenv"
 	"optc/internal/testenv"
 	"optc/ort"
 	"optc/shapes"
 )
 
-// backendModels lists the model.onnx files of the ONNX backend test data.
-func backendModels(t *testing.T) (root string, models []string) {
-	root = testenv.Data(t, "onnx-testdata")
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Name() == "model.onnx" {
-			models = append(models, p)
-		}
-		return err
-	})
-	sort.Strings(models)
-	return root, models
-}
-
 // TestBackendModels infers every model of the ONNX backend test data: no
 // error, no panic, and every graph output with a static inferred shape
 // (from the operator rules alone, not the declaration) has the shape and
 // type of the recorded output_N.pb.
 func TestBackendModels(t *testing.T) {
-	root, models := backendModels(t)
+	root, models := conformance.Models(t)
 	var outputs, static, matched, conflicts int
 	for _, p := range models {
 		rel, _ := filepath.Rel(root, filepath.Dir(p))
@@ -311,7 +297,7 @@ func checkValues(m *graph.Model, types map[*graph.Value]*graph.Type, got map[str
 // left out) against what ORT computed.
 func TestBackendModelsAgainstORT(t *testing.T) {
 	ortenv.Require(t)
-	root, models := backendModels(t)
+	root, models := conformance.Models(t)
 	var ran, failed int
 	var st ortCheck
 	for _, p := range models {
