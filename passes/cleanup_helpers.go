@@ -199,7 +199,7 @@ func knownElem(v *graph.Value) (graph.DataType, bool) {
 }
 
 // isOp reports whether n is the default-domain operator op.
-func isOp(n *graph.Node, op string) bool {
+func isOnnxOp(n *graph.Node, op string) bool {
 	return n != nil && n.OpType == op && (n.Domain == "" || n.Domain == "ai.onnx")
 }
 

@@ -133,12 +133,12 @@ func (b *cleanupModel) ifNode(name string, cond *graph.Value, branch func(sg *gr
 
 // wantAllUnchanged builds each case on a model with input x of the given
 // dims and wants p to leave it alone.
-func wantAllUnchanged(t *testing.T, p *Pass, dims []int64, cases map[string]func(b *cleanupModel, x *graph.Value)) {
+func clAllUnchanged(t *testing.T, p *Pass, dims []int64, cases map[string]func(b *cleanupModel, x *graph.Value)) {
 	for name, build := range cases {
 		t.Run(name, func(t *testing.T) {
 			b := newCleanupModel(t, 13)
 			build(b, b.input("x", graph.Float, dims...))
-			wantUnchanged(t, b.m, p)
+			clUnchanged(t, b.m, p)
 		})
 	}
 }
@@ -175,7 +175,7 @@ func clMarshal(t testing.TB, m *graph.Model) []byte {
 
 // runCleanup verifies m, runs p once, verifies again and returns what p
 // reported with the model before and after.
-func runCleanup(t testing.TB, m *graph.Model, p *Pass) (st Stats, before, after []byte) {
+func clRun(t testing.TB, m *graph.Model, p *Pass) (st Stats, before, after []byte) {
 	t.Helper()
 	if err := m.Verify(); err != nil {
 		t.Fatalf("test model is invalid: %v", err)
@@ -193,9 +193,9 @@ func runCleanup(t testing.TB, m *graph.Model, p *Pass) (st Stats, before, after 
 
 // wantRewrite runs p on m, wants exactly the stats want, and has ONNX
 // Runtime check that the outputs did not change.
-func wantRewrite(t testing.TB, m *graph.Model, p *Pass, want Stats) {
+func clRewrites(t testing.TB, m *graph.Model, p *Pass, want Stats) {
 	t.Helper()
-	st, before, after := runCleanup(t, m, p)
+	st, before, after := clRun(t, m, p)
 	if st != want {
 		t.Fatalf("%s: stats %+v, want %+v", p.Name, st, want)
 	}
@@ -230,9 +230,9 @@ func clDataOpts(m *graph.Model) difftest.Options {
 }
 
 // wantUnchanged runs p on m and wants no stats and an identical model.
-func wantUnchanged(t testing.TB, m *graph.Model, p *Pass) {
+func clUnchanged(t testing.TB, m *graph.Model, p *Pass) {
 	t.Helper()
-	st, before, after := runCleanup(t, m, p)
+	st, before, after := clRun(t, m, p)
 	if st != (Stats{}) {
 		t.Fatalf("%s: stats %+v on a model it must leave alone", p.Name, st)
 	}
@@ -277,4 +277,4 @@ func clWantOutputs(t testing.TB, g *graph.Graph, names ...string) {
 	}
 }
 
-var maxInt64 = int64(math.MaxInt64)
+var clMaxInt64 = int64(math.MaxInt64)

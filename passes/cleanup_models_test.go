@@ -35,7 +35,7 @@ func runCleanupPipeline(m *graph.Model) (*Report, error) {
 	return Run(m, pipeline, Options{VerifyEach: true, MaxRounds: 16})
 }
 
-func countNodes(m *graph.Model) int {
+func clCountNodes(m *graph.Model) int {
 	n := 0
 	m.Graph.Walk(func(g *graph.Graph) { n += len(g.Nodes) })
 	return n
@@ -69,7 +69,7 @@ func TestCleanupRealModels(t *testing.T) {
 			}
 			defer m.Close()
 			before := clMarshal(t, m)
-			nodesBefore, opsBefore := countNodes(m), clOps(m.Graph)
+			nodesBefore, opsBefore := clCountNodes(m), clOps(m.Graph)
 			if nodesBefore != tc.before {
 				t.Fatalf("the model has %d nodes, expected %d: a different file?", nodesBefore, tc.before)
 			}
@@ -78,15 +78,15 @@ func TestCleanupRealModels(t *testing.T) {
 				t.Fatal(err)
 			}
 			after := clMarshal(t, m)
-			t.Logf("%s: %d nodes -> %d in %d rounds", tc.name, nodesBefore, countNodes(m), rep.Rounds)
-			t.Logf("ops before: %s", opCounts(opsBefore))
-			t.Logf("ops after:  %s", opCounts(clOps(m.Graph)))
+			t.Logf("%s: %d nodes -> %d in %d rounds", tc.name, nodesBefore, clCountNodes(m), rep.Rounds)
+			t.Logf("ops before: %s", clOpCounts(opsBefore))
+			t.Logf("ops after:  %s", clOpCounts(clOps(m.Graph)))
 			for _, p := range rep.Passes {
 				if p.Stats.Changed() {
 					t.Logf("  %-32s %+v", p.Name, p.Stats)
 				}
 			}
-			if got := countNodes(m); got > tc.after {
+			if got := clCountNodes(m); got > tc.after {
 				t.Errorf("%d nodes left, want at most %d", got, tc.after)
 			}
 			difftest.Check(t, before, after, difftest.Options{
@@ -108,7 +108,7 @@ func TestCleanupRealModels(t *testing.T) {
 }
 
 // opCounts lists operator counts, largest first.
-func opCounts(c map[string]int) string {
+func clOpCounts(c map[string]int) string {
 	ops := make([]string, 0, len(c))
 	for op := range c {
 		ops = append(ops, op)
@@ -162,7 +162,7 @@ func TestCleanupConformance(t *testing.T) {
 	}
 	t.Logf("%d models: %d invalid as loaded, %d unchanged, %d changed and matched in ORT, %d changed but not comparable (ORT cannot run the original or its outputs vary), %d mismatched, %d failed",
 		len(models), counts["invalid"], counts["unchanged"], counts["match"], counts["changed, not comparable"], counts["mismatch"], counts["failed"])
-	t.Logf("models changed per pass: %s", opCounts(byPass))
+	t.Logf("models changed per pass: %s", clOpCounts(byPass))
 	if counts["match"] < 50 {
 		t.Errorf("only %d changed models were compared in ORT", counts["match"])
 	}

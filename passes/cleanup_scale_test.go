@@ -36,7 +36,7 @@ func bigCleanupModel(t testing.TB, blocks int) *graph.Model {
 
 func cleanupTime(t testing.TB, blocks int) (time.Duration, int, int) {
 	m := bigCleanupModel(t, blocks)
-	before := countNodes(m)
+	before := clCountNodes(m)
 	start := time.Now()
 	pipeline, err := Select(1, cleanupPassNames, nil)
 	if err != nil {
@@ -49,7 +49,7 @@ func cleanupTime(t testing.TB, blocks int) (time.Duration, int, int) {
 	if err := m.Verify(); err != nil {
 		t.Fatal(err)
 	}
-	return d, before, countNodes(m)
+	return d, before, clCountNodes(m)
 }
 
 // TestCleanupScalesLinearly runs the cleanup passes on graphs of 25k and

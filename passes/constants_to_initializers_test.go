@@ -28,7 +28,7 @@ func TestConstantsToInitializers(t *testing.T) {
 	g := b.node("gather", "Gather", sub.Output(0), c5)
 	b.output(g.Output(0), graph.Float, 2)
 
-	wantRewrite(t, b.m, constantsToInitializers, Stats{Removed: 5})
+	clRewrites(t, b.m, constantsToInitializers, Stats{Removed: 5})
 	clWantOps(t, b.g, map[string]int{"Add": 1, "Mul": 1, "Reshape": 1, "Sub": 1, "Gather": 1})
 	var names []string
 	for _, v := range b.g.Initializers {
@@ -46,7 +46,7 @@ func TestConstantsToInitializers(t *testing.T) {
 	if d := b.g.Value("c2").Const.Dims; len(d) != 0 {
 		t.Errorf("value_float became dims %v, want a scalar", d)
 	}
-	wantUnchanged(t, b.m, constantsToInitializers)
+	clUnchanged(t, b.m, constantsToInitializers)
 }
 
 func TestConstantsToInitializersLeavesAlone(t *testing.T) {
@@ -87,7 +87,7 @@ func TestConstantsToInitializersLeavesAlone(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b := newCleanupModel(t, 13)
 			build(b)
-			wantUnchanged(t, b.m, constantsToInitializers)
+			clUnchanged(t, b.m, constantsToInitializers)
 		})
 	}
 }

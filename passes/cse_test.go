@@ -21,7 +21,7 @@ func TestEliminateCSE(t *testing.T) {
 	l2.SetAttr(&graph.Attr{Name: "alpha", Type: graph.AttrFloat, Float: 0.2})
 	sum := b.node("sum", "Sum", l1.Output(0), l2.Output(0))
 	b.output(sum.Output(0), graph.Float, 2, 3)
-	wantRewrite(t, b.m, eliminateCSE, Stats{Removed: 4})
+	clRewrites(t, b.m, eliminateCSE, Stats{Removed: 4})
 	clWantOps(t, b.g, map[string]int{"Relu": 1, "Constant": 1, "Add": 1, "LeakyRelu": 1, "Sum": 1})
 	if sum.Input(0) != l1.Output(0) || sum.Input(1) != l1.Output(0) {
 		t.Fatalf("sum should read l1 twice")
@@ -42,7 +42,7 @@ func TestEliminateCSEAttrOrder(t *testing.T) {
 	p2.SetAttr(clInts("kernel_shape", 2, 2))
 	neg := b.node("neg", "Neg", p2.Output(0))
 	b.output(neg.Output(0), graph.Float, 1, 2, 2, 2)
-	wantRewrite(t, b.m, eliminateCSE, Stats{Removed: 1})
+	clRewrites(t, b.m, eliminateCSE, Stats{Removed: 1})
 	if neg.Input(0) != p1.Output(0) {
 		t.Fatalf("neg reads %q", neg.Input(0).Name)
 	}
@@ -106,7 +106,7 @@ func TestEliminateCSELeavesAlone(t *testing.T) {
 			}
 		},
 	}
-	wantAllUnchanged(t, eliminateCSE, []int64{2, 3}, cases)
+	clAllUnchanged(t, eliminateCSE, []int64{2, 3}, cases)
 }
 
 // TestEliminateCSEInBranch merges twins inside a subgraph, including
@@ -120,5 +120,5 @@ func TestEliminateCSEInBranch(t *testing.T) {
 		return b.op(sg, br+"_add", "Add", []*graph.Value{r1.Output(0), r2.Output(0)}, br+"_out").Output(0)
 	})
 	b.output(ifn.Output(0), graph.Float, 2, 3)
-	wantRewrite(t, b.m, eliminateCSE, Stats{Removed: 2})
+	clRewrites(t, b.m, eliminateCSE, Stats{Removed: 2})
 }

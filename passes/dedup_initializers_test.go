@@ -21,7 +21,7 @@ func TestDedupInitializers(t *testing.T) {
 	d := b.node("d", "Div", s.Output(0), other)
 	e := b.node("e", "Add", d.Output(0), shaped)
 	b.output(e.Output(0), graph.Float, 2, 3)
-	wantRewrite(t, b.m, dedupInitializers, Stats{Rewritten: 3})
+	clRewrites(t, b.m, dedupInitializers, Stats{Rewritten: 3})
 	if len(b.g.Initializers) != 3 || b.g.Value("w2") != nil || b.g.Value("w3") != nil {
 		t.Fatalf("%d initializers left, want w1, other, shaped", len(b.g.Initializers))
 	}
@@ -70,5 +70,5 @@ func TestDedupInitializersLeavesAlone(t *testing.T) {
 			b.output(b.node("a", "Add", x, w1).Output(0), graph.Float, 2, 3)
 		},
 	}
-	wantAllUnchanged(t, dedupInitializers, []int64{2, 3}, cases)
+	clAllUnchanged(t, dedupInitializers, []int64{2, 3}, cases)
 }

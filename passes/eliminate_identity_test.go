@@ -18,7 +18,7 @@ func TestEliminateIdentity(t *testing.T) {
 	neg := b.node("neg", "Neg", id2.Output(0)) // reads the output being renamed
 	b.output(neg.Output(0), graph.Float, 2, 3)
 
-	wantRewrite(t, b.m, eliminateIdentity, Stats{Removed: 2})
+	clRewrites(t, b.m, eliminateIdentity, Stats{Removed: 2})
 	clWantOps(t, b.g, map[string]int{"Relu": 1, "Neg": 1})
 	clWantOutputs(t, b.g, "id2_out", "neg_out")
 	if p := b.g.Outputs[0].Producer(); p != relu || relu.Input(0) != x || neg.Input(0) != relu.Output(0) {
@@ -58,7 +58,7 @@ func TestEliminateDropout(t *testing.T) {
 			d := tc.build(b, relu.Output(0))
 			neg := b.node("neg", "Neg", d.Output(0))
 			b.output(neg.Output(0), graph.Float, 2, 3)
-			wantRewrite(t, b.m, eliminateIdentity, Stats{Removed: 1})
+			clRewrites(t, b.m, eliminateIdentity, Stats{Removed: 1})
 			if neg.Input(0) != relu.Output(0) {
 				t.Fatalf("neg reads %q", neg.Input(0).Name)
 			}
@@ -114,7 +114,7 @@ func TestEliminateIdentityLeavesAlone(t *testing.T) {
 			b.output(neg.Output(0), graph.Float, 2, 3)
 		},
 	}
-	wantAllUnchanged(t, eliminateIdentity, []int64{2, 3}, cases)
+	clAllUnchanged(t, eliminateIdentity, []int64{2, 3}, cases)
 	t.Run("dropout opset 6", func(t *testing.T) {
 		b := newCleanupModel(t, 6)
 		x := b.input("x", graph.Float, 2, 3)
@@ -122,7 +122,7 @@ func TestEliminateIdentityLeavesAlone(t *testing.T) {
 		d.SetAttr(clInt("is_test", 0))
 		neg := b.node("neg", "Neg", d.Output(0))
 		b.output(neg.Output(0), graph.Float, 2, 3)
-		wantUnchanged(t, b.m, eliminateIdentity)
+		clUnchanged(t, b.m, eliminateIdentity)
 	})
 }
 
@@ -138,7 +138,7 @@ func TestEliminateIdentityInBranch(t *testing.T) {
 		return b.op(sg, br+"_id", "Identity", []*graph.Value{n.Output(0)}, br+"_out").Output(0)
 	})
 	b.output(ifn.Output(0), graph.Float, 2, 3)
-	wantRewrite(t, b.m, eliminateIdentity, Stats{Removed: 2})
+	clRewrites(t, b.m, eliminateIdentity, Stats{Removed: 2})
 	for _, sg := range ifn.Subgraphs() {
 		if len(sg.Nodes) != 1 || sg.Outputs[0].Name != sg.Name+"_out" || sg.Outputs[0].Producer() != sg.Nodes[0] {
 			t.Errorf("branch %s: %d nodes, output %q", sg.Name, len(sg.Nodes), sg.Outputs[0].Name)
