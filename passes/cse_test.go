@@ -122,3 +122,23 @@ func TestEliminateCSEInBranch(t *testing.T) {
 	b.output(ifn.Output(0), graph.Float, 2, 3)
 	clRewrites(t, b.m, eliminateCSE, Stats{Removed: 2})
 }
+
+// TestEliminateCSEMultipleOutputs rewires every output of a twin.
+func TestEliminateCSEMultipleOutputs(t *testing.T) {
+	b := newCleanupModel(t, 13)
+	x := b.input("x", graph.Float, 2, 4)
+	split := b.i64("split", 1, 3)
+	s1 := b.op(b.g, "s1", "Split", []*graph.Value{x, split}, "s1_a", "s1_b")
+	s2 := b.op(b.g, "s2", "Split", []*graph.Value{x, split}, "s2_a", "s2_b")
+	for _, n := range []*graph.Node{s1, s2} {
+		n.SetAttr(clInt("axis", 1))
+	}
+	a := b.node("a", "Neg", s2.Output(0))
+	c := b.node("c", "Concat", s1.Output(1), s2.Output(1), a.Output(0))
+	c.SetAttr(clInt("axis", 1))
+	b.output(c.Output(0), graph.Float, 2, 7)
+	clRewrites(t, b.m, eliminateCSE, Stats{Removed: 1})
+	if a.Input(0) != s1.Output(0) || c.Input(1) != s1.Output(1) {
+		t.Fatalf("readers of s2 should read s1")
+	}
+}
