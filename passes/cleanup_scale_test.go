@@ -52,17 +52,17 @@ func cleanupTime(t testing.TB, blocks int) (time.Duration, int, int) {
 	return d, before, clCountNodes(m)
 }
 
-// TestCleanupScalesLinearly runs the cleanup passes on graphs of 25k and
-// 100k nodes: four times the nodes must not take much more than four
-// times as long (a pass that rescans per node would take sixteen).
-// Well above four is allowed: maps and the collector grow too.
+// TestCleanupScalesLinearly runs the cleanup passes on graphs of 12.5k
+// and 100k nodes: eight times the nodes must not take much more than
+// eight times as long (a pass that rescans per node would take 64). Up to
+// 25 is allowed: maps and the collector grow too, and machines are busy.
 func TestCleanupScalesLinearly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a 100k-node graph")
 	}
 	// The faster of two runs each, to damp noise from a busy machine.
-	small, n1, a1 := cleanupTime(t, 2500)
-	if d, _, _ := cleanupTime(t, 2500); d < small {
+	small, n1, a1 := cleanupTime(t, 1250)
+	if d, _, _ := cleanupTime(t, 1250); d < small {
 		small = d
 	}
 	large, n2, a2 := cleanupTime(t, 10000)
@@ -73,8 +73,8 @@ func TestCleanupScalesLinearly(t *testing.T) {
 	if a2 != 4*10000 {
 		t.Errorf("%d nodes left of the large graph, want 4 per block (Add, Relu, Add, Mul)", a2)
 	}
-	if large > 12*small {
-		t.Errorf("4x the nodes took %.1fx as long", float64(large)/float64(small))
+	if large > 25*small {
+		t.Errorf("8x the nodes took %.1fx as long", float64(large)/float64(small))
 	}
 }
 
