@@ -407,6 +407,44 @@ func (g *Graph) RemoveInitializer(v *Value) error {
 	return nil
 }
 
+// RemoveInitializers deletes a set of unused initializers of g in one
+// sweep (RemoveInitializer's rules apply to each), so that removing many
+// stays linear. It changes nothing when one of them is refused.
+func (g *Graph) RemoveInitializers(vs []*Value) error {
+	doomed := make(map[*Value]bool, len(vs))
+	for _, v := range vs {
+		doomed[v] = true
+	}
+	listed := make(map[*Value]bool, len(g.Initializers))
+	for _, v := range g.Initializers {
+		listed[v] = true
+	}
+	outputs := map[*Value]bool{}
+	g.Walk(func(s *Graph) {
+		for _, o := range s.Outputs {
+			outputs[o] = true
+		}
+	})
+	inputs := make(map[*Value]bool, len(g.Inputs))
+	for _, v := range g.Inputs {
+		inputs[v] = true
+	}
+	for _, v := range vs {
+		if v.Const == nil || v.graph != g || !listed[v] {
+			return fmt.Errorf("remove initializer %q: not an initializer of graph %q", v.Name, g.Name)
+		}
+		if len(v.uses) > 0 || outputs[v] || inputs[v] {
+			return fmt.Errorf("remove initializer %q: still used", v.Name)
+		}
+	}
+	g.Initializers = slices.DeleteFunc(g.Initializers, func(x *Value) bool { return doomed[x] })
+	g.ValueInfo = slices.DeleteFunc(g.ValueInfo, func(x *Value) bool { return doomed[x] })
+	for v := range doomed {
+		g.unregister(v)
+	}
+	return nil
+}
+
 func (g *Graph) isInput(v *Value) bool  { return slices.Contains(g.Inputs, v) }
 func (g *Graph) isOutput(v *Value) bool { return slices.Contains(g.Outputs, v) }
 

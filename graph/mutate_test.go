@@ -494,6 +494,37 @@ func TestInitializers(t *testing.T) {
 	}
 }
 
+func TestRemoveInitializers(t *testing.T) {
+	s := newSimple(t)
+	b2 := mustInit(t, s.g, mustF32(t, "b2", []int64{4}, []float32{5, 6, 7, 8}))
+	b3 := mustInit(t, s.g, mustF32(t, "b3", []int64{1}, []float32{9}))
+	b3.Type = graph.TensorType(graph.Float, graph.StaticShape(1))
+	s.g.ValueInfo = append(s.g.ValueInfo, b3)
+
+	// One refused member (w is used) leaves everything as it was.
+	wantErr(t, s.g.RemoveInitializers([]*graph.Value{b2, s.w}), `"w"`, "used")
+	wantErr(t, s.g.RemoveInitializers([]*graph.Value{s.a}), `"a"`, "not an initializer")
+	s.g.Outputs = append(s.g.Outputs, b2)
+	wantErr(t, s.g.RemoveInitializers([]*graph.Value{b2}), `"b2"`, "used")
+	s.g.Outputs = s.g.Outputs[:1]
+	if len(s.g.Initializers) != 3 || s.g.Value("b2") != b2 {
+		t.Fatalf("refused RemoveInitializers changed the graph")
+	}
+
+	if err := s.g.RemoveInitializers([]*graph.Value{b3, b2}); err != nil {
+		t.Fatal(err)
+	}
+	if s.g.Value("b2") != nil || s.g.Value("b3") != nil || len(s.g.Initializers) != 1 || s.g.Initializers[0] != s.w || len(s.g.ValueInfo) != 0 {
+		t.Fatalf("RemoveInitializers left b2 or b3 behind")
+	}
+	mustVerify(t, s.m)
+	wantErr(t, s.g.RemoveInitializers([]*graph.Value{b2}), `"b2"`)
+	r := saveReload(t, s.m)
+	if len(r.Graph.Initializers) != 1 || r.Graph.Initializers[0].Name != "w" {
+		t.Fatalf("reloaded initializers: %d", len(r.Graph.Initializers))
+	}
+}
+
 func TestUniqueName(t *testing.T) {
 	m := parseProto(t, ifModelProto())
 	g := m.Graph

@@ -12,6 +12,16 @@ import (
 
 // registry is every pass in the order the pipeline runs them.
 var registry = []*Pass{
+	constantsToInitializers,
+	eliminateIdentity,
+	eliminateNoop,
+	mergeTransposes,
+	mergeReshapes,
+	mergeSqueezeUnsqueeze,
+	eliminateCSE,
+	dedupInitializers,
+	fusePadIntoConv,
+	matmulAddToGemm,
 	fuseConvBN,
 	fuseHardSwish,
 	fuseConvActivation,

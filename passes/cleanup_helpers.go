@@ -1,0 +1,207 @@
+package passes
+
+import (
+	"slices"
+
+	"optc/graph"
+)
+
+// What the cleanup passes share: an edit that rewires readers and removes
+// nodes in one sweep per graph (so a pass stays linear in the graph's
+// size), and readers of constant contents and declared types.
+
+// graphEdit collects what a pass does to one graph. Readers are rewired at
+// once; nodes are removed, and bypassed graph outputs renamed, in finish.
+type graphEdit struct {
+	m *graph.Model
+	g *graph.Graph
+	// returnedBy lists, for each value some graph returns, the graphs
+	// whose output list holds it (a branch may return an outer value).
+	returnedBy map[*graph.Value][]*graph.Graph
+	doomed     []*graph.Node
+	gone       map[*graph.Node]bool
+	renames    []outputRename
+	renamed    map[*graph.Value]bool // values with a rename pending
+	st         Stats
+}
+
+// outputRename gives v the name (and declared type) of the graph output
+// it replaced, once the node that produced that output is gone.
+type outputRename struct {
+	v    *graph.Value
+	name string
+	typ  *graph.Type
+}
+
+// editGraphs calls fn with an edit of each graph of m, the main graph
+// first, and applies the edit before moving into the graph's subgraphs.
+func editGraphs(m *graph.Model, fn func(e *graphEdit) error) (Stats, error) {
+	returnedBy := map[*graph.Value][]*graph.Graph{}
+	m.Graph.Walk(func(g *graph.Graph) {
+		for _, o := range g.Outputs {
+			if !slices.Contains(returnedBy[o], g) {
+				returnedBy[o] = append(returnedBy[o], g)
+			}
+		}
+	})
+	var st Stats
+	var err error
+	m.Graph.Walk(func(g *graph.Graph) {
+		if err != nil {
+			return
+		}
+		e := &graphEdit{m: m, g: g, returnedBy: returnedBy, gone: map[*graph.Node]bool{}, renamed: map[*graph.Value]bool{}}
+		if err = fn(e); err == nil {
+			err = e.finish()
+		}
+		st.add(e.st)
+	})
+	return st, err
+}
+
+// returned reports whether some graph returns v.
+func (e *graphEdit) returned(v *graph.Value) bool { return len(e.returnedBy[v]) > 0 }
+
+// singleUse reports whether exactly one node input reads v and no graph
+// returns it: the producer of v may then be folded into that reader.
+func (e *graphEdit) singleUse(v *graph.Value) bool {
+	return v != nil && len(v.Uses()) == 1 && !e.returned(v)
+}
+
+// remove schedules n for removal; its outputs must have no readers left
+// by the time finish runs.
+func (e *graphEdit) remove(n *graph.Node) {
+	if !e.gone[n] {
+		e.gone[n] = true
+		e.doomed = append(e.doomed, n)
+		e.st.Removed++
+	}
+}
+
+// removed reports whether n is scheduled for removal.
+func (e *graphEdit) removed(n *graph.Node) bool { return e.gone[n] }
+
+// canBypass reports whether the readers of out may read in instead. When
+// out is a graph output, in takes out's name so the model's interface
+// stays the same: that needs in to be a node output of the same graph that
+// no graph returns (not a graph input, initializer or outer value).
+func (e *graphEdit) canBypass(out, in *graph.Value) bool {
+	if out == nil || in == nil || out == in || e.renamed[out] {
+		return false
+	}
+	if !e.returned(out) {
+		return true
+	}
+	return in.Producer() != nil && in.Graph() == out.Graph() && !e.returned(in) && !e.removed(in.Producer())
+}
+
+// bypass makes every reader of out read in (see canBypass), renaming in
+// after out in finish when out is a graph output. The caller removes
+// out's producer.
+func (e *graphEdit) bypass(out, in *graph.Value) {
+	if e.returned(out) {
+		e.renames = append(e.renames, outputRename{v: in, name: out.Name, typ: out.Type})
+		e.renamed[in] = true
+	}
+	e.replaceUses(out, in)
+}
+
+// replaceUses makes every node input and graph output that reads old read
+// new. Unlike graph.ReplaceAllUses it finds the graph outputs in the map
+// built once per pass, so many replacements stay linear.
+func (e *graphEdit) replaceUses(old, new *graph.Value) {
+	for _, u := range slices.Clone(old.Uses()) {
+		u.Node.SetInput(u.Index, new)
+	}
+	for _, g := range e.returnedBy[old] {
+		for i, o := range g.Outputs {
+			if o == old {
+				g.Outputs[i] = new
+			}
+		}
+		if !slices.Contains(e.returnedBy[new], g) {
+			e.returnedBy[new] = append(e.returnedBy[new], g)
+		}
+	}
+	delete(e.returnedBy, old)
+}
+
+// finish removes the scheduled nodes and renames bypassed outputs.
+func (e *graphEdit) finish() error {
+	if len(e.doomed) == 0 {
+		return nil
+	}
+	if err := e.g.RemoveNodes(e.doomed); err != nil {
+		return err
+	}
+	if len(e.renames) == 0 {
+		return nil
+	}
+	nowOutput := map[*graph.Value]bool{}
+	for _, r := range e.renames {
+		if err := e.g.Rename(r.v, r.name); err != nil {
+			return err
+		}
+		if r.typ != nil {
+			r.v.Type = r.typ
+		}
+		nowOutput[r.v] = true
+	}
+	e.g.ValueInfo = slices.DeleteFunc(e.g.ValueInfo, func(v *graph.Value) bool { return nowOutput[v] })
+	return nil
+}
+
+// constInts returns the contents of a constant integer value.
+func constInts(v *graph.Value) ([]int64, bool) {
+	if v == nil {
+		return nil, false
+	}
+	t := v.ConstantTensor()
+	if t == nil {
+		return nil, false
+	}
+	xs, err := t.Int64s()
+	if err != nil {
+		return nil, false
+	}
+	return xs, true
+}
+
+// knownDims returns v's dims, -1 for an unknown or symbolic one, from its
+// constant contents or its declared tensor type; false when even the rank
+// is unknown.
+func knownDims(v *graph.Value) ([]int64, bool) {
+	if v == nil {
+		return nil, false
+	}
+	if t := v.ConstantTensor(); t != nil {
+		return t.Dims, true
+	}
+	if v.Type == nil || v.Type.Kind != graph.KindTensor || v.Type.Shape == nil {
+		return nil, false
+	}
+	return v.Type.Shape.Dims(), true
+}
+
+// knownElem returns v's element type from its constant contents or its
+// declared tensor type.
+func knownElem(v *graph.Value) (graph.DataType, bool) {
+	if v == nil {
+		return graph.Undefined, false
+	}
+	if t := v.ConstantTensor(); t != nil {
+		return t.DType, true
+	}
+	if v.Type == nil || v.Type.Kind != graph.KindTensor || v.Type.Elem == graph.Undefined {
+		return graph.Undefined, false
+	}
+	return v.Type.Elem, true
+}
+
+// isOp reports whether n is the default-domain operator op.
+func isOnnxOp(n *graph.Node, op string) bool {
+	return n != nil && n.OpType == op && (n.Domain == "" || n.Domain == "ai.onnx")
+}
+
+// opset is the model's default-domain operator set version.
+func (e *graphEdit) opset() int64 { return e.m.OpsetVersion("") }

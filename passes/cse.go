@@ -1,0 +1,220 @@
+package passes
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"hash/maphash"
+	"math"
+	"slices"
+
+	"optc/graph"
+)
+
+// eliminateCSE merges nodes that compute the same thing: same operator,
+// domain and attributes, reading the very same values. The first one in
+// graph order stays and the readers of a later twin read its outputs.
+// Exporters repeat shape computations (Shape, Gather, Unsqueeze, Concat)
+// and identical Constants per use; merging them also lets later passes see
+// one value where there were many.
+//
+// One pass over each graph in order finds every twin, since a merge
+// rewires the readers before they are visited: nodes go into a hash map
+// keyed by operator, inputs and an attribute digest, and a hit is
+// compared in full. Left alone: operators outside the default ONNX domain
+// (whose semantics optc does not know), random operators and Dropout,
+// nodes with subgraphs or with sparse-tensor or type attributes, and a
+// later twin whose output a graph returns (its name must stay).
+var eliminateCSE = &Pass{
+	Name:  "eliminate-common-subexpressions",
+	Doc:   "merge nodes with the same operator, attributes and inputs",
+	Level: 1,
+	Run:   runEliminateCSE,
+}
+
+// nondeterministicOps draw random numbers: two calls differ.
+var nondeterministicOps = []string{
+	"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+	"Bernoulli", "Multinomial", "Dropout",
+}
+
+func runEliminateCSE(c *Context) (Stats, error) {
+	seed := maphash.MakeSeed()
+	return editGraphs(c.Model, func(e *graphEdit) error {
+		seen := map[uint64][]*graph.Node{}
+		for _, n := range e.g.Nodes {
+			if !cseCandidate(n) {
+				continue
+			}
+			key := cseKey(seed, n)
+			var twin *graph.Node
+			for _, m := range seen[key] {
+				if cseEqual(m, n) {
+					twin = m
+					break
+				}
+			}
+			if twin == nil {
+				seen[key] = append(seen[key], n)
+				continue
+			}
+			if slices.ContainsFunc(n.Outputs(), func(v *graph.Value) bool { return v != nil && e.returned(v) }) {
+				continue
+			}
+			for i, out := range n.Outputs() {
+				if out != nil {
+					e.replaceUses(out, twin.Output(i))
+				}
+			}
+			e.remove(n)
+		}
+		return nil
+	})
+}
+
+// cseCandidate reports whether n may be merged with a twin.
+func cseCandidate(n *graph.Node) bool {
+	if n.Domain != "" && n.Domain != "ai.onnx" || slices.Contains(nondeterministicOps, n.OpType) || len(n.Outputs()) == 0 {
+		return false
+	}
+	for _, a := range n.Attrs {
+		switch a.Type {
+		case graph.AttrFloat, graph.AttrInt, graph.AttrString, graph.AttrFloats, graph.AttrInts, graph.AttrStrings:
+		case graph.AttrTensor:
+			if a.Tensor == nil || !tensorComparable(a.Tensor) {
+				return false
+			}
+		case graph.AttrTensors:
+			for _, t := range a.Tensors {
+				if t == nil || !tensorComparable(t) {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// tensorComparable reports whether t's contents can be read for a
+// comparison.
+func tensorComparable(t *graph.Tensor) bool {
+	if t.DType == graph.String {
+		_, err := t.Strings()
+		return err == nil
+	}
+	_, err := t.Bytes()
+	return err == nil
+}
+
+// sortedAttrs returns n's attributes by name: their order means nothing.
+func sortedAttrs(n *graph.Node) []*graph.Attr {
+	return slices.SortedFunc(slices.Values(n.Attrs), func(a, b *graph.Attr) int { return cmp.Compare(a.Name, b.Name) })
+}
+
+// cseKey hashes what cseEqual compares.
+func cseKey(seed maphash.Seed, n *graph.Node) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	str := func(s string) {
+		h.WriteString(s)
+		h.WriteByte(0)
+	}
+	num := func(x uint64) {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], x)
+		h.Write(b[:])
+	}
+	str(n.OpType)
+	str(n.Domain)
+	str(n.Overload)
+	num(uint64(len(n.Inputs())))
+	for _, v := range n.Inputs() {
+		num(maphash.Comparable(seed, v))
+	}
+	num(uint64(len(n.Outputs())))
+	for _, v := range n.Outputs() {
+		if v == nil {
+			h.WriteByte(0)
+		} else {
+			h.WriteByte(1)
+		}
+	}
+	for _, a := range sortedAttrs(n) {
+		str(a.Name)
+		str(a.RefAttrName)
+		num(uint64(a.Type))
+		num(uint64(math.Float32bits(a.Float)))
+		num(uint64(a.Int))
+		h.Write(a.String)
+		num(uint64(len(a.Floats)))
+		for _, f := range a.Floats {
+			num(uint64(math.Float32bits(f)))
+		}
+		num(uint64(len(a.Ints)))
+		for _, x := range a.Ints {
+			num(uint64(x))
+		}
+		num(uint64(len(a.Strings)))
+		for _, s := range a.Strings {
+			h.Write(s)
+			h.WriteByte(0)
+		}
+		for _, t := range append([]*graph.Tensor{a.Tensor}, a.Tensors...) {
+			if t == nil {
+				continue
+			}
+			num(uint64(t.DType))
+			num(uint64(len(t.Dims)))
+			for _, d := range t.Dims {
+				num(uint64(d))
+			}
+			if b, err := t.Bytes(); err == nil {
+				h.Write(b)
+			}
+		}
+	}
+	return h.Sum64()
+}
+
+// cseEqual reports whether a and b compute the same outputs.
+func cseEqual(a, b *graph.Node) bool {
+	if a.OpType != b.OpType || a.Domain != b.Domain || a.Overload != b.Overload ||
+		!slices.Equal(a.Inputs(), b.Inputs()) || len(a.Outputs()) != len(b.Outputs()) || len(a.Attrs) != len(b.Attrs) {
+		return false
+	}
+	for i, v := range a.Outputs() {
+		if (v == nil) != (b.Output(i) == nil) {
+			return false
+		}
+	}
+	return slices.EqualFunc(sortedAttrs(a), sortedAttrs(b), attrEqual)
+}
+
+// attrEqual compares two attributes of the kinds cseCandidate admits.
+// Floats compare by their bits, so NaN equals NaN and -0 differs from 0.
+func attrEqual(a, b *graph.Attr) bool {
+	f32 := func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) }
+	return a.Name == b.Name && a.Type == b.Type && a.RefAttrName == b.RefAttrName &&
+		f32(a.Float, b.Float) && a.Int == b.Int && bytes.Equal(a.String, b.String) &&
+		slices.EqualFunc(a.Floats, b.Floats, f32) && slices.Equal(a.Ints, b.Ints) &&
+		slices.EqualFunc(a.Strings, b.Strings, bytes.Equal) &&
+		(a.Tensor == nil) == (b.Tensor == nil) && (a.Tensor == nil || tensorEqual(a.Tensor, b.Tensor)) &&
+		slices.EqualFunc(a.Tensors, b.Tensors, tensorEqual)
+}
+
+// tensorEqual compares type, dims and contents.
+func tensorEqual(a, b *graph.Tensor) bool {
+	if a.DType != b.DType || !slices.Equal(a.Dims, b.Dims) {
+		return false
+	}
+	if a.DType == graph.String {
+		sa, err1 := a.Strings()
+		sb, err2 := b.Strings()
+		return err1 == nil && err2 == nil && slices.EqualFunc(sa, sb, bytes.Equal)
+	}
+	ba, err1 := a.Bytes()
+	bb, err2 := b.Bytes()
+	return err1 == nil && err2 == nil && bytes.Equal(ba, bb)
+}

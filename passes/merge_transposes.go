@@ -1,0 +1,106 @@
+package passes
+
+import (
+	"optc/graph"
+)
+
+// mergeTransposes folds a Transpose that only feeds another Transpose into
+// it: Transpose(Transpose(x, p), q) is Transpose(x, c) with c[i] = p[q[i]].
+// When c is the identity both nodes go (layout round trips such as
+// NCHW->NHWC->NCHW are common in converted models). Chains collapse in one
+// run because nodes are visited in order.
+//
+// A permutation that is absent (reverse the axes) is used only when the
+// rank is known from the other permutation or the input's type.
+var mergeTransposes = &Pass{
+	Name:  "merge-transposes",
+	Doc:   "merge consecutive Transposes, removing pairs that cancel",
+	Level: 1,
+	Run:   runMergeTransposes,
+}
+
+func runMergeTransposes(c *Context) (Stats, error) {
+	return editGraphs(c.Model, func(e *graphEdit) error {
+		for _, n := range e.g.Nodes {
+			if !isOnnxOp(n, "Transpose") || len(n.Inputs()) != 1 || len(n.Outputs()) != 1 {
+				continue
+			}
+			first := n.Input(0).Producer()
+			if !isOnnxOp(first, "Transpose") || first.Graph() != e.g || e.removed(first) ||
+				len(first.Outputs()) != 1 || !e.singleUse(first.Output(0)) || first.Input(0) == nil {
+				continue
+			}
+			x := first.Input(0)
+			p, q, ok := transposePerms(first, n)
+			if !ok {
+				continue
+			}
+			composed := make([]int64, len(q))
+			identity := true
+			for i, qi := range q {
+				composed[i] = p[qi]
+				identity = identity && composed[i] == int64(i)
+			}
+			if identity && e.canBypass(n.Output(0), x) {
+				e.bypass(n.Output(0), x)
+				e.remove(n)
+				e.remove(first)
+				continue
+			}
+			n.SetInput(0, x)
+			n.SetAttr(&graph.Attr{Name: "perm", Type: graph.AttrInts, Ints: composed})
+			e.remove(first)
+			e.st.Rewritten++
+		}
+		return nil
+	})
+}
+
+// transposePerms returns the permutations of first and then second, with
+// an absent one spelled out; false when they are not permutations of the
+// same rank or the rank is unknown.
+func transposePerms(first, second *graph.Node) (p, q []int64, ok bool) {
+	rank := -1
+	for _, n := range []*graph.Node{first, second} {
+		if a := n.Attr("perm"); a != nil {
+			if a.Type != graph.AttrInts {
+				return nil, nil, false
+			}
+			rank = len(a.Ints)
+		}
+	}
+	if rank < 0 {
+		dims, known := knownDims(first.Input(0))
+		if !known {
+			return nil, nil, false
+		}
+		rank = len(dims)
+	}
+	perm := func(n *graph.Node) []int64 {
+		if a := n.Attr("perm"); a != nil {
+			return a.Ints
+		}
+		rev := make([]int64, rank)
+		for i := range rev {
+			rev[i] = int64(rank - 1 - i)
+		}
+		return rev
+	}
+	p, q = perm(first), perm(second)
+	return p, q, isPermutation(p, rank) && isPermutation(q, rank)
+}
+
+// isPermutation reports whether p holds each of 0..rank-1 once.
+func isPermutation(p []int64, rank int) bool {
+	if len(p) != rank {
+		return false
+	}
+	seen := make([]bool, rank)
+	for _, x := range p {
+		if x < 0 || x >= int64(rank) || seen[x] {
+			return false
+		}
+		seen[x] = true
+	}
+	return true
+}
