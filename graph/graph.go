@@ -35,6 +35,7 @@ type Graph struct {
 
 	values     map[string]*Value
 	nested     map[string]bool                    // main graph only: names defined in subgraphs (see usedBelow)
+	subgraphs  []*Graph                           // main graph only: every nested graph; nil until needed
 	nextSuffix map[string]int                     // main graph only: UniqueName's counters
 	decls      map[declKey]*onnxpb.ValueInfoProto // value declarations as loaded
 	origin     *onnxpb.GraphProto
@@ -108,6 +109,44 @@ func (g *Graph) NewValue(name string) (*Value, error) {
 // Rename and forget, so that creating many values stays linear.
 func (g *Graph) usedBelow(name string) bool {
 	return g.root().nestedNames()[name]
+}
+
+// forgetStructure drops what the main graph caches about its subgraphs;
+// called when a node holding subgraphs comes or goes.
+func (g *Graph) forgetStructure() {
+	r := g.root()
+	r.nested, r.subgraphs = nil, nil
+}
+
+// allSubgraphs returns every graph nested in the main graph, cached.
+func (g *Graph) allSubgraphs() []*Graph {
+	r := g.root()
+	if r.subgraphs == nil {
+		r.subgraphs = []*Graph{}
+		r.Walk(func(s *Graph) {
+			if s != r {
+				r.subgraphs = append(r.subgraphs, s)
+			}
+		})
+	}
+	return r.subgraphs
+}
+
+// IsReturned reports whether the main graph or any subgraph returns v as
+// an output (a branch may return an outer value as it is).
+func (v *Value) IsReturned() bool {
+	if v.graph == nil {
+		return false
+	}
+	if v.graph.root().isOutput(v) {
+		return true
+	}
+	for _, s := range v.graph.allSubgraphs() {
+		if s.isOutput(v) {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *Graph) root() *Graph {
@@ -222,7 +261,7 @@ func (g *Graph) attach(n *Node, inputs, outputs []*Value) error {
 	}
 	n.graph = g
 	if len(n.Subgraphs()) > 0 {
-		g.root().nested = nil
+		g.forgetStructure()
 	}
 	for _, v := range inputs {
 		n.AddInput(v)
@@ -320,6 +359,9 @@ func (g *Graph) RemoveNodes(nodes []*Node) error {
 // so a removed node leaves no uses behind on the values it read.
 func (n *Node) detachInputs() {
 	n.TruncateInputs(0)
+	if n.graph != nil && len(n.Subgraphs()) > 0 {
+		n.graph.forgetStructure()
+	}
 	for _, sg := range n.Subgraphs() {
 		sg.Walk(func(s *Graph) {
 			for _, inner := range s.Nodes {

@@ -216,7 +216,7 @@ func (n *Node) AttrString(name string, def string) string {
 // SetAttr adds or replaces an attribute.
 func (n *Node) SetAttr(a *Attr) {
 	if n.graph != nil && (a.Graph != nil || len(a.Graphs) > 0) {
-		n.graph.root().nested = nil // names of the new subgraph
+		n.graph.forgetStructure() // the new subgraph's names
 	}
 	for i, old := range n.Attrs {
 		if old.Name == a.Name {

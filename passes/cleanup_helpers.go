@@ -198,10 +198,5 @@ func knownElem(v *graph.Value) (graph.DataType, bool) {
 	return v.Type.Elem, true
 }
 
-// isOp reports whether n is the default-domain operator op.
-func isOnnxOp(n *graph.Node, op string) bool {
-	return n != nil && n.OpType == op && (n.Domain == "" || n.Domain == "ai.onnx")
-}
-
 // opset is the model's default-domain operator set version.
 func (e *graphEdit) opset() int64 { return e.m.OpsetVersion("") }

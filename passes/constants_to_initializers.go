@@ -29,7 +29,7 @@ func runConstantsToInitializers(c *Context) (Stats, error) {
 			return nil
 		}
 		for _, n := range e.g.Nodes {
-			if !isOnnxOp(n, "Constant") || len(n.Inputs()) != 0 || len(n.Outputs()) != 1 {
+			if !isOp(n, "Constant") || len(n.Inputs()) != 0 || len(n.Outputs()) != 1 {
 				continue
 			}
 			v := n.Output(0)

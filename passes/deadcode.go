@@ -46,13 +46,13 @@ func runDeadCode(c *Context) (Stats, error) {
 			}
 			st.Removed += len(doomed)
 		}
-		for _, v := range slices.Clone(g.Initializers) {
+		var unused []*graph.Value
+		for _, v := range g.Initializers {
 			if len(v.Uses()) == 0 && !returned[v] && !slices.Contains(g.Inputs, v) {
-				if err = g.RemoveInitializer(v); err != nil {
-					return
-				}
+				unused = append(unused, v)
 			}
 		}
+		err = g.RemoveInitializers(unused)
 	})
 	return st, err
 }

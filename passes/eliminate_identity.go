@@ -26,9 +26,9 @@ func runEliminateIdentity(c *Context) (Stats, error) {
 		for _, n := range e.g.Nodes {
 			var in *graph.Value
 			switch {
-			case isOnnxOp(n, "Identity") && len(n.Inputs()) == 1 && len(n.Outputs()) == 1:
+			case isOp(n, "Identity") && len(n.Inputs()) == 1 && len(n.Outputs()) == 1:
 				in = n.Input(0)
-			case isOnnxOp(n, "Dropout") && inferenceDropout(e, n):
+			case isOp(n, "Dropout") && inferenceDropout(e, n):
 				in = n.Input(0)
 			default:
 				continue

@@ -31,7 +31,7 @@ func runFusePadIntoConv(c *Context) (Stats, error) {
 				continue
 			}
 			p := n.Input(0).Producer()
-			if !isOnnxOp(p, "Pad") || p.Graph() != e.g || e.removed(p) || len(p.Outputs()) != 1 ||
+			if !isOp(p, "Pad") || p.Graph() != e.g || e.removed(p) || len(p.Outputs()) != 1 ||
 				!e.singleUse(p.Output(0)) || p.Input(0) == nil {
 				continue
 			}
@@ -59,9 +59,9 @@ func padAbsorber(n *graph.Node) bool {
 		return false
 	}
 	switch {
-	case isOnnxOp(n, "Conv"):
+	case isOp(n, "Conv"):
 		return true
-	case isOnnxOp(n, "AveragePool"):
+	case isOp(n, "AveragePool"):
 		return n.AttrInt("count_include_pad", 0) == 1 && n.AttrInt("ceil_mode", 0) == 0
 	}
 	return false

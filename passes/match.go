@@ -86,25 +86,10 @@ func singleOutput(n *graph.Node) bool {
 // onlyReader returns the node that reads v when that node is its one
 // consumer: v has a single use and no graph returns it. Otherwise nil.
 func onlyReader(v *graph.Value) *graph.Node {
-	if v == nil || len(v.Uses()) != 1 || isGraphOutput(v) {
+	if v == nil || len(v.Uses()) != 1 || v.IsReturned() {
 		return nil
 	}
 	return v.Uses()[0].Node
-}
-
-// isGraphOutput reports whether the main graph, or any subgraph, of v's
-// model returns v (a branch may return an outer value as it is).
-func isGraphOutput(v *graph.Value) bool {
-	g := v.Graph()
-	if g == nil {
-		return false
-	}
-	for g.Parent != nil {
-		g = g.Parent
-	}
-	found := false
-	g.Walk(func(s *graph.Graph) { found = found || s.IsOutput(v) })
-	return found
 }
 
 // floatConst returns v's data when v is a constant float32 tensor (an

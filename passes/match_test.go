@@ -212,8 +212,8 @@ func TestOnlyReader(t *testing.T) {
 		t.Errorf("onlyReader of a value read twice = %v", n)
 	}
 	f.output(a)
-	if !isGraphOutput(a) || isGraphOutput(x) {
-		t.Errorf("isGraphOutput(a, x) = %v, %v", isGraphOutput(a), isGraphOutput(x))
+	if !a.IsReturned() || x.IsReturned() {
+		t.Errorf("IsReturned of a, x = %v, %v", a.IsReturned(), x.IsReturned())
 	}
 }
 

@@ -28,12 +28,12 @@ func runMatMulAddToGemm(c *Context) (Stats, error) {
 	}
 	return editGraphs(c.Model, func(e *graphEdit) error {
 		for _, n := range e.g.Nodes {
-			if !isOnnxOp(n, "Add") || len(n.Inputs()) != 2 || len(n.Outputs()) != 1 || len(n.Attrs) != 0 {
+			if !isOp(n, "Add") || len(n.Inputs()) != 2 || len(n.Outputs()) != 1 || len(n.Attrs) != 0 {
 				continue
 			}
 			for side := range 2 {
 				mm, bias := n.Input(side).Producer(), n.Input(1-side)
-				if !isOnnxOp(mm, "MatMul") || mm.Graph() != e.g || e.removed(mm) || len(mm.Inputs()) != 2 ||
+				if !isOp(mm, "MatMul") || mm.Graph() != e.g || e.removed(mm) || len(mm.Inputs()) != 2 ||
 					len(mm.Outputs()) != 1 || !e.singleUse(mm.Output(0)) || !gemmOperands(mm.Input(0), mm.Input(1), bias) {
 					continue
 				}

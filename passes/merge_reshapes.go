@@ -25,7 +25,7 @@ var shapeOnlyOps = []string{"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
 func runMergeReshapes(c *Context) (Stats, error) {
 	return editGraphs(c.Model, func(e *graphEdit) error {
 		for _, n := range e.g.Nodes {
-			if !isOnnxOp(n, "Reshape") || len(n.Inputs()) != 2 || n.Input(0) == nil {
+			if !isOp(n, "Reshape") || len(n.Inputs()) != 2 || n.Input(0) == nil {
 				continue
 			}
 			shape, ok := constInts(n.Input(1))

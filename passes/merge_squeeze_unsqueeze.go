@@ -27,7 +27,7 @@ var mergeSqueezeUnsqueeze = &Pass{
 func runMergeSqueezeUnsqueeze(c *Context) (Stats, error) {
 	return editGraphs(c.Model, func(e *graphEdit) error {
 		for _, n := range e.g.Nodes {
-			if !isOnnxOp(n, "Squeeze") && !isOnnxOp(n, "Unsqueeze") || len(n.Outputs()) != 1 || n.Input(0) == nil {
+			if !isOp(n, "Squeeze") && !isOp(n, "Unsqueeze") || len(n.Outputs()) != 1 || n.Input(0) == nil {
 				continue
 			}
 			first := n.Input(0).Producer()
@@ -35,7 +35,7 @@ func runMergeSqueezeUnsqueeze(c *Context) (Stats, error) {
 			if n.OpType == "Squeeze" {
 				want = "Unsqueeze"
 			}
-			if !isOnnxOp(first, want) || first.Graph() != e.g || e.removed(first) || len(first.Outputs()) != 1 ||
+			if !isOp(first, want) || first.Graph() != e.g || e.removed(first) || len(first.Outputs()) != 1 ||
 				!e.singleUse(first.Output(0)) || first.Input(0) == nil {
 				continue
 			}

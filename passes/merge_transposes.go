@@ -22,11 +22,11 @@ var mergeTransposes = &Pass{
 func runMergeTransposes(c *Context) (Stats, error) {
 	return editGraphs(c.Model, func(e *graphEdit) error {
 		for _, n := range e.g.Nodes {
-			if !isOnnxOp(n, "Transpose") || len(n.Inputs()) != 1 || len(n.Outputs()) != 1 {
+			if !isOp(n, "Transpose") || len(n.Inputs()) != 1 || len(n.Outputs()) != 1 {
 				continue
 			}
 			first := n.Input(0).Producer()
-			if !isOnnxOp(first, "Transpose") || first.Graph() != e.g || e.removed(first) ||
+			if !isOp(first, "Transpose") || first.Graph() != e.g || e.removed(first) ||
 				len(first.Outputs()) != 1 || !e.singleUse(first.Output(0)) || first.Input(0) == nil {
 				continue
 			}
