@@ -12,6 +12,7 @@ import (
 
 // registry is every pass in the order the pipeline runs them.
 var registry = []*Pass{
+	foldConstants,
 	fuseConvBN,
 	fuseHardSwish,
 	fuseConvActivation,
