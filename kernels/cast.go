@@ -28,11 +28,7 @@ func castKernel(c *call) ([]*graph.Tensor, error) {
 }
 
 func castLikeKernel(c *call) ([]*graph.Tensor, error) {
-	x, err := c.need(0)
-	if err != nil {
-		return nil, err
-	}
-	like, err := c.need(1)
+	x, like, err := c.pair()
 	if err != nil {
 		return nil, err
 	}

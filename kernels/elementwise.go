@@ -74,23 +74,53 @@ func hasNaN(xs []float64) bool {
 	return false
 }
 
+// broadcastPair returns the inputs of a binary operator with numpy
+// broadcasting, which came at opset 7 (earlier versions broadcast by
+// attribute).
+func (c *call) broadcastPair(sameType bool) (*graph.Tensor, *graph.Tensor, error) {
+	if c.opset < 7 {
+		return nil, nil, c.unsupported("legacy broadcast attributes")
+	}
+	if sameType {
+		return c.samePair()
+	}
+	return c.pair()
+}
+
 // binaryKernel is an arithmetic operator with numpy broadcasting (opset 7
 // on; earlier versions broadcast by attribute).
 func binaryKernel(op arith) kernel {
 	return func(c *call) ([]*graph.Tensor, error) {
-		if c.opset < 7 {
-			return nil, c.unsupported("legacy broadcast attributes")
-		}
-		a, err := c.need(0)
-		if err != nil {
-			return nil, err
-		}
-		b, err := c.need(1)
+		a, b, err := c.broadcastPair(false)
 		if err != nil {
 			return nil, err
 		}
 		return one(c.arith(op, a, b))
 	}
+}
+
+// modKernel: with fmod=0 (integers only) the result takes the divisor's
+// sign, as Python's %; with fmod=1 the dividend's, as C's fmod. A zero
+// integer divisor is undefined.
+func modKernel(c *call) ([]*graph.Tensor, error) {
+	fmod, err := c.attrInt("fmod", 0)
+	if err != nil {
+		return nil, err
+	}
+	op := arith{f: math.Mod, i: func(a, b int64) (int64, error) {
+		if b == 0 {
+			return 0, fmt.Errorf("%w: integer modulo %d %% 0", ErrUndefined, a)
+		}
+		r := a % b
+		if fmod == 0 && r != 0 && (r < 0) != (b < 0) {
+			r += b
+		}
+		return r, nil
+	}}
+	if a := c.input(0); fmod == 0 && a != nil && kindOf(a.DType) == kindFloat {
+		return nil, c.invalid("fmod=0 on %s", a.DType)
+	}
+	return binaryKernel(op)(c)
 }
 
 // variadicKernel folds op over one or more inputs (Max, Min, Sum).
@@ -165,7 +195,7 @@ func (c *call) arith(op arith, a, b *graph.Tensor) (*graph.Tensor, error) {
 		return nil, err
 	}
 	if k == kindFloat {
-		x, y, err := floatPair(a, b)
+		x, y, err := both(floats, a, b)
 		if err != nil {
 			return nil, err
 		}
@@ -175,7 +205,7 @@ func (c *call) arith(op arith, a, b *graph.Tensor) (*graph.Tensor, error) {
 		r, _ := zipWith(x, y, idx[0], idx[1], func(p, q float64) (float64, error) { return op.f(p, q), nil })
 		return fromFloats(dt, dims, r)
 	}
-	x, y, err := intPair(a, b)
+	x, y, err := both(ints, a, b)
 	if err != nil {
 		return nil, err
 	}
@@ -192,21 +222,13 @@ func (c *call) arith(op arith, a, b *graph.Tensor) (*graph.Tensor, error) {
 	return fromInts(dt, dims, r)
 }
 
-func floatPair(a, b *graph.Tensor) ([]float64, []float64, error) {
-	x, err := floats(a)
+// both reads a and b with read.
+func both[T any](read func(*graph.Tensor) (T, error), a, b *graph.Tensor) (T, T, error) {
+	x, err := read(a)
 	if err != nil {
-		return nil, nil, err
+		return x, x, err
 	}
-	y, err := floats(b)
-	return x, y, err
-}
-
-func intPair(a, b *graph.Tensor) ([]int64, []int64, error) {
-	x, err := ints(a)
-	if err != nil {
-		return nil, nil, err
-	}
-	y, err := ints(b)
+	y, err := read(b)
 	return x, y, err
 }
 
@@ -215,14 +237,7 @@ func intPair(a, b *graph.Tensor) ([]int64, []int64, error) {
 // exactly and folded only where every implementation agrees: a
 // non-negative integral result that fits the type.
 func powKernel(c *call) ([]*graph.Tensor, error) {
-	if c.opset < 7 {
-		return nil, c.unsupported("legacy broadcast attributes")
-	}
-	a, err := c.need(0)
-	if err != nil {
-		return nil, err
-	}
-	b, err := c.need(1)
+	a, b, err := c.broadcastPair(false)
 	if err != nil {
 		return nil, err
 	}
@@ -237,11 +252,7 @@ func powKernel(c *call) ([]*graph.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := asFloats(a)
-	if err != nil {
-		return nil, err
-	}
-	y, err := asFloats(b)
+	x, y, err := both(asFloats, a, b)
 	if err != nil {
 		return nil, err
 	}
@@ -351,19 +362,9 @@ var (
 
 func compareKernel(op compare) kernel {
 	return func(c *call) ([]*graph.Tensor, error) {
-		if c.opset < 7 {
-			return nil, c.unsupported("legacy broadcast attributes")
-		}
-		a, err := c.need(0)
+		a, b, err := c.broadcastPair(true)
 		if err != nil {
 			return nil, err
-		}
-		b, err := c.need(1)
-		if err != nil {
-			return nil, err
-		}
-		if a.DType != b.DType {
-			return nil, c.invalid("inputs of types %s and %s", a.DType, b.DType)
 		}
 		k := kindOf(a.DType)
 		if k != kindFloat && k != kindInt && (k != kindBool || !op.bools) {
@@ -375,13 +376,13 @@ func compareKernel(op compare) kernel {
 		}
 		var r []bool
 		if k == kindFloat {
-			x, y, err := floatPair(a, b)
+			x, y, err := both(floats, a, b)
 			if err != nil {
 				return nil, err
 			}
 			r, _ = zipWith(x, y, idx[0], idx[1], func(p, q float64) (bool, error) { return op.f(p, q), nil })
 		} else {
-			x, y, err := intPair(a, b)
+			x, y, err := both(ints, a, b)
 			if err != nil {
 				return nil, err
 			}
@@ -417,22 +418,11 @@ func (c *call) bools(t *graph.Tensor) ([]bool, error) {
 
 func logicalKernel(f func(a, b bool) bool) kernel {
 	return func(c *call) ([]*graph.Tensor, error) {
-		if c.opset < 7 {
-			return nil, c.unsupported("legacy broadcast attributes")
-		}
-		a, err := c.need(0)
+		a, b, err := c.broadcastPair(false)
 		if err != nil {
 			return nil, err
 		}
-		b, err := c.need(1)
-		if err != nil {
-			return nil, err
-		}
-		x, err := c.bools(a)
-		if err != nil {
-			return nil, err
-		}
-		y, err := c.bools(b)
+		x, y, err := both(c.bools, a, b)
 		if err != nil {
 			return nil, err
 		}
@@ -486,11 +476,7 @@ func whereKernel(c *call) ([]*graph.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	xb, err := dataOf(x)
-	if err != nil {
-		return nil, err
-	}
-	yb, err := dataOf(y)
+	xb, yb, err := both(dataOf, x, y)
 	if err != nil {
 		return nil, err
 	}

@@ -61,6 +61,7 @@ var kernelTable = map[string]kernel{
 	"Max":             variadicKernel(opMax),
 	"Mean":            meanKernel,
 	"Min":             variadicKernel(opMin),
+	"Mod":             modKernel,
 	"Mul":             binaryKernel(opMul),
 	"Neg":             unaryKernel(opNeg),
 	"Not":             notKernel,
@@ -159,6 +160,25 @@ func (c *call) need(i int) (*graph.Tensor, error) {
 		return t, nil
 	}
 	return nil, fmt.Errorf("%s: input %d is missing", c.op, i)
+}
+
+// pair returns the two required inputs of a binary operator.
+func (c *call) pair() (*graph.Tensor, *graph.Tensor, error) {
+	a, err := c.need(0)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := c.need(1)
+	return a, b, err
+}
+
+// samePair is pair for operators whose inputs share one element type.
+func (c *call) samePair() (*graph.Tensor, *graph.Tensor, error) {
+	a, b, err := c.pair()
+	if err == nil && a.DType != b.DType {
+		err = c.invalid("inputs of types %s and %s", a.DType, b.DType)
+	}
+	return a, b, err
 }
 
 func (c *call) attr(name string) *graph.Attr {

@@ -10,16 +10,9 @@ import (
 // to matrices and the added axis removed, batch axes broadcast. Float
 // sums accumulate in float64.
 func matMulKernel(c *call) ([]*graph.Tensor, error) {
-	a, err := c.need(0)
+	a, b, err := c.samePair()
 	if err != nil {
 		return nil, err
-	}
-	b, err := c.need(1)
-	if err != nil {
-		return nil, err
-	}
-	if a.DType != b.DType {
-		return nil, c.invalid("inputs of types %s and %s", a.DType, b.DType)
 	}
 	k := kindOf(a.DType)
 	if k != kindFloat && k != kindInt {
@@ -57,7 +50,7 @@ func matMulKernel(c *call) ([]*graph.Tensor, error) {
 	ia := broadcastIndex(da[:len(da)-2], batch)
 	ib := broadcastIndex(db[:len(db)-2], batch)
 	if k == kindFloat {
-		x, y, err := floatPair(a, b)
+		x, y, err := both(floats, a, b)
 		if err != nil {
 			return nil, err
 		}
@@ -65,7 +58,7 @@ func matMulKernel(c *call) ([]*graph.Tensor, error) {
 		mulBatches(x, y, out, ia, ib, int(m), int(kk), int(n))
 		return one(fromFloats(a.DType, dims, out))
 	}
-	xi, yi, err := intPair(a, b)
+	xi, yi, err := both(ints, a, b)
 	if err != nil {
 		return nil, err
 	}

@@ -10,11 +10,7 @@ import (
 // type with a whole-byte size.
 
 func gatherKernel(c *call) ([]*graph.Tensor, error) {
-	data, err := c.need(0)
-	if err != nil {
-		return nil, err
-	}
-	indices, err := c.need(1)
+	data, indices, err := c.pair()
 	if err != nil {
 		return nil, err
 	}
@@ -268,11 +264,7 @@ func transposeKernel(c *call) ([]*graph.Tensor, error) {
 }
 
 func expandKernel(c *call) ([]*graph.Tensor, error) {
-	x, err := c.need(0)
-	if err != nil {
-		return nil, err
-	}
-	s, err := c.need(1)
+	x, s, err := c.pair()
 	if err != nil {
 		return nil, err
 	}
@@ -294,11 +286,7 @@ func tileKernel(c *call) ([]*graph.Tensor, error) {
 	if c.opset < 6 {
 		return nil, c.unsupported("tiles and axis inputs")
 	}
-	x, err := c.need(0)
-	if err != nil {
-		return nil, err
-	}
-	r, err := c.need(1)
+	x, r, err := c.pair()
 	if err != nil {
 		return nil, err
 	}

@@ -163,6 +163,9 @@ func corners(t testing.TB) []kernelCase {
 		{"reciprocal", "Reciprocal", 13, nil, []*graph.Tensor{f([]int64{3}, 2, 0, -4)}},
 		{"sqrt f16", "Sqrt", 13, nil, []*graph.Tensor{of(graph.Float16, []int64{3}, 2, 3, 0.01)}},
 		{"identity", "Identity", 16, nil, []*graph.Tensor{x}},
+		{"mod python", "Mod", 13, nil, []*graph.Tensor{i32([]int64{4}, -7, 7, -7, 7), i32([]int64{4}, 3, -3, -3, 3)}},
+		{"mod c", "Mod", 13, attrs{"fmod": intAttr(1)}, []*graph.Tensor{i64([]int64{4}, -7, 7, -7, 7), i64([]int64{4}, 3, -3, -3, 3)}},
+		{"mod float", "Mod", 13, attrs{"fmod": intAttr(1)}, []*graph.Tensor{f([]int64{3}, -7.5, 7.25, 1), f([]int64{1}, 2)}},
 		{"div f", "Div", 13, nil, []*graph.Tensor{f([]int64{3}, 1, -1, 0), f([]int64{1}, 0)}},
 	}
 }

@@ -153,16 +153,21 @@ func flattenKernel(c *call) ([]*graph.Tensor, error) {
 
 // axesArg reads the axes of Squeeze, Unsqueeze and the reductions: an
 // attribute before opset since, an optional input (index 1) from it.
+// Negative axes need opset 11.
 func (c *call) axesArg(since int64) ([]int64, bool, error) {
+	var axes []int64
+	var given bool
+	var err error
 	if c.opset < since {
-		return c.attrInts("axes")
+		axes, given, err = c.attrInts("axes")
+	} else if t := c.input(1); t != nil {
+		axes, err = c.intList(t, "axes")
+		given = true
 	}
-	t := c.input(1)
-	if t == nil {
-		return nil, false, nil
+	if err == nil {
+		err = c.checkNegativeAxes(axes)
 	}
-	axes, err := c.intList(t, "axes")
-	return axes, err == nil, err
+	return axes, given, err
 }
 
 func (c *call) checkNegativeAxes(axes []int64) error {
@@ -172,16 +177,19 @@ func (c *call) checkNegativeAxes(axes []int64) error {
 	return nil
 }
 
-func squeezeKernel(c *call) ([]*graph.Tensor, error) {
+// squeezeInputs returns the data and axes of Squeeze and Unsqueeze.
+func (c *call) squeezeInputs() (*graph.Tensor, []int64, bool, error) {
 	x, err := c.need(0)
 	if err != nil {
-		return nil, err
+		return nil, nil, false, err
 	}
 	axes, given, err := c.axesArg(13)
+	return x, axes, given, err
+}
+
+func squeezeKernel(c *call) ([]*graph.Tensor, error) {
+	x, axes, given, err := c.squeezeInputs()
 	if err != nil {
-		return nil, err
-	}
-	if err := c.checkNegativeAxes(axes); err != nil {
 		return nil, err
 	}
 	drop := make([]bool, len(x.Dims))
@@ -211,19 +219,12 @@ func squeezeKernel(c *call) ([]*graph.Tensor, error) {
 }
 
 func unsqueezeKernel(c *call) ([]*graph.Tensor, error) {
-	x, err := c.need(0)
-	if err != nil {
-		return nil, err
-	}
-	axes, given, err := c.axesArg(13)
+	x, axes, given, err := c.squeezeInputs()
 	if err != nil {
 		return nil, err
 	}
 	if !given {
 		return nil, c.invalid("no axes")
-	}
-	if err := c.checkNegativeAxes(axes); err != nil {
-		return nil, err
 	}
 	rank := len(x.Dims) + len(axes)
 	set, err := c.axesSet(axes, rank)
