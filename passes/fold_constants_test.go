@@ -2,12 +2,17 @@ package passes_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"optc/data"
 	"optc/graph"
 	"optc/internal/difftest"
 	"optc/internal/ortenv"
+	"optc/internal/testenv"
 	"optc/ort"
 	"optc/passes"
 )
@@ -310,4 +315,207 @@ func TestFoldLongChain(t *testing.T) {
 		t.Errorf("folded %d of %d", got, n)
 	}
 	t.Logf("%d nodes folded in %v", n, rep.Passes[0].Time)
+}
+
+// opCounts counts the nodes of each op type in the main graph.
+func opCounts(g *graph.Graph) map[string]int {
+	c := map[string]int{}
+	for _, n := range g.Nodes {
+		c[n.OpType]++
+	}
+	return c
+}
+
+// TestFoldRealModels folds MNIST and PaddleOCR (with ONNX Runtime as the
+// evaluator), removes what became dead, and checks the result in ORT
+// against the original.
+func TestFoldRealModels(t *testing.T) {
+	ortenv.Require(t)
+	for _, c := range []struct {
+		name, path string
+		shapes     map[string][]int64
+	}{
+		{"mnist", testenv.Model("mnist_cnn.onnx"), nil},
+		{"ocr-det", "ocr-models/ch_PP-OCRv4_det_infer.onnx", map[string][]int64{"x": {1, 3, 64, 64}}},
+		{"ocr-rec", "ocr-models/ch_PP-OCRv4_rec_infer.onnx", map[string][]int64{"x": {1, 3, 48, 160}}},
+		{"ocr-cls", "ocr-models/ch_ppocr_mobile_v2.0_cls_infer.onnx", map[string][]int64{"x": {1, 3, 48, 192}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := c.path
+			if c.shapes != nil {
+				path = testenv.Data(t, c.path)
+			}
+			before, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := graph.Parse(before, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			nodes, ops0 := len(m.Graph.Nodes), opCounts(m.Graph)
+			pipeline, _ := passes.Select(0, []string{"fold-constants", "eliminate-dead-code"}, nil)
+			rep, err := passes.Run(m, pipeline, passes.Options{VerifyEach: true, Eval: &ort.NodeEvaluator{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gone []string
+			for op, n := range ops0 {
+				if d := n - opCounts(m.Graph)[op]; d > 0 {
+					gone = append(gone, fmt.Sprintf("%s %d", op, d))
+				}
+			}
+			slices.Sort(gone)
+			t.Logf("%d nodes -> %d: fold-constants folded %d, eliminate-dead-code removed %d (%s)",
+				nodes, len(m.Graph.Nodes), rep.Passes[0].Stats.Removed, rep.Passes[1].Stats.Removed, strings.Join(gone, ", "))
+			difftest.Check(t, before, marshal(t, m), difftest.Options{DataOpts: data.Options{Shapes: c.shapes}})
+		})
+	}
+}
+
+// countingEval counts the evaluator's calls and successes.
+type countingEval struct {
+	ort.NodeEvaluator
+	calls, ok int
+	errs      []string
+}
+
+func (e *countingEval) EvalNode(n *graph.Node, in []*graph.Tensor, opsets []graph.OpsetImport) ([]*graph.Tensor, error) {
+	e.calls++
+	out, err := e.NodeEvaluator.EvalNode(n, in, opsets)
+	if err == nil {
+		e.ok++
+	} else {
+		e.errs = append(e.errs, err.Error())
+	}
+	return out, err
+}
+
+// TestFoldConformance folds every model of the ONNX backend test data
+// (ONNX Runtime as the evaluator), removes dead code, verifies, and runs
+// each model that changed against its original on test_data_set_0 in ORT.
+func TestFoldConformance(t *testing.T) {
+	r := foldBackendModels(t, nil)
+	if r.counts["matched"] < 15 {
+		t.Errorf("only %d changed models matched", r.counts["matched"])
+	}
+}
+
+// TestFoldConformanceConstantInputs first makes what every backend test
+// model reads from its inputs constant (initializers holding
+// test_data_set_0; the inputs stay, unread), so that most models fold
+// completely, every operator going through the Go kernels or ONNX
+// Runtime; the folded outputs must equal what ORT computes running the
+// original on the same data.
+func TestFoldConformanceConstantInputs(t *testing.T) {
+	r := foldBackendModels(t, readInputsAsConstants)
+	if r.counts["folded completely"] < 800 {
+		t.Errorf("only %d models folded completely", r.counts["folded completely"])
+	}
+}
+
+type backendRun struct {
+	counts map[string]int
+	folded int // nodes
+}
+
+// foldBackendModels runs fold-constants and eliminate-dead-code over every
+// backend test model (after prepare, when given) and checks each changed
+// model against its original in ORT on test_data_set_0. Models whose
+// original does not run in ORT, or runs differently twice (random
+// operators), are counted; every other changed model must agree.
+func foldBackendModels(t *testing.T, prepare func(m *graph.Model, set string) error) backendRun {
+	ortenv.Require(t)
+	if testing.Short() {
+		t.Skip("runs every backend test model")
+	}
+	root := testenv.Data(t, "onnx-testdata")
+	models, err := filepath.Glob(filepath.Join(root, "*", "*", "model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &countingEval{}
+	pipeline, _ := passes.Select(0, []string{"fold-constants", "eliminate-dead-code"}, nil)
+	r := backendRun{counts: map[string]int{}}
+	for _, p := range models {
+		rel, _ := filepath.Rel(root, filepath.Dir(p))
+		set := filepath.Join(filepath.Dir(p), "test_data_set_0")
+		before, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := graph.Parse(before, "")
+		if err == nil {
+			err = m.Verify()
+		}
+		if err != nil {
+			r.counts["not loadable"]++
+			continue
+		}
+		if prepare != nil {
+			if err := prepare(m, set); err != nil {
+				r.counts["no data"]++
+				continue
+			}
+		}
+		rep, err := passes.Run(m, pipeline, passes.Options{VerifyEach: true, Eval: ev})
+		if err != nil {
+			t.Errorf("%s: %v", rel, err)
+			continue
+		}
+		if prepare == nil && rep.Passes[0].Stats.Removed+rep.Passes[1].Stats.Removed == 0 {
+			r.counts["unchanged"]++
+			continue
+		}
+		r.folded += rep.Passes[0].Stats.Removed
+		opts := difftest.Options{Data: set}
+		if err := difftest.Compare(before, before, opts); err != nil {
+			r.counts["original does not run or is random"]++
+			continue
+		}
+		if err := difftest.Compare(before, marshal(t, m), opts); err != nil {
+			r.counts["mismatched"]++
+			t.Errorf("%s: %v", rel, err)
+			continue
+		}
+		r.counts["matched"]++
+		if !slices.ContainsFunc(m.Graph.Outputs, func(v *graph.Value) bool { return v.Const == nil }) {
+			r.counts["folded completely"]++
+		} else if prepare != nil {
+			t.Logf("not folded completely: %s: %v", rel, ops(m.Graph))
+		}
+	}
+	t.Logf("%d models: %d unchanged, %d not loadable, %d without usable data, %d whose original does not run in ORT or is random; %d changed and matched (%d folded completely), %d mismatched; %d nodes folded, the evaluator asked %d times (%d evaluated)",
+		len(models), r.counts["unchanged"], r.counts["not loadable"], r.counts["no data"], r.counts["original does not run or is random"],
+		r.counts["matched"], r.counts["folded completely"], r.counts["mismatched"], r.folded, ev.calls, ev.ok)
+	for _, e := range ev.errs {
+		t.Log("evaluator: " + e)
+	}
+	return r
+}
+
+// readInputsAsConstants makes every reader of m's inputs read an
+// initializer holding the data set's tensor instead.
+func readInputsAsConstants(m *graph.Model, set string) error {
+	ins := data.GraphInputs(m.Graph)
+	src, err := data.Open(set, ins, data.Options{})
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	b, err := src.Next()
+	if err != nil {
+		return err
+	}
+	g := m.Graph
+	for i, in := range ins {
+		t := b.Tensors[i]
+		t.Name = g.UniqueName(in.Name + "_data")
+		c, err := g.AddInitializer(t)
+		if err != nil {
+			return err
+		}
+		g.ReplaceAllUses(g.Value(in.Name), c)
+	}
+	return m.Verify()
 }
