@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -12,7 +11,7 @@ import (
 	"testing"
 
 	"optc/graph"
-	"optc/internal/testenv"
+	"optc/internal/conformance"
 	"optc/kernels"
 )
 
@@ -22,15 +21,15 @@ import (
 // within rtol 1e-5, atol 1e-6 for floats. A kernel may refuse a type or
 // attribute combination (ErrUnsupported); it may never disagree.
 func TestNodeConformance(t *testing.T) {
-	root := testenv.Data(t, "onnx-testdata/node")
-	dirs, err := filepath.Glob(filepath.Join(root, "test_*"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, models := conformance.Models(t)
 	type tally struct{ matched, unsupported, mismatched int }
 	byOp := map[string]*tally{}
-	for _, dir := range dirs {
-		m, err := graph.LoadFile(filepath.Join(dir, "model.onnx"))
+	for _, p := range models {
+		dir := filepath.Dir(p)
+		if rel, _ := filepath.Rel(root, dir); !strings.HasPrefix(rel, "node"+string(filepath.Separator)) {
+			continue
+		}
+		m, err := graph.LoadFile(p)
 		if err != nil {
 			continue // the graph package's tests cover loading
 		}
@@ -98,7 +97,7 @@ func checkNodeTest(m *graph.Model, dir string) error {
 	for _, set := range sets {
 		byValue := map[*graph.Value]*graph.Tensor{}
 		for i, v := range feeds {
-			tn, err := readPB(filepath.Join(set, fmt.Sprintf("input_%d.pb", i)))
+			tn, err := conformance.ReadPB(filepath.Join(set, fmt.Sprintf("input_%d.pb", i)))
 			if err != nil {
 				return err
 			}
@@ -123,7 +122,7 @@ func checkNodeTest(m *graph.Model, dir string) error {
 			if v == nil || k < 0 {
 				continue
 			}
-			want, err := readPB(filepath.Join(set, fmt.Sprintf("output_%d.pb", k)))
+			want, err := conformance.ReadPB(filepath.Join(set, fmt.Sprintf("output_%d.pb", k)))
 			if err != nil {
 				return err
 			}
@@ -146,14 +145,6 @@ func asDeclared(t *graph.Tensor, v *graph.Value) *graph.Tensor {
 		t.DType = graph.BFloat16
 	}
 	return t
-}
-
-func readPB(path string) (*graph.Tensor, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return graph.ParseTensor(b)
 }
 
 // diff returns "" when got equals want (floats within rtol 1e-5, atol

@@ -1,165 +1,53 @@
-package passes_test
+package passes
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"optc/data"
 	"optc/graph"
+	"optc/internal/conformance"
 	"optc/internal/difftest"
 	"optc/internal/ortenv"
 	"optc/internal/testenv"
 	"optc/ort"
-	"optc/passes"
 )
 
-// builder assembles small test graphs.
-type builder struct {
-	t *testing.T
-	g *graph.Graph
-	n int // values named so far
-}
-
-func newBuilder(t *testing.T) *builder { return &builder{t: t, g: graph.NewGraph("g")} }
-
-// name returns a fresh value name (g.UniqueName would make building long
-// chains quadratic).
-func (b *builder) name(prefix string) string {
-	b.n++
-	return fmt.Sprintf("%s_%s%d", b.g.Name, prefix, b.n)
-}
-
-func (b *builder) model() *graph.Model {
-	m := &graph.Model{IRVersion: 8, Opsets: []graph.OpsetImport{{Version: 17}}, Graph: b.g}
-	if err := m.Verify(); err != nil {
-		b.t.Fatal(err)
-	}
-	return m
-}
-
-func (b *builder) input(name string, dt graph.DataType, dims ...int64) *graph.Value {
-	v, err := b.g.NewValue(name)
+// ints adds an int64 initializer.
+func (f *fusionFixture) ints(name string, dims []int64, vals ...int64) *graph.Value {
+	f.t.Helper()
+	t, err := graph.NewInt64Tensor(f.g.UniqueName(name), dims, vals)
 	if err != nil {
-		b.t.Fatal(err)
+		f.t.Fatal(err)
 	}
-	v.Type = graph.TensorType(dt, graph.StaticShape(dims...))
-	b.g.Inputs = append(b.g.Inputs, v)
-	return v
-}
-
-func (b *builder) output(v *graph.Value, dt graph.DataType) {
-	v.Type = graph.TensorType(dt, nil)
-	b.g.Outputs = append(b.g.Outputs, v)
-}
-
-func (b *builder) init(t *graph.Tensor, err error) *graph.Value {
+	v, err := f.g.AddInitializer(t)
 	if err != nil {
-		b.t.Fatal(err)
-	}
-	t.Name = b.name("c")
-	v, err := b.g.AddInitializer(t)
-	if err != nil {
-		b.t.Fatal(err)
+		f.t.Fatal(err)
 	}
 	return v
-}
-
-func (b *builder) ints(dims []int64, vals ...int64) *graph.Value {
-	return b.init(graph.NewInt64Tensor("", dims, vals))
-}
-
-func (b *builder) floats(dims []int64, vals ...float32) *graph.Value {
-	return b.init(graph.NewFloat32Tensor("", dims, vals))
-}
-
-// node adds op over ins with one output and the given attributes.
-func (b *builder) node(op string, ins []*graph.Value, attrs ...*graph.Attr) *graph.Value {
-	out, err := b.g.NewValue(b.name(op))
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	n, err := b.g.AddNode(op, ins, []*graph.Value{out})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	n.Name, n.Attrs = out.Name, attrs
-	return out
-}
-
-func intAttr(name string, v int64) *graph.Attr {
-	return &graph.Attr{Name: name, Type: graph.AttrInt, Int: v}
-}
-
-func marshal(t *testing.T, m *graph.Model) []byte {
-	t.Helper()
-	b, err := graph.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// fold runs fold-constants and eliminate-dead-code, verifying after each,
-// and returns fold-constants' stats.
-func fold(t *testing.T, m *graph.Model, opts passes.Options) passes.Stats {
-	t.Helper()
-	pipeline, err := passes.Select(0, []string{"fold-constants", "eliminate-dead-code"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.VerifyEach = true
-	rep, err := passes.Run(m, pipeline, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep.Passes[0].Stats
-}
-
-func ops(g *graph.Graph) []string {
-	var out []string
-	for _, n := range g.Nodes {
-		out = append(out, n.OpType)
-	}
-	return out
 }
 
 func TestFoldShapeChain(t *testing.T) {
-	b := newBuilder(t)
-	x := b.input("x", graph.Float, 1, 2, 12)
-	wv := make([]float32, 24)
-	for i := range wv {
-		wv[i] = float32(i) / 7
-	}
-	w := b.floats([]int64{2, 3, 4}, wv...)
-	shape := b.node("Shape", []*graph.Value{w})
-	d0 := b.node("Gather", []*graph.Value{shape, b.ints(nil, 0)}, intAttr("axis", 0))
-	u := b.node("Unsqueeze", []*graph.Value{d0, b.ints([]int64{1}, 0)})
-	target := b.node("Concat", []*graph.Value{u, b.ints([]int64{1}, -1)}, intAttr("axis", 0))
-	w2 := b.node("Reshape", []*graph.Value{w, target})
-	y := b.node("Add", []*graph.Value{x, w2})
-	b.output(y, graph.Float)
-	m := b.model()
-	before := marshal(t, m)
+	f := newFusionFixture(t, 17)
+	x := f.input("x", 1, 2, 12)
+	w := f.weight("w", 2, 3, 4)
+	shape := f.op("Shape", w)
+	d0 := f.attrInt(f.node("Gather", []*graph.Value{shape, f.ints("i", nil, 0)}), "axis", 0).Output(0)
+	u := f.op("Unsqueeze", d0, f.ints("axes", []int64{1}, 0))
+	target := f.attrInt(f.node("Concat", []*graph.Value{u, f.ints("rest", []int64{1}, -1)}), "axis", 0).Output(0)
+	w2 := f.op("Reshape", w, target)
+	f.output(f.op("Add", x, w2))
 
-	st := fold(t, m, passes.Options{})
-	if st.Removed != 5 {
-		t.Errorf("folded %d nodes, want 5", st.Removed)
+	f.fuses(foldConstants, Context{}, Stats{Removed: 5}, 0, 1)
+	f.run(deadCode, Context{})
+	if ops := f.ops(); len(ops) != 1 || ops["Add"] != 1 {
+		t.Errorf("nodes left: %v, want one Add", ops)
 	}
-	if got := ops(m.Graph); !slices.Equal(got, []string{"Add"}) {
-		t.Fatalf("nodes left: %v", got)
+	if w2.Const == nil || !slices.Equal(w2.Const.Dims, []int64{2, 12}) || len(f.g.Initializers) != 1 {
+		t.Errorf("the reshaped weight is not the only initializer, of shape [2 12]: %v, %d initializers", w2.Const, len(f.g.Initializers))
 	}
-	c := m.Graph.Value(w2.Name)
-	if c == nil || c.Const == nil || !slices.Equal(c.Const.Dims, []int64{2, 12}) {
-		t.Fatalf("the reshaped weight is not an initializer of shape [2 12]: %+v", c)
-	}
-	if len(m.Graph.Initializers) != 1 {
-		t.Errorf("initializers left: %d, want 1", len(m.Graph.Initializers))
-	}
-	difftest.Check(t, before, marshal(t, m), difftest.Options{})
 }
 
 func TestFoldRefusesLargeOutputs(t *testing.T) {
@@ -175,139 +63,115 @@ func TestFoldRefusesLargeOutputs(t *testing.T) {
 		{"small, over a tight limit", []int64{64, 64}, 1000, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			b := newBuilder(t)
-			x := b.input("x", graph.Float, append([]int64{1}, c.dims...)...)
-			big := b.node("ConstantOfShape", []*graph.Value{b.ints([]int64{2}, c.dims...)})
-			y := b.node("Add", []*graph.Value{x, big})
-			b.output(y, graph.Float)
-			m := b.model()
-			before := marshal(t, m)
-			st := fold(t, m, passes.Options{FoldSizeLimit: c.limit})
-			if got := st.Removed == 1; got != c.fold {
-				t.Fatalf("folded: %v, want %v (nodes %v)", got, c.fold, ops(m.Graph))
-			}
+			f := newFusionFixture(t, 17)
+			x := f.input("x", append([]int64{1}, c.dims...)...)
+			f.output(f.op("Add", x, f.op("ConstantOfShape", f.ints("shape", []int64{2}, c.dims...))))
+			ctx := Context{FoldSizeLimit: c.limit}
 			if c.fold {
-				difftest.Check(t, before, marshal(t, m), difftest.Options{})
+				f.fuses(foldConstants, ctx, Stats{Removed: 1}, 0, 1)
+			} else {
+				f.refuses(foldConstants, ctx)
 			}
 		})
 	}
 }
 
 func TestFoldLeavesVariablesAlone(t *testing.T) {
-	b := newBuilder(t)
-	x := b.input("x", graph.Float, 3)
+	f := newFusionFixture(t, 17)
+	x := f.input("x", 1, 3)
 	// An initializer that is also a graph input may be overridden by the
 	// caller: not a constant.
-	d := b.input("d", graph.Float, 3)
-	dt, _ := graph.NewFloat32Tensor("d", []int64{3}, []float32{1, 2, 3})
-	d.Const = dt
-	b.g.Initializers = append(b.g.Initializers, d)
-	c := b.floats([]int64{3}, 4, 5, 6)
-	y := b.node("Mul", []*graph.Value{b.node("Add", []*graph.Value{x, c}), b.node("Neg", []*graph.Value{d})})
-	r := b.node("RandomUniformLike", []*graph.Value{c})
-	b.output(y, graph.Float)
-	b.output(r, graph.Float)
-	m := b.model()
-	if st := fold(t, m, passes.Options{}); st.Removed != 0 {
-		t.Errorf("folded %d nodes; nodes left: %v", st.Removed, ops(m.Graph))
-	}
-	if len(m.Graph.Nodes) != 4 {
-		t.Errorf("nodes: %v", ops(m.Graph))
-	}
+	d := f.input("d", 3)
+	d.Const = f.tensor(d.Name, []int64{3}, []float32{1, 2, 3})
+	f.g.Initializers = append(f.g.Initializers, d)
+	c := f.init("c", []int64{3}, []float32{4, 5, 6})
+	f.output(f.op("Mul", f.op("Add", x, c), f.op("Neg", d)))
+	f.output(f.op("RandomUniformLike", c))
+	f.refuses(foldConstants, Context{})
 }
 
-// sinModel computes x + Sin(c): Sin has no Go kernel.
-func sinModel(t *testing.T) *graph.Model {
-	b := newBuilder(t)
-	x := b.input("x", graph.Float, 1, 3)
-	s := b.node("Sin", []*graph.Value{b.floats([]int64{3}, 0, 1, 2)})
-	b.output(b.node("Add", []*graph.Value{x, s}), graph.Float)
-	return b.model()
+// sinFixture computes x + Sin(c): Sin has no Go kernel.
+func sinFixture(t *testing.T) *fusionFixture {
+	f := newFusionFixture(t, 17)
+	x := f.input("x", 1, 3)
+	f.output(f.op("Add", x, f.op("Sin", f.init("c", []int64{3}, []float32{0, 1, 2}))))
+	return f
 }
 
 func TestFoldWithoutEvaluator(t *testing.T) {
-	m := sinModel(t)
-	if st := fold(t, m, passes.Options{}); st.Removed != 0 {
-		t.Errorf("folded Sin without an evaluator: %v", ops(m.Graph))
-	}
+	sinFixture(t).refuses(foldConstants, Context{})
 }
 
 func TestFoldWithEvaluator(t *testing.T) {
 	ortenv.Require(t)
-	var _ passes.Evaluator = &ort.NodeEvaluator{}
-	m := sinModel(t)
-	before := marshal(t, m)
-	if st := fold(t, m, passes.Options{Eval: &ort.NodeEvaluator{}}); st.Removed != 1 {
-		t.Fatalf("Sin not folded: %v", ops(m.Graph))
-	}
-	difftest.Check(t, before, marshal(t, m), difftest.Options{})
+	var _ Evaluator = &ort.NodeEvaluator{}
+	sinFixture(t).fuses(foldConstants, Context{Eval: &ort.NodeEvaluator{}}, Stats{Removed: 1}, 0, 1)
 }
 
-// A folded graph output stays an output, now an initializer; what reads
-// a Constant node folds (the Constant itself is left to other passes, here
+// A folded graph output stays an output, now an initializer; what reads a
+// Constant node folds (the Constant itself is left to other passes, here
 // dead code); nodes inside a branch fold into the branch.
 func TestFoldOutputsConstantsAndSubgraphs(t *testing.T) {
-	b := newBuilder(t)
-	cond := b.input("cond", graph.Bool)
-	x := b.input("x", graph.Float, 1, 2)
-	k, _ := graph.NewFloat32Tensor("", []int64{2}, []float32{2, 3})
-	kv, _ := b.g.NewValue("k")
-	kn, _ := b.g.AddNode("Constant", nil, []*graph.Value{kv})
-	kn.Attrs = []*graph.Attr{{Name: "value", Type: graph.AttrTensor, Tensor: k}}
-	sq := b.node("Mul", []*graph.Value{kv, kv})
-	b.output(sq, graph.Float)
+	f := newFusionFixture(t, 17)
+	x := f.input("x", 1, 2)
+	cond := f.value("cond")
+	cond.Type = graph.TensorType(graph.Bool, graph.Shape{})
+	f.g.Inputs = append(f.g.Inputs, cond)
+	k := f.constant("k", []int64{2}, []float32{2, 3})
+	sq := f.op("Mul", k, k)
+	f.output(sq)
 
-	branch := func(name string, op string) *graph.Graph {
-		g := graph.NewGraph(name)
-		g.Parent = b.g
-		sb := &builder{t: t, g: g}
-		out := sb.node(op, []*graph.Value{kv, sb.floats([]int64{2}, 1, 1)})
-		sb.output(out, graph.Float)
-		return g
+	ifn := f.node("If", []*graph.Value{cond})
+	var branches []*graph.Graph
+	for _, b := range []struct{ attr, op string }{{"then_branch", "Add"}, {"else_branch", "Sub"}} {
+		g := graph.NewGraph(b.attr)
+		g.Parent, g.Owner = f.g, ifn
+		one, err := g.AddInitializer(f.tensor(f.g.UniqueName("one"), []int64{2}, []float32{1, 1}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := g.NewValue(f.g.UniqueName(b.op))
+		if _, err := g.AddNode(b.op, []*graph.Value{k, one}, []*graph.Value{out}); err != nil {
+			t.Fatal(err)
+		}
+		out.Type = graph.TensorType(graph.Float, nil)
+		g.Outputs = []*graph.Value{out}
+		ifn.SetAttr(&graph.Attr{Name: b.attr, Type: graph.AttrGraph, Graph: g})
+		branches = append(branches, g)
 	}
-	then, els := branch("then", "Add"), branch("else", "Sub")
-	iv, _ := b.g.NewValue("if_out")
-	ifn, err := b.g.AddNode("If", []*graph.Value{cond}, []*graph.Value{iv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ifn.SetAttr(&graph.Attr{Name: "then_branch", Type: graph.AttrGraph, Graph: then})
-	ifn.SetAttr(&graph.Attr{Name: "else_branch", Type: graph.AttrGraph, Graph: els})
-	then.Owner, els.Owner = ifn, ifn
-	b.output(b.node("Add", []*graph.Value{x, iv}), graph.Float)
-	m := b.model()
-	before := marshal(t, m)
+	f.output(f.op("Add", x, ifn.Output(0)))
 
-	if st := fold(t, m, passes.Options{}); st.Removed != 3 {
-		t.Errorf("folded %d nodes, want 3 (Mul, and Add and Sub in the branches)", st.Removed)
+	f.fuses(foldConstants, Context{}, Stats{Removed: 3}, 0, 1)
+	f.run(deadCode, Context{})
+	if ops := f.ops(); len(ops) != 2 || ops["If"] != 1 || ops["Add"] != 1 {
+		t.Errorf("nodes left: %v, want If and Add", ops)
 	}
-	if got := ops(m.Graph); !slices.Equal(got, []string{"If", "Add"}) {
-		t.Errorf("nodes left: %v", got)
+	if !f.g.IsOutput(sq) || sq.Const == nil {
+		t.Errorf("output %q is no longer an output, or not an initializer", sq.Name)
 	}
-	if !m.Graph.IsOutput(sq) || sq.Const == nil {
-		t.Errorf("output %q is no longer an output or not an initializer", sq.Name)
-	}
-	for _, g := range []*graph.Graph{then, els} {
+	for _, g := range branches {
 		if len(g.Nodes) != 0 || len(g.Initializers) != 1 || !g.IsOutput(g.Initializers[0]) {
-			t.Errorf("branch %s: nodes %v, initializers %d", g.Name, ops(g), len(g.Initializers))
+			t.Errorf("branch %s: %d nodes and %d initializers left, want the output alone", g.Name, len(g.Nodes), len(g.Initializers))
 		}
 	}
-	difftest.Check(t, before, marshal(t, m), difftest.Options{})
 }
 
 // A long chain folds in one run, in time linear in its length.
 func TestFoldLongChain(t *testing.T) {
-	b := newBuilder(t)
-	x := b.input("x", graph.Float, 2)
-	v := b.floats([]int64{2}, 1, 2)
+	f := newFusionFixture(t, 17)
+	x := f.input("x", 1, 2)
+	v := f.init("c", []int64{2}, []float32{1, 2})
 	const n = 20000
-	for range n {
-		v = b.node("Neg", []*graph.Value{v})
+	for i := range n {
+		next, err := f.g.NewValue(fmt.Sprint("neg", i)) // UniqueName would make building quadratic
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.node("Neg", []*graph.Value{v}, next)
+		v = next
 	}
-	b.output(b.node("Add", []*graph.Value{x, v}), graph.Float)
-	m := b.model()
-	pipeline, _ := passes.Select(0, []string{"fold-constants"}, nil)
-	rep, err := passes.Run(m, pipeline, passes.Options{MaxRounds: 1})
+	f.output(f.op("Add", x, v))
+	rep, err := Run(f.m, []*Pass{foldConstants}, Options{MaxRounds: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,63 +181,34 @@ func TestFoldLongChain(t *testing.T) {
 	t.Logf("%d nodes folded in %v", n, rep.Passes[0].Time)
 }
 
-// opCounts counts the nodes of each op type in the main graph.
-func opCounts(g *graph.Graph) map[string]int {
-	c := map[string]int{}
-	for _, n := range g.Nodes {
-		c[n.OpType]++
-	}
-	return c
-}
-
-// TestFoldRealModels folds MNIST and PaddleOCR (with ONNX Runtime as the
-// evaluator), removes what became dead, and checks the result in ORT
-// against the original.
+// TestFoldRealModels folds MNIST and PaddleOCR, removes what became dead,
+// and checks the result in ORT against the original. Their folds (Casts
+// of Constants in PaddleOCR) need no evaluator.
 func TestFoldRealModels(t *testing.T) {
 	ortenv.Require(t)
 	for _, c := range []struct {
 		name, path string
-		shapes     map[string][]int64
+		shape      []int64
 	}{
-		{"mnist", testenv.Model("mnist_cnn.onnx"), nil},
-		{"ocr-det", "ocr-models/ch_PP-OCRv4_det_infer.onnx", map[string][]int64{"x": {1, 3, 64, 64}}},
-		{"ocr-rec", "ocr-models/ch_PP-OCRv4_rec_infer.onnx", map[string][]int64{"x": {1, 3, 48, 160}}},
-		{"ocr-cls", "ocr-models/ch_ppocr_mobile_v2.0_cls_infer.onnx", map[string][]int64{"x": {1, 3, 48, 192}}},
+		{"mnist", "", nil},
+		{"cls", "ch_ppocr_mobile_v2.0_cls_infer.onnx", []int64{1, 3, 48, 192}},
+		{"det", "ch_PP-OCRv4_det_infer.onnx", []int64{1, 3, 64, 64}},
+		{"rec", "ch_PP-OCRv4_rec_infer.onnx", []int64{1, 3, 48, 160}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			path := c.path
-			if c.shapes != nil {
-				path = testenv.Data(t, c.path)
+			path, opts := testenv.Model("mnist_cnn.onnx"), difftest.Options{}
+			if c.path != "" {
+				path = testenv.Data(t, filepath.Join("ocr-models", c.path))
+				opts.DataOpts = data.Options{Shapes: map[string][]int64{"x": c.shape}}
 			}
-			before, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := graph.Parse(before, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			nodes, ops0 := len(m.Graph.Nodes), opCounts(m.Graph)
-			pipeline, _ := passes.Select(0, []string{"fold-constants", "eliminate-dead-code"}, nil)
-			rep, err := passes.Run(m, pipeline, passes.Options{VerifyEach: true, Eval: &ort.NodeEvaluator{}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var gone []string
-			for op, n := range ops0 {
-				if d := n - opCounts(m.Graph)[op]; d > 0 {
-					gone = append(gone, fmt.Sprintf("%s %d", op, d))
-				}
-			}
-			slices.Sort(gone)
-			t.Logf("%d nodes -> %d: fold-constants folded %d, eliminate-dead-code removed %d (%s)",
-				nodes, len(m.Graph.Nodes), rep.Passes[0].Stats.Removed, rep.Passes[1].Stats.Removed, strings.Join(gone, ", "))
-			difftest.Check(t, before, marshal(t, m), difftest.Options{DataOpts: data.Options{Shapes: c.shapes}})
+			fm := runFusions(t, path, []*Pass{foldConstants, deadCode}, false)
+			t.Logf("%d nodes -> %d", fm.opsBefore["(nodes)"], len(fm.m.Graph.Nodes))
+			difftest.Check(t, fm.before, fm.after, opts)
 		})
 	}
 }
 
-// countingEval counts the evaluator's calls and successes.
+// countingEval counts the evaluator's calls and keeps its errors.
 type countingEval struct {
 	ort.NodeEvaluator
 	calls, ok int
@@ -395,9 +230,9 @@ func (e *countingEval) EvalNode(n *graph.Node, in []*graph.Tensor, opsets []grap
 // (ONNX Runtime as the evaluator), removes dead code, verifies, and runs
 // each model that changed against its original on test_data_set_0 in ORT.
 func TestFoldConformance(t *testing.T) {
-	r := foldBackendModels(t, nil)
-	if r.counts["matched"] < 15 {
-		t.Errorf("only %d changed models matched", r.counts["matched"])
+	counts := foldBackendModels(t, nil)
+	if counts[conformance.Match] < 15 {
+		t.Errorf("only %d changed models matched", counts[conformance.Match])
 	}
 }
 
@@ -408,90 +243,86 @@ func TestFoldConformance(t *testing.T) {
 // Runtime; the folded outputs must equal what ORT computes running the
 // original on the same data.
 func TestFoldConformanceConstantInputs(t *testing.T) {
-	r := foldBackendModels(t, readInputsAsConstants)
-	if r.counts["folded completely"] < 800 {
-		t.Errorf("only %d models folded completely", r.counts["folded completely"])
+	counts := foldBackendModels(t, readInputsAsConstants)
+	if counts["folded completely"] < 800 {
+		t.Errorf("only %d models folded completely", counts["folded completely"])
 	}
-}
-
-type backendRun struct {
-	counts map[string]int
-	folded int // nodes
 }
 
 // foldBackendModels runs fold-constants and eliminate-dead-code over every
 // backend test model (after prepare, when given) and checks each changed
-// model against its original in ORT on test_data_set_0. Models whose
-// original does not run in ORT, or runs differently twice (random
-// operators), are counted; every other changed model must agree.
-func foldBackendModels(t *testing.T, prepare func(m *graph.Model, set string) error) backendRun {
+// model against its original in ORT on test_data_set_0. Models that
+// cannot be checked through the binding, draw random numbers, or do not
+// run in ORT are counted; every other changed model must agree.
+func foldBackendModels(t *testing.T, prepare func(m *graph.Model, set string) error) map[string]int {
 	ortenv.Require(t)
 	if testing.Short() {
 		t.Skip("runs every backend test model")
 	}
-	root := testenv.Data(t, "onnx-testdata")
-	models, err := filepath.Glob(filepath.Join(root, "*", "*", "model.onnx"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, models := conformance.Models(t)
 	ev := &countingEval{}
-	pipeline, _ := passes.Select(0, []string{"fold-constants", "eliminate-dead-code"}, nil)
-	r := backendRun{counts: map[string]int{}}
+	var tally conformance.Tally
+	counts := map[string]int{}
+	folded := 0
 	for _, p := range models {
 		rel, _ := filepath.Rel(root, filepath.Dir(p))
 		set := filepath.Join(filepath.Dir(p), "test_data_set_0")
-		before, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := graph.Parse(before, "")
+		fm := &fusedModel{}
+		m, err := graph.LoadFile(p)
 		if err == nil {
-			err = m.Verify()
+			fm.before, err = graph.Marshal(m)
 		}
 		if err != nil {
-			r.counts["not loadable"]++
+			t.Errorf("%s: %v", rel, err)
+			continue
+		}
+		if outcome, detail := conformance.Screen(m); outcome != "" {
+			tally.Add(t, rel, outcome, detail)
 			continue
 		}
 		if prepare != nil {
 			if err := prepare(m, set); err != nil {
-				r.counts["no data"]++
+				tally.Add(t, rel, conformance.Unsupported, err.Error())
 				continue
 			}
 		}
-		rep, err := passes.Run(m, pipeline, passes.Options{VerifyEach: true, Eval: ev})
+		rep, err := Run(m, []*Pass{foldConstants, deadCode}, Options{VerifyEach: true, Eval: ev})
 		if err != nil {
 			t.Errorf("%s: %v", rel, err)
 			continue
 		}
-		if prepare == nil && rep.Passes[0].Stats.Removed+rep.Passes[1].Stats.Removed == 0 {
-			r.counts["unchanged"]++
+		if prepare == nil && !rep.Passes[0].Stats.Changed() && !rep.Passes[1].Stats.Changed() {
+			counts["unchanged"]++
 			continue
 		}
-		r.folded += rep.Passes[0].Stats.Removed
+		folded += rep.Passes[0].Stats.Removed
+		if fm.after, err = graph.Marshal(m); err != nil {
+			t.Fatal(err)
+		}
 		opts := difftest.Options{Data: set}
-		if err := difftest.Compare(before, before, opts); err != nil {
-			r.counts["original does not run or is random"]++
+		if err := difftest.Compare(fm.before, fm.before, opts); err != nil {
+			tally.Add(t, rel, conformance.CannotRun, err.Error())
 			continue
 		}
-		if err := difftest.Compare(before, marshal(t, m), opts); err != nil {
-			r.counts["mismatched"]++
-			t.Errorf("%s: %v", rel, err)
+		if err := difftest.Compare(fm.before, fm.after, opts); err != nil {
+			tally.Add(t, rel, conformance.Mismatch, err.Error())
 			continue
 		}
-		r.counts["matched"]++
+		tally.Add(t, rel, conformance.Match, "")
 		if !slices.ContainsFunc(m.Graph.Outputs, func(v *graph.Value) bool { return v.Const == nil }) {
-			r.counts["folded completely"]++
-		} else if prepare != nil {
-			t.Logf("not folded completely: %s: %v", rel, ops(m.Graph))
+			counts["folded completely"]++
 		}
 	}
-	t.Logf("%d models: %d unchanged, %d not loadable, %d without usable data, %d whose original does not run in ORT or is random; %d changed and matched (%d folded completely), %d mismatched; %d nodes folded, the evaluator asked %d times (%d evaluated)",
-		len(models), r.counts["unchanged"], r.counts["not loadable"], r.counts["no data"], r.counts["original does not run or is random"],
-		r.counts["matched"], r.counts["folded completely"], r.counts["mismatched"], r.folded, ev.calls, ev.ok)
-	for _, e := range ev.errs {
-		t.Log("evaluator: " + e)
+	tally.Report(t, len(models))
+	counts[conformance.Match] = tally.Count(conformance.Match)
+	t.Logf("%d unchanged; %d of the matched folded completely; %d nodes folded; the evaluator asked %d times, %d evaluated",
+		counts["unchanged"], counts["folded completely"], folded, ev.calls, ev.ok)
+	if testing.Verbose() {
+		for _, e := range ev.errs {
+			t.Log("evaluator: " + e)
+		}
 	}
-	return r
+	return counts
 }
 
 // readInputsAsConstants makes every reader of m's inputs read an
