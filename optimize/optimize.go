@@ -89,6 +89,11 @@ func Run(opts Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	// Without a check the runtime is optional: folding then uses the Go
+	// kernels alone.
+	if _, err := ort.Init(opts.ORTLib); err == nil {
+		popts.Eval = &ort.NodeEvaluator{}
+	}
 	if res.Passes, err = passes.Run(m, pipeline, popts); err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.Input, err)
 	}

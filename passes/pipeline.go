@@ -13,6 +13,7 @@ import (
 // registry is every pass in the order the pipeline runs them.
 var registry = []*Pass{
 	constantsToInitializers,
+	foldConstants,
 	eliminateIdentity,
 	eliminateNoop,
 	mergeTransposes,
