@@ -147,6 +147,19 @@ func (t *Type) String() string {
 	return "?"
 }
 
+// Admits reports whether a value of type t may hold x: a nil type admits
+// anything; otherwise a dense tensor of the same element type (or an
+// undeclared one) whose static dims agree.
+func (t *Type) Admits(x *Tensor) bool {
+	if t == nil {
+		return true
+	}
+	if t.Kind != KindTensor && t.Kind != KindUnknown || t.Elem != Undefined && t.Elem != x.DType {
+		return false
+	}
+	return t.Shape == nil || shapeAdmits(t.Shape, x.Dims)
+}
+
 // Clone returns a deep copy that can be changed independently.
 func (t *Type) Clone() *Type {
 	if t == nil {

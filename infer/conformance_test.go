@@ -4,12 +4,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"optc/data"
 	"optc/graph"
-	"optc/infer"
 	"optc/internal/conformance"
 	"optc/internal/ortenv"
-	"optc/ort"
 )
 
 // TestConformance runs every model of the ONNX backend test data the way
@@ -42,18 +39,5 @@ func runModel(path, out string) (outcome, detail string) {
 	if outcome, detail := conformance.Screen(m); outcome != "" {
 		return outcome, detail
 	}
-	set := filepath.Join(filepath.Dir(path), "test_data_set_0")
-	res, err := infer.Run(infer.Options{Model: path, Data: set, OutDir: out, Session: ort.DefaultOptions()})
-	if err != nil {
-		return conformance.Classify(err), err.Error()
-	}
-	names := make([]string, len(res.Files))
-	got := make([]*graph.Tensor, len(res.Files))
-	for i, f := range res.Files {
-		names[i] = f.Name
-		if got[i], err = data.ReadNpy(f.File); err != nil {
-			return conformance.Mismatch, err.Error()
-		}
-	}
-	return conformance.CheckOutputs(path, names, got)
+	return conformance.RunAndCheck(path, path, out)
 }

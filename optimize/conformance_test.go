@@ -4,12 +4,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"optc/data"
 	"optc/graph"
-	"optc/infer"
 	"optc/internal/conformance"
 	"optc/internal/ortenv"
-	"optc/ort"
 	"optc/passes"
 )
 
@@ -66,19 +63,6 @@ func optimizeAndRun(t *testing.T, path, dir string, pipeline []*passes.Pass) (ou
 	if err := graph.Save(m, optimized, graph.SaveOptions{}); err != nil {
 		return conformance.Mismatch, err.Error(), true
 	}
-	set := filepath.Join(filepath.Dir(path), "test_data_set_0")
-	res, err := infer.Run(infer.Options{Model: optimized, Data: set, OutDir: dir, Session: ort.DefaultOptions()})
-	if err != nil {
-		return conformance.Classify(err), err.Error(), true
-	}
-	names := make([]string, len(res.Files))
-	got := make([]*graph.Tensor, len(res.Files))
-	for i, f := range res.Files {
-		names[i] = f.Name
-		if got[i], err = data.ReadNpy(f.File); err != nil {
-			return conformance.Mismatch, err.Error(), true
-		}
-	}
-	outcome, detail = conformance.CheckOutputs(path, names, got)
+	outcome, detail = conformance.RunAndCheck(optimized, path, dir)
 	return outcome, detail, true
 }

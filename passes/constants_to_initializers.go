@@ -37,7 +37,7 @@ func runConstantsToInitializers(c *Context) (Stats, error) {
 				continue
 			}
 			t := constantTensor(n)
-			if t == nil || !typeAdmits(v.Type, t) {
+			if t == nil || !v.Type.Admits(t) {
 				continue
 			}
 			t.Name = v.Name
@@ -90,26 +90,4 @@ func constantTensor(n *graph.Node) *graph.Tensor {
 		return nil
 	}
 	return t
-}
-
-// typeAdmits reports whether a value declared as ty may hold t.
-func typeAdmits(ty *graph.Type, t *graph.Tensor) bool {
-	if ty == nil {
-		return true
-	}
-	if ty.Kind != graph.KindTensor || ty.Elem != t.DType {
-		return false
-	}
-	if ty.Shape == nil {
-		return true
-	}
-	if len(ty.Shape) != len(t.Dims) {
-		return false
-	}
-	for i, d := range ty.Shape {
-		if d.Kind == graph.DimStatic && d.Value != t.Dims[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -129,7 +129,7 @@ func (c *Context) evalConstant(n *graph.Node) []*graph.Tensor {
 			continue
 		}
 		t := outs[i]
-		if t == nil || t.ByteSize() > limit || !admits(v.Type, t) {
+		if t == nil || t.ByteSize() > limit || !v.Type.Admits(t) {
 			return nil
 		}
 		outBytes += t.ByteSize()
@@ -138,26 +138,4 @@ func (c *Context) evalConstant(n *graph.Node) []*graph.Tensor {
 		return nil
 	}
 	return outs
-}
-
-// admits reports whether a value declared as ty may hold t.
-func admits(ty *graph.Type, t *graph.Tensor) bool {
-	if ty == nil {
-		return true
-	}
-	if ty.Elem != graph.Undefined && ty.Elem != t.DType {
-		return false
-	}
-	if ty.Shape == nil {
-		return true
-	}
-	if len(ty.Shape) != len(t.Dims) {
-		return false
-	}
-	for i, d := range ty.Shape {
-		if d.Kind == graph.DimStatic && d.Value != t.Dims[i] {
-			return false
-		}
-	}
-	return true
 }

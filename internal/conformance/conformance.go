@@ -13,8 +13,11 @@ import (
 	"strings"
 	"testing"
 
+	"optc/data"
 	"optc/graph"
+	"optc/infer"
 	"optc/internal/testenv"
+	"optc/ort"
 )
 
 // Tolerances of the ONNX backend test runner.
@@ -232,4 +235,24 @@ func (ty *Tally) Report(t *testing.T, total int) {
 			t.Log(n)
 		}
 	}
+}
+
+// RunAndCheck runs model the way `optc run` does on the test_data_set_0
+// of the backend test at reference (model itself, or its optimized copy),
+// writing into outDir, and judges the outputs against the recorded ones.
+func RunAndCheck(model, reference, outDir string) (outcome, detail string) {
+	set := filepath.Join(filepath.Dir(reference), "test_data_set_0")
+	res, err := infer.Run(infer.Options{Model: model, Data: set, OutDir: outDir, Session: ort.DefaultOptions()})
+	if err != nil {
+		return Classify(err), err.Error()
+	}
+	names := make([]string, len(res.Files))
+	got := make([]*graph.Tensor, len(res.Files))
+	for i, f := range res.Files {
+		names[i] = f.Name
+		if got[i], err = data.ReadNpy(f.File); err != nil {
+			return Mismatch, err.Error()
+		}
+	}
+	return CheckOutputs(reference, names, got)
 }
