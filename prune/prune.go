@@ -1,0 +1,79 @@
+// Package prune removes weights on purpose: unstructured magnitude
+// pruning, 2:4 semi-structured sparsity for sparse tensor cores, and
+// structured channel pruning that makes a model really smaller. Unlike the
+// passes, these change what a model computes, so they are opt-in and the
+// caller measures what they cost.
+package prune
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Method is one pruning request, as written on the command line:
+// magnitude:S, 2:4 or channels:R.
+type Method struct {
+	Kind  string  // "magnitude", "2:4" or "channels"
+	Ratio float64 // sparsity S or channel fraction R; unused for 2:4
+}
+
+func (m Method) String() string {
+	if m.Kind == "2:4" {
+		return "2:4"
+	}
+	return fmt.Sprintf("%s:%g", m.Kind, m.Ratio)
+}
+
+// ParseMethod reads magnitude:S, 2:4 or channels:R with 0 <= S, R < 1.
+func ParseMethod(s string) (Method, error) {
+	if s == "2:4" {
+		return Method{Kind: "2:4"}, nil
+	}
+	kind, val, ok := strings.Cut(s, ":")
+	if !ok || (kind != "magnitude" && kind != "channels") {
+		return Method{}, fmt.Errorf("--prune %q: want magnitude:S, 2:4 or channels:R", s)
+	}
+	r, err := strconv.ParseFloat(val, 64)
+	if err != nil || r < 0 || r >= 1 {
+		return Method{}, fmt.Errorf("--prune %q: the ratio must be a number in [0, 1)", s)
+	}
+	return Method{Kind: kind, Ratio: r}, nil
+}
+
+// Options shape what is pruned.
+type Options struct {
+	// Scope is "layer" (each layer to the ratio) or "global" (one
+	// magnitude threshold over all prunable weights); magnitude only.
+	Scope string
+	// Exclude names nodes (or their weight initializers) to leave alone.
+	Exclude []string
+	// MinElements skips weights with fewer elements (default 1024): tiny
+	// tensors save nothing and often matter most.
+	MinElements int64
+	// PerLayer overrides the ratio for named nodes (what the accuracy
+	// budget search settles on).
+	PerLayer map[string]float64
+}
+
+// Layer says what happened to one prunable layer.
+type Layer struct {
+	Node    string  `json:"node"`
+	Op      string  `json:"op"`
+	Weight  string  `json:"weight"`
+	Params  int64   `json:"params"`          // weight elements before
+	Ratio   float64 `json:"ratio"`           // requested
+	Before  float64 `json:"sparsity_before"` // fraction of zeros
+	After   float64 `json:"sparsity_after"`
+	Removed int64   `json:"channels_removed,omitempty"` // channels:R
+	Skipped string  `json:"skipped,omitempty"`          // why it was left alone
+}
+
+// Report is what a pruning run did.
+type Report struct {
+	Method       string  `json:"method"`
+	Layers       []Layer `json:"layers"`
+	ParamsBefore int64   `json:"params_before"` // all initializer elements
+	ParamsAfter  int64   `json:"params_after"`
+	Sparsity     float64 `json:"sparsity"` // zeros over prunable weights after
+}
