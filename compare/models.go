@@ -14,9 +14,10 @@ import (
 // Options say which models to compare on which data, and how to judge.
 type Options struct {
 	ModelA, ModelB string
-	// BBytes, when set, is model B serialized in memory (ModelB is then
-	// only its label): a model can be checked before it is written.
-	BBytes   []byte
+	// ABytes and BBytes, when set, are the models serialized in memory
+	// (ModelA and ModelB are then only labels): a model can be checked
+	// before it is written.
+	ABytes, BBytes []byte
 	Data     string
 	DataOpts data.Options
 	// Labels is a .npy of int64 class ids, one per sample, scored against
@@ -67,17 +68,12 @@ func Models(opts Options) (*Result, error) {
 	if _, err := ort.Init(opts.ORTLib); err != nil {
 		return nil, err
 	}
-	ma, err := graph.LoadFile(opts.ModelA)
+	ma, err := load(opts.ModelA, opts.ABytes)
 	if err != nil {
 		return nil, err
 	}
 	defer ma.Close()
-	var mb *graph.Model
-	if opts.BBytes != nil {
-		mb, err = graph.Parse(opts.BBytes, "")
-	} else {
-		mb, err = graph.LoadFile(opts.ModelB)
-	}
+	mb, err := load(opts.ModelB, opts.BBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +98,7 @@ func Models(opts Options) (*Result, error) {
 			return nil, fmt.Errorf("--rtol names output %q, which the models do not share", name)
 		}
 	}
-	sa, err := ort.NewSession(ort.Source{Path: opts.ModelA, Inputs: insA, Outputs: outsA}, opts.Session)
+	sa, err := ort.NewSession(source(opts.ModelA, opts.ABytes, insA, outsA), opts.Session)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.ModelA, err)
 	}
@@ -112,11 +108,7 @@ func Models(opts Options) (*Result, error) {
 	for i, in := range insA {
 		orderB[i] = insB[slices.IndexFunc(insB, func(x ort.IO) bool { return x.Name == in.Name })]
 	}
-	srcB := ort.Source{Path: opts.ModelB, Inputs: orderB, Outputs: outsB}
-	if opts.BBytes != nil {
-		srcB.Path, srcB.Bytes = "", opts.BBytes
-	}
-	sb, err := ort.NewSession(srcB, opts.Session)
+	sb, err := ort.NewSession(source(opts.ModelB, opts.BBytes, orderB, outsB), opts.Session)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.ModelB, err)
 	}
@@ -199,6 +191,21 @@ func Models(opts Options) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// load reads a model from its file, or from b when given.
+func load(path string, b []byte) (*graph.Model, error) {
+	if b != nil {
+		return graph.Parse(b, "")
+	}
+	return graph.LoadFile(path)
+}
+
+func source(path string, b []byte, ins, outs []ort.IO) ort.Source {
+	if b != nil {
+		return ort.Source{Bytes: b, Inputs: ins, Outputs: outs}
+	}
+	return ort.Source{Path: path, Inputs: ins, Outputs: outs}
 }
 
 func tol(m map[string]float64, name string, def float64) float64 {
