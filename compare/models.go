@@ -18,8 +18,8 @@ type Options struct {
 	// (ModelA and ModelB are then only labels): a model can be checked
 	// before it is written.
 	ABytes, BBytes []byte
-	Data     string
-	DataOpts data.Options
+	Data           string
+	DataOpts       data.Options
 	// Labels is a .npy of int64 class ids, one per sample, scored against
 	// LabelsOutput (default: the first classifier-like output).
 	Labels       string
