@@ -43,7 +43,7 @@ func Magnitude(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 	if scope != "layer" && scope != "global" {
 		return nil, fmt.Errorf("prune scope %q: want layer or global", opts.Scope)
 	}
-	rep := &Report{Method: Method{Kind: "magnitude", Ratio: ratio}.String(), ParamsBefore: countParams(m)}
+	rep := &Report{Method: Method{Kind: "magnitude", Ratio: ratio}.String(), ParamsBefore: totalParams(m)}
 
 	type job struct {
 		w      *weight
@@ -70,7 +70,7 @@ func Magnitude(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 			j.ratio, j.own = r, true
 		}
 		l.Ratio = j.ratio
-		l.Before = fraction(zeros(vals), l.Params)
+		l.Before = fraction(countZeros(vals), l.Params)
 		rep.Layers = append(rep.Layers, l)
 		jobs = append(jobs, j)
 	}
@@ -126,14 +126,14 @@ func Magnitude(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 				return nil, err
 			}
 		}
-		z := zeros(j.vals)
+		z := countZeros(j.vals)
 		l := &rep.Layers[j.layer]
 		l.After = fraction(z, l.Params)
 		zeroed += z
 		elems += l.Params
 	}
 	rep.Sparsity = fraction(zeroed, elems)
-	rep.ParamsAfter = countParams(m)
+	rep.ParamsAfter = totalParams(m)
 	return rep, nil
 }
 

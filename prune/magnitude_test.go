@@ -49,7 +49,7 @@ func TestMagnitudeLayerScope(t *testing.T) {
 	if err := w.m.Verify(); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Method != "magnitude:0.5" || rep.ParamsBefore != rep.ParamsAfter || rep.ParamsBefore != countParams(w.m) {
+	if rep.Method != "magnitude:0.5" || rep.ParamsBefore != rep.ParamsAfter || rep.ParamsBefore != totalParams(w.m) {
 		t.Errorf("report %q, params %d -> %d", rep.Method, rep.ParamsBefore, rep.ParamsAfter)
 	}
 	var zeros, total int

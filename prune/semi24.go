@@ -17,7 +17,7 @@ import (
 // reported, as are the layers Magnitude skips (tiny, depthwise, excluded).
 // Pruned weights get new tensors; the loaded data is never written.
 func SemiStructured(m *graph.Model, opts Options) (*Report, error) {
-	rep := &Report{Method: Method{Kind: "2:4"}.String(), ParamsBefore: countParams(m)}
+	rep := &Report{Method: Method{Kind: "2:4"}.String(), ParamsBefore: totalParams(m)}
 	var zeroed, elems int64
 	for _, w := range findWeights(m) {
 		l := w.layer()
@@ -35,20 +35,20 @@ func SemiStructured(m *graph.Model, opts Options) (*Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("weight %q: %w", w.value.Name, err)
 		}
-		l.Before = fraction(zeros(vals), l.Params)
+		l.Before = fraction(countZeros(vals), l.Params)
 		if apply24(vals, w.tensor.Dims, axis) {
 			if err := replaceWeight(w, vals); err != nil {
 				return nil, err
 			}
 		}
-		z := zeros(vals)
+		z := countZeros(vals)
 		l.After = fraction(z, l.Params)
 		zeroed += z
 		elems += l.Params
 		rep.Layers = append(rep.Layers, l)
 	}
 	rep.Sparsity = fraction(zeroed, elems)
-	rep.ParamsAfter = countParams(m)
+	rep.ParamsAfter = totalParams(m)
 	return rep, nil
 }
 
@@ -71,7 +71,7 @@ func Check24(m *graph.Model) []Layer {
 			out = append(out, l)
 			continue
 		}
-		l.Before = fraction(zeros(vals), l.Params)
+		l.Before = fraction(countZeros(vals), l.Params)
 		l.After = l.Before
 		axis, skip := reduction24(w)
 		switch {

@@ -142,8 +142,8 @@ func commonSkip(w *weight, opts Options) string {
 	return ""
 }
 
-// zeros counts the zero elements of vals (either sign).
-func zeros(vals []float32) int64 {
+// countZeros counts the zero elements of vals (either sign).
+func countZeros(vals []float32) int64 {
 	var z int64
 	for _, v := range vals {
 		if v == 0 {
@@ -189,9 +189,9 @@ func replaceWeight(w *weight, vals []float32) error {
 	return nil
 }
 
-// countParams is the number of elements of every initializer and Constant
+// totalParams is the number of elements of every initializer and Constant
 // node value of m, subgraphs included.
-func countParams(m *graph.Model) int64 {
+func totalParams(m *graph.Model) int64 {
 	var total int64
 	m.Graph.Walk(func(g *graph.Graph) {
 		for _, v := range g.Initializers {

@@ -209,8 +209,8 @@ func TestFindWeights(t *testing.T) {
 			t.Errorf("%s: skip %q, want %q", name, skips[name], want)
 		}
 	}
-	if p := countParams(w.m); p != 9216+1152+512+1024+3072+1920+1200+1080+1296 {
-		t.Errorf("countParams = %d", p)
+	if p := totalParams(w.m); p != 9216+1152+512+1024+3072+1920+1200+1080+1296 {
+		t.Errorf("totalParams = %d", p)
 	}
 }
 
