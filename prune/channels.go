@@ -63,6 +63,14 @@ func Channels(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 	}
 	var pruned []*graph.Node // layers pruned, for Report.Sparsity
 	var replaced []replacement
+	// Choose every group's channels from the weights as loaded, before any
+	// slicing changes them, so that the order of groups does not matter.
+	type plan struct {
+		grp     *group
+		layers  []Layer
+		removed int64
+	}
+	var plans []plan
 	for _, grp := range a.groups() {
 		layers := make([]Layer, len(grp.sources))
 		r := 1.0
@@ -87,11 +95,22 @@ func Channels(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 		}
 		removed := int64(0)
 		if grp.reason == "" {
-			removed = int64(math.Floor(r*float64(grp.channels) + 1e-9))
-			removed = min(removed, grp.channels-1)
+			removed = removedChannels(grp.channels, r)
 		}
-		if grp.reason == "" && removed > 0 {
-			undo, reps, err := a.apply(m.Graph, grp, removed)
+		if removed > 0 {
+			keep, err := keepChannels(grp, removed)
+			if err != nil {
+				grp.skip("not pruned: " + err.Error())
+				removed = 0
+			}
+			grp.keep = keep
+		}
+		plans = append(plans, plan{grp, layers, removed})
+	}
+	for _, p := range plans {
+		grp, layers, removed := p.grp, p.layers, p.removed
+		if removed > 0 {
+			undo, reps, err := a.apply(m.Graph, grp)
 			if err == nil {
 				after, ierr := shapes.Infer(m)
 				switch {
@@ -182,6 +201,7 @@ type group struct {
 	flat     map[*graph.Value]int64 // Flatten outputs: elements per channel
 	reason   string
 	order    int
+	keep     []int // channels kept, ascending
 }
 
 func (g *group) root() *group {
@@ -720,4 +740,21 @@ func strides(dims []int64, axis int) (outer, inner int) {
 		}
 	}
 	return
+}
+
+// channelMultiple is what the kept channel count of a layer with at least
+// that many channels is rounded up to: ONNX Runtime's CPU kernels block
+// channels by 8 or 16 (NCHWc), and an odd count costs padding and
+// reorders that can make a pruned model slower than the original.
+var channelMultiple int64 = 8
+
+// removedChannels is floor(ratio*c), keeping at least one channel and,
+// for layers of channelMultiple channels or more, a multiple of it.
+func removedChannels(c int64, ratio float64) int64 {
+	removed := min(int64(math.Floor(ratio*float64(c)+1e-9)), c-1)
+	if m := channelMultiple; m > 1 && c >= m && removed > 0 {
+		kept := (c - removed + m - 1) / m * m
+		removed = max(c-kept, 0)
+	}
+	return removed
 }

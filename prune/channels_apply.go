@@ -16,16 +16,13 @@ func (u undoLog) run() {
 	}
 }
 
-// apply removes all but the kept channels of grp: the sources' output
+// apply removes all but grp.keep: the sources' output
 // axis and bias, every recorded consumer, and the declared types of the
 // values that carry them.
-func (a *analysis) apply(g *graph.Graph, grp *group, removed int64) (undoLog, []replacement, error) {
+func (a *analysis) apply(g *graph.Graph, grp *group) (undoLog, []replacement, error) {
 	var undo undoLog
 	var reps []replacement
-	keep, err := keepChannels(grp, removed)
-	if err != nil {
-		return undo, nil, err
-	}
+	keep := grp.keep
 	newC := int64(len(keep))
 	// replace slices input i of n along axis, in blocks of block elements.
 	replace := func(n *graph.Node, i, axis int, block int64) error {

@@ -23,6 +23,10 @@ type builder struct {
 }
 
 func newBuilder(t *testing.T, input []int64) (*builder, *graph.Value) {
+	// The graphs are small: count channels exactly, not in multiples of 8.
+	old := channelMultiple
+	channelMultiple = 1
+	t.Cleanup(func() { channelMultiple = old })
 	g := graph.NewGraph("g")
 	x, _ := g.NewValue("x")
 	x.Type = graph.TensorType(graph.Float, graph.StaticShape(input...))
@@ -466,5 +470,26 @@ func TestChannelsReshapeLeftAlone(t *testing.T) {
 	}
 	if !bytes.Equal(before, marshal(t, m)) {
 		t.Error("the model changed")
+	}
+}
+
+func TestRemovedChannels(t *testing.T) {
+	for _, c := range []struct {
+		c       int64
+		ratio   float64
+		want8   int64
+		wantOne int64
+	}{
+		{16, 0.25, 0, 4}, {16, 0.5, 8, 8}, {72, 0.25, 16, 18}, {8, 0.5, 0, 4}, {4, 0.9, 3, 3},
+		{1, 0.5, 0, 0}, {96, 0, 0, 0}, {120, 0.1, 8, 12}, {20, 0.25, 4, 5},
+	} {
+		channelMultiple = 8
+		got8 := removedChannels(c.c, c.ratio)
+		channelMultiple = 1
+		gotOne := removedChannels(c.c, c.ratio)
+		channelMultiple = 8
+		if got8 != c.want8 || gotOne != c.wantOne {
+			t.Errorf("removedChannels(%d, %g) = %d in multiples of 8, %d exactly; want %d, %d", c.c, c.ratio, got8, gotOne, c.want8, c.wantOne)
+		}
 	}
 }
