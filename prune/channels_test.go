@@ -438,18 +438,7 @@ func TestChannelsGraphOutputLeftAlone(t *testing.T) {
 	r := b.node("r", "Relu", []*graph.Value{c1})
 	b.output(r)
 	b.output(b.conv("c2", r, 8, 4, 3, nil))
-	m := b.model()
-	before := marshal(t, m)
-	rep, err := Channels(m, 0.5, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l := layer(t, rep, "c1"); l.Removed != 0 || !strings.Contains(l.Skipped, "graph output") {
-		t.Errorf("c1: removed %d, skipped %q", l.Removed, l.Skipped)
-	}
-	if !bytes.Equal(before, marshal(t, m)) {
-		t.Error("the model changed")
-	}
+	wantLeftAlone(t, b.model(), "c1", "graph output")
 }
 
 func TestChannelsReshapeLeftAlone(t *testing.T) {
@@ -459,14 +448,20 @@ func TestChannelsReshapeLeftAlone(t *testing.T) {
 	sv, _ := b.g.AddInitializer(shape)
 	rs := b.node("rs", "Reshape", []*graph.Value{c1, sv})
 	b.output(b.node("fc", "Gemm", []*graph.Value{rs, b.init("fc_W", []int64{128, 2}, 0, nil, 0.3)}))
-	m := b.model()
+	wantLeftAlone(t, b.model(), "c1", "Reshape")
+}
+
+// wantLeftAlone prunes m at 0.5 and wants node left alone for a reason
+// that mentions why, and the model unchanged.
+func wantLeftAlone(t *testing.T, m *graph.Model, node, why string) {
+	t.Helper()
 	before := marshal(t, m)
 	rep, err := Channels(m, 0.5, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := layer(t, rep, "c1"); l.Removed != 0 || !strings.Contains(l.Skipped, "Reshape") {
-		t.Errorf("c1: removed %d, skipped %q", l.Removed, l.Skipped)
+	if l := layer(t, rep, node); l.Removed != 0 || !strings.Contains(l.Skipped, why) {
+		t.Errorf("%s: removed %d, skipped %q", node, l.Removed, l.Skipped)
 	}
 	if !bytes.Equal(before, marshal(t, m)) {
 		t.Error("the model changed")
