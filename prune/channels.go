@@ -96,6 +96,9 @@ func Channels(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 		removed := int64(0)
 		if grp.reason == "" {
 			removed = removedChannels(grp.channels, r)
+			if removed == 0 && int64(math.Floor(r*float64(grp.channels)+1e-9)) > 0 {
+				grp.skip(fmt.Sprintf("%d channels: keeping a multiple of %d leaves none to remove", grp.channels, channelMultiple))
+			}
 		}
 		if removed > 0 {
 			keep, err := keepChannels(grp, removed)
