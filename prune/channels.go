@@ -49,7 +49,7 @@ func Channels(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 	if err := m.Verify(); err != nil {
 		return nil, fmt.Errorf("prune channels: the model is invalid: %w", err)
 	}
-	rep := &Report{Method: Method{Kind: "channels", Ratio: ratio}.String(), ParamsBefore: countParams(m)}
+	rep := &Report{Method: Method{Kind: "channels", Ratio: ratio}.String(), ParamsBefore: totalParams(m)}
 	inf, err := shapes.Infer(m)
 	if err != nil {
 		return nil, fmt.Errorf("prune channels: %w", err)
@@ -155,7 +155,7 @@ func Channels(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 	if err := m.Verify(); err != nil {
 		return nil, fmt.Errorf("prune channels: the pruned model fails Verify (a bug): %w", err)
 	}
-	rep.ParamsAfter = countParams(m)
+	rep.ParamsAfter = totalParams(m)
 	var z, n float64
 	for _, nd := range pruned {
 		t := nd.Input(1).ConstantTensor()
@@ -650,35 +650,7 @@ func zeros(t *graph.Tensor) float64 {
 	if err != nil || len(f) == 0 {
 		return 0
 	}
-	z := 0
-	for _, v := range f {
-		if v == 0 {
-			z++
-		}
-	}
-	return float64(z) / float64(len(f))
-}
-
-// countParams counts the elements of all initializers and Constant tensors.
-func countParams(m *graph.Model) int64 {
-	var n int64
-	m.Graph.Walk(func(g *graph.Graph) {
-		for _, v := range g.Initializers {
-			if c, err := v.Const.NumElements(); err == nil {
-				n += c
-			}
-		}
-		for _, nd := range g.Nodes {
-			if nd.OpType == "Constant" && nd.Domain == "" {
-				if at := nd.Attr("value"); at != nil && at.Tensor != nil {
-					if c, err := at.Tensor.NumElements(); err == nil {
-						n += c
-					}
-				}
-			}
-		}
-	})
-	return n
+	return fraction(countZeros(f), int64(len(f)))
 }
 
 // keepChannels scores a group's channels and returns the indices to keep,

@@ -1,0 +1,20 @@
+package prune
+
+import (
+	"fmt"
+
+	"optc/graph"
+)
+
+// Apply runs one pruning method over m.
+func Apply(m *graph.Model, meth Method, opts Options) (*Report, error) {
+	switch meth.Kind {
+	case "magnitude":
+		return Magnitude(m, meth.Ratio, opts)
+	case "2:4":
+		return SemiStructured(m, opts)
+	case "channels":
+		return Channels(m, meth.Ratio, opts)
+	}
+	return nil, fmt.Errorf("unknown pruning method %q", meth.Kind)
+}
