@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"optc/graph"
+	"optc/prune"
 )
 
 // InspectOptions are the inputs of `optc inspect`.
@@ -51,13 +52,33 @@ func inspectRun(opts *InspectOptions) error {
 		return fmt.Errorf("%s: invalid model: %w", opts.Model, err)
 	}
 	s := graph.Summarize(m)
+	semi := prune.Check24(m)
 	if opts.JSON {
 		enc := json.NewEncoder(opts.IO.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(s)
+		return enc.Encode(struct {
+			*graph.Summary
+			TwoFour []prune.Layer `json:"sparsity_2_4"`
+		}{s, semi})
 	}
 	printSummary(opts.IO, s)
+	print24(opts.IO, semi)
 	return nil
+}
+
+// print24 says which weighted layers satisfy 2:4 sparsity, listing them
+// when any does.
+func print24(io *IO, layers []prune.Layer) {
+	var ok []string
+	for _, l := range layers {
+		if l.Skipped == "" {
+			ok = append(ok, l.Node)
+		}
+	}
+	fmt.Fprintf(io.Out, "\n2:4 sparsity: %d of %d weighted layers satisfy it\n", len(ok), len(layers))
+	for _, n := range ok {
+		fmt.Fprintf(io.Out, "  %s\n", n)
+	}
 }
 
 func printSummary(io *IO, s *graph.Summary) {

@@ -14,6 +14,7 @@ import (
 	"optc/graph"
 	"optc/optimize"
 	"optc/passes"
+	"optc/prune"
 )
 
 // OptimizeOptions are the inputs of `optc optimize`.
@@ -29,6 +30,9 @@ func newCmdOptimize(io *IO, g *globals, runF func(*OptimizeOptions) error) *cobr
 	var df dataFlags
 	var only, disable string
 	var noCheck, external bool
+	var pruneSpecs []string
+	var pruneExclude string
+	var cost dataFlags
 	c := &cobra.Command{
 		Use:   "optimize IN -o OUT",
 		Short: "Run the pass pipeline and write the optimized model, checked against the original in ORT",
@@ -71,6 +75,29 @@ before/after table and per-pass statistics.`,
 			if external {
 				o.Save.External = graph.ExternalAlways
 			}
+			for _, p := range pruneSpecs {
+				meth, err := prune.ParseMethod(p)
+				if err != nil {
+					return usageError{err}
+				}
+				o.Prune = append(o.Prune, meth)
+			}
+			if o.PruneOpts.Scope != "layer" && o.PruneOpts.Scope != "global" {
+				return usageError{fmt.Errorf("--prune-scope must be layer or global")}
+			}
+			if pruneExclude != "" {
+				o.PruneOpts.Exclude = strings.Split(pruneExclude, ",")
+			}
+			if cost.spec != "" {
+				cost.shapes, cost.seed, cost.rng = df.shapes, df.seed, df.rng
+				if o.PruneDataOpts, err = cost.options(); err != nil {
+					return err
+				}
+				o.PruneData = cost.spec
+			}
+			if (o.PruneLabels != "" || o.MaxAccuracyDrop > 0) && len(o.Prune) == 0 {
+				return usageError{fmt.Errorf("--labels and --max-accuracy-drop measure pruning: give --prune too")}
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -92,6 +119,16 @@ before/after table and per-pass statistics.`,
 	fs.Float64Var(&o.CheckRtol, "check-rtol", optimize.DefaultCheckRtol, "relative tolerance of the check")
 	fs.BoolVar(&external, "external-data", false, "write tensors of 1 KiB or more to OUT.data")
 	fs.BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
+	fs.StringArrayVar(&pruneSpecs, "prune", nil, "prune after optimizing: magnitude:S, 2:4 or channels:R (repeatable)")
+	fs.StringVar(&o.PruneOpts.Scope, "prune-scope", "layer", "magnitude pruning per layer or with one global threshold: layer or global")
+	fs.StringVar(&pruneExclude, "prune-exclude", "", "nodes (or weights) not to prune, comma-separated")
+	fs.Int64Var(&o.PruneOpts.MinElements, "prune-min-elements", 0, "leave weights with fewer elements alone (0: 1024 for magnitude and 2:4, no minimum for channels)")
+	fs.Int64Var(&o.PruneOpts.ChannelMultiple, "prune-channel-multiple", 8, "channels:R keeps a multiple of this many channels per layer (ORT's kernels block by 8; 1 for exact counts)")
+	fs.StringVar(&cost.spec, "data", "", "data to measure what pruning costs (default: the check's random inputs)")
+	fs.IntVar(&cost.batch, "batch", 64, "batch size for --data")
+	fs.IntVar(&cost.samples, "samples", 0, "use at most this many samples of --data")
+	fs.StringVar(&o.PruneLabels, "labels", "", "a .npy of class ids for --data: measures the accuracy drop of pruning")
+	fs.Float64Var(&o.MaxAccuracyDrop, "max-accuracy-drop", 0, "accuracy budget in points: spare the most sensitive layers until pruning costs no more")
 	fs.StringArrayVar(&df.shapes, "shape", nil, "fix a dynamic input's dims for the check: name:d0,d1,... (repeatable)")
 	fs.Int64Var(&df.seed, "seed", 1, "seed of the check's random inputs")
 	fs.StringVar(&df.rng, "range", "0,1", "value range LO,HI of the check's random inputs")
@@ -158,12 +195,15 @@ func printOptimize(out io.Writer, r *optimize.Result) {
 		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%s\t\n", p.Name, p.Runs, p.Stats.Removed, p.Stats.Added, p.Stats.Rewritten, p.Time.Round(time.Microsecond))
 	}
 	w.Flush()
+	if p := r.Prune; p != nil {
+		printPrune(out, p)
+	}
 	if c := r.Check; c != nil {
 		verdict := "same outputs"
 		if !c.Pass {
 			verdict = "DIFFERENT outputs"
 		}
-		fmt.Fprintf(out, "\ncheck in ORT (level disable, %d random inputs, atol %.3g, rtol %.3g): %s\n", c.Samples, c.Atol, c.Rtol, verdict)
+		fmt.Fprintf(out, "\ncheck of the passes in ORT (level disable, %d random inputs, atol %.3g, rtol %.3g): %s\n", c.Samples, c.Atol, c.Rtol, verdict)
 		for _, s := range c.Outputs {
 			fmt.Fprintf(out, "  %s: max abs error %.3g, max |a| %.3g, cosine %.6f\n", s.Name, s.MaxAbs, s.MaxRef, s.Cosine)
 		}
@@ -186,5 +226,48 @@ func newCmdPasses(io *IO) *cobra.Command {
 			}
 			return w.Flush()
 		},
+	}
+}
+
+func printPrune(out io.Writer, p *optimize.PruneResult) {
+	for _, r := range p.Reports {
+		pruned, skipped := 0, 0
+		for _, l := range r.Layers {
+			if l.Skipped == "" {
+				pruned++
+			} else {
+				skipped++
+			}
+		}
+		fmt.Fprintf(out, "\nprune %s: %d layers pruned, %d left alone; sparsity of the pruned weights %.1f%%; parameters %s -> %s\n",
+			r.Method, pruned, skipped, 100*r.Sparsity, thousands(r.ParamsBefore), thousands(r.ParamsAfter))
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(w, "  layer\top\tparams\tsparsity\tchannels removed\tnote\t\n")
+		for _, l := range r.Layers {
+			fmt.Fprintf(w, "  %s\t%s\t%d\t%.1f%% -> %.1f%%\t%d\t%s\t\n", l.Node, l.Op, l.Params, 100*l.Before, 100*l.After, l.Removed, l.Skipped)
+		}
+		w.Flush()
+	}
+	if len(p.Search) > 0 {
+		fmt.Fprintf(out, "accuracy budget search (most sensitive layers spared first):\n")
+		for _, s := range p.Search {
+			fmt.Fprintf(out, "  sparing %s: drop %.2f points\n", strings.Join(s.Spared, ", "), s.DropPoints)
+		}
+	}
+	if c := p.Cost; c != nil {
+		fmt.Fprintf(out, "cost of pruning (pruned vs unpruned, %d samples of %s):\n", c.Samples, c.Data)
+		for _, s := range c.Outputs {
+			top := ""
+			if s.Classifier {
+				top = fmt.Sprintf(", top-1 agreement %.2f%%", 100*s.Top1Agree)
+			}
+			fmt.Fprintf(out, "  %s: cosine %.6f, max abs error %.3g%s\n", s.Name, s.Cosine, s.MaxAbs, top)
+		}
+		if a := c.Accuracy; a != nil {
+			fmt.Fprintf(out, "  accuracy %.2f%% -> %.2f%% (drop %.2f points)\n", a.A, a.B, a.DropPoints)
+		}
+	}
+	if l := p.Latency; l != nil {
+		fmt.Fprintf(out, "ORT latency (level all, batch %d): p50 %.3f ms -> %.3f ms (%.2fx)\n", l.Batch, l.BeforeP50, l.AfterP50, l.AfterP50/l.BeforeP50)
 	}
 }

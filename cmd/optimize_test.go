@@ -58,7 +58,7 @@ func TestOptimizeTableAndUsage(t *testing.T) {
 	if status != 0 {
 		t.Fatalf("status %d: %s", status, stderr)
 	}
-	for _, want := range []string{"before", "after", "pipeline rounds", "check in ORT", "same outputs"} {
+	for _, want := range []string{"before", "after", "pipeline rounds", "check of the passes in ORT", "same outputs"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}

@@ -13,6 +13,7 @@ import (
 	"optc/graph"
 	"optc/ort"
 	"optc/passes"
+	"optc/prune"
 )
 
 // Options say what to optimize and how to check it.
@@ -35,6 +36,17 @@ type Options struct {
 	DataOpts     data.Options // --shape and --seed for the check inputs
 	Save         graph.SaveOptions
 	ORTLib       string
+
+	// Prune applies these methods after the passes and the check (they
+	// change what the model computes, so the cost is measured instead:
+	// against the unpruned result on PruneData/PruneLabels, else on the
+	// check's random inputs).
+	Prune           []prune.Method
+	PruneOpts       prune.Options
+	PruneData       string
+	PruneDataOpts   data.Options
+	PruneLabels     string
+	MaxAccuracyDrop float64 // in points; spares the most sensitive layers until met
 }
 
 // Default check tolerances: what onnxsim checks a simplified model with.
@@ -52,6 +64,7 @@ type Result struct {
 	Pipeline []string       `json:"pipeline"`
 	Passes   *passes.Report `json:"passes"`
 	Check    *CheckResult   `json:"check,omitempty"`
+	Prune    *PruneResult   `json:"prune,omitempty"`
 }
 
 // CheckResult is the verdict of the ORT check.
@@ -107,6 +120,25 @@ func Run(opts Options) (*Result, error) {
 		}
 		if !res.Check.Pass {
 			return res, fmt.Errorf("the optimized model differs from the original: %s; nothing was written (see the table; --no-check writes it anyway)", firstFailure(res.Check))
+		}
+	}
+	if len(opts.Prune) > 0 {
+		if opts.MaxAccuracyDrop > 0 && opts.PruneLabels == "" {
+			return nil, fmt.Errorf("--max-accuracy-drop needs --labels (and --data) to measure accuracy")
+		}
+		if _, err := ort.Init(opts.ORTLib); err != nil {
+			return nil, err
+		}
+		unpruned, err := graph.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		var pruned []byte
+		if res.Prune, pruned, err = applyPruning(opts, unpruned); err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.Input, err)
+		}
+		if m, err = graph.Parse(pruned, ""); err != nil {
+			return nil, err
 		}
 	}
 	if err := graph.Save(m, opts.Output, opts.Save); err != nil {

@@ -95,9 +95,9 @@ func Channels(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 		}
 		removed := int64(0)
 		if grp.reason == "" {
-			removed = removedChannels(grp.channels, r)
+			removed = removedChannels(grp.channels, r, opts.multiple())
 			if removed == 0 && int64(math.Floor(r*float64(grp.channels)+1e-9)) > 0 {
-				grp.skip(fmt.Sprintf("%d channels: keeping a multiple of %d leaves none to remove", grp.channels, channelMultiple))
+				grp.skip(fmt.Sprintf("%d channels: keeping a multiple of %d leaves none to remove", grp.channels, opts.multiple()))
 			}
 		}
 		if removed > 0 {
@@ -717,17 +717,11 @@ func strides(dims []int64, axis int) (outer, inner int) {
 	return
 }
 
-// channelMultiple is what the kept channel count of a layer with at least
-// that many channels is rounded up to: ONNX Runtime's CPU kernels block
-// channels by 8 or 16 (NCHWc), and an odd count costs padding and
-// reorders that can make a pruned model slower than the original.
-var channelMultiple int64 = 8
-
 // removedChannels is floor(ratio*c), keeping at least one channel and,
-// for layers of channelMultiple channels or more, a multiple of it.
-func removedChannels(c int64, ratio float64) int64 {
+// for layers of m channels or more, a multiple of m (Options.ChannelMultiple).
+func removedChannels(c int64, ratio float64, m int64) int64 {
 	removed := min(int64(math.Floor(ratio*float64(c)+1e-9)), c-1)
-	if m := channelMultiple; m > 1 && c >= m && removed > 0 {
+	if m > 1 && c >= m && removed > 0 {
 		kept := (c - removed + m - 1) / m * m
 		removed = max(c-kept, 0)
 	}

@@ -15,29 +15,50 @@ import (
 	"optc/internal/difftest"
 	"optc/internal/ortenv"
 	"optc/internal/testenv"
-	"optc/optimize"
 	"optc/ort"
+	"optc/passes"
 )
 
-// optimized runs optimize -O2 (checked in ORT) on path into a temp file.
+// optimized runs the -O2 pipeline on path into a temp file, checked in
+// ORT against the original as optc optimize does.
 func optimized(t testing.TB, path string, dopts data.Options) string {
 	t.Helper()
 	ortenv.Require(t)
+	m, err := graph.LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	before, err := graph.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipeline, _ := passes.Select(2, nil, nil)
+	if _, err := passes.Run(m, pipeline, passes.Options{VerifyEach: true}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := graph.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := difftest.Compare(before, after, difftest.Options{DataOpts: dopts, Atol: 1e-5, Rtol: 1e-4}); err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(t.TempDir(), "o2.onnx")
-	if _, err := optimize.Run(optimize.Options{Input: path, Output: out, Level: 2, Check: true, DataOpts: dopts}); err != nil {
+	if err := os.WriteFile(out, after, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return out
 }
 
-func pruneFile(t testing.TB, path string, ratio float64) (*Report, []byte) {
+func pruneFile(t testing.TB, path string, ratio float64, opts Options) (*Report, []byte) {
 	t.Helper()
 	m, err := graph.LoadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	rep, err := Channels(m, ratio, Options{})
+	rep, err := Channels(m, ratio, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +92,7 @@ func TestChannelsMNIST(t *testing.T) {
 		}
 		for _, ratio := range []float64{0.25, 0.5} {
 			t.Run(fmt.Sprintf("%s/%g", name, ratio), func(t *testing.T) {
-				rep, b := pruneFile(t, path, ratio)
+				rep, b := pruneFile(t, path, ratio, Options{})
 				logReport(t, rep)
 				if rep.ParamsAfter >= rep.ParamsBefore {
 					t.Errorf("params %d -> %d", rep.ParamsBefore, rep.ParamsAfter)
@@ -100,7 +121,7 @@ func clsModel(t testing.TB) (string, data.Options) {
 
 func TestChannelsPaddleOCRCls(t *testing.T) {
 	o2, dopts := clsModel(t)
-	rep, b := pruneFile(t, o2, 0.25)
+	rep, b := pruneFile(t, o2, 0.25, Options{})
 	logReport(t, rep)
 	if rep.ParamsAfter >= rep.ParamsBefore {
 		t.Errorf("params %d -> %d", rep.ParamsBefore, rep.ParamsAfter)
@@ -126,11 +147,12 @@ func TestChannelsPaddleOCRCls(t *testing.T) {
 //
 //	go test -run='^$' -bench=ChannelsCls -benchtime=1x ./prune
 func BenchmarkChannelsCls(b *testing.B) {
+	var opts Options
 	if m := os.Getenv("OPTC_CHANNEL_MULTIPLE"); m != "" {
-		fmt.Sscan(m, &channelMultiple)
+		fmt.Sscan(m, &opts.ChannelMultiple)
 	}
 	o2, dopts := clsModel(b)
-	rep, pb := pruneFile(b, o2, 0.25)
+	rep, pb := pruneFile(b, o2, 0.25, opts)
 	pruned := filepath.Join(b.TempDir(), "pruned.onnx")
 	if err := os.WriteFile(pruned, pb, 0o644); err != nil {
 		b.Fatal(err)
@@ -226,7 +248,7 @@ func TestChannelsMNISTSameAsZeroed(t *testing.T) {
 	images := testenv.Data(t, "mnist/test_images.npy")
 	path := optimized(t, testenv.Model("mnist_cnn.onnx"), data.Options{})
 	for _, ratio := range []float64{0.25, 0.5} {
-		rep, pruned := pruneFile(t, path, ratio)
+		rep, pruned := pruneFile(t, path, ratio, Options{})
 		zeroed := zeroedTwin(t, path, rep)
 		difftest.Check(t, zeroed, pruned, difftest.Options{Data: images, DataOpts: data.Options{Batch: 64}, Atol: 1e-4, Rtol: 1e-4})
 	}

@@ -22,11 +22,11 @@ type builder struct {
 	rnd *rand.Rand
 }
 
+// exact prunes the small test graphs channel by channel, not in multiples
+// of 8.
+var exact = Options{ChannelMultiple: 1}
+
 func newBuilder(t *testing.T, input []int64) (*builder, *graph.Value) {
-	// The graphs are small: count channels exactly, not in multiples of 8.
-	old := channelMultiple
-	channelMultiple = 1
-	t.Cleanup(func() { channelMultiple = old })
 	g := graph.NewGraph("g")
 	x, _ := g.NewValue("x")
 	x.Type = graph.TensorType(graph.Float, graph.StaticShape(input...))
@@ -123,7 +123,7 @@ func pruneAndCompare(t *testing.T, m *graph.Model, ratio float64, atol float64) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Channels(pm, ratio, Options{})
+	rep, err := Channels(pm, ratio, exact)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestChannelsRatioZeroChangesNothing(t *testing.T) {
 	b.output(b.conv("c2", r, 8, 4, 3, nil))
 	m := b.model()
 	before := marshal(t, m)
-	rep, err := Channels(m, 0, Options{})
+	rep, err := Channels(m, 0, exact)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestChannelsRatioZeroChangesNothing(t *testing.T) {
 		t.Errorf("params %d -> %d", rep.ParamsBefore, rep.ParamsAfter)
 	}
 	// A per-layer ratio of 0 for the only prunable layer: no change either.
-	rep, err = Channels(m, 0.5, Options{PerLayer: map[string]float64{"c1": 0}})
+	rep, err = Channels(m, 0.5, Options{PerLayer: map[string]float64{"c1": 0}, ChannelMultiple: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +456,7 @@ func TestChannelsReshapeLeftAlone(t *testing.T) {
 func wantLeftAlone(t *testing.T, m *graph.Model, node, why string) {
 	t.Helper()
 	before := marshal(t, m)
-	rep, err := Channels(m, 0.5, Options{})
+	rep, err := Channels(m, 0.5, exact)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,11 +478,8 @@ func TestRemovedChannels(t *testing.T) {
 		{16, 0.25, 0, 4}, {16, 0.5, 8, 8}, {72, 0.25, 16, 18}, {8, 0.5, 0, 4}, {4, 0.9, 3, 3},
 		{1, 0.5, 0, 0}, {96, 0, 0, 0}, {120, 0.1, 8, 12}, {20, 0.25, 4, 5},
 	} {
-		channelMultiple = 8
-		got8 := removedChannels(c.c, c.ratio)
-		channelMultiple = 1
-		gotOne := removedChannels(c.c, c.ratio)
-		channelMultiple = 8
+		got8 := removedChannels(c.c, c.ratio, 8)
+		gotOne := removedChannels(c.c, c.ratio, 1)
 		if got8 != c.want8 || gotOne != c.wantOne {
 			t.Errorf("removedChannels(%d, %g) = %d in multiples of 8, %d exactly; want %d, %d", c.c, c.ratio, got8, gotOne, c.want8, c.wantOne)
 		}

@@ -54,6 +54,19 @@ type Options struct {
 	// PerLayer overrides the ratio for named nodes (what the accuracy
 	// budget search settles on).
 	PerLayer map[string]float64
+	// ChannelMultiple rounds the channels a layer keeps up to a multiple
+	// (channels:R; default 8, 1 for exact counts): ONNX Runtime's CPU
+	// kernels block channels by 8 or 16 (NCHWc), and an odd count costs
+	// padding and reorders that can make a pruned model slower.
+	ChannelMultiple int64
+}
+
+// multiple is ChannelMultiple with its default.
+func (o Options) multiple() int64 {
+	if o.ChannelMultiple <= 0 {
+		return 8
+	}
+	return o.ChannelMultiple
 }
 
 // Layer says what happened to one prunable layer.

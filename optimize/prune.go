@@ -1,0 +1,202 @@
+package optimize
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"optc/bench"
+	"optc/compare"
+	"optc/graph"
+	"optc/ort"
+	"optc/passes"
+	"optc/prune"
+)
+
+// PruneResult is what pruning did and what it cost.
+type PruneResult struct {
+	Reports []*prune.Report `json:"reports"`
+	// Cost compares the pruned model (B) with the unpruned optimized one (A).
+	Cost *compare.Result `json:"cost"`
+	// Search is what the accuracy budget search tried, when it ran.
+	Search []SearchStep `json:"search,omitempty"`
+	// Spared lists the layers the search left unpruned, most sensitive first.
+	Spared  []string      `json:"spared_layers,omitempty"`
+	Latency *LatencyDelta `json:"latency,omitempty"`
+}
+
+// SearchStep is one model the budget search measured.
+type SearchStep struct {
+	Spared     []string `json:"spared_layers"`
+	DropPoints float64  `json:"drop_points"`
+}
+
+// LatencyDelta is ORT latency before and after pruning (level all).
+type LatencyDelta struct {
+	Batch     int     `json:"batch"`
+	BeforeP50 float64 `json:"before_p50_ms"`
+	AfterP50  float64 `json:"after_p50_ms"`
+}
+
+// applyPruning prunes the optimized model held in unpruned, measures the
+// cost against it, and keeps within MaxAccuracyDrop by sparing the most
+// sensitive layers. It returns the pruned model's bytes.
+func applyPruning(opts Options, unpruned []byte) (*PruneResult, []byte, error) {
+	res := &PruneResult{}
+	pruned, reports, err := pruneBytes(unpruned, opts.Prune, opts.PruneOpts)
+	if err != nil {
+		return nil, nil, err
+	}
+	res.Reports = reports
+	if res.Cost, err = cost(opts, unpruned, pruned); err != nil {
+		return nil, nil, err
+	}
+	if opts.MaxAccuracyDrop > 0 && res.Cost.Accuracy != nil && res.Cost.Accuracy.DropPoints > opts.MaxAccuracyDrop {
+		if pruned, err = searchBudget(opts, unpruned, res); err != nil {
+			return nil, nil, err
+		}
+	}
+	if slices.ContainsFunc(opts.Prune, func(m prune.Method) bool { return m.Kind == "channels" }) {
+		if res.Latency, err = latency(opts, unpruned, pruned); err != nil {
+			return nil, nil, err
+		}
+	}
+	return res, pruned, nil
+}
+
+// pruneBytes applies the methods to a fresh copy of the model, then the
+// -O1 cleanups (pruning leaves dead weights behind).
+func pruneBytes(model []byte, methods []prune.Method, popts prune.Options) ([]byte, []*prune.Report, error) {
+	m, err := graph.Parse(model, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	var reports []*prune.Report
+	for _, meth := range methods {
+		r, err := prune.Apply(m, meth, popts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("prune %s: %w", meth, err)
+		}
+		reports = append(reports, r)
+	}
+	cleanups, _ := passes.Select(1, nil, nil)
+	if _, err := passes.Run(m, cleanups, passes.Options{VerifyEach: true}); err != nil {
+		return nil, nil, fmt.Errorf("after pruning: %w", err)
+	}
+	b, err := graph.Marshal(m)
+	return b, reports, err
+}
+
+// cost runs the unpruned (A) and pruned (B) models on the cost data:
+// --data and --labels when given, else the check's random inputs.
+func cost(opts Options, unpruned, pruned []byte) (*compare.Result, error) {
+	spec, dopts := opts.PruneData, opts.PruneDataOpts
+	if spec == "" {
+		spec, dopts = "random", opts.DataOpts
+		dopts.Samples, dopts.Batch = max(opts.CheckSamples, 4), 1
+		if dopts.High == 0 && dopts.Low == 0 {
+			dopts.High = 1
+		}
+	}
+	r, err := compare.Models(compare.Options{
+		ModelA: "unpruned", ModelB: "pruned", ABytes: unpruned, BBytes: pruned,
+		Data: spec, DataOpts: dopts, Labels: opts.PruneLabels,
+		Atol: map[string]float64{"": 1e9}, Session: ort.DefaultOptions(), ORTLib: opts.ORTLib,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("measuring what pruning cost: %w", err)
+	}
+	return r, nil
+}
+
+// searchBudget measures each pruned layer alone, then spares the most
+// sensitive layers one by one until the accuracy drop is within budget.
+func searchBudget(opts Options, unpruned []byte, res *PruneResult) ([]byte, error) {
+	var layers []string
+	for _, r := range res.Reports {
+		for _, l := range r.Layers {
+			if l.Skipped == "" && !slices.Contains(layers, l.Node) {
+				layers = append(layers, l.Node)
+			}
+		}
+	}
+	drop := map[string]float64{}
+	for _, l := range layers {
+		popts := opts.PruneOpts
+		popts.Exclude = append(slices.Clone(popts.Exclude), without(layers, l)...)
+		b, _, err := pruneBytes(unpruned, opts.Prune, popts)
+		if err != nil {
+			return nil, err
+		}
+		c, err := cost(opts, unpruned, b)
+		if err != nil {
+			return nil, err
+		}
+		drop[l] = c.Accuracy.DropPoints
+	}
+	slices.SortStableFunc(layers, func(a, b string) int {
+		switch {
+		case drop[a] > drop[b]:
+			return -1
+		case drop[a] < drop[b]:
+			return 1
+		}
+		return 0
+	})
+	for k := 1; k <= len(layers); k++ {
+		spared := layers[:k]
+		popts := opts.PruneOpts
+		popts.Exclude = append(slices.Clone(popts.Exclude), spared...)
+		b, reports, err := pruneBytes(unpruned, opts.Prune, popts)
+		if err != nil {
+			return nil, err
+		}
+		c, err := cost(opts, unpruned, b)
+		if err != nil {
+			return nil, err
+		}
+		res.Search = append(res.Search, SearchStep{Spared: slices.Clone(spared), DropPoints: c.Accuracy.DropPoints})
+		if c.Accuracy.DropPoints <= opts.MaxAccuracyDrop || k == len(layers) {
+			res.Reports, res.Cost, res.Spared = reports, c, slices.Clone(spared)
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("no prunable layers")
+}
+
+func without(xs []string, x string) []string {
+	return slices.DeleteFunc(slices.Clone(xs), func(y string) bool { return y == x })
+}
+
+// latency measures both models in ORT at level all, batch 1.
+func latency(opts Options, unpruned, pruned []byte) (*LatencyDelta, error) {
+	dir, err := os.MkdirTemp("", "optc-prune-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	d := &LatencyDelta{Batch: 1}
+	for i, b := range [][]byte{unpruned, pruned} {
+		path := filepath.Join(dir, fmt.Sprintf("m%d.onnx", i))
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			return nil, err
+		}
+		dopts := opts.DataOpts
+		if dopts.High == 0 && dopts.Low == 0 {
+			dopts.High = 1
+		}
+		r, err := bench.Run(bench.Options{Model: path, Data: "random", DataOpts: dopts, Batches: []int{1},
+			Session: ort.DefaultOptions(), Duration: time.Second, ORTLib: opts.ORTLib})
+		if err != nil {
+			return nil, fmt.Errorf("measuring latency: %w", err)
+		}
+		if i == 0 {
+			d.BeforeP50 = r.Batches[0].Latency.P50
+		} else {
+			d.AfterP50 = r.Batches[0].Latency.P50
+		}
+	}
+	return d, nil
+}
