@@ -123,8 +123,10 @@ func TestChannelsPaddleOCRCls(t *testing.T) {
 	o2, dopts := clsModel(t)
 	rep, b := pruneFile(t, o2, 0.25, Options{})
 	logReport(t, rep)
-	if rep.ParamsAfter >= rep.ParamsBefore {
-		t.Errorf("params %d -> %d", rep.ParamsBefore, rep.ParamsAfter)
+	// The acceptance figure: at least 15% fewer parameters (the speed-up
+	// is measured by BenchmarkChannelsCls, not asserted).
+	if fewer := 1 - float64(rep.ParamsAfter)/float64(rep.ParamsBefore); fewer < 0.15 {
+		t.Errorf("params %d -> %d: %.1f%% fewer, want at least 15%%", rep.ParamsBefore, rep.ParamsAfter, 100*fewer)
 	}
 	// Runs in ORT with outputs of the original's shapes.
 	res, err := compare.Models(compare.Options{ModelA: o2, ModelB: "pruned", BBytes: b,
