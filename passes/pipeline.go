@@ -23,6 +23,7 @@ var registry = []*Pass{
 	dedupInitializers,
 	fusePadIntoConv,
 	matmulAddToGemm,
+	fuseBiasAdd,
 	fuseConvBN,
 	fuseHardSwish,
 	fuseConvActivation,
