@@ -106,7 +106,7 @@ before/after table and per-pass statistics.`,
 	}
 	fs := c.Flags()
 	fs.StringVarP(&o.Output, "output", "o", "", "where to write the optimized model (required)")
-	fs.IntVarP(&o.Level, "level", "O", 2, "optimization level: 0 none, 1 exact cleanups and folding, 2 also fusions")
+	fs.IntVarP(&o.Level, "opt-level", "O", 2, "optimization level: 0 none, 1 exact cleanups and folding, 2 also fusions")
 	fs.StringVar(&only, "passes", "", "run exactly these passes, comma-separated (see optc passes)")
 	fs.StringVar(&disable, "disable-pass", "", "passes to leave out, comma-separated")
 	fs.BoolVar(&o.VerifyEach, "verify-each", false, "verify the graph after every pass")
