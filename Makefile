@@ -8,9 +8,12 @@ EXAMPLE := testdata/models/mnist_cnn.onnx
 build:
 	$(GO) build -o $(BIN) ./cmd/optc
 
-# Runs optc on the bundled example model.
-demo: build
+# Runs optc on the bundled example model: inspect it, then optimize it
+# (checked against the original in ONNX Runtime) into out/.
+demo: build ort
 	./$(BIN) inspect $(EXAMPLE)
+	@mkdir -p out
+	./$(BIN) optimize $(EXAMPLE) -o out/mnist_cnn.opt.onnx
 
 # Fetches what the tests need (cached, checksummed) and runs every test,
 # then a short fuzzing pass over the model loader.
