@@ -64,5 +64,11 @@ func optimizeAndRun(t *testing.T, path, dir string, pipeline []*passes.Pass) (ou
 		return conformance.Mismatch, err.Error(), true
 	}
 	outcome, detail = conformance.RunAndCheck(optimized, path, dir)
+	// ORT failing on the result counts only when it fails on the original too.
+	if outcome == conformance.CannotRun {
+		if orig, _ := conformance.RunAndCheck(path, path, dir+".orig"); orig != conformance.CannotRun {
+			return conformance.Mismatch, "ORT runs the original but not the optimized model: " + detail, true
+		}
+	}
 	return outcome, detail, true
 }
