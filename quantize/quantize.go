@@ -274,7 +274,7 @@ func floatConst(v *graph.Value) (*graph.Tensor, []float32) {
 		return nil, nil
 	}
 	t := v.ConstantTensor()
-	if t == nil || t.DType != graph.Float || t.IsExternal() && t.External() == nil {
+	if t == nil || t.DType != graph.Float {
 		return nil, nil
 	}
 	f, err := t.Float32s()

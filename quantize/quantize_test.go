@@ -443,6 +443,38 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
+// moreOpsNet: x[1,2,5,5] -> MaxPool -> ConvTranspose -> Reshape ->
+// MatMul whose weight is a Constant node -> out.
+func moreOpsNet(t testing.TB) *builder {
+	b := newBuilder(t, 13)
+	x := b.input("x", 1, 2, 5, 5)
+	mp := b.node("pool", "MaxPool", x)
+	mp.SetAttr(ints("kernel_shape", 2, 2))
+	ct := b.node("convT", "ConvTranspose", mp.Output(0), b.weight("Wt", 0.4, 2, 3, 3, 3))
+	shape, err := graph.NewInt64Tensor("shape", []int64{2}, []int64{1, 108})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, err := b.g.AddInitializer(shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := b.node("reshape", "Reshape", ct.Output(0), sv)
+	vals := make([]float32, 108*3)
+	for i := range vals {
+		vals[i] = float32(b.rng.Float64() - 0.5)
+	}
+	wt, err := graph.NewFloat32Tensor("", []int64{108, 3}, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cn := b.node("wconst", "Constant")
+	cn.SetAttr(&graph.Attr{Name: "value", Type: graph.AttrTensor, Tensor: wt})
+	mm := b.node("matmul", "MatMul", rs.Output(0), cn.Output(0))
+	b.output(mm.Output(0), 1, 3)
+	return b
+}
+
 // TestRunsInORT quantizes convNet and residualNet with ranges measured in
 // ORT and runs the results: outputs must stay close to the float model's.
 func TestRunsInORT(t *testing.T) {
@@ -456,6 +488,8 @@ func TestRunsInORT(t *testing.T) {
 		{"convnet tensorrt", convNet, Options{Target: TargetTensorRT}},
 		{"residual ort-cpu", residualNet, Options{ReduceRange: boolp(true)}},
 		{"residual tensorrt", residualNet, Options{Target: TargetTensorRT}},
+		{"more ops ort-cpu", moreOpsNet, Options{ReduceRange: boolp(true)}},
+		{"more ops tensorrt", moreOpsNet, Options{Target: TargetTensorRT}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := c.build(t)
@@ -468,6 +502,14 @@ func TestRunsInORT(t *testing.T) {
 			}
 			if len(rep.Skipped) > 0 || rep.QDQPairs == 0 {
 				t.Fatalf("report %+v", rep)
+			}
+			for _, n := range b.g.Nodes {
+				if n.OpType == "ConvTranspose" && dqOf(t, n.Input(1)).AttrInt("axis", -1) != 1 {
+					t.Error("ConvTranspose weight is not per-channel on axis 1")
+				}
+			}
+			if countOps(b.g, "Constant") != 0 {
+				t.Error("the Constant node holding the float weight was kept")
 			}
 			after := marshal(t, b.m)
 			for _, level := range []ort.Level{ort.LevelDisable, ort.LevelAll} {
