@@ -1,0 +1,234 @@
+package quantize
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"math"
+	"math/rand"
+	"testing"
+
+	"optc/data"
+	"optc/graph"
+	"optc/internal/ortenv"
+	"optc/ort"
+)
+
+// builder makes small models node by node.
+type builder struct {
+	t   testing.TB
+	m   *graph.Model
+	g   *graph.Graph
+	rng *rand.Rand
+}
+
+func newBuilder(t testing.TB, opset int64) *builder {
+	g := graph.NewGraph("test")
+	return &builder{t: t, g: g, rng: rand.New(rand.NewSource(1)),
+		m: &graph.Model{IRVersion: 8, Opsets: []graph.OpsetImport{{Domain: "", Version: opset}}, Graph: g}}
+}
+
+func (b *builder) value(name string) *graph.Value {
+	b.t.Helper()
+	v, err := b.g.NewValue(name)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return v
+}
+
+func (b *builder) input(name string, dims ...int64) *graph.Value {
+	v := b.value(name)
+	v.Type = graph.TensorType(graph.Float, graph.StaticShape(dims...))
+	b.g.Inputs = append(b.g.Inputs, v)
+	return v
+}
+
+func (b *builder) output(v *graph.Value, dims ...int64) {
+	v.Type = graph.TensorType(graph.Float, graph.StaticShape(dims...))
+	b.g.Outputs = append(b.g.Outputs, v)
+}
+
+// node adds node name computing op; its output is called name+"_out".
+func (b *builder) node(name, op string, ins ...*graph.Value) *graph.Node {
+	b.t.Helper()
+	n, err := b.g.AddNode(op, ins, []*graph.Value{b.value(name + "_out")})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	n.Name = name
+	return n
+}
+
+// weight adds a float32 initializer of random values in [-scale, scale).
+func (b *builder) weight(name string, scale float64, dims ...int64) *graph.Value {
+	b.t.Helper()
+	n := int64(1)
+	for _, d := range dims {
+		n *= d
+	}
+	vals := make([]float32, n)
+	for i := range vals {
+		vals[i] = float32((2*b.rng.Float64() - 1) * scale)
+	}
+	t, err := graph.NewFloat32Tensor(name, dims, vals)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	v, err := b.g.AddInitializer(t)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return v
+}
+
+func ints(name string, vs ...int64) *graph.Attr {
+	return &graph.Attr{Name: name, Type: graph.AttrInts, Ints: vs}
+}
+
+func intAttr(name string, v int64) *graph.Attr {
+	return &graph.Attr{Name: name, Type: graph.AttrInt, Int: v}
+}
+
+func marshal(t testing.TB, m *graph.Model) []byte {
+	t.Helper()
+	b, err := graph.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func boolp(b bool) *bool { return &b }
+
+// measure runs model (bytes) in ORT at level disable on src's batches with
+// names exposed and returns each value's [min, max].
+func measure(t testing.TB, model []byte, spec string, opts data.Options, names []string) map[string][2]float64 {
+	t.Helper()
+	ortenv.Require(t)
+	m, err := graph.Parse(model, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := graph.ExposeValues(m, names); err != nil {
+		t.Fatal(err)
+	}
+	ins, outs := ort.Interface(m)
+	s, err := ort.NewSession(ort.Source{Bytes: marshal(t, m), Inputs: ins, Outputs: outs}, ort.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	src, err := data.Open(spec, data.GraphInputs(m.Graph), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	r := map[string][2]float64{}
+	for {
+		batch, err := src.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Run(batch.Tensors)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, o := range outs {
+			vals, err := res[i].Float32s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			mm, ok := r[o.Name]
+			if !ok {
+				mm = [2]float64{math.Inf(1), math.Inf(-1)}
+			}
+			for _, v := range vals {
+				mm[0], mm[1] = math.Min(mm[0], float64(v)), math.Max(mm[1], float64(v))
+			}
+			r[o.Name] = mm
+		}
+	}
+	return r
+}
+
+// floatValueNames lists the main graph's float activations: inputs and
+// node outputs (everything a calibrator would measure).
+func activationNames(m *graph.Model) []string {
+	var names []string
+	for _, v := range m.Graph.Inputs {
+		if v.Const == nil {
+			names = append(names, v.Name)
+		}
+	}
+	for _, n := range m.Graph.Nodes {
+		for _, o := range n.Outputs() {
+			if o != nil && n.OpType != "Constant" && n.OpType != "Shape" {
+				names = append(names, o.Name)
+			}
+		}
+	}
+	return names
+}
+
+// dqOf returns the DequantizeLinear that computes v, or fails.
+func dqOf(t testing.TB, v *graph.Value) *graph.Node {
+	t.Helper()
+	if v == nil || v.Producer() == nil || v.Producer().OpType != "DequantizeLinear" {
+		t.Fatalf("%v is not computed by a DequantizeLinear", v)
+	}
+	return v.Producer()
+}
+
+func f32s(t testing.TB, v *graph.Value) []float32 {
+	t.Helper()
+	f, err := v.Const.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// ints8/uint8s/int32s decode an initializer of that type.
+func constBytes(t testing.TB, v *graph.Value, dt graph.DataType) []byte {
+	t.Helper()
+	if v.Const == nil || v.Const.DType != dt {
+		t.Fatalf("%q: want a %s initializer, got %+v", v.Name, dt, v.Const)
+	}
+	b, err := v.Const.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func int32s(t testing.TB, v *graph.Value) []int32 {
+	b := constBytes(t, v, graph.Int32)
+	out := make([]int32, len(b)/4)
+	for i := range out {
+		out[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+func int8s(t testing.TB, v *graph.Value) []int8 {
+	b := constBytes(t, v, graph.Int8)
+	out := make([]int8, len(b))
+	for i, x := range b {
+		out[i] = int8(x)
+	}
+	return out
+}
+
+func countOps(g *graph.Graph, op string) int {
+	c := 0
+	for _, n := range g.Nodes {
+		if n.OpType == op {
+			c++
+		}
+	}
+	return c
+}

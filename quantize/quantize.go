@@ -1,0 +1,716 @@
+// Package quantize prepares a float model for post-training INT8: it
+// inserts QuantizeLinear/DequantizeLinear (QDQ) pairs for a deployment
+// target, from activation ranges calibrated elsewhere (a plain map from
+// value name to [min, max]), and stores the weights already quantized.
+//
+// Targets:
+//
+//   - ort-cpu (ONNX Runtime's CPU provider): activations uint8 asymmetric,
+//     weights int8 symmetric (per-channel by default), Conv/Gemm biases
+//     int32 with scale input_scale*weight_scale. Q/DQ sits on the
+//     activation inputs of the quantized ops, so that each op's output is
+//     quantized where the next quantized op reads it (after a Relu/Clip the
+//     op feeds alone). ORT's QDQ transformer turns DQ -> op -> Q groups into
+//     integer kernels.
+//   - tensorrt (explicit quantization): activations and weights int8
+//     symmetric, every zero point 0, Q/DQ only on the inputs of weighted ops
+//     and on the residual input of an Add fed by a Conv; biases stay float.
+//
+// Only the main graph is quantized, and only ranges that were measured are
+// used: a node whose tensors have no range is skipped and reported.
+package quantize
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"optc/graph"
+)
+
+// Target is the runtime the quantized model is meant for.
+type Target string
+
+// The targets.
+const (
+	TargetORTCPU   Target = "ort-cpu"
+	TargetTensorRT Target = "tensorrt"
+)
+
+// Options configure Apply.
+type Options struct {
+	Target Target // default ort-cpu
+	// ReduceRange keeps weights within ±63 (7 bits). nil decides
+	// automatically for ort-cpu: true on x86 without AVX-512 VNNI or
+	// AVX-VNNI, false elsewhere; tensorrt never reduces.
+	ReduceRange *bool
+	// Exclude lists regular expressions; a node whose name or op type
+	// matches one stays float.
+	Exclude []string
+	// KeepFirstLast keeps the first and the last weighted op float.
+	KeepFirstLast bool
+	// PerChannel quantizes weights per output channel; nil means true.
+	// false uses one scale per weight tensor.
+	PerChannel *bool
+}
+
+// Report says what Apply did.
+type Report struct {
+	Target            Target  `json:"target"`
+	ReduceRange       bool    `json:"reduce_range"`
+	ReduceRangeReason string  `json:"reduce_range_reason"`
+	PerChannel        bool    `json:"per_channel"`
+	Quantized         []Entry `json:"quantized"`
+	Skipped           []Entry `json:"skipped"`
+	// QDQPairs counts the activation QuantizeLinear -> DequantizeLinear
+	// pairs inserted; Weights the weight tensors stored as int8, Biases
+	// those stored as int32.
+	QDQPairs int `json:"qdq_pairs"`
+	Weights  int `json:"weights"`
+	Biases   int `json:"biases"`
+}
+
+// Entry is one node of the report.
+type Entry struct {
+	Node   string `json:"node"` // name and op, as graph.Node.String gives them
+	Op     string `json:"op"`
+	Detail string `json:"detail"` // how it was quantized, or why not
+}
+
+var (
+	weightedOps    = []string{"Conv", "ConvTranspose", "Gemm", "MatMul"}
+	passThroughOps = []string{"Add", "Mul", "Concat", "MaxPool", "AveragePool", "GlobalAveragePool",
+		"Resize", "Reshape", "Transpose", "Flatten"}
+)
+
+// plan is what Apply decided for one quantized node.
+type plan struct {
+	n        *graph.Node
+	acts     []int // indices of the activation inputs to quantize
+	weighted bool
+	axis     int  // weight's channel axis, -1 for per-tensor
+	bias     bool // store the bias (input 2) as int32
+	detail   string
+}
+
+// Apply quantizes m in place for opts.Target, using ranges (value name ->
+// [min, max]) for the activations. The model must import the default
+// opset at version 13 or later (per-channel QuantizeLinear/
+// DequantizeLinear); older models are refused, not upgraded.
+func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report, error) {
+	if opts.Target == "" {
+		opts.Target = TargetORTCPU
+	}
+	if opts.Target != TargetORTCPU && opts.Target != TargetTensorRT {
+		return nil, fmt.Errorf("quantize: unknown target %q (want %q or %q)", opts.Target, TargetORTCPU, TargetTensorRT)
+	}
+	if v := m.OpsetVersion(""); v < 13 {
+		return nil, fmt.Errorf("quantize: the model imports default-domain opset %d; per-channel QuantizeLinear/DequantizeLinear needs opset >= 13, and upgrading a model's opset is not done here (convert it first and check the result against the original)", v)
+	}
+	excl := make([]*regexp.Regexp, len(opts.Exclude))
+	for i, s := range opts.Exclude {
+		re, err := regexp.Compile(s)
+		if err != nil {
+			return nil, fmt.Errorf("quantize: exclude pattern %q: %w", s, err)
+		}
+		excl[i] = re
+	}
+	g := m.Graph
+	for _, n := range g.Nodes {
+		if isOp(n, "QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger") {
+			return nil, fmt.Errorf("quantize: the model is already quantized (node %s)", n)
+		}
+	}
+	for name, r := range ranges {
+		if math.IsNaN(r[0]) || math.IsNaN(r[1]) || math.IsInf(r[0], 0) || math.IsInf(r[1], 0) || r[0] > r[1] {
+			return nil, fmt.Errorf("quantize: range of %q is not a finite [min, max]: %v", name, r)
+		}
+	}
+
+	rep := &Report{Target: opts.Target, PerChannel: opts.PerChannel == nil || *opts.PerChannel}
+	switch {
+	case opts.Target == TargetTensorRT:
+		rep.ReduceRangeReason = "tensorrt: full int8 range ([-127, 127] weights)"
+		if opts.ReduceRange != nil && *opts.ReduceRange {
+			rep.ReduceRange, rep.ReduceRangeReason = true, "asked for: weights kept within ±63"
+		}
+	case opts.ReduceRange != nil:
+		rep.ReduceRange = *opts.ReduceRange
+		rep.ReduceRangeReason = "asked for: full-range int8 weights"
+		if rep.ReduceRange {
+			rep.ReduceRangeReason = "asked for: weights kept within ±63"
+		}
+	default:
+		rep.ReduceRange, rep.ReduceRangeReason = autoReduceRange()
+	}
+
+	q := &quantizer{g: g, ranges: ranges, target: opts.Target, rep: rep,
+		qmax: 127, dq: map[*graph.Value]*graph.Value{}, wq: map[weightKey]*graph.Value{}}
+	if rep.ReduceRange {
+		q.qmax = 63
+	}
+	skip := func(n *graph.Node, why string) {
+		rep.Skipped = append(rep.Skipped, Entry{Node: n.String(), Op: n.OpType, Detail: why})
+	}
+	excluded := func(n *graph.Node) string {
+		for i, re := range excl {
+			if (n.Name != "" && re.MatchString(n.Name)) || re.MatchString(n.OpType) {
+				return "excluded by pattern " + strconv.Quote(opts.Exclude[i])
+			}
+		}
+		return ""
+	}
+
+	// Weighted ops first: which have constant weights, which stay float.
+	var weighted []*plan
+	for _, n := range g.Nodes {
+		if !isOp(n, weightedOps...) {
+			continue
+		}
+		p, why := q.weightedPlan(n, rep.PerChannel)
+		if why != "" {
+			skip(n, why)
+			continue
+		}
+		weighted = append(weighted, p)
+	}
+	keep := map[*graph.Node]string{}
+	if opts.KeepFirstLast && len(weighted) > 0 {
+		keep[weighted[len(weighted)-1].n] = "kept float: last weighted op (KeepFirstLast)"
+		keep[weighted[0].n] = "kept float: first weighted op (KeepFirstLast)"
+	}
+	chosen := map[*graph.Node]*plan{}
+	for _, p := range weighted {
+		if why := keep[p.n]; why != "" {
+			skip(p.n, why)
+			continue
+		}
+		if why := excluded(p.n); why != "" {
+			skip(p.n, why)
+			continue
+		}
+		if why := q.needRanges(p.n, p.acts, true); why != "" {
+			skip(p.n, why)
+			continue
+		}
+		chosen[p.n] = p
+	}
+	// Then the ops without weights.
+	for _, n := range g.Nodes {
+		if chosen[n] != nil || isOp(n, weightedOps...) {
+			continue
+		}
+		var p *plan
+		var why string
+		switch {
+		case opts.Target == TargetORTCPU && isOp(n, passThroughOps...):
+			p, why = q.passThroughPlan(n)
+		case opts.Target == TargetTensorRT && isOp(n, "Add"):
+			p, why = q.residualPlan(n, chosen)
+		default:
+			continue
+		}
+		if p == nil && why == "" {
+			continue // not a pattern this target quantizes
+		}
+		if why == "" {
+			why = excluded(n)
+		}
+		if why == "" {
+			why = q.needRanges(n, p.acts, opts.Target == TargetORTCPU)
+		}
+		if why != "" {
+			skip(n, why)
+			continue
+		}
+		chosen[n] = p
+	}
+
+	// Rewrite, in node order, so that each Q/DQ lands before its first
+	// reader.
+	for _, n := range slices.Clone(g.Nodes) {
+		p := chosen[n]
+		if p == nil {
+			continue
+		}
+		if err := q.rewrite(p); err != nil {
+			return rep, fmt.Errorf("quantize %s: %w", n, err)
+		}
+		rep.Quantized = append(rep.Quantized, Entry{Node: n.String(), Op: n.OpType, Detail: p.detail})
+	}
+	if err := q.dropUnused(); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+type weightKey struct {
+	v    *graph.Value
+	axis int
+}
+
+type quantizer struct {
+	g      *graph.Graph
+	ranges map[string][2]float64
+	target Target
+	rep    *Report
+	qmax   float64
+	dq     map[*graph.Value]*graph.Value // activation -> its DequantizeLinear output
+	wq     map[weightKey]*graph.Value    // float weight -> its DequantizeLinear output
+	scales map[*graph.Value][]float32    // weight DQ output -> its scales
+	old    []*graph.Value                // float constants possibly left unused
+}
+
+func isOp(n *graph.Node, ops ...string) bool {
+	return n != nil && (n.Domain == "" || n.Domain == "ai.onnx") && slices.Contains(ops, n.OpType)
+}
+
+// floatConst returns v's data when it is a constant float32 tensor.
+func floatConst(v *graph.Value) (*graph.Tensor, []float32) {
+	if v == nil {
+		return nil, nil
+	}
+	t := v.ConstantTensor()
+	if t == nil || t.DType != graph.Float {
+		return nil, nil
+	}
+	f, err := t.Float32s()
+	if err != nil {
+		return nil, nil
+	}
+	return t, f
+}
+
+// weightedPlan checks a Conv/ConvTranspose/Gemm/MatMul: constant float
+// weight, the channel axis, and whether its bias can be stored as int32.
+func (q *quantizer) weightedPlan(n *graph.Node, perChannel bool) (*plan, string) {
+	wt, _ := floatConst(n.Input(1))
+	if wt == nil {
+		return nil, "input 1 (the weight) is not a constant float32 tensor"
+	}
+	if n.Input(0) == nil || n.Input(0).IsConstant() {
+		return nil, "input 0 is not an activation"
+	}
+	p := &plan{n: n, acts: []int{0}, weighted: true, axis: -1}
+	rank := len(wt.Dims)
+	switch n.OpType {
+	case "Conv":
+		if rank < 3 {
+			return nil, fmt.Sprintf("weight has rank %d", rank)
+		}
+		p.axis = 0
+	case "ConvTranspose":
+		if rank < 3 {
+			return nil, fmt.Sprintf("weight has rank %d", rank)
+		}
+		if n.AttrInt("group", 1) == 1 {
+			p.axis = 1 // [C_in, C_out/group, ...]
+		}
+	case "Gemm":
+		if rank != 2 {
+			return nil, fmt.Sprintf("weight has rank %d", rank)
+		}
+		p.axis = 1
+		if n.AttrInt("transB", 0) != 0 {
+			p.axis = 0
+		}
+	case "MatMul":
+		if rank != 2 {
+			return nil, fmt.Sprintf("MatMul weight has rank %d; only 2-D [K, N] weights are quantized", rank)
+		}
+		p.axis = 1
+	}
+	if !perChannel {
+		p.axis = -1
+	}
+	p.detail = "weight int8 per-tensor"
+	if p.axis >= 0 {
+		p.detail = fmt.Sprintf("weight int8 per-channel (axis %d)", p.axis)
+	}
+	if q.target == TargetORTCPU && n.Input(2) != nil {
+		bt, _ := floatConst(n.Input(2))
+		channels := int64(1)
+		if p.axis >= 0 {
+			channels = wt.Dims[p.axis]
+		}
+		switch {
+		case n.OpType != "Conv" && n.OpType != "Gemm":
+		case bt == nil || len(bt.Dims) != 1:
+		case n.OpType == "Gemm" && (n.AttrFloat("alpha", 1) != 1 || n.AttrFloat("beta", 1) != 1):
+		case p.axis >= 0 && bt.Dims[0] != channels:
+		case n.OpType == "Gemm" && bt.Dims[0] != wt.Dims[1-n.AttrInt("transB", 0)]:
+		default:
+			p.bias = true
+		}
+	}
+	return p, ""
+}
+
+// passThroughPlan: ort-cpu quantizes every float activation input of an
+// Add/Mul/Concat/pooling/shape op (for Reshape and Resize only the data).
+func (q *quantizer) passThroughPlan(n *graph.Node) (*plan, string) {
+	if len(n.Outputs()) != 1 || n.Output(0) == nil {
+		return nil, "more than one output"
+	}
+	p := &plan{n: n, detail: "inputs and output quantized (uint8)"}
+	switch n.OpType {
+	case "Add", "Mul", "Concat":
+		for i, in := range n.Inputs() {
+			if in == nil {
+				continue
+			}
+			if in.IsConstant() {
+				return nil, fmt.Sprintf("input %d %q is a constant", i, in.Name)
+			}
+			p.acts = append(p.acts, i)
+		}
+	default:
+		if n.Input(0) == nil || n.Input(0).IsConstant() {
+			return nil, "input 0 is not an activation"
+		}
+		p.acts = []int{0}
+	}
+	return p, ""
+}
+
+// residualPlan: for tensorrt, an Add with one input computed by a
+// quantized Conv gets Q/DQ on its other input, so that TensorRT fuses the
+// addition into the conv. Other Adds are left alone (nil, "").
+func (q *quantizer) residualPlan(n *graph.Node, chosen map[*graph.Node]*plan) (*plan, string) {
+	if len(n.Inputs()) != 2 || n.Input(0) == nil || n.Input(1) == nil {
+		return nil, ""
+	}
+	fromConv := func(v *graph.Value) bool {
+		pr := v.Producer()
+		return isOp(pr, "Conv") && chosen[pr] != nil
+	}
+	var other int
+	switch {
+	case fromConv(n.Input(0)):
+		other = 1
+	case fromConv(n.Input(1)):
+		other = 0
+	default:
+		return nil, ""
+	}
+	if n.Input(other).IsConstant() {
+		return nil, ""
+	}
+	return &plan{n: n, acts: []int{other}, detail: fmt.Sprintf("residual input %d quantized (int8)", other)}, ""
+}
+
+// needRanges returns why n cannot be quantized for lack of a range: of an
+// activation input, and with output set (ort-cpu) of the tensor its
+// quantized output will be, after a Relu/Clip it feeds alone.
+func (q *quantizer) needRanges(n *graph.Node, acts []int, output bool) string {
+	for _, i := range acts {
+		if _, ok := q.ranges[n.Input(i).Name]; !ok {
+			return fmt.Sprintf("no range for input %d %q", i, n.Input(i).Name)
+		}
+	}
+	if !output {
+		return ""
+	}
+	out := outputActivation(n)
+	if _, ok := q.ranges[out.Name]; !ok {
+		return fmt.Sprintf("no range for output %q", out.Name)
+	}
+	return ""
+}
+
+// outputActivation returns the tensor n's quantized output is: the output
+// of a Relu or Clip (or of the activation the optc.fused_activation note
+// names) that alone reads n's output, else n's output itself.
+func outputActivation(n *graph.Node) *graph.Value {
+	out := n.Output(0)
+	uses := out.Uses()
+	if len(uses) != 1 || out.IsReturned() || uses[0].Index != 0 {
+		return out
+	}
+	a := uses[0].Node
+	if a.Graph() != n.Graph() || len(a.Outputs()) != 1 || a.Output(0) == nil {
+		return out
+	}
+	if isOp(a, "Relu", "Clip") || (n.Meta("optc.fused_activation") != "" && isOp(a, n.Meta("optc.fused_activation"))) {
+		return a.Output(0)
+	}
+	return out
+}
+
+func (q *quantizer) rewrite(p *plan) error {
+	n := p.n
+	var inScale float32
+	for _, i := range p.acts {
+		dq, scale, err := q.activation(n.Input(i), n)
+		if err != nil {
+			return err
+		}
+		inScale = scale
+		n.SetInput(i, dq)
+	}
+	if !p.weighted {
+		return nil
+	}
+	w := n.Input(1)
+	dq, scales, err := q.weight(w, p.axis, n)
+	if err != nil {
+		return err
+	}
+	n.SetInput(1, dq)
+	if p.bias {
+		ok, err := q.bias(n, inScale, scales, p.axis >= 0)
+		if err != nil {
+			return err
+		}
+		if ok {
+			p.detail += ", bias int32"
+		} else {
+			p.detail += ", bias float (int32 would overflow)"
+		}
+	} else if n.Input(2) != nil {
+		p.detail += ", bias float"
+	}
+	if q.target == TargetORTCPU {
+		if out := outputActivation(n); out != n.Output(0) {
+			p.detail += fmt.Sprintf(", output quantized after %s", out.Producer().OpType)
+		}
+	}
+	return nil
+}
+
+// activationParams returns scale and zero point for a range.
+func (q *quantizer) activationParams(r [2]float64) (float32, int) {
+	if q.target == TargetTensorRT {
+		amax := math.Max(math.Abs(r[0]), math.Abs(r[1]))
+		if amax == 0 {
+			return 1, 0
+		}
+		return float32(amax / 127), 0
+	}
+	lo, hi := math.Min(r[0], 0), math.Max(r[1], 0)
+	if hi == lo {
+		return 1, 0
+	}
+	scale := float32((hi - lo) / 255)
+	zp := math.Round(-lo / float64(scale))
+	return scale, int(math.Max(0, math.Min(255, zp)))
+}
+
+// activation returns v quantized and dequantized (one pair per value),
+// inserting the pair before reader when it is new.
+func (q *quantizer) activation(v *graph.Value, reader *graph.Node) (*graph.Value, float32, error) {
+	scale, zp := q.activationParams(q.ranges[v.Name])
+	if dq := q.dq[v]; dq != nil {
+		return dq, scale, nil
+	}
+	zpType, zpData := graph.Uint8, []byte{byte(zp)}
+	if q.target == TargetTensorRT {
+		zpType, zpData = graph.Int8, []byte{0}
+	}
+	sv, err := q.init(v.Name+"_scale", graph.Float, nil, f32bytes([]float32{scale}))
+	if err != nil {
+		return nil, 0, err
+	}
+	zv, err := q.init(v.Name+"_zero_point", zpType, nil, zpData)
+	if err != nil {
+		return nil, 0, err
+	}
+	qv, err := q.g.NewValue(q.g.UniqueName(v.Name + "_quantized"))
+	if err != nil {
+		return nil, 0, err
+	}
+	dqv, err := q.g.NewValue(q.g.UniqueName(v.Name + "_dequantized"))
+	if err != nil {
+		return nil, 0, err
+	}
+	qn, err := q.g.InsertNodeBefore(reader, "QuantizeLinear", []*graph.Value{v, sv, zv}, []*graph.Value{qv})
+	if err != nil {
+		return nil, 0, err
+	}
+	qn.Name = qv.Name
+	dn, err := q.g.InsertNodeBefore(reader, "DequantizeLinear", []*graph.Value{qv, sv, zv}, []*graph.Value{dqv})
+	if err != nil {
+		return nil, 0, err
+	}
+	dn.Name = dqv.Name
+	q.dq[v] = dqv
+	q.rep.QDQPairs++
+	return dqv, scale, nil
+}
+
+// weight stores w as int8 (symmetric, zero point 0) with a
+// DequantizeLinear before reader; the pair is shared by every op that
+// reads w with the same axis.
+func (q *quantizer) weight(w *graph.Value, axis int, reader *graph.Node) (*graph.Value, []float32, error) {
+	if dq := q.wq[weightKey{w, axis}]; dq != nil {
+		return dq, q.scales[dq], nil
+	}
+	t, vals := floatConst(w)
+	scales, qs := quantizeWeights(vals, t.Dims, axis, q.qmax)
+	data := make([]byte, len(qs))
+	for i, x := range qs {
+		data[i] = byte(x)
+	}
+	qv, err := q.init(w.Name+"_int8", graph.Int8, t.Dims, data)
+	if err != nil {
+		return nil, nil, err
+	}
+	var dims []int64
+	if axis >= 0 {
+		dims = []int64{int64(len(scales))}
+	}
+	sv, err := q.init(w.Name+"_scale", graph.Float, dims, f32bytes(scales))
+	if err != nil {
+		return nil, nil, err
+	}
+	zv, err := q.init(w.Name+"_zero_point", graph.Int8, dims, make([]byte, len(scales)))
+	if err != nil {
+		return nil, nil, err
+	}
+	dqv, err := q.g.NewValue(q.g.UniqueName(w.Name + "_dequantized"))
+	if err != nil {
+		return nil, nil, err
+	}
+	dn, err := q.g.InsertNodeBefore(reader, "DequantizeLinear", []*graph.Value{qv, sv, zv}, []*graph.Value{dqv})
+	if err != nil {
+		return nil, nil, err
+	}
+	dn.Name = dqv.Name
+	if axis >= 0 {
+		dn.SetAttr(&graph.Attr{Name: "axis", Type: graph.AttrInt, Int: int64(axis)})
+	}
+	if q.scales == nil {
+		q.scales = map[*graph.Value][]float32{}
+	}
+	q.wq[weightKey{w, axis}], q.scales[dqv] = dqv, scales
+	q.old = append(q.old, w)
+	q.rep.Weights++
+	return dqv, scales, nil
+}
+
+// quantizeWeights returns per-channel (axis >= 0) or per-tensor scales
+// max|w|/qmax and the weights round(w/scale) clamped to ±qmax.
+func quantizeWeights(vals []float32, dims []int64, axis int, qmax float64) ([]float32, []int8) {
+	channels, inner := 1, len(vals)
+	if axis >= 0 {
+		channels = int(dims[axis])
+		inner = 1
+		for _, d := range dims[axis+1:] {
+			inner *= int(d)
+		}
+	}
+	amax := make([]float64, channels)
+	chanOf := func(i int) int { return (i / inner) % channels }
+	for i, x := range vals {
+		c := chanOf(i)
+		amax[c] = math.Max(amax[c], math.Abs(float64(x)))
+	}
+	scales := make([]float32, channels)
+	for c, a := range amax {
+		scales[c] = float32(a / qmax)
+		if a == 0 {
+			scales[c] = 1
+		}
+	}
+	qs := make([]int8, len(vals))
+	for i, x := range vals {
+		r := math.RoundToEven(float64(x) / float64(scales[chanOf(i)]))
+		qs[i] = int8(math.Max(-qmax, math.Min(qmax, r)))
+	}
+	return scales, qs
+}
+
+// bias stores n's bias as int32 with scale inScale*weightScale[c] and zero
+// point 0. It leaves the bias float (false) when a value would not fit.
+func (q *quantizer) bias(n *graph.Node, inScale float32, wScales []float32, perChannel bool) (bool, error) {
+	b := n.Input(2)
+	t, vals := floatConst(b)
+	scales := make([]float32, len(vals))
+	data := make([]byte, 4*len(vals))
+	for i, x := range vals {
+		ws := wScales[0]
+		if perChannel {
+			ws = wScales[i]
+		}
+		scales[i] = float32(float64(inScale) * float64(ws))
+		r := math.RoundToEven(float64(x) / float64(scales[i]))
+		if r > math.MaxInt32 || r < math.MinInt32 {
+			return false, nil
+		}
+		binary.LittleEndian.PutUint32(data[4*i:], uint32(int32(r)))
+	}
+	dims := []int64(nil)
+	if perChannel {
+		dims = []int64{t.Dims[0]}
+	} else {
+		scales = scales[:1]
+	}
+	qv, err := q.init(b.Name+"_int32", graph.Int32, t.Dims, data)
+	if err != nil {
+		return false, err
+	}
+	sv, err := q.init(b.Name+"_scale", graph.Float, dims, f32bytes(scales))
+	if err != nil {
+		return false, err
+	}
+	zv, err := q.init(b.Name+"_zero_point", graph.Int32, dims, make([]byte, 4*len(scales)))
+	if err != nil {
+		return false, err
+	}
+	dqv, err := q.g.NewValue(q.g.UniqueName(b.Name + "_dequantized"))
+	if err != nil {
+		return false, err
+	}
+	dn, err := q.g.InsertNodeBefore(n, "DequantizeLinear", []*graph.Value{qv, sv, zv}, []*graph.Value{dqv})
+	if err != nil {
+		return false, err
+	}
+	dn.Name = dqv.Name
+	if perChannel {
+		dn.SetAttr(&graph.Attr{Name: "axis", Type: graph.AttrInt, Int: 0})
+	}
+	n.SetInput(2, dqv)
+	q.old = append(q.old, b)
+	q.rep.Biases++
+	return true, nil
+}
+
+func (q *quantizer) init(prefix string, dt graph.DataType, dims []int64, data []byte) (*graph.Value, error) {
+	t, err := graph.NewTensor(q.g.UniqueName(prefix), dt, dims, data)
+	if err != nil {
+		return nil, err
+	}
+	return q.g.AddInitializer(t)
+}
+
+// dropUnused removes the float weights and biases nothing reads any more
+// (initializers, or the Constant nodes holding them).
+func (q *quantizer) dropUnused() error {
+	seen := map[*graph.Value]bool{}
+	var inits []*graph.Value
+	for _, v := range q.old {
+		if seen[v] || len(v.Uses()) > 0 || v.IsReturned() {
+			continue
+		}
+		seen[v] = true
+		if pr := v.Producer(); pr != nil {
+			if err := q.g.RemoveNode(pr); err != nil {
+				return err
+			}
+		} else if v.Const != nil && slices.Contains(q.g.Initializers, v) && !slices.Contains(q.g.Inputs, v) {
+			inits = append(inits, v)
+		}
+	}
+	return q.g.RemoveInitializers(inits)
+}
+
+func f32bytes(vs []float32) []byte {
+	b := make([]byte, 4*len(vs))
+	for i, v := range vs {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	return b
+}
