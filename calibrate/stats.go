@@ -34,7 +34,10 @@ const (
 	// 99.999) of |x| over all elements, read from the histogram with linear
 	// interpolation inside the bin.
 	Percentile Method = "percentile"
-	// Entropy is TensorRT's KL-divergence calibration: for each candidate
+	// Entropy is TensorRT's KL-divergence calibration, with bin 0 (exact
+	// zeros and the smallest magnitudes) first set to the count of bin 1 as
+	// NVIDIA's pytorch-quantization does, so that a spike of zeros (Relu
+	// outputs, background pixels) does not drive the threshold: for each candidate
 	// i in [128, 2048] (in bins), P is bins [0,i) with every count beyond
 	// folded into bin i-1; Q quantizes bins [0,i) (outliers not folded) into
 	// 128 groups of i/128 bins (the last group takes the remainder), each
@@ -258,7 +261,12 @@ func entropyThreshold(h *histogram) float64 {
 	if h.upper == 0 {
 		return 0
 	}
-	counts := h.counts[:]
+	// Bin 0 holds the exact zeros (Relu outputs, padding, background
+	// pixels); their spike would dominate the divergence, so it is
+	// replaced by bin 1, as NVIDIA's pytorch-quantization does.
+	hc := h.counts
+	hc[0] = hc[1]
+	counts := hc[:]
 	best, bestKL := HistBins, math.Inf(1)
 	p := make([]float64, HistBins)
 	q := make([]float64, HistBins)
