@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"math"
 	"slices"
 
 	"optc/data"
@@ -103,12 +104,8 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 			} else {
 				t = outs[outIndex[n]]
 			}
-			vals, err := floats(t)
-			if err != nil {
+			if err := observeTensor(stats, n, t); err != nil {
 				return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
-			}
-			if err := stats.Observe(n, vals); err != nil {
-				return nil, fmt.Errorf("calibrate: %w", err)
 			}
 		}
 		stats.Batches++
@@ -121,13 +118,26 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 	return stats, nil
 }
 
-// floats reads a float tensor's elements as float32 (a per-batch copy,
-// dropped after the batch).
-func floats(t *graph.Tensor) ([]float32, error) {
+// observeTensor adds a batch of tensor t as values of name; float32 data
+// is read in place, other float types through a converted copy.
+func observeTensor(s *Stats, name string, t *graph.Tensor) error {
 	if !t.DType.IsFloat() {
-		return nil, fmt.Errorf("tensor %q is %s, not a floating-point tensor", t.Name, t.DType)
+		return fmt.Errorf("tensor %q is %s, not a floating-point tensor", name, t.DType)
 	}
-	return t.Float32s()
+	if t.DType == graph.Float {
+		b, err := t.Bytes()
+		if err != nil {
+			return err
+		}
+		return s.observe(name, len(b)/4, func(i int) float32 {
+			return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		})
+	}
+	vals, err := t.Float32s()
+	if err != nil {
+		return err
+	}
+	return s.Observe(name, vals)
 }
 
 // dataDigest hashes the streamed input data per input, so that the result

@@ -150,16 +150,22 @@ func (s *Stats) Summary(name string) (Summary, bool) {
 // error naming the tensor and batch (counted from 0 per tensor); the
 // statistics are then left unchanged. vals is not kept.
 func (s *Stats) Observe(name string, vals []float32) error {
+	return s.observe(name, len(vals), func(i int) float32 { return vals[i] })
+}
+
+// observe adds one batch of n values, element i read by at (so tensors can
+// be read in place, without a converted copy).
+func (s *Stats) observe(name string, n int, at func(int) float32) error {
 	ts, ok := s.t[name]
 	if !ok {
 		return fmt.Errorf("tensor %q is not being calibrated", name)
 	}
-	if len(vals) == 0 {
+	if n == 0 {
 		return nil
 	}
 	bmin, bmax := math.Inf(1), math.Inf(-1)
-	for i, v := range vals {
-		f := float64(v)
+	for i := range n {
+		f := float64(at(i))
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return fmt.Errorf("tensor %q, batch %d: element %d is %v", name, ts.batches, i, f)
 		}
@@ -169,10 +175,10 @@ func (s *Stats) Observe(name string, vals []float32) error {
 	ts.hist.grow(max(-bmin, bmax))
 	h := &ts.hist
 	if h.upper == 0 {
-		h.counts[0] += uint64(len(vals))
+		h.counts[0] += uint64(n)
 	} else {
-		for _, v := range vals {
-			h.counts[h.bin(math.Abs(float64(v)))]++
+		for i := range n {
+			h.counts[h.bin(math.Abs(float64(at(i))))]++
 		}
 	}
 	if ts.batches == 0 {
@@ -184,7 +190,7 @@ func (s *Stats) Observe(name string, vals []float32) error {
 		ts.avgMin += a * (bmin - ts.avgMin)
 		ts.avgMax += a * (bmax - ts.avgMax)
 	}
-	ts.count += uint64(len(vals))
+	ts.count += uint64(n)
 	ts.batches++
 	return nil
 }

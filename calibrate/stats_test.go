@@ -271,3 +271,19 @@ func TestEmpty(t *testing.T) {
 		t.Error("observing an unknown tensor was accepted")
 	}
 }
+
+// A spike of exact zeros (90% of a Relu output) must not pull the entropy
+// threshold down: the rest is U(0,1), which entropy keeps nearly whole.
+func TestEntropyZeroSpike(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	b := make([]float32, 500000)
+	for i := range b {
+		if i%10 == 0 {
+			b[i] = float32(r.Float64())
+		}
+	}
+	s := newStats(t, Options{}, "relu", b)
+	if got := rangeOf(t, s, Entropy, Options{}); got.Min != 0 || got.Max < 0.9 {
+		t.Errorf("entropy with 90%% zeros: %v, want [0, >0.9]", got)
+	}
+}
