@@ -1,4 +1,16 @@
-// Package calibrate will collect activation ranges for INT8 quantization by
-// running the model in ONNX Runtime over calibration data. Nothing is
-// implemented yet; see docs/DESIGN.md.
+// Package calibrate is the statistics half of INT8 post-training
+// quantization: it runs a model in ONNX Runtime over calibration data,
+// batch by batch, and keeps for each named value its min, max, element
+// count and a fixed-size histogram of |x| (HistBins bins whose range grows
+// by merging adjacent bins). Memory is constant in the number of samples:
+// activations are never kept across batches.
+//
+// From the statistics, Stats.Ranges derives a range per tensor with one of
+// four methods (minmax, percentile, entropy, mse; see Method). WeightScales
+// gives per-channel symmetric weight scales, and Cache is the calibration
+// cache file (deterministic JSON, written atomically, read strictly).
+//
+// Ranges are statistics, not quantization parameters: they are not widened
+// to include zero and no scale or zero point is derived here; that is the
+// quantizer's job.
 package calibrate

@@ -1,0 +1,260 @@
+package calibrate
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"math"
+	"slices"
+
+	"optc/data"
+	"optc/graph"
+	"optc/ort"
+)
+
+// Collect runs m in ONNX Runtime over src, batch by batch, and gathers the
+// statistics of the named values (see DefaultTensors). A copy of m with
+// the values exposed as outputs is run (m is not changed); graph inputs are
+// read from the batches themselves. src must yield the inputs of
+// data.GraphInputs(m.Graph), in that order. ort.Init must have succeeded.
+//
+// Only the per-tensor statistics are kept between batches, so memory does
+// not grow with the number of samples. A NaN or infinity in a tensor is an
+// error naming it and the batch; no batches at all is the error
+// "calibration data is empty".
+func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*Stats, error) {
+	if len(tensors) == 0 {
+		return nil, fmt.Errorf("no tensors to calibrate")
+	}
+	stats, err := NewStats(tensors, opts)
+	if err != nil {
+		return nil, err
+	}
+	orig, err := graph.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	sum := sha256.Sum256(orig)
+	stats.ModelDigest = hex.EncodeToString(sum[:])
+
+	inputs, _ := ort.Interface(m)
+	inputIndex := map[string]int{}
+	for i, in := range inputs {
+		inputIndex[in.Name] = i
+	}
+	var expose []string
+	for _, n := range stats.names {
+		if _, ok := inputIndex[n]; !ok {
+			expose = append(expose, n)
+		}
+	}
+	clone, err := m.Clone()
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	if err := graph.ExposeValues(clone, expose); err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	for _, n := range expose {
+		if v := clone.Graph.Value(n); v != nil && v.Type != nil && v.Type.Elem != 0 && !v.Type.Elem.IsFloat() {
+			return nil, fmt.Errorf("calibrate: value %q is %s, not a floating-point tensor", n, v.Type.Elem)
+		}
+	}
+	s := ort.Source{}
+	if s.Bytes, err = graph.Marshal(clone); err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	s.Inputs, s.Outputs = ort.Interface(clone)
+	clone = nil
+	sess, err := ort.NewSession(s, opts.Session)
+	s.Bytes = nil
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	defer sess.Close()
+	outIndex := map[string]int{}
+	for i, o := range sess.Outputs {
+		outIndex[o.Name] = i
+	}
+
+	digest := newDataDigest(inputs)
+	for {
+		batch, err := src.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
+		}
+		if err := digest.add(batch.Tensors); err != nil {
+			return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
+		}
+		outs, err := sess.Run(batch.Tensors)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
+		}
+		for _, n := range stats.names {
+			var t *graph.Tensor
+			if i, ok := inputIndex[n]; ok {
+				t = batch.Tensors[i]
+			} else {
+				t = outs[outIndex[n]]
+			}
+			if err := observeTensor(stats, n, t); err != nil {
+				return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
+			}
+		}
+		stats.Batches++
+		stats.Samples += int64(batch.Samples)
+	}
+	if stats.Batches == 0 {
+		return nil, fmt.Errorf("calibration data is empty")
+	}
+	stats.DataDigest = digest.sum()
+	return stats, nil
+}
+
+// observeTensor adds a batch of tensor t as values of name; float32 data
+// is read in place, other float types through a converted copy.
+func observeTensor(s *Stats, name string, t *graph.Tensor) error {
+	if !t.DType.IsFloat() {
+		return fmt.Errorf("tensor %q is %s, not a floating-point tensor", name, t.DType)
+	}
+	if t.DType == graph.Float {
+		b, err := t.Bytes()
+		if err != nil {
+			return err
+		}
+		return s.observe(name, len(b)/4, func(i int) float32 {
+			return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		})
+	}
+	vals, err := t.Float32s()
+	if err != nil {
+		return err
+	}
+	return s.Observe(name, vals)
+}
+
+// dataDigest hashes the streamed input data per input, so that the result
+// does not depend on how the samples were batched.
+type dataDigest struct {
+	inputs []ort.IO
+	h      []hash.Hash
+	dims   [][]int64
+}
+
+func newDataDigest(inputs []ort.IO) *dataDigest {
+	d := &dataDigest{inputs: inputs, dims: make([][]int64, len(inputs))}
+	for range inputs {
+		d.h = append(d.h, sha256.New())
+	}
+	return d
+}
+
+func (d *dataDigest) add(ts []*graph.Tensor) error {
+	if len(ts) != len(d.inputs) {
+		return fmt.Errorf("%d input tensors for %d model inputs", len(ts), len(d.inputs))
+	}
+	for i, t := range ts {
+		var sample []int64
+		if len(t.Dims) > 0 {
+			sample = t.Dims[1:]
+		}
+		if d.dims[i] == nil {
+			d.dims[i] = append([]int64{int64(t.DType)}, sample...)
+		} else if !slices.Equal(d.dims[i][1:], sample) || d.dims[i][0] != int64(t.DType) {
+			// A change of per-sample shape is hashed in place.
+			d.h[i].Write([]byte("shape"))
+			writeInts(d.h[i], append([]int64{int64(t.DType)}, sample...))
+		}
+		b, err := t.Bytes()
+		if err != nil {
+			return err
+		}
+		d.h[i].Write(b)
+	}
+	return nil
+}
+
+func (d *dataDigest) sum() string {
+	all := sha256.New()
+	for i, in := range d.inputs {
+		all.Write([]byte(in.Name))
+		all.Write([]byte{0})
+		writeInts(all, d.dims[i])
+		all.Write(d.h[i].Sum(nil))
+	}
+	return hex.EncodeToString(all.Sum(nil))
+}
+
+func writeInts(h hash.Hash, v []int64) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(len(v)))
+	h.Write(b[:])
+	for _, x := range v {
+		binary.LittleEndian.PutUint64(b[:], uint64(x))
+		h.Write(b[:])
+	}
+}
+
+// quantizedOps have their non-constant inputs and outputs calibrated.
+var quantizedOps = map[string]bool{"Conv": true, "ConvTranspose": true, "Gemm": true, "MatMul": true}
+
+// outputOps have their outputs calibrated.
+var outputOps = map[string]bool{
+	"Relu": true, "Clip": true, "Add": true, "Mul": true, "Concat": true,
+	"MaxPool": true, "AveragePool": true, "GlobalAveragePool": true,
+	"Resize": true, "HardSigmoid": true, "Sigmoid": true, "HardSwish": true,
+}
+
+// DefaultTensors returns the values of m's main graph that quantization
+// needs ranges for: the non-constant inputs and the outputs of
+// Conv/ConvTranspose/Gemm/MatMul (default domain), and the outputs of
+// Relu, Clip, Add, Mul, Concat, MaxPool, AveragePool, GlobalAveragePool,
+// Resize, HardSigmoid, Sigmoid and HardSwish. Values declared with a
+// non-float element type are left out. The order is that of the nodes
+// (inputs before outputs), without duplicates.
+func DefaultTensors(m *graph.Model) []string {
+	var out []string
+	seen := map[string]bool{}
+	addValue := func(v *graph.Value) {
+		if v == nil || v.Name == "" || seen[v.Name] || isConstant(v) {
+			return
+		}
+		if v.Type != nil && v.Type.Elem != 0 && !v.Type.Elem.IsFloat() {
+			return
+		}
+		seen[v.Name] = true
+		out = append(out, v.Name)
+	}
+	for _, n := range m.Graph.Nodes {
+		if n.Domain != "" && n.Domain != "ai.onnx" {
+			continue
+		}
+		if quantizedOps[n.OpType] {
+			for _, v := range n.Inputs() {
+				addValue(v)
+			}
+		}
+		if quantizedOps[n.OpType] || outputOps[n.OpType] {
+			for _, v := range n.Outputs() {
+				addValue(v)
+			}
+		}
+	}
+	return out
+}
+
+// isConstant reports whether v is an initializer or a Constant's output.
+func isConstant(v *graph.Value) bool {
+	if v.Const != nil || v.Sparse != nil {
+		return true
+	}
+	p := v.Producer()
+	return p != nil && p.OpType == "Constant"
+}

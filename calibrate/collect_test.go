@@ -1,0 +1,177 @@
+package calibrate
+
+import (
+	"io"
+	"strings"
+	"testing"
+
+	"optc/data"
+	"optc/graph"
+	"optc/internal/ortenv"
+	"optc/internal/testenv"
+)
+
+func loadMNIST(t testing.TB) *graph.Model {
+	t.Helper()
+	m, err := graph.LoadFile(testenv.Model("mnist_cnn.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func collectMNIST(t testing.TB, m *graph.Model, file string, batch, samples int, tensors []string, opts Options) *Stats {
+	t.Helper()
+	src, err := data.Open(testenv.Data(t, file), data.GraphInputs(m.Graph), data.Options{Batch: batch, Samples: samples})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	s, err := Collect(m, src, tensors, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestDefaultTensorsMNIST(t *testing.T) {
+	m := loadMNIST(t)
+	got := DefaultTensors(m)
+	var ops []string
+	for _, n := range got {
+		v := m.Graph.Value(n)
+		if v == nil {
+			t.Fatalf("%q is not a value", n)
+		}
+		if v.Const != nil {
+			t.Errorf("constant %q listed", n)
+		}
+		op := "input"
+		if p := v.Producer(); p != nil {
+			op = p.OpType
+		}
+		ops = append(ops, op)
+	}
+	// input -> Conv, its output (BN follows), Relu -> Conv ..., Flatten -> Gemm.
+	want := "input Conv Relu Conv Relu Conv Relu Flatten Gemm"
+	if strings.Join(ops, " ") != want {
+		t.Errorf("DefaultTensors producers %v, want %s (%v)", ops, want, got)
+	}
+	again := DefaultTensors(m)
+	if strings.Join(again, ",") != strings.Join(got, ",") {
+		t.Error("DefaultTensors is not deterministic")
+	}
+}
+
+func TestCollectMNIST(t *testing.T) {
+	ortenv.Require(t)
+	m := loadMNIST(t)
+	tensors := DefaultTensors(m)
+	s64 := collectMNIST(t, m, "mnist/train_images.npy", 64, 512, tensors, Options{})
+	s128 := collectMNIST(t, m, "mnist/train_images.npy", 128, 512, tensors, Options{})
+	if s64.Samples != 512 || s64.Batches != 8 || s128.Batches != 4 {
+		t.Fatalf("samples %d batches %d/%d", s64.Samples, s64.Batches, s128.Batches)
+	}
+	r64, err := s64.Ranges(MinMax, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r128, err := s128.Ranges(MinMax, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range tensors {
+		r, ok := r64[n]
+		if !ok {
+			t.Errorf("no range for %q", n)
+			continue
+		}
+		if r != r128[n] {
+			t.Errorf("%q: batch 64 %v, batch 128 %v", n, r, r128[n])
+		}
+		if !(r.Min < r.Max) {
+			t.Errorf("%q: degenerate range %v", n, r)
+		}
+		if p := m.Graph.Value(n).Producer(); p != nil && p.OpType == "Relu" && r.Min < 0 {
+			t.Errorf("Relu output %q: min %v < 0", n, r.Min)
+		}
+		sum, _ := s64.Summary(n)
+		if sum.Batches != 8 || sum.Count == 0 {
+			t.Errorf("%q: %+v", n, sum)
+		}
+	}
+	if in := r64["input"]; in.Min != 0 || in.Max > 1 || in.Max < 0.9 {
+		t.Errorf("input range %v, want [0, ~1]", in)
+	}
+	for _, method := range Methods[1:] {
+		rs, err := s64.Ranges(method, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range tensors {
+			r, mm := rs[n], r64[n]
+			if r.Min < mm.Min || r.Max > mm.Max || r.Min > 0 || r.Max <= 0 {
+				t.Errorf("%s %q: %v not within minmax %v or excludes 0", method, n, r, mm)
+			}
+		}
+		t.Logf("%s: %v", method, rs)
+	}
+	if s64.ModelDigest == "" || s64.ModelDigest != s128.ModelDigest {
+		t.Errorf("model digests %q %q", s64.ModelDigest, s128.ModelDigest)
+	}
+	if len(s64.DataDigest) != 64 || s64.DataDigest != s128.DataDigest {
+		t.Errorf("the data digest depends on batching: %q %q", s64.DataDigest, s128.DataDigest)
+	}
+	other := collectMNIST(t, m, "mnist/test_images.npy", 64, 512, tensors, Options{})
+	if other.DataDigest == s64.DataDigest {
+		t.Error("the data digest did not change with the data")
+	}
+	fewer := collectMNIST(t, m, "mnist/train_images.npy", 64, 448, tensors, Options{})
+	if fewer.DataDigest == s64.DataDigest {
+		t.Error("the data digest did not change with the sample count")
+	}
+	// The model given is not changed.
+	if len(m.Graph.Outputs) != 1 {
+		t.Errorf("Collect changed the model's outputs: %d", len(m.Graph.Outputs))
+	}
+}
+
+type emptySource struct{}
+
+func (emptySource) Next() (*data.Batch, error) { return nil, io.EOF }
+func (emptySource) Close() error               { return nil }
+
+type nanSource struct{ n int }
+
+func (s *nanSource) Next() (*data.Batch, error) {
+	if s.n == 2 {
+		return nil, io.EOF
+	}
+	s.n++
+	vals := make([]float32, 2*28*28)
+	if s.n == 2 {
+		vals[100] = float32(nan())
+	}
+	t, err := graph.NewFloat32Tensor("input", []int64{2, 1, 28, 28}, vals)
+	return &data.Batch{Tensors: []*graph.Tensor{t}, Samples: 2}, err
+}
+func (s *nanSource) Close() error { return nil }
+
+func nan() float64 { var z float64; return z / z }
+
+func TestCollectErrors(t *testing.T) {
+	ortenv.Require(t)
+	m := loadMNIST(t)
+	tensors := DefaultTensors(m)
+	if _, err := Collect(m, emptySource{}, tensors, Options{}); err == nil || err.Error() != "calibration data is empty" {
+		t.Errorf("empty data: %v", err)
+	}
+	_, err := Collect(m, &nanSource{}, tensors, Options{})
+	if err == nil || !strings.Contains(err.Error(), `"input"`) || !strings.Contains(err.Error(), "batch 1") {
+		t.Errorf("NaN input: %v, want an error naming input and batch 1", err)
+	}
+	if _, err := Collect(m, emptySource{}, []string{"no_such_value"}, Options{}); err == nil || !strings.Contains(err.Error(), "no_such_value") {
+		t.Errorf("unknown tensor: %v", err)
+	}
+}

@@ -1,0 +1,406 @@
+package calibrate
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"optc/ort"
+)
+
+// Range is a calibrated value range.
+type Range struct {
+	Min, Max float64
+}
+
+// Method chooses how Stats.Ranges turns statistics into ranges.
+//
+// The histogram methods (percentile, entropy, mse) choose a clipping
+// threshold T on |x| and return [-T, T] intersected with the observed
+// range: Range{max(Min, -T), min(Max, T)} when the tensor had a negative
+// value, Range{0, min(Max, T)} otherwise (for non-negative tensors T never
+// exceeds Max, so that is [0, T]). T is never above the largest |x| seen.
+type Method string
+
+// Methods.
+const (
+	// MinMax is the observed [Min, Max]. With Options.MovingAverage = a > 0
+	// (given to Collect) it is instead the per-batch min and max blended as
+	// ORT's MinMax calibrator with moving_average does:
+	// m <- m + a*(batchMin - m), starting from the first batch.
+	MinMax Method = "minmax"
+	// Percentile sets T to the Options.Percentile-th percentile (default
+	// 99.999) of |x| over all elements, read from the histogram with linear
+	// interpolation inside the bin.
+	Percentile Method = "percentile"
+	// Entropy is TensorRT's KL-divergence calibration, with bin 0 (exact
+	// zeros and the smallest magnitudes) first set to the count of bin 1 as
+	// NVIDIA's pytorch-quantization does, so that a spike of zeros (Relu
+	// outputs, background pixels) does not drive the threshold: for each candidate
+	// i in [128, 2048] (in bins), P is bins [0,i) with every count beyond
+	// folded into bin i-1; Q quantizes bins [0,i) (outliers not folded) into
+	// 128 groups of i/128 bins (the last group takes the remainder), each
+	// group's count spread evenly over its non-empty bins. Both are
+	// smoothed (a count of 1e-4 moved onto empty bins) and normalized; the i with
+	// the least KL(P||Q) wins and T = i * binWidth.
+	Entropy Method = "entropy"
+	// MSE picks T = i * binWidth, i in [1, 2048], minimising the expected
+	// squared error of 8-bit quantization over the histogram: a bin centre
+	// c beyond T costs (c-T)^2 (clipping), inside it costs s^2/12
+	// (rounding, uniform within a step), with s = T/127 for tensors that had
+	// a negative value (signed int8) and s = T/255 otherwise (uint8 [0,T]).
+	MSE Method = "mse"
+)
+
+// Methods lists the methods Ranges accepts.
+var Methods = []Method{MinMax, Percentile, Entropy, MSE}
+
+// DefaultPercentile is the percentile used when Options.Percentile is 0.
+const DefaultPercentile = 99.999
+
+// Options tune collection and the methods.
+type Options struct {
+	// MovingAverage, in (0, 1], makes minmax blend per-batch min and max
+	// (see MinMax). It takes effect at collection; Ranges must get the
+	// same value or 0 (the value collected with is used).
+	MovingAverage float64
+	// Percentile for the percentile method, in (0, 100]; 0 means
+	// DefaultPercentile.
+	Percentile float64
+	// Session configures the ORT session Collect runs. The zero value (CPU,
+	// optimization level disable) keeps every value as the model writes it.
+	Session ort.Options
+}
+
+func (o Options) check() error {
+	if o.MovingAverage < 0 || o.MovingAverage > 1 || math.IsNaN(o.MovingAverage) {
+		return fmt.Errorf("moving average %v is outside [0, 1]", o.MovingAverage)
+	}
+	if o.Percentile < 0 || o.Percentile > 100 || math.IsNaN(o.Percentile) {
+		return fmt.Errorf("percentile %v is outside (0, 100]", o.Percentile)
+	}
+	return nil
+}
+
+// tensorStats is what is kept per tensor: constant size.
+type tensorStats struct {
+	min, max       float64
+	avgMin, avgMax float64 // moving averages (when MovingAverage > 0)
+	count          uint64
+	batches        int
+	hist           histogram
+}
+
+// Summary is the collected statistics of one tensor.
+type Summary struct {
+	Min, Max float64
+	Count    uint64 // elements seen
+	Batches  int    // batches seen
+}
+
+// Stats holds the statistics of each calibrated tensor.
+type Stats struct {
+	// Samples and Batches count the data that was run.
+	Samples int64
+	Batches int
+	// ModelDigest is the hex SHA-256 of the serialized model that was
+	// calibrated (graph.Marshal of the model given to Collect).
+	ModelDigest string
+	// DataDigest is the hex SHA-256 over the input data streamed (per
+	// input: name, element type, per-sample dims and the raw bytes of all
+	// samples, in order). It does not depend on the batch size.
+	DataDigest string
+
+	movingAverage float64
+	names         []string
+	t             map[string]*tensorStats
+}
+
+// NewStats returns empty statistics for the named tensors, for callers
+// that produce activations themselves (Observe). Collect uses it.
+func NewStats(tensors []string, opts Options) (*Stats, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	s := &Stats{movingAverage: opts.MovingAverage, t: map[string]*tensorStats{}}
+	for _, n := range tensors {
+		if _, ok := s.t[n]; ok {
+			continue
+		}
+		s.names = append(s.names, n)
+		s.t[n] = &tensorStats{}
+	}
+	return s, nil
+}
+
+// Tensors returns the tensors, in the order given.
+func (s *Stats) Tensors() []string { return slices.Clone(s.names) }
+
+// Summary returns the statistics of one tensor.
+func (s *Stats) Summary(name string) (Summary, bool) {
+	ts, ok := s.t[name]
+	if !ok {
+		return Summary{}, false
+	}
+	return Summary{Min: ts.min, Max: ts.max, Count: ts.count, Batches: ts.batches}, true
+}
+
+// Observe adds one batch of values of tensor name. A NaN or infinity is an
+// error naming the tensor and batch (counted from 0 per tensor); the
+// statistics are then left unchanged. vals is not kept.
+func (s *Stats) Observe(name string, vals []float32) error {
+	return s.observe(name, len(vals), func(i int) float32 { return vals[i] })
+}
+
+// observe adds one batch of n values, element i read by at (so tensors can
+// be read in place, without a converted copy).
+func (s *Stats) observe(name string, n int, at func(int) float32) error {
+	ts, ok := s.t[name]
+	if !ok {
+		return fmt.Errorf("tensor %q is not being calibrated", name)
+	}
+	if n == 0 {
+		return nil
+	}
+	bmin, bmax := math.Inf(1), math.Inf(-1)
+	for i := range n {
+		f := float64(at(i))
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("tensor %q, batch %d: element %d is %v", name, ts.batches, i, f)
+		}
+		bmin = min(bmin, f)
+		bmax = max(bmax, f)
+	}
+	ts.hist.grow(max(-bmin, bmax))
+	h := &ts.hist
+	if h.upper == 0 {
+		h.counts[0] += uint64(n)
+	} else {
+		for i := range n {
+			h.counts[h.bin(math.Abs(float64(at(i))))]++
+		}
+	}
+	if ts.batches == 0 {
+		ts.min, ts.max = bmin, bmax
+		ts.avgMin, ts.avgMax = bmin, bmax
+	} else {
+		ts.min, ts.max = min(ts.min, bmin), max(ts.max, bmax)
+		a := s.movingAverage
+		ts.avgMin += a * (bmin - ts.avgMin)
+		ts.avgMax += a * (bmax - ts.avgMax)
+	}
+	ts.count += uint64(n)
+	ts.batches++
+	return nil
+}
+
+// Ranges returns a range for every tensor that was seen; a tensor with no
+// values is an error.
+func (s *Stats) Ranges(method Method, opts Options) (map[string]Range, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	if opts.MovingAverage != 0 && opts.MovingAverage != s.movingAverage {
+		return nil, fmt.Errorf("moving average %v asked, but the statistics were collected with %v (it applies during collection)", opts.MovingAverage, s.movingAverage)
+	}
+	if !slices.Contains(Methods, method) {
+		return nil, fmt.Errorf("unknown calibration method %q (want minmax, percentile, entropy or mse)", method)
+	}
+	if s.allEmpty() {
+		return nil, fmt.Errorf("calibration data is empty")
+	}
+	pct := opts.Percentile
+	if pct == 0 {
+		pct = DefaultPercentile
+	}
+	out := make(map[string]Range, len(s.t))
+	names := slices.Clone(s.names)
+	sort.Strings(names)
+	for _, n := range names {
+		ts := s.t[n]
+		if ts.count == 0 {
+			return nil, fmt.Errorf("tensor %q: no values were seen", n)
+		}
+		if method == MinMax {
+			if s.movingAverage > 0 {
+				out[n] = Range{ts.avgMin, ts.avgMax}
+			} else {
+				out[n] = Range{ts.min, ts.max}
+			}
+			continue
+		}
+		var t float64
+		switch method {
+		case Percentile:
+			t = ts.hist.quantile(pct / 100)
+		case Entropy:
+			t = entropyThreshold(&ts.hist)
+		case MSE:
+			t = mseThreshold(&ts.hist, ts.min < 0)
+		}
+		t = min(t, max(-ts.min, ts.max))
+		r := Range{0, min(ts.max, t)}
+		if ts.min < 0 {
+			r.Min = max(ts.min, -t)
+		}
+		out[n] = r
+	}
+	return out, nil
+}
+
+func (s *Stats) allEmpty() bool {
+	for _, ts := range s.t {
+		if ts.count > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// quantBins is the number of quantized levels of |x| the entropy method
+// compares against (int8: 128 magnitudes).
+const quantBins = 128
+
+// entropyThreshold is TensorRT's KL-divergence threshold (see Entropy).
+func entropyThreshold(h *histogram) float64 {
+	if h.upper == 0 {
+		return 0
+	}
+	// Bin 0 holds the exact zeros (Relu outputs, padding, background
+	// pixels); their spike would dominate the divergence, so it is
+	// replaced by bin 1, as NVIDIA's pytorch-quantization does.
+	hc := h.counts
+	hc[0] = hc[1]
+	counts := hc[:]
+	best, bestKL := HistBins, math.Inf(1)
+	p := make([]float64, HistBins)
+	q := make([]float64, HistBins)
+	var tail float64 // sum(counts[i:]) as i walks upwards
+	for _, c := range counts[quantBins:] {
+		tail += float64(c)
+	}
+	for i := quantBins; i <= HistBins; i++ {
+		if i > quantBins {
+			tail -= float64(counts[i-1])
+		}
+		for j := 0; j < i; j++ {
+			p[j] = float64(counts[j])
+		}
+		p[i-1] += tail
+		// Quantize bins [0,i) into quantBins groups and expand.
+		m := i / quantBins
+		for g := 0; g < quantBins; g++ {
+			lo, hi := g*m, (g+1)*m
+			if g == quantBins-1 {
+				hi = i
+			}
+			var sum float64
+			nz := 0
+			for j := lo; j < hi; j++ {
+				if counts[j] != 0 {
+					sum += float64(counts[j])
+					nz++
+				}
+			}
+			for j := lo; j < hi; j++ {
+				if counts[j] != 0 {
+					q[j] = sum / float64(nz)
+				} else {
+					q[j] = 0
+				}
+			}
+		}
+		kl, ok := klDivergence(p[:i], q[:i])
+		if ok && kl < bestKL {
+			best, bestKL = i, kl
+		}
+	}
+	return float64(best) * h.width()
+}
+
+// klSmoothing is the count given to empty bins before KL (as ORT's and
+// MXNet's smooth_distribution, on counts, not probabilities).
+const klSmoothing = 1e-4
+
+// smooth gives each empty bin of the counts d klSmoothing, taken evenly
+// from the non-empty ones, and normalizes d. It fails when d is all zero or
+// a non-empty bin would not stay positive.
+func smooth(d []float64) bool {
+	var sum float64
+	zeros := 0
+	for _, v := range d {
+		sum += v
+		if v == 0 {
+			zeros++
+		}
+	}
+	nonzeros := len(d) - zeros
+	if sum == 0 || nonzeros == 0 {
+		return false
+	}
+	eps1 := klSmoothing * float64(zeros) / float64(nonzeros)
+	for j, v := range d {
+		if v == 0 {
+			d[j] = klSmoothing
+		} else {
+			d[j] = v - eps1
+			if d[j] <= 0 {
+				return false
+			}
+		}
+	}
+	// The total is unchanged by the smoothing.
+	for j := range d {
+		d[j] /= sum
+	}
+	return true
+}
+
+// klDivergence is KL(p||q) after smoothing both (in place).
+func klDivergence(p, q []float64) (float64, bool) {
+	if !smooth(p) || !smooth(q) {
+		return 0, false
+	}
+	var kl float64
+	for j := range p {
+		kl += p[j] * math.Log(p[j]/q[j])
+	}
+	return kl, true
+}
+
+// mseThreshold is the MSE method's threshold (see MSE).
+func mseThreshold(h *histogram, signed bool) float64 {
+	if h.upper == 0 {
+		return 0
+	}
+	levels := 255.0
+	if signed {
+		levels = 127
+	}
+	w := h.width()
+	best, bestErr := HistBins, math.Inf(1)
+	for i := 1; i <= HistBins; i++ {
+		t := float64(i) * w
+		s := t / levels
+		var inside float64
+		var clip float64
+		for j, c := range h.counts {
+			if c == 0 {
+				continue
+			}
+			centre := (float64(j) + 0.5) * w
+			if centre > t {
+				d := centre - t
+				clip += float64(c) * d * d
+			} else {
+				inside += float64(c)
+			}
+		}
+		e := clip + inside*s*s/12
+		if e < bestErr {
+			best, bestErr = i, e
+		}
+	}
+	return float64(best) * w
+}
