@@ -48,6 +48,7 @@ func NewRoot(io *IO) *cobra.Command {
 		newCmdConvert(io, nil),
 		newCmdOptimize(io, g, nil),
 		newCmdPasses(io),
+		newCmdQuantize(io, g, nil),
 		newCmdRun(io, g, nil),
 		newCmdCompare(io, g, nil),
 		newCmdBench(io, g, nil),

@@ -1,0 +1,139 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"optc/data"
+	"optc/graph"
+	"optc/internal/ortenv"
+	"optc/internal/testenv"
+)
+
+// TestQuantizeMNIST is the acceptance check of INT8 on the MNIST CNN:
+// top-1 within 0.5 points of float on the held-out digits, at ORT level
+// all; the calibration cache is written, then reused with the same result.
+func TestQuantizeMNIST(t *testing.T) {
+	ortenv.Require(t)
+	dir := testenv.Data(t, "mnist")
+	testenv.Data(t, "mnist/train_images.npy")
+	tmp := t.TempDir()
+	cache := filepath.Join(tmp, "calib.json")
+	args := func(out string) []string {
+		return []string{testenv.Model("mnist_cnn.onnx"), "-o", out, "--calib-data", filepath.Join(dir, "train_images.npy"),
+			"--calib-samples", "512", "--calib-cache", cache,
+			"--eval-data", filepath.Join(dir, "test_images.npy"), "--eval-labels", filepath.Join(dir, "test_labels.npy")}
+	}
+	first := filepath.Join(tmp, "q1.onnx")
+	var res struct {
+		Calibration struct {
+			FromCache bool `json:"from_cache"`
+		}
+		Accuracy struct {
+			Accuracy struct {
+				A float64 `json:"accuracy_a"`
+				B float64 `json:"accuracy_b"`
+			} `json:"accuracy"`
+		}
+		HeldOut bool `json:"eval_data_held_out"`
+	}
+	decode(t, run2json(t, append([]string{"quantize"}, append(args(first), "--json")...)...), &res)
+	acc := res.Accuracy.Accuracy
+	if acc.A < 98 || acc.A-acc.B > 0.5 || !res.HeldOut || res.Calibration.FromCache {
+		t.Errorf("float %.2f%%, int8 %.2f%%, held out %v, from cache %v", acc.A, acc.B, res.HeldOut, res.Calibration.FromCache)
+	}
+	second := filepath.Join(tmp, "q2.onnx")
+	decode(t, run2json(t, append([]string{"quantize"}, append(args(second), "--json")...)...), &res)
+	if !res.Calibration.FromCache {
+		t.Error("the calibration cache was not reused")
+	}
+	a, _ := os.ReadFile(first)
+	b, _ := os.ReadFile(second)
+	if !bytes.Equal(a, b) {
+		t.Error("the same model and ranges gave different INT8 bytes")
+	}
+	m, err := graph.LoadFile(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	q := 0
+	for _, n := range m.Graph.Nodes {
+		if n.OpType == "QuantizeLinear" {
+			q++
+		}
+	}
+	if q == 0 {
+		t.Error("no QuantizeLinear in the INT8 model")
+	}
+}
+
+func TestQuantizeBadInput(t *testing.T) {
+	ortenv.Require(t)
+	tmp := t.TempDir()
+	out := filepath.Join(tmp, "q.onnx")
+	// NaN in the calibration data.
+	vals := make([]float32, 4*28*28)
+	vals[100] = float32(math.NaN())
+	nanT, _ := graph.NewFloat32Tensor("input", []int64{4, 1, 28, 28}, vals)
+	nanFile := filepath.Join(tmp, "nan.npy")
+	if err := data.WriteNpy(nanFile, nanT); err != nil {
+		t.Fatal(err)
+	}
+	// A cache made for another model.
+	otherCache := filepath.Join(tmp, "other.json")
+	os.WriteFile(otherCache, []byte(`{"version":1,"model":"00","data":"00","samples":1,"method":"entropy","tensors":[{"name":"x","min":0,"max":1}]}`+"\n"), 0o644)
+	// A model with nothing to quantize.
+	relu := filepath.Join(tmp, "relu.onnx")
+	g := graph.NewGraph("relu")
+	x, _ := g.NewValue("x")
+	y, _ := g.NewValue("y")
+	x.Type = graph.TensorType(graph.Float, graph.StaticShape(1, 4))
+	y.Type = x.Type
+	g.Inputs, g.Outputs = []*graph.Value{x}, []*graph.Value{y}
+	g.AddNode("Relu", []*graph.Value{x}, []*graph.Value{y})
+	if err := graph.Save(&graph.Model{IRVersion: 8, Opsets: []graph.OpsetImport{{Version: 17}}, Graph: g}, relu, graph.SaveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"NaN", []string{testenv.Model("mnist_cnn.onnx"), "-o", out, "--calib-data", nanFile}, "NaN"},
+		{"no data", []string{testenv.Model("mnist_cnn.onnx"), "-o", out}, "no calibration data"},
+		{"wrong data", []string{testenv.Model("mnist_cnn.onnx"), "-o", out, "--calib-data", filepath.Join(testenv.Data(t, "mnist"), "test_labels.npy")}, `"input"`},
+		{"cache of another model", []string{testenv.Model("mnist_cnn.onnx"), "-o", out, "--calib-cache", otherCache}, "another model"},
+		{"nothing to quantize", []string{relu, "-o", out, "--calib-data", "random", "--calib-batch", "1"}, "no operator was quantized"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			status, stdout, stderr := run(t, append([]string{"quantize"}, c.args...)...)
+			failsCleanly(t, status, 1, stdout, stderr, c.want)
+			if _, err := os.Stat(out); err == nil {
+				t.Error("a failed quantize wrote its output")
+			}
+		})
+	}
+}
+
+// run2json runs optc and returns stdout, failing the test on a non-zero
+// status.
+func run2json(t *testing.T, args ...string) string {
+	t.Helper()
+	status, stdout, stderr := run(t, args...)
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	return stdout
+}
+
+func decode(t *testing.T, s string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		t.Fatalf("%v in %s", err, s)
+	}
+}

@@ -1,0 +1,243 @@
+// Package ptq is what `optc quantize` does: post-training INT8
+// quantization end to end. It runs the -O2 passes (BatchNormalization must
+// be folded before quantizing), calibrates activation ranges in ONNX
+// Runtime (or reads them from a calibration cache), inserts Q/DQ for the
+// target, and measures the result against the float model: accuracy and
+// agreement on evaluation data, and latency.
+package ptq
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"optc/bench"
+	"optc/calibrate"
+	"optc/compare"
+	"optc/data"
+	"optc/graph"
+	"optc/ort"
+	"optc/passes"
+	"optc/quantize"
+)
+
+// Options say what to quantize, with which data, for which target.
+type Options struct {
+	Input, Output string
+	CalibData     string
+	CalibOpts     data.Options // batch, samples (--calib-samples), shapes
+	Method        calibrate.Method
+	Calib         calibrate.Options
+	// CalibCache is a calibration file: read when it exists and matches
+	// the model, else written after collection.
+	CalibCache string
+	Quant      quantize.Options
+	// EvalData and EvalLabels measure the result; without EvalData the
+	// calibration data is used (and the report says it is not held out).
+	EvalData   string
+	EvalOpts   data.Options
+	EvalLabels string
+	// Session is how the float and INT8 models are measured (default:
+	// level all, the level the artifact runs at).
+	Session ort.Options
+	// LatencyShapes fix dynamic dims for the latency runs (random data).
+	LatencyShapes map[string][]int64
+	ORTLib        string
+}
+
+// Result is what `optc quantize` reports.
+type Result struct {
+	Input       string           `json:"input"`
+	Output      string           `json:"output"`
+	Calibration CalibrationInfo  `json:"calibration"`
+	Quantize    *quantize.Report `json:"quantize"`
+	Accuracy    *compare.Result  `json:"accuracy"` // A float, B INT8
+	HeldOut     bool             `json:"eval_data_held_out"`
+	Latency     []LatencyRow     `json:"latency"`
+	FloatBytes  int64            `json:"float_bytes"`
+	Int8Bytes   int64            `json:"int8_bytes"`
+	Passes      *passes.Report   `json:"passes"`
+}
+
+// CalibrationInfo says where the ranges came from.
+type CalibrationInfo struct {
+	Method    string `json:"method"`
+	Samples   int64  `json:"samples"`
+	Tensors   int    `json:"tensors"`
+	Cache     string `json:"cache,omitempty"`
+	FromCache bool   `json:"from_cache"`
+}
+
+// LatencyRow is float and INT8 p50 latency and throughput at one batch size.
+type LatencyRow struct {
+	Batch          int     `json:"batch"`
+	FloatP50       float64 `json:"float_p50_ms"`
+	Int8P50        float64 `json:"int8_p50_ms"`
+	FloatPerSecond float64 `json:"float_samples_per_s"`
+	Int8PerSecond  float64 `json:"int8_samples_per_s"`
+}
+
+// Run quantizes opts.Input into opts.Output.
+func Run(opts Options) (*Result, error) {
+	if opts.CalibData == "" && opts.CalibCache == "" {
+		return nil, errors.New("no calibration data: give --calib-data (or a --calib-cache made for this model)")
+	}
+	if opts.Method == "" {
+		opts.Method = calibrate.Entropy
+	}
+	if _, err := ort.Init(opts.ORTLib); err != nil {
+		return nil, err
+	}
+	m, err := graph.LoadFile(opts.Input)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	res := &Result{Input: opts.Input, Output: opts.Output}
+	pipeline, _ := passes.Select(2, nil, nil)
+	if res.Passes, err = passes.Run(m, pipeline, passes.Options{Eval: &ort.NodeEvaluator{}}); err != nil {
+		return nil, fmt.Errorf("%s: %w", opts.Input, err)
+	}
+	float, err := graph.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	ranges, info, err := calibrationRanges(opts, m, float)
+	if err != nil {
+		return nil, err
+	}
+	res.Calibration = *info
+
+	q, err := graph.Parse(float, "")
+	if err != nil {
+		return nil, err
+	}
+	plain := make(map[string][2]float64, len(ranges))
+	for name, r := range ranges {
+		plain[name] = [2]float64{r.Min, r.Max}
+	}
+	if res.Quantize, err = quantize.Apply(q, plain, opts.Quant); err != nil {
+		return nil, fmt.Errorf("%s: %w", opts.Input, err)
+	}
+	if len(res.Quantize.Quantized) == 0 {
+		return nil, fmt.Errorf("%s: no operator was quantized (no Conv, ConvTranspose, Gemm or MatMul with constant weights and calibrated ranges)", opts.Input)
+	}
+	if err := q.Verify(); err != nil {
+		return nil, fmt.Errorf("quantized model is invalid (a bug in optc): %w", err)
+	}
+	int8Model, err := graph.Marshal(q)
+	if err != nil {
+		return nil, err
+	}
+	res.FloatBytes, res.Int8Bytes = int64(len(float)), int64(len(int8Model))
+
+	eval, evalOpts := opts.EvalData, opts.EvalOpts
+	res.HeldOut = eval != ""
+	if eval == "" {
+		eval, evalOpts = opts.CalibData, opts.CalibOpts
+	}
+	if eval != "" {
+		if res.Accuracy, err = compare.Models(compare.Options{
+			ModelA: "float", ModelB: "int8", ABytes: float, BBytes: int8Model,
+			Data: eval, DataOpts: evalOpts, Labels: opts.EvalLabels,
+			Atol: map[string]float64{"": 1e9}, Session: opts.Session, ORTLib: opts.ORTLib,
+		}); err != nil {
+			return nil, fmt.Errorf("evaluating the INT8 model: %w", err)
+		}
+	}
+	if res.Latency, err = latency(opts, float, int8Model); err != nil {
+		return nil, err
+	}
+	if err := graph.Save(q, opts.Output, graph.SaveOptions{}); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// calibrationRanges reads the cache when it matches the model, else
+// collects statistics over the calibration data (and writes the cache
+// when a path was given).
+func calibrationRanges(opts Options, m *graph.Model, float []byte) (map[string]calibrate.Range, *CalibrationInfo, error) {
+	info := &CalibrationInfo{Method: string(opts.Method), Cache: opts.CalibCache}
+	sum := sha256.Sum256(float)
+	digest := hex.EncodeToString(sum[:])
+	if opts.CalibCache != "" {
+		if _, err := os.Stat(opts.CalibCache); err == nil {
+			c, err := calibrate.ReadCache(opts.CalibCache)
+			if err != nil {
+				return nil, nil, err
+			}
+			if c.Model != digest {
+				return nil, nil, fmt.Errorf("calibration cache %s was made for another model (or other passes); delete it or choose another path", opts.CalibCache)
+			}
+			if c.Method != string(opts.Method) {
+				return nil, nil, fmt.Errorf("calibration cache %s holds %s ranges, --method is %s", opts.CalibCache, c.Method, opts.Method)
+			}
+			info.FromCache, info.Samples, info.Tensors = true, c.Samples, len(c.Tensors)
+			return c.Ranges(), info, nil
+		}
+		if opts.CalibData == "" {
+			return nil, nil, fmt.Errorf("calibration cache %s does not exist and there is no --calib-data to make it", opts.CalibCache)
+		}
+	}
+	src, err := data.Open(opts.CalibData, data.GraphInputs(m.Graph), opts.CalibOpts)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer src.Close()
+	tensors := calibrate.DefaultTensors(m)
+	stats, err := calibrate.Collect(m, src, tensors, opts.Calib)
+	if err != nil {
+		return nil, nil, fmt.Errorf("calibrating %s: %w", opts.Input, err)
+	}
+	cache, err := stats.Cache(opts.Method, opts.Calib)
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts.CalibCache != "" {
+		if err := calibrate.WriteCache(opts.CalibCache, cache); err != nil {
+			return nil, nil, err
+		}
+	}
+	info.Samples, info.Tensors = stats.Samples, len(tensors)
+	return cache.Ranges(), info, nil
+}
+
+// latency measures both models at batch 1 and 8 on random inputs.
+func latency(opts Options, float, int8Model []byte) ([]LatencyRow, error) {
+	dir, err := os.MkdirTemp("", "optc-ptq-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	paths := [2]string{filepath.Join(dir, "float.onnx"), filepath.Join(dir, "int8.onnx")}
+	for i, b := range [][]byte{float, int8Model} {
+		if err := os.WriteFile(paths[i], b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	var rows []LatencyRow
+	for _, batch := range []int{1, 8} {
+		row := LatencyRow{Batch: batch}
+		for i, p := range paths {
+			r, err := bench.Run(bench.Options{Model: p, Data: "random",
+				DataOpts: data.Options{High: 1, Shapes: opts.LatencyShapes}, Batches: []int{batch},
+				Session: opts.Session, Duration: time.Second, ORTLib: opts.ORTLib})
+			if err != nil {
+				return nil, fmt.Errorf("measuring latency: %w", err)
+			}
+			b := r.Batches[0]
+			if i == 0 {
+				row.FloatP50, row.FloatPerSecond = b.Latency.P50, b.Throughput
+			} else {
+				row.Int8P50, row.Int8PerSecond = b.Latency.P50, b.Throughput
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
