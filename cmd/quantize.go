@@ -103,7 +103,7 @@ and residual Adds, float bias).`,
 	fs.IntVar(&calib.batch, "calib-batch", 32, "calibration batch size")
 	fs.IntVar(&calib.samples, "calib-samples", 0, "use at most this many calibration samples (the first N)")
 	fs.StringVar(&o.CalibCache, "calib-cache", "", "calibration file: reused when it matches the model, else written")
-	fs.StringVar(&method, "method", "entropy", "range method: minmax, percentile, entropy or mse")
+	fs.StringVar(&method, "method", "percentile", "range method: minmax, percentile, entropy or mse")
 	fs.Float64Var(&o.Calib.Percentile, "percentile", calibrate.DefaultPercentile, "percentile for --method percentile")
 	fs.Float64Var(&o.Calib.MovingAverage, "moving-average", 0, "minmax: blend per-batch ranges with this weight (0: plain min/max)")
 	fs.StringVar(&target, "target", "ort-cpu", "numeric scheme: ort-cpu or tensorrt")

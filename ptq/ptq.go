@@ -87,7 +87,7 @@ func Run(opts Options) (*Result, error) {
 		return nil, errors.New("no calibration data: give --calib-data (or a --calib-cache made for this model)")
 	}
 	if opts.Method == "" {
-		opts.Method = calibrate.Entropy
+		opts.Method = calibrate.Percentile
 	}
 	if _, err := ort.Init(opts.ORTLib); err != nil {
 		return nil, err
