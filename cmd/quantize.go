@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -114,6 +115,8 @@ and residual Adds, float bias).`,
 	fs.StringVar(&eval.spec, "eval-data", "", "evaluation data (default: the calibration data, reported as not held out)")
 	fs.IntVar(&eval.batch, "eval-batch", 64, "evaluation batch size")
 	fs.StringVar(&o.EvalLabels, "eval-labels", "", "a .npy of class ids for --eval-data: accuracy of float and INT8")
+	fs.Float64Var(&o.MaxAccuracyDrop, "max-accuracy-drop", 0, "accuracy budget in points (needs --eval-labels): the most sensitive layers fall back to float until it holds")
+	fs.Float64Var(&o.MinCosine, "min-cosine", 0, "lowest cosine similarity to float allowed on every output: the most sensitive layers fall back to float until it holds")
 	fs.StringArrayVar(&calib.shapes, "shape", nil, "fix an input's dynamic dims: name:d0,d1,... (repeatable)")
 	fs.Int64Var(&calib.seed, "seed", 1, "seed for random data")
 	fs.StringVar(&calib.rng, "range", "0,1", "value range LO,HI for random data")
@@ -157,7 +160,14 @@ func printQuantize(out io.Writer, r *ptq.Result) {
 	fmt.Fprintf(out, "quantized    %d nodes (%d Q/DQ pairs, %d weights, %d int32 biases); %d left float\n",
 		len(q.Quantized), q.QDQPairs, q.Weights, q.Biases, len(q.Skipped))
 	for _, s := range q.Skipped {
-		fmt.Fprintf(out, "  float: %s (%s): %s\n", s.Node, s.Op, s.Detail)
+		fmt.Fprintf(out, "  float: %s: %s\n", s.Node, s.Detail)
+	}
+	if len(r.Sensitivity) > 0 {
+		fmt.Fprintf(out, "sensitivity (each layer quantized alone):\n")
+		for _, s := range r.Sensitivity {
+			fmt.Fprintf(out, "  %s: drop %.2f points, min cosine %.5f\n", s.Node, s.DropPoints, s.MinCosine)
+		}
+		fmt.Fprintf(out, "fell back to float to meet the accuracy criterion: %s\n", strings.Join(r.FellBack, ", "))
 	}
 	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)

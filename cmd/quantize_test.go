@@ -137,3 +137,41 @@ func decode(t *testing.T, s string, v any) {
 		t.Fatalf("%v in %s", err, s)
 	}
 }
+
+// TestQuantizeFallsBack: with a criterion the full INT8 model misses, the
+// most sensitive layer falls back to float and the criterion then holds.
+func TestQuantizeFallsBack(t *testing.T) {
+	ortenv.Require(t)
+	dir := testenv.Data(t, "mnist")
+	testenv.Data(t, "mnist/train_images.npy")
+	var res struct {
+		FellBack    []string `json:"fell_back"`
+		Sensitivity []struct {
+			Node      string  `json:"node"`
+			MinCosine float64 `json:"min_cosine"`
+		} `json:"sensitivity"`
+		Accuracy struct {
+			Outputs []struct {
+				Cosine float64 `json:"cosine_similarity"`
+			} `json:"outputs"`
+		} `json:"accuracy"`
+	}
+	decode(t, run2json(t, "quantize", testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(t.TempDir(), "q.onnx"),
+		"--calib-data", filepath.Join(dir, "train_images.npy"), "--calib-samples", "512", "--method", "entropy",
+		"--min-cosine", "0.995", "--eval-data", filepath.Join(dir, "test_images.npy"), "--json"), &res)
+	if len(res.Sensitivity) != 4 || len(res.FellBack) == 0 {
+		t.Fatalf("sensitivity %+v, fell back %v", res.Sensitivity, res.FellBack)
+	}
+	worst := res.Sensitivity[0]
+	for _, s := range res.Sensitivity {
+		if s.MinCosine < worst.MinCosine {
+			worst = s
+		}
+	}
+	if res.FellBack[0] != worst.Node || res.Accuracy.Outputs[0].Cosine < 0.995 {
+		t.Errorf("fell back %v (most sensitive %s), cosine %.5f", res.FellBack, worst.Node, res.Accuracy.Outputs[0].Cosine)
+	}
+	status, stdout, stderr := run(t, "quantize", testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(t.TempDir(), "q.onnx"),
+		"--calib-data", filepath.Join(dir, "train_images.npy"), "--max-accuracy-drop", "0.5")
+	failsCleanly(t, status, 1, stdout, stderr, "needs --eval-labels")
+}

@@ -47,6 +47,11 @@ type Options struct {
 	// LatencyShapes fix dynamic dims for the latency runs (random data).
 	LatencyShapes map[string][]int64
 	ORTLib        string
+	// MaxAccuracyDrop (points, needs EvalLabels) and MinCosine (every
+	// output, no labels needed) are accuracy criteria: the most sensitive
+	// layers fall back to float until they hold.
+	MaxAccuracyDrop float64
+	MinCosine       float64
 }
 
 // Result is what `optc quantize` reports.
@@ -61,6 +66,10 @@ type Result struct {
 	FloatBytes  int64            `json:"float_bytes"`
 	Int8Bytes   int64            `json:"int8_bytes"`
 	Passes      *passes.Report   `json:"passes"`
+	// Sensitivity is each weighted layer's cost when quantized alone, and
+	// FellBack the layers kept float to meet the accuracy criterion.
+	Sensitivity []Sensitivity `json:"sensitivity,omitempty"`
+	FellBack    []string      `json:"fell_back,omitempty"`
 }
 
 // CalibrationInfo says where the ranges came from.
@@ -89,6 +98,9 @@ func Run(opts Options) (*Result, error) {
 	if opts.Method == "" {
 		opts.Method = calibrate.Percentile
 	}
+	if opts.MaxAccuracyDrop > 0 && opts.EvalLabels == "" {
+		return nil, errors.New("--max-accuracy-drop needs --eval-labels (use --min-cosine without labels)")
+	}
 	if _, err := ort.Init(opts.ORTLib); err != nil {
 		return nil, err
 	}
@@ -112,43 +124,46 @@ func Run(opts Options) (*Result, error) {
 	}
 	res.Calibration = *info
 
-	q, err := graph.Parse(float, "")
-	if err != nil {
-		return nil, err
-	}
 	plain := make(map[string][2]float64, len(ranges))
 	for name, r := range ranges {
 		plain[name] = [2]float64{r.Min, r.Max}
 	}
-	if res.Quantize, err = quantize.Apply(q, plain, opts.Quant); err != nil {
+	q, int8Model, rep, err := quantizeWith(float, plain, opts.Quant)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.Input, err)
 	}
-	if len(res.Quantize.Quantized) == 0 {
+	res.Quantize = rep
+	if len(rep.Quantized) == 0 {
 		return nil, fmt.Errorf("%s: no operator was quantized (no Conv, ConvTranspose, Gemm or MatMul with constant weights and calibrated ranges)", opts.Input)
 	}
-	if err := q.Verify(); err != nil {
-		return nil, fmt.Errorf("quantized model is invalid (a bug in optc): %w", err)
-	}
-	int8Model, err := graph.Marshal(q)
-	if err != nil {
-		return nil, err
-	}
-	res.FloatBytes, res.Int8Bytes = int64(len(float)), int64(len(int8Model))
 
 	eval, evalOpts := opts.EvalData, opts.EvalOpts
 	res.HeldOut = eval != ""
 	if eval == "" {
 		eval, evalOpts = opts.CalibData, opts.CalibOpts
 	}
-	if eval != "" {
-		if res.Accuracy, err = compare.Models(compare.Options{
-			ModelA: "float", ModelB: "int8", ABytes: float, BBytes: int8Model,
+	measure := func(b []byte) (*compare.Result, error) {
+		r, err := compare.Models(compare.Options{
+			ModelA: "float", ModelB: "int8", ABytes: float, BBytes: b,
 			Data: eval, DataOpts: evalOpts, Labels: opts.EvalLabels,
 			Atol: map[string]float64{"": 1e9}, Session: opts.Session, ORTLib: opts.ORTLib,
-		}); err != nil {
+		})
+		if err != nil {
 			return nil, fmt.Errorf("evaluating the INT8 model: %w", err)
 		}
+		return r, nil
 	}
+	if eval != "" {
+		if res.Accuracy, err = measure(int8Model); err != nil {
+			return nil, err
+		}
+	}
+	if opts.wantsControl() && !opts.meets(res.Accuracy) {
+		if q, int8Model, err = fallBack(opts, float, plain, res, measure); err != nil {
+			return nil, err
+		}
+	}
+	res.FloatBytes, res.Int8Bytes = int64(len(float)), int64(len(int8Model))
 	if res.Latency, err = latency(opts, float, int8Model); err != nil {
 		return nil, err
 	}
