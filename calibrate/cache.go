@@ -1,13 +1,14 @@
 package calibrate
 
 import (
+	"optc/internal/atomicfile"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -109,7 +110,7 @@ func (c *Cache) marshal() ([]byte, error) {
 
 // WriteCache validates c and writes it to path atomically: a temporary
 // file in the same folder, synced, then renamed over path.
-func WriteCache(path string, c *Cache) (err error) {
+func WriteCache(path string, c *Cache) error {
 	if err := c.validate(); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -117,29 +118,10 @@ func WriteCache(path string, c *Cache) (err error) {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
+	if err := atomicfile.Write(path, b); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(b); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return nil
 }
 
 // ReadCache reads and validates a cache file. Unknown fields, trailing

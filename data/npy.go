@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"optc/graph"
+	"optc/internal/atomicfile"
 )
 
 const npyMagic = "\x93NUMPY"
@@ -418,7 +419,7 @@ func truncatedError(where string, h *npyHeader, avail int64) error {
 // writes, little-endian data) atomically: a temporary file in the same
 // folder is renamed into place when complete. The same tensor always gives
 // the same bytes.
-func WriteNpy(path string, t *graph.Tensor) (err error) {
+func WriteNpy(path string, t *graph.Tensor) error {
 	if _, err := t.NumElements(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -433,31 +434,8 @@ func WriteNpy(path string, t *graph.Tensor) (err error) {
 	if want := t.ByteSize(); int64(len(data)) != want {
 		return fmt.Errorf("write %s: tensor %q has %d bytes of data, %s needs %d", path, t.Name, len(data), dimsString(t.DType, t.Dims), want)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, unwrapPathError(err))
+	if err := atomicfile.Write(path, hdr, data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-			err = fmt.Errorf("write %s: %w", path, unwrapPathError(err))
-		}
-	}()
-	if _, err = f.Write(hdr); err != nil {
-		return err
-	}
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return nil
 }
