@@ -1,8 +1,6 @@
 package calibrate
 
 import (
-	"optc/internal/atomicfile"
-
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -11,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"optc/internal/atomicfile"
 )
 
 // CacheVersion is the version of the cache format written.
