@@ -260,13 +260,16 @@ func (u *upgrader) planClip(n *graph.Node) (func() error, error) {
 		return nil, errf(n, "Clip-6 with %d inputs", len(n.Inputs()))
 	}
 	hasMin, hasMax := n.Attr("min") != nil, n.Attr("max") != nil
+	if !hasMin && !hasMax {
+		return nil, nil
+	}
 	dt := graph.Float
 	if t := u.typeOf(n.Input(0)); t != nil && t.Elem != graph.Undefined {
 		dt = t.Elem
-	} else if hasMin || hasMax {
+	} else {
 		return nil, errf(n, "Clip input element type unknown; cannot type min/max")
 	}
-	if (hasMin || hasMax) && dt != graph.Float && dt != graph.Double {
+	if dt != graph.Float && dt != graph.Double {
 		return nil, errf(n, "Clip on %s not supported", dt)
 	}
 	lo, hi := n.AttrFloat("min", 0), n.AttrFloat("max", 0)

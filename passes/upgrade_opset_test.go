@@ -336,6 +336,9 @@ func TestUpgradeOpsetRealModels(t *testing.T) {
 			if err := m.Verify(); err != nil {
 				t.Fatal(err)
 			}
+			if m.OpsetVersion("") != 13 || m.IRVersion < 7 {
+				t.Fatalf("opset %d, IR version %d after upgrade", m.OpsetVersion(""), m.IRVersion)
+			}
 			after := clMarshal(t, m)
 			worst, ok := maxDiff(t, before, after, tc.dims, 1e-5, 1e-4)
 			ops := map[string]int{}
