@@ -1,0 +1,359 @@
+package passes
+
+import (
+	"errors"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"optc/data"
+	"optc/graph"
+	"optc/internal/difftest"
+	"optc/internal/ortenv"
+	"optc/internal/testenv"
+	"optc/ort"
+)
+
+// upgradeCase builds a one-op model at opset from with input x.
+type upgradeCase struct {
+	name  string
+	from  int64
+	dims  []int64
+	build func(b *cleanupModel, x *graph.Value) *graph.Value
+	want  string // an op the upgraded model must contain
+}
+
+func TestUpgradeOpsetOps(t *testing.T) {
+	cases := []upgradeCase{
+		{"clip min max", 9, []int64{2, 3, 4}, func(b *cleanupModel, x *graph.Value) *graph.Value {
+			n := b.node("clip", "Clip", x)
+			n.SetAttr(&graph.Attr{Name: "min", Type: graph.AttrFloat, Float: 0.2})
+			n.SetAttr(&graph.Attr{Name: "max", Type: graph.AttrFloat, Float: 0.7})
+			return n.Output(0)
+		}, "Clip"},
+		{"clip max only", 9, []int64{2, 3, 4}, func(b *cleanupModel, x *graph.Value) *graph.Value {
+			n := b.node("clip", "Clip", x)
+			n.SetAttr(&graph.Attr{Name: "max", Type: graph.AttrFloat, Float: 0.5})
+			return n.Output(0)
+		}, "Clip"},
+		{"pad constant value", 9, []int64{1, 2, 3, 4}, func(b *cleanupModel, x *graph.Value) *graph.Value {
+			n := b.node("pad", "Pad", x)
+			n.SetAttr(clInts("pads", 0, 0, 1, 2, 0, 0, 2, 1))
+			n.SetAttr(&graph.Attr{Name: "value", Type: graph.AttrFloat, Float: 1.5})
+			return n.Output(0)
+		}, "Pad"},
+		{"pad reflect", 9, []int64{1, 2, 4, 4}, func(b *cleanupModel, x *graph.Value) *graph.Value {
+			n := b.node("pad", "Pad", x)
+			n.SetAttr(clInts("pads", 0, 0, 1, 2, 0, 0, 2, 1))
+			n.SetAttr(clStr("mode", "reflect"))
+			return n.Output(0)
+		}, "Pad"},
+		{"squeeze unsqueeze", 11, []int64{2, 1, 3}, func(b *cleanupModel, x *graph.Value) *graph.Value {
+			s := b.node("sq", "Squeeze", x)
+			s.SetAttr(clInts("axes", 1))
+			u := b.node("usq", "Unsqueeze", s.Output(0))
+			u.SetAttr(clInts("axes", 0, -1))
+			return u.Output(0)
+		}, "Unsqueeze"},
+		{"reduce sum", 9, []int64{2, 3, 4}, func(b *cleanupModel, x *graph.Value) *graph.Value {
+			n := b.node("rs", "ReduceSum", x)
+			n.SetAttr(clInts("axes", 1, 2))
+			n.SetAttr(clInt("keepdims", 0))
+			return n.Output(0)
+		}, "ReduceSum"},
+		{"split", 9, []int64{2, 6}, func(b *cleanupModel, x *graph.Value) *graph.Value {
+			n := b.op(b.g, "split", "Split", []*graph.Value{x}, "s0", "s1")
+			n.SetAttr(clInt("axis", 1))
+			n.SetAttr(clInts("split", 2, 4))
+			r := b.node("red", "ReduceSum", n.Output(1))
+			r.SetAttr(clInts("axes", 1))
+			a := b.node("add", "Add", n.Output(0), r.Output(0))
+			return a.Output(0)
+		}, "Split"},
+		{"slice", 9, []int64{3, 8, 5}, func(b *cleanupModel, x *graph.Value) *graph.Value {
+			n := b.node("slice", "Slice", x)
+			n.SetAttr(clInts("starts", 1, 2))
+			n.SetAttr(clInts("ends", 7, 1000))
+			n.SetAttr(clInts("axes", 1, 2))
+			return n.Output(0)
+		}, "Slice"},
+		{"slice no axes", 9, []int64{3, 8}, func(b *cleanupModel, x *graph.Value) *graph.Value {
+			n := b.node("slice", "Slice", x)
+			n.SetAttr(clInts("starts", 1, 0))
+			n.SetAttr(clInts("ends", 3, -2))
+			return n.Output(0)
+		}, "Slice"},
+		{"softmax last axis", 9, []int64{2, 3, 5}, func(b *cleanupModel, x *graph.Value) *graph.Value {
+			n := b.node("sm", "Softmax", x)
+			n.SetAttr(clInt("axis", 2))
+			return n.Output(0)
+		}, "Softmax"},
+		{"softmax default axis rank 4", 9, []int64{2, 3, 2, 5}, func(b *cleanupModel, x *graph.Value) *graph.Value {
+			return b.node("sm", "Softmax", x).Output(0)
+		}, "Flatten"},
+		{"logsoftmax axis 2 rank 4 opset 11", 11, []int64{2, 3, 2, 5}, func(b *cleanupModel, x *graph.Value) *graph.Value {
+			n := b.node("lsm", "LogSoftmax", x)
+			n.SetAttr(clInt("axis", 2))
+			return n.Output(0)
+		}, "Flatten"},
+		{"hardmax axis 1", 9, []int64{2, 3, 4}, func(b *cleanupModel, x *graph.Value) *graph.Value {
+			n := b.node("hm", "Hardmax", x)
+			n.SetAttr(clInt("axis", 1))
+			return n.Output(0)
+		}, "Reshape"},
+		{"softmax unknown rank", 9, []int64{2, 3, 4}, func(b *cleanupModel, x *graph.Value) *graph.Value {
+			// A Reshape to a runtime shape hides the rank from inference.
+			sh := b.node("shape", "Shape", x)
+			r := b.node("reshape", "Reshape", x, sh.Output(0))
+			n := b.node("sm", "Softmax", r.Output(0))
+			n.SetAttr(clInt("axis", 1))
+			return n.Output(0)
+		}, "Flatten"},
+		{"dropout", 11, []int64{2, 3}, func(b *cleanupModel, x *graph.Value) *graph.Value {
+			n := b.node("drop", "Dropout", x)
+			n.SetAttr(&graph.Attr{Name: "ratio", Type: graph.AttrFloat, Float: 0.3})
+			return n.Output(0)
+		}, "Dropout"},
+		{"upsample nearest", 9, []int64{1, 2, 3, 4}, func(b *cleanupModel, x *graph.Value) *graph.Value {
+			n := b.node("up", "Upsample", x, b.f32("scales", []int64{4}, 1, 1, 2, 3))
+			return n.Output(0)
+		}, "Resize"},
+		{"upsample linear", 9, []int64{1, 2, 3, 4}, func(b *cleanupModel, x *graph.Value) *graph.Value {
+			n := b.node("up", "Upsample", x, b.f32("scales", []int64{4}, 1, 1, 2, 2))
+			n.SetAttr(clStr("mode", "linear"))
+			return n.Output(0)
+		}, "Resize"},
+		{"resize 10 linear downsample", 10, []int64{1, 2, 6, 8}, func(b *cleanupModel, x *graph.Value) *graph.Value {
+			n := b.node("rs", "Resize", x, b.f32("scales", []int64{4}, 1, 1, 0.5, 0.75))
+			n.SetAttr(clStr("mode", "linear"))
+			return n.Output(0)
+		}, "Resize"},
+		{"resize 10 nearest", 10, []int64{1, 2, 3, 4}, func(b *cleanupModel, x *graph.Value) *graph.Value {
+			n := b.node("rs", "Resize", x, b.f32("scales", []int64{4}, 1, 1, 2.5, 1.5))
+			return n.Output(0)
+		}, "Resize"},
+		{"unchanged ops", 9, []int64{1, 3, 4, 4}, func(b *cleanupModel, x *graph.Value) *graph.Value {
+			c := b.node("conv", "Conv", x, b.f32("w", []int64{2, 3, 1, 1}, 1, 2, 3, -1, 0.5, 0.25))
+			r := b.node("relu", "Relu", c.Output(0))
+			h := b.node("hs", "HardSigmoid", r.Output(0))
+			g := b.node("gap", "GlobalAveragePool", h.Output(0))
+			f := b.node("flat", "Flatten", g.Output(0))
+			return f.Output(0)
+		}, "Flatten"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newCleanupModel(t, tc.from)
+			b.m.IRVersion = irForOpset(tc.from)
+			out := tc.build(b, b.input("x", graph.Float, tc.dims...))
+			b.g.Outputs = append(b.g.Outputs, out)
+			if err := b.m.Verify(); err != nil {
+				t.Fatal(err)
+			}
+			before := clMarshal(t, b.m)
+			changed, err := UpgradeOpset(b.m, 13)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.m.OpsetVersion("") != 13 {
+				t.Fatalf("opset %d after upgrade", b.m.OpsetVersion(""))
+			}
+			if tc.name != "unchanged ops" && changed == 0 {
+				t.Fatal("nothing changed")
+			}
+			if clOps(b.g)[tc.want] == 0 {
+				t.Fatalf("no %s in %v", tc.want, clOps(b.g))
+			}
+			for _, n := range b.g.Nodes {
+				for _, a := range n.Attrs {
+					if (n.OpType == "Clip" || n.OpType == "Pad" || n.OpType == "Slice") && a.Type != graph.AttrString {
+						t.Fatalf("%s keeps attribute %s", n, a.Name)
+					}
+				}
+			}
+			after := clMarshal(t, b.m)
+			opts := difftest.Options{Atol: 1e-6, Rtol: 1e-6,
+				DataOpts: data.Options{High: 1, Samples: 2 * int(tc.dims[0]), Shapes: map[string][]int64{"x": tc.dims}}}
+			difftest.Check(t, before, after, opts)
+		})
+	}
+}
+
+func TestUpgradeOpsetRefuses(t *testing.T) {
+	for name, build := range map[string]func(b *cleanupModel, x *graph.Value) *graph.Value{
+		"unknown op": func(b *cleanupModel, x *graph.Value) *graph.Value {
+			n := b.node("topk", "TopK", x)
+			n.SetAttr(clInt("k", 1))
+			return n.Output(0)
+		},
+		"upsample nearest downsample": func(b *cleanupModel, x *graph.Value) *graph.Value {
+			return b.node("up", "Upsample", x, b.f32("scales", []int64{2}, 1, 0.5)).Output(0)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := newCleanupModel(t, 9)
+			x := b.input("x", graph.Float, 2, 4)
+			pre := b.node("relu", "Relu", x)
+			pre.SetAttr(clStr("dummy", "")) // not checked; makes the model distinct
+			pre.Attrs = nil
+			out := build(b, pre.Output(0))
+			b.g.Outputs = append(b.g.Outputs, out)
+			before := clMarshal(t, b.m)
+			_, err := UpgradeOpset(b.m, 13)
+			if err == nil {
+				t.Fatal("upgrade accepted a node it cannot convert")
+			}
+			if !strings.Contains(err.Error(), "node \"") {
+				t.Fatalf("error does not name the node: %v", err)
+			}
+			if string(before) != string(clMarshal(t, b.m)) {
+				t.Fatal("a refused upgrade changed the model")
+			}
+		})
+	}
+}
+
+func TestUpgradeOpsetSubgraph(t *testing.T) {
+	b := newCleanupModel(t, 9)
+	b.m.IRVersion = 4
+	x := b.input("x", graph.Float, 2, 3)
+	cond := b.input("c", graph.Bool)
+	ifn := b.ifNode("if", cond, func(sg *graph.Graph, br string) *graph.Value {
+		n := b.op(sg, br+"_clip", "Clip", []*graph.Value{x}, br+"_out")
+		n.SetAttr(&graph.Attr{Name: "max", Type: graph.AttrFloat, Float: 0.5})
+		if br == "else_branch" {
+			n.SetAttr(&graph.Attr{Name: "min", Type: graph.AttrFloat, Float: 0.25})
+		}
+		return n.Output(0)
+	})
+	ifn.Output(0).Type = graph.TensorType(graph.Float, graph.StaticShape(2, 3))
+	b.g.Outputs = append(b.g.Outputs, ifn.Output(0))
+	if _, err := UpgradeOpset(b.m, 13); err != nil {
+		t.Fatal(err)
+	}
+	for _, sg := range ifn.Subgraphs() {
+		if c := sg.Nodes[0]; len(c.Attrs) != 0 || len(c.Inputs()) != 3 {
+			t.Fatalf("%s: attrs %d inputs %d", c, len(c.Attrs), len(c.Inputs()))
+		}
+	}
+	if err := b.m.Verify(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// maxDiff runs before and after in ORT on random data and returns the
+// largest |a-b| and whether every element is within atol+rtol|a|.
+func maxDiff(t *testing.T, before, after []byte, dims []int64, atol, rtol float64) (float64, bool) {
+	mb, err := graph.Parse(before, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ma, err := graph.Parse(after, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := func(m *graph.Model, b []byte) *ort.Session {
+		ins, outs := ort.Interface(m)
+		s, err := ort.NewSession(ort.Source{Bytes: b, Inputs: ins, Outputs: outs}, ort.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	sb, sa := sess(mb, before), sess(ma, after)
+	defer sb.Close()
+	defer sa.Close()
+	src, err := data.Open("random", data.GraphInputs(mb.Graph), data.Options{High: 1, Samples: 4, Shapes: map[string][]int64{"x": dims}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	worst, ok := 0.0, true
+	for {
+		bt, err := src.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := sb.Run(bt.Tensors)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := sa.Run(bt.Tensors)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			w, _ := want[i].Float32s()
+			g, _ := got[i].Float32s()
+			if len(w) != len(g) {
+				t.Fatalf("output %d: %d elements became %d", i, len(w), len(g))
+			}
+			for j := range w {
+				d := math.Abs(float64(w[j]) - float64(g[j]))
+				worst = max(worst, d)
+				if d > atol+rtol*math.Abs(float64(w[j])) {
+					ok = false
+				}
+			}
+		}
+	}
+	return worst, ok
+}
+
+func TestUpgradeOpsetRealModels(t *testing.T) {
+	dir := testenv.Data(t, "ocr-models")
+	ortenv.Require(t)
+	for _, tc := range []struct {
+		file string
+		from int64
+		dims []int64
+	}{
+		{"ch_ppocr_mobile_v2.0_cls_infer.onnx", 9, []int64{1, 3, 48, 192}},
+		{"ch_PP-OCRv4_rec_infer.onnx", 9, []int64{1, 3, 48, 320}},
+		{"ch_PP-OCRv4_det_infer.onnx", 11, []int64{1, 3, 64, 64}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			before, err := os.ReadFile(dir + "/" + tc.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := graph.Parse(before, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := m.OpsetVersion(""); got != tc.from {
+				t.Fatalf("opset %d, want %d", got, tc.from)
+			}
+			changed, err := UpgradeOpset(m, 13)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Verify(); err != nil {
+				t.Fatal(err)
+			}
+			if m.OpsetVersion("") != 13 || m.IRVersion < 7 {
+				t.Fatalf("opset %d, IR version %d after upgrade", m.OpsetVersion(""), m.IRVersion)
+			}
+			after := clMarshal(t, m)
+			worst, ok := maxDiff(t, before, after, tc.dims, 1e-5, 1e-4)
+			ops := map[string]int{}
+			m.Graph.Walk(func(g *graph.Graph) {
+				for _, n := range g.Nodes {
+					if n.OpType == "Softmax" || n.OpType == "Flatten" || n.OpType == "Clip" || n.OpType == "Squeeze" || n.OpType == "Slice" {
+						ops[n.OpType]++
+					}
+				}
+			})
+			t.Logf("%s: opset %d -> 13, %d nodes changed, ops %v, max |diff| %.3g", tc.file, tc.from, changed, ops, worst)
+			if !ok {
+				t.Fatalf("outputs differ beyond atol 1e-5 rtol 1e-4 (max %g)", worst)
+			}
+			difftest.Check(t, before, after, difftest.Options{DataOpts: data.Options{High: 1, Samples: 4, Shapes: map[string][]int64{"x": tc.dims}}})
+		})
+	}
+}
