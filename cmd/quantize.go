@@ -85,13 +85,21 @@ and residual Adds, float bias).`,
 				o.CalibData = calib.spec
 			}
 			if eval.spec != "" {
-				eval.shapes, eval.seed, eval.rng = calib.shapes, calib.seed, calib.rng
+				eval.seed, eval.rng = calib.seed, calib.rng
+				if eval.spec == "random" {
+					eval.shapes = calib.shapes
+				}
 				if o.EvalOpts, err = eval.options(); err != nil {
 					return err
 				}
 				o.EvalData = eval.spec
 			}
+			// --shape gives one sample's dims for random data and the
+			// latency runs; data files carry their own shapes.
 			o.LatencyShapes = o.CalibOpts.Shapes
+			if calib.spec != "random" {
+				o.CalibOpts.Shapes = nil
+			}
 			if runF != nil {
 				return runF(opts)
 			}

@@ -66,6 +66,9 @@ type Result struct {
 	FloatBytes  int64            `json:"float_bytes"`
 	Int8Bytes   int64            `json:"int8_bytes"`
 	Passes      *passes.Report   `json:"passes"`
+	// UpgradedOpset counts the nodes rewritten to reach opset 13 (0 when
+	// the model already was).
+	UpgradedOpset int `json:"upgraded_opset_nodes"`
 	// Sensitivity is each weighted layer's cost when quantized alone, and
 	// FellBack the layers kept float to meet the accuracy criterion.
 	Sensitivity []Sensitivity `json:"sensitivity,omitempty"`
@@ -114,8 +117,16 @@ func Run(opts Options) (*Result, error) {
 	if res.Passes, err = passes.Run(m, pipeline, passes.Options{Eval: &ort.NodeEvaluator{}}); err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.Input, err)
 	}
+	if m.OpsetVersion("") < 13 {
+		if res.UpgradedOpset, err = passes.UpgradeOpset(m, 13); err != nil {
+			return nil, fmt.Errorf("%s: per-channel Q/DQ needs opset 13: %w", opts.Input, err)
+		}
+	}
 	float, err := graph.Marshal(m)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkFloat(opts, float); err != nil {
 		return nil, err
 	}
 	ranges, info, err := calibrationRanges(opts, m, float)
@@ -255,4 +266,30 @@ func latency(opts Options, float, int8Model []byte) ([]LatencyRow, error) {
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// checkFloat runs the input model and the float model quantization starts
+// from (after the passes and any opset upgrade) on a few samples: every
+// rewrite is checked before the INT8 numbers build on it.
+func checkFloat(opts Options, float []byte) error {
+	spec, dopts := opts.CalibData, opts.CalibOpts
+	if spec == "" {
+		spec, dopts = "random", data.Options{High: 1, Shapes: opts.LatencyShapes}
+	}
+	dopts.Samples = 8
+	sess := ort.DefaultOptions()
+	sess.Level = ort.LevelDisable
+	r, err := compare.Models(compare.Options{
+		ModelA: opts.Input, ModelB: "optimized", BBytes: float, Data: spec, DataOpts: dopts,
+		Atol: map[string]float64{"": 1e-4}, Rtol: map[string]float64{"": 1e-3}, Session: sess, ORTLib: opts.ORTLib,
+	})
+	if err != nil {
+		return fmt.Errorf("checking the float model: %w", err)
+	}
+	for _, s := range r.Outputs {
+		if !s.Pass && s.Value > 1e-4*max(1, s.MaxRef) {
+			return fmt.Errorf("the float model after the passes differs from %s on output %q (max abs error %.3g): a bug in optc", opts.Input, s.Name, s.MaxAbs)
+		}
+	}
+	return nil
 }
