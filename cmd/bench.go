@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -92,9 +91,7 @@ func benchRun(opts *BenchOptions) error {
 		return err
 	}
 	if opts.JSON {
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return writeJSON(opts.IO.Out, res)
 	}
 	out := opts.IO.Out
 	threads := "default"

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -54,9 +53,7 @@ func inspectRun(opts *InspectOptions) error {
 	s := graph.Summarize(m)
 	semi := prune.Check24(m)
 	if opts.JSON {
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		return writeJSON(opts.IO.Out, struct {
 			*graph.Summary
 			TwoFour []prune.Layer `json:"sparsity_2_4"`
 		}{s, semi})

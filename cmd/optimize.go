@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -140,9 +139,7 @@ func optimizeRun(opts *OptimizeOptions) error {
 	res, err := optimize.Run(opts.Optimize)
 	if res != nil && (err == nil || res.Check != nil) {
 		if opts.JSON {
-			enc := json.NewEncoder(opts.IO.Out)
-			enc.SetIndent("", "  ")
-			if jerr := enc.Encode(res); jerr != nil {
+			if jerr := writeJSON(opts.IO.Out, res); jerr != nil {
 				return jerr
 			}
 		} else {

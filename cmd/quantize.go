@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -148,9 +147,7 @@ func quantizeRun(opts *QuantizeOptions) error {
 		return err
 	}
 	if opts.JSON {
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return writeJSON(opts.IO.Out, res)
 	}
 	printQuantize(opts.IO.Out, res)
 	return nil
