@@ -110,6 +110,9 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 		}
 		stats.Batches++
 		stats.Samples += int64(batch.Samples)
+		if opts.Progress != nil {
+			opts.Progress(stats.Samples)
+		}
 	}
 	if stats.Batches == 0 {
 		return nil, fmt.Errorf("calibration data is empty")

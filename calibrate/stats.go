@@ -71,6 +71,9 @@ type Options struct {
 	// Session configures the ORT session Collect runs. The zero value (CPU,
 	// optimization level disable) keeps every value as the model writes it.
 	Session ort.Options
+	// Progress, when set, is called after each batch with the number of
+	// samples seen so far.
+	Progress func(samples int64)
 }
 
 func (o Options) check() error {

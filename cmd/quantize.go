@@ -99,6 +99,9 @@ and residual Adds, float bias).`,
 			if calib.spec != "random" {
 				o.CalibOpts.Shapes = nil
 			}
+			if isTerminal(io.ErrOut) {
+				o.Calib.Progress = func(n int64) { fmt.Fprintf(io.ErrOut, "\rcalibrating: %d samples", n) }
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -143,6 +146,9 @@ func validMethod(m calibrate.Method) bool {
 
 func quantizeRun(opts *QuantizeOptions) error {
 	res, err := ptq.Run(opts.PTQ)
+	if opts.PTQ.Calib.Progress != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "\r%30s\r", "")
+	}
 	if err != nil {
 		return err
 	}
