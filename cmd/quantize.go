@@ -82,6 +82,9 @@ and residual Adds, float bias).`,
 					return err
 				}
 				o.CalibData = calib.spec
+				// A subset is drawn at random (seeded), not taken from the
+				// front of a file that may be sorted by class.
+				o.CalibOpts.Shuffle = calib.samples > 0 && calib.spec != "random"
 			}
 			if eval.spec != "" {
 				eval.seed, eval.rng = calib.seed, calib.rng
@@ -112,7 +115,7 @@ and residual Adds, float bias).`,
 	fs.StringVarP(&o.Output, "output", "o", "", "where to write the INT8 model (required)")
 	fs.StringVar(&calib.spec, "calib-data", "", "calibration data: .npy, .npz, .pb folder(s), or random (not advised)")
 	fs.IntVar(&calib.batch, "calib-batch", 32, "calibration batch size")
-	fs.IntVar(&calib.samples, "calib-samples", 0, "use at most this many calibration samples (the first N)")
+	fs.IntVar(&calib.samples, "calib-samples", 0, "calibrate on N samples drawn at random (seeded by --seed) from --calib-data")
 	fs.StringVar(&o.CalibCache, "calib-cache", "", "calibration file: reused when it matches the model, else written")
 	fs.StringVar(&method, "method", "percentile", "range method: minmax, percentile, entropy or mse")
 	fs.Float64Var(&o.Calib.Percentile, "percentile", calibrate.DefaultPercentile, "percentile for --method percentile")

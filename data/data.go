@@ -73,6 +73,10 @@ type Options struct {
 	// one batch); for .npy and .npz, at most this many samples are read
 	// (0: all). .pb data sets ignore it.
 	Samples int
+	// Shuffle reads .npy (and uncompressed .npz) samples in an order drawn
+	// from Seed, so that Samples takes a random subset rather than the
+	// first ones (calibration sets are often sorted by class).
+	Shuffle bool
 }
 
 // Batch is one run's worth of input tensors.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 
 	"optc/graph"
@@ -70,8 +71,9 @@ type sampleSource struct {
 	inputs  []Input
 	members []*member // one per input, in input order
 	batch   int
-	total   int // samples to deliver
-	next    int // the next sample
+	total   int   // samples to deliver
+	next    int   // the next sample
+	order   []int // with Shuffle: the sample read at each position
 	closer  io.Closer
 	err     error
 }
@@ -106,6 +108,14 @@ func newSampleSource(where string, inputs []Input, members []*member, opts Optio
 	if opts.Samples > 0 && opts.Samples < s.total {
 		s.total = opts.Samples
 	}
+	if opts.Shuffle {
+		for _, m := range members {
+			if m.at == nil {
+				return fail(fmt.Errorf("%s: shuffling needs random access: a .npy file or an uncompressed .npz (np.savez), not a compressed member", m.label))
+			}
+		}
+		s.order = rand.New(rand.NewPCG(uint64(opts.Seed), 0x73687566666c65)).Perm(int(n0))[:s.total]
+	}
 	batch, fixedBy, err := batchSize(where, inputs, opts)
 	if err != nil {
 		return fail(err)
@@ -129,7 +139,7 @@ func (s *sampleSource) Next() (*Batch, error) {
 	b := &Batch{Tensors: make([]*graph.Tensor, len(s.members)), Samples: n}
 	for i, m := range s.members {
 		buf := make([]byte, int64(n)*m.sample)
-		if err := m.read(buf, s.next, n); err != nil {
+		if err := s.readSamples(m, buf, n); err != nil {
 			s.err = err
 			return nil, err
 		}
@@ -143,6 +153,20 @@ func (s *sampleSource) Next() (*Batch, error) {
 	}
 	s.next += n
 	return b, nil
+}
+
+// readSamples fills buf with the n samples from position s.next on: a
+// contiguous run, or with Shuffle one sample at a time in the drawn order.
+func (s *sampleSource) readSamples(m *member, buf []byte, n int) error {
+	if s.order == nil {
+		return m.read(buf, s.next, n)
+	}
+	for k := range n {
+		if err := m.read(buf[int64(k)*m.sample:int64(k+1)*m.sample], s.order[s.next+k], 1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close releases the files.
