@@ -183,6 +183,13 @@ func printQuantize(out io.Writer, r *ptq.Result) {
 		}
 		fmt.Fprintf(out, "fell back to float to meet the accuracy criterion: %s\n", strings.Join(r.FellBack, ", "))
 	}
+	if len(r.TensorSQNR) > 0 {
+		fmt.Fprintf(out, "per-tensor SQNR, worst first (of %d):", len(r.TensorSQNR))
+		for _, s := range r.TensorSQNR[:min(5, len(r.TensorSQNR))] {
+			fmt.Fprintf(out, " %s %.1f dB;", s.Tensor, s.SQNRdB)
+		}
+		fmt.Fprintln(out)
+	}
 	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "\tfloat\tint8\t\n")

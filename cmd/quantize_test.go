@@ -40,8 +40,21 @@ func TestQuantizeMNIST(t *testing.T) {
 			} `json:"accuracy"`
 		}
 		HeldOut bool `json:"eval_data_held_out"`
+		SQNR    []struct {
+			Tensor string  `json:"tensor"`
+			DB     float64 `json:"sqnr_db"`
+		} `json:"tensor_sqnr"`
 	}
 	decode(t, run2json(t, append([]string{"quantize"}, append(args(first), "--json")...)...), &res)
+	if len(res.SQNR) < 4 {
+		t.Errorf("per-tensor SQNR for %d tensors", len(res.SQNR))
+	}
+	for i, s := range res.SQNR {
+		if s.DB < 20 || i > 0 && s.DB < res.SQNR[i-1].DB {
+			t.Errorf("SQNR %v: below 20 dB or not worst first", res.SQNR)
+			break
+		}
+	}
 	acc := res.Accuracy.Accuracy
 	if acc.A < 98 || acc.A-acc.B > 0.5 || !res.HeldOut || res.Calibration.FromCache {
 		t.Errorf("float %.2f%%, int8 %.2f%%, held out %v, from cache %v", acc.A, acc.B, res.HeldOut, res.Calibration.FromCache)

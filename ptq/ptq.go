@@ -73,6 +73,8 @@ type Result struct {
 	// FellBack the layers kept float to meet the accuracy criterion.
 	Sensitivity []Sensitivity `json:"sensitivity,omitempty"`
 	FellBack    []string      `json:"fell_back,omitempty"`
+	// TensorSQNR is each quantized activation's SQNR, worst first.
+	TensorSQNR []TensorSQNR `json:"tensor_sqnr,omitempty"`
 }
 
 // CalibrationInfo says where the ranges came from.
@@ -175,6 +177,11 @@ func Run(opts Options) (*Result, error) {
 		}
 	}
 	res.FloatBytes, res.Int8Bytes = int64(len(float)), int64(len(int8Model))
+	if eval != "" {
+		if res.TensorSQNR, err = tensorSQNR(opts, float, int8Model, eval, evalOpts); err != nil {
+			return nil, fmt.Errorf("per-tensor SQNR: %w", err)
+		}
+	}
 	if res.Latency, err = latency(opts, float, int8Model); err != nil {
 		return nil, err
 	}

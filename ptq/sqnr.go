@@ -1,0 +1,133 @@
+package ptq
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+
+	"optc/data"
+	"optc/graph"
+	"optc/ort"
+)
+
+// TensorSQNR is how faithfully one quantized activation is represented:
+// 10 log10(sum x^2 / sum (x - dq(q(x)))^2) over evaluation samples, where x
+// is the float model's tensor and dq(q(x)) what the INT8 model computes at
+// the same place. Identical tensors are capped at MaxSQNR.
+type TensorSQNR struct {
+	Tensor string  `json:"tensor"`
+	SQNRdB float64 `json:"sqnr_db"`
+}
+
+// MaxSQNR stands for an exact match (infinite SQNR).
+const MaxSQNR = 200.0
+
+// sqnrSamples is how many evaluation samples the per-tensor SQNR uses.
+const sqnrSamples = 32
+
+// tensorSQNR pairs every activation Q/DQ of the INT8 model with the float
+// tensor it quantizes, runs both models on one batch of the evaluation data
+// with those values exposed, and returns the SQNR of each, worst first.
+func tensorSQNR(opts Options, float, int8Model []byte, spec string, dopts data.Options) ([]TensorSQNR, error) {
+	fm, err := graph.Parse(float, "")
+	if err != nil {
+		return nil, err
+	}
+	qm, err := graph.Parse(int8Model, "")
+	if err != nil {
+		return nil, err
+	}
+	var xs, dqs []string
+	for _, n := range qm.Graph.Nodes {
+		if n.OpType != "DequantizeLinear" {
+			continue
+		}
+		q := n.Input(0).Producer()
+		if q == nil || q.OpType != "QuantizeLinear" || fm.Graph.Value(q.Input(0).Name) == nil || slices.Contains(xs, q.Input(0).Name) {
+			continue
+		}
+		xs, dqs = append(xs, q.Input(0).Name), append(dqs, n.Output(0).Name)
+	}
+	if len(xs) == 0 {
+		return nil, nil
+	}
+	if err := graph.ExposeValues(fm, xs); err != nil {
+		return nil, err
+	}
+	if err := graph.ExposeValues(qm, dqs); err != nil {
+		return nil, err
+	}
+	dopts.Samples, dopts.Batch = sqnrSamples, sqnrSamples
+	src, err := data.Open(spec, data.GraphInputs(fm.Graph), dopts)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	batch, err := src.Next()
+	if errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: no samples", spec)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fv, err := runExposed(fm, batch, xs, opts.Session)
+	if err != nil {
+		return nil, fmt.Errorf("float model: %w", err)
+	}
+	qv, err := runExposed(qm, batch, dqs, opts.Session)
+	if err != nil {
+		return nil, fmt.Errorf("INT8 model: %w", err)
+	}
+	out := make([]TensorSQNR, len(xs))
+	for i := range xs {
+		var sig, noise float64
+		for k := range fv[i] {
+			d := float64(fv[i][k]) - float64(qv[i][k])
+			sig += float64(fv[i][k]) * float64(fv[i][k])
+			noise += d * d
+		}
+		s := MaxSQNR
+		if noise > 0 {
+			s = min(MaxSQNR, 10*math.Log10(sig/noise))
+		}
+		out[i] = TensorSQNR{Tensor: xs[i], SQNRdB: s}
+	}
+	slices.SortStableFunc(out, func(a, b TensorSQNR) int {
+		switch {
+		case a.SQNRdB < b.SQNRdB:
+			return -1
+		case a.SQNRdB > b.SQNRdB:
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// runExposed runs m on one batch and returns the named outputs as float32.
+func runExposed(m *graph.Model, batch *data.Batch, names []string, sess ort.Options) ([][]float32, error) {
+	b, err := graph.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	ins, outs := ort.Interface(m)
+	s, err := ort.NewSession(ort.Source{Bytes: b, Inputs: ins, Outputs: outs}, sess)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	got, err := s.Run(batch.Tensors)
+	if err != nil {
+		return nil, err
+	}
+	res := make([][]float32, len(names))
+	for i, name := range names {
+		k := slices.IndexFunc(outs, func(o ort.IO) bool { return o.Name == name })
+		if res[i], err = got[k].Float32s(); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return res, nil
+}
