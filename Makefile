@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/optc
 EXAMPLE := testdata/models/mnist_cnn.onnx
 
-.PHONY: build demo test testdata ort fuzz bench-io bench-passes vet
+.PHONY: build demo test testdata ort fuzz bench-io bench-passes bench-int8 vet
 
 build:
 	$(GO) build -o $(BIN) ./cmd/optc
@@ -46,3 +46,7 @@ bench-io:
 bench-passes: testdata ort
 	$(GO) test -run='^$$' -bench=Pipeline -benchtime=3x ./passes
 	$(GO) test -run='^$$' -bench=OptimizedVsOriginal -benchtime=1x -timeout=30m ./optimize
+
+# INT8 against float on a ResNet-style conv stack, measured by optc quantize's code.
+bench-int8: ort
+	$(GO) test -run='^$$' -bench=ConvStackInt8 -benchtime=1x ./ptq
