@@ -47,25 +47,7 @@ func TestCalibrateChild(t *testing.T) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	fmt.Printf("%s samples=%d hwm=%d heap=%d sys=%d heapsys=%d released=%d rss=%d\n", calibChildMark, s.Samples, procStatus(t, "VmHWM"), ms.HeapInuse, ms.Sys, ms.HeapSys, ms.HeapReleased, procStatus(t, "VmRSS"))
-}
-
-func procStatus(t testing.TB, key string) int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, key+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatalf("/proc/self/status: %q", line)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("/proc/self/status has no %s", key)
-	return 0
+	fmt.Printf("%s samples=%d hwm=%d heap=%d sys=%d heapsys=%d released=%d rss=%d\n", calibChildMark, s.Samples, testenv.ProcStatus(t, "VmHWM"), ms.HeapInuse, ms.Sys, ms.HeapSys, ms.HeapReleased, testenv.ProcStatus(t, "VmRSS"))
 }
 
 // BenchmarkCalibrationMemory calibrates MNIST on 200 and on 2000 samples,

@@ -188,7 +188,7 @@ func TestLoadSaveChild(t *testing.T) {
 		phase("save")
 		// Resident memory while the mapping is still there, by kind.
 		for _, k := range []string{"RssAnon", "RssFile"} {
-			phases = append(phases, fmt.Sprintf("%s=%d", k, benchProcStatus(t, k)))
+			phases = append(phases, fmt.Sprintf("%s=%d", k, testenv.ProcStatus(t, k)))
 		}
 		lap = time.Now()
 		if err := m.Close(); err != nil {
@@ -221,33 +221,7 @@ func TestLoadSaveChild(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fmt.Printf("%s total=%d alloc=%d hwm=%d %s\n", benchChildMark, total.Nanoseconds(), ms1.TotalAlloc-ms0.TotalAlloc, benchProcStatus(t, "VmHWM"), strings.Join(phases, " "))
-}
-
-// benchProcStatus returns a memory figure of /proc/self/status in bytes.
-//
-// The peak RSS of a child is its VmHWM, not the ru_maxrss that wait4
-// reports: Go starts children with clone(CLONE_VM|CLONE_VFORK), so until
-// exec the child runs on the parent's address space, and Linux folds that
-// address space's high-water mark into the child's ru_maxrss at exec. The
-// benchmark's parent, which built the weights in memory, would be counted.
-// VmHWM belongs to the address space exec created.
-func benchProcStatus(t *testing.T, key string) int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, key+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatalf("/proc/self/status: %q", line)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("/proc/self/status has no %s", key)
-	return 0
+	fmt.Printf("%s total=%d alloc=%d hwm=%d %s\n", benchChildMark, total.Nanoseconds(), ms1.TotalAlloc-ms0.TotalAlloc, testenv.ProcStatus(t, "VmHWM"), strings.Join(phases, " "))
 }
 
 // benchCopyFileSync copies src to dst the way Save writes: a temporary file in
