@@ -1,7 +1,6 @@
 package passes_test
 
 import (
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -187,22 +186,9 @@ func TestInferShapesInPipeline(t *testing.T) {
 // (symbolic inputs) and with static inputs, and checks in ONNX Runtime
 // that the annotated model loads and computes what the original does.
 func TestInferShapesRealModels(t *testing.T) {
-	cases := []struct {
-		name, path string
-		input      []int64
-	}{
-		{"mnist_cnn", testenv.Model("mnist_cnn.onnx"), []int64{1, 1, 28, 28}},
-		{"cls", "ocr-models/ch_ppocr_mobile_v2.0_cls_infer.onnx", []int64{1, 3, 48, 192}},
-		{"det", "ocr-models/ch_PP-OCRv4_det_infer.onnx", []int64{1, 3, 64, 64}},
-		{"rec", "ocr-models/ch_PP-OCRv4_rec_infer.onnx", []int64{1, 3, 48, 160}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			path := tc.path
-			if !filepath.IsAbs(path) {
-				path = testenv.Data(t, path)
-			}
-			m, err := graph.LoadFile(path)
+	for _, tc := range testenv.RealModels(t) {
+		t.Run(tc.Name, func(t *testing.T) {
+			m, err := graph.LoadFile(tc.Path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -214,7 +200,7 @@ func TestInferShapesRealModels(t *testing.T) {
 				}
 				if static {
 					in := c.Graph.Inputs[0]
-					in.Type = graph.TensorType(in.Type.Elem, graph.StaticShape(tc.input...))
+					in.Type = graph.TensorType(in.Type.Elem, graph.StaticShape(tc.Input...))
 				}
 				before, err := graph.Marshal(c)
 				if err != nil {
@@ -241,7 +227,7 @@ func TestInferShapesRealModels(t *testing.T) {
 					t.Fatal(err)
 				}
 				difftest.Check(t, before, after, difftest.Options{DataOpts: data.Options{
-					Batch: 1, Samples: 1, Shapes: map[string][]int64{c.Graph.Inputs[0].Name: tc.input}}})
+					Batch: 1, Samples: 1, Shapes: map[string][]int64{c.Graph.Inputs[0].Name: tc.Input}}})
 			}
 		})
 	}

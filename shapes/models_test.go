@@ -88,22 +88,13 @@ func TestBackendModels(t *testing.T) {
 // shape, and with the input as the model declares it (symbolic dims).
 func TestRealModelsAgainstORT(t *testing.T) {
 	ortenv.Require(t)
-	cases := []struct {
-		name, path string
-		input      []int64 // the shape of input 0 for the run
-	}{
-		{"mnist_cnn", testenv.Model("mnist_cnn.onnx"), []int64{2, 1, 28, 28}},
-		{"cls", "ocr-models/ch_ppocr_mobile_v2.0_cls_infer.onnx", []int64{2, 3, 48, 192}},
-		{"det", "ocr-models/ch_PP-OCRv4_det_infer.onnx", []int64{1, 3, 64, 64}},
-		{"rec", "ocr-models/ch_PP-OCRv4_rec_infer.onnx", []int64{1, 3, 48, 160}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			path := tc.path
-			if !filepath.IsAbs(path) {
-				path = testenv.Data(t, path)
-			}
-			m, err := graph.LoadFile(path)
+	for _, tc := range testenv.RealModels(t) {
+		// Two samples where the model allows it, so the batch dim is exercised.
+		if tc.Name == "mnist_cnn" || tc.Name == "cls" {
+			tc.Input = append([]int64{2}, tc.Input[1:]...)
+		}
+		t.Run(tc.Name, func(t *testing.T) {
+			m, err := graph.LoadFile(tc.Path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,14 +104,14 @@ func TestRealModelsAgainstORT(t *testing.T) {
 				t.Fatal(err)
 			}
 			in := fixed.Graph.Inputs[0]
-			in.Type = graph.TensorType(in.Type.Elem, graph.StaticShape(tc.input...))
+			in.Type = graph.TensorType(in.Type.Elem, graph.StaticShape(tc.Input...))
 			for _, run := range []struct {
 				what string
 				m    *graph.Model
-			}{{fmt.Sprint(tc.input), fixed}, {m.Graph.Inputs[0].Type.Shape.String(), m}} {
-				st := compareWithORT(t, run.m, tc.input)
+			}{{fmt.Sprint(tc.Input), fixed}, {m.Graph.Inputs[0].Type.Shape.String(), m}} {
+				st := compareWithORT(t, run.m, tc.Input)
 				t.Logf("%s at %s: %d values: %d static (%.1f%%), %d partial, %d unknown; against ORT: %d types, %d static dims, %d symbolic dims checked (%d dims and %d ranks unknown), %d mismatches",
-					tc.name, run.what, st.counts.Values, st.counts.Static, 100*float64(st.counts.Static)/float64(st.counts.Values),
+					tc.Name, run.what, st.counts.Values, st.counts.Static, 100*float64(st.counts.Static)/float64(st.counts.Values),
 					st.counts.Partial, st.counts.Unknown, st.types, st.static, st.symbolic, st.unknownDims, st.unknownRank, st.mismatches)
 			}
 		})

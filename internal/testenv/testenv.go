@@ -47,3 +47,22 @@ func RepoRoot() string {
 func Model(name string) string {
 	return filepath.Join(RepoRoot(), "testdata", "models", name)
 }
+
+// RealModel is one of the real models tests run: the committed MNIST CNN
+// and the PaddleOCR models, with the shape of one sample of input 0 (the
+// OCR inputs are dynamic: these are sizes the models accept).
+type RealModel struct {
+	Name, Path string
+	Input      []int64
+}
+
+// RealModels lists the real models, their paths resolved (see Data).
+func RealModels(t testing.TB) []RealModel {
+	t.Helper()
+	return []RealModel{
+		{"mnist_cnn", Model("mnist_cnn.onnx"), []int64{1, 1, 28, 28}},
+		{"cls", Data(t, "ocr-models/ch_ppocr_mobile_v2.0_cls_infer.onnx"), []int64{1, 3, 48, 192}},
+		{"det", Data(t, "ocr-models/ch_PP-OCRv4_det_infer.onnx"), []int64{1, 3, 64, 64}},
+		{"rec", Data(t, "ocr-models/ch_PP-OCRv4_rec_infer.onnx"), []int64{1, 3, 48, 160}},
+	}
+}
