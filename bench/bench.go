@@ -14,7 +14,11 @@ import (
 
 // Options say what to measure and how long.
 type Options struct {
-	Model    string
+	Model string
+	// RunModel, when set, is the file the session runs (an .ort model ORT
+	// wrote from Model, which optc cannot parse); the inputs still come
+	// from Model.
+	RunModel string
 	Data     string // a data spec for data.Open; "random" for synthetic inputs
 	DataOpts data.Options
 	Batches  []int // batch sizes to sweep (default 1)
@@ -97,7 +101,11 @@ func Run(opts Options) (*Result, error) {
 	res.ORTVersion, _ = ort.Version()
 	t := time.Now()
 	ins, outs := ort.Interface(m)
-	sess, err := ort.NewSession(ort.Source{Path: opts.Model, Inputs: ins, Outputs: outs}, opts.Session)
+	run := opts.Model
+	if opts.RunModel != "" {
+		run = opts.RunModel
+	}
+	sess, err := ort.NewSession(ort.Source{Path: run, Inputs: ins, Outputs: outs}, opts.Session)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.Model, err)
 	}

@@ -18,8 +18,12 @@ type Options struct {
 	// (ModelA and ModelB are then only labels): a model can be checked
 	// before it is written.
 	ABytes, BBytes []byte
-	Data           string
-	DataOpts       data.Options
+	// BRun, when set, is the file B's session runs (an .ort model ORT
+	// wrote from ModelB, which optc cannot parse); B's interface still
+	// comes from ModelB.
+	BRun     string
+	Data     string
+	DataOpts data.Options
 	// Labels is a .npy of int64 class ids, one per sample, scored against
 	// LabelsOutput (default: the first classifier-like output).
 	Labels       string
@@ -108,7 +112,11 @@ func Models(opts Options) (*Result, error) {
 	for i, in := range insA {
 		orderB[i] = insB[slices.IndexFunc(insB, func(x ort.IO) bool { return x.Name == in.Name })]
 	}
-	sb, err := ort.NewSession(source(opts.ModelB, opts.BBytes, orderB, outsB), opts.Session)
+	srcB := source(opts.ModelB, opts.BBytes, orderB, outsB)
+	if opts.BRun != "" {
+		srcB = ort.Source{Path: opts.BRun, Inputs: orderB, Outputs: outsB}
+	}
+	sb, err := ort.NewSession(srcB, opts.Session)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.ModelB, err)
 	}
@@ -120,6 +128,9 @@ func Models(opts Options) (*Result, error) {
 	}
 	defer src.Close()
 	var labels []int64
+	if opts.Labels != "" && opts.DataOpts.Shuffle {
+		return nil, fmt.Errorf("%s: labels cannot follow samples drawn in a shuffled order", opts.Labels)
+	}
 	if opts.Labels != "" {
 		lt, err := data.ReadNpy(opts.Labels)
 		if err != nil {
@@ -186,7 +197,7 @@ func Models(opts Options) (*Result, error) {
 		res.Pass = res.Pass && s.Pass
 	}
 	if opts.Labels != "" {
-		if res.Accuracy, err = scorer.result(res.Samples); err != nil {
+		if res.Accuracy, err = scorer.result(res.Samples, opts.DataOpts.Samples > 0); err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Labels, err)
 		}
 	}
@@ -303,11 +314,13 @@ func (s *scorer) add(name string, a, b []float32, shape []int64) error {
 
 func (s *scorer) advance(n int64) { s.offset += n }
 
-func (s *scorer) result(samples int64) (*Accuracy, error) {
+// result is the accuracy over the samples run. With a sample limit the
+// labels may be more: the first ones belong to the samples read.
+func (s *scorer) result(samples int64, limited bool) (*Accuracy, error) {
 	if s.output == "" || s.scored == 0 {
 		return nil, errors.New("no classifier-like output ([N, classes]) to score labels against")
 	}
-	if int64(len(s.labels)) != samples {
+	if n := int64(len(s.labels)); n < samples || n > samples && !limited {
 		return nil, fmt.Errorf("%d labels for %d samples", len(s.labels), samples)
 	}
 	a := 100 * float64(s.correctA) / float64(s.scored)

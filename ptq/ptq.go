@@ -46,7 +46,10 @@ type Options struct {
 	Session ort.Options
 	// LatencyShapes fix dynamic dims for the latency runs (random data).
 	LatencyShapes map[string][]int64
-	ORTLib        string
+	// NoLatency skips the latency runs (optc build times every artifact
+	// itself).
+	NoLatency bool
+	ORTLib    string
 	// MaxAccuracyDrop (points, needs EvalLabels) and MinCosine (every
 	// output, no labels needed) are accuracy criteria: the most sensitive
 	// layers fall back to float until they hold.
@@ -182,8 +185,10 @@ func Run(opts Options) (*Result, error) {
 			return nil, fmt.Errorf("per-tensor SQNR: %w", err)
 		}
 	}
-	if res.Latency, err = latency(opts, float, int8Model); err != nil {
-		return nil, err
+	if !opts.NoLatency {
+		if res.Latency, err = latency(opts, float, int8Model); err != nil {
+			return nil, err
+		}
 	}
 	if err := graph.Save(q, opts.Output, graph.SaveOptions{}); err != nil {
 		return nil, err

@@ -1,0 +1,322 @@
+// Package build is what `optc build` does: load and verify the model, run
+// the passes, calibrate and quantize (with --int8), export the artifacts of
+// each target, check every artifact against the original with real ONNX
+// Runtime runs, and write the manifest and report. Everything is written
+// into a temporary folder next to the destination and renamed into place
+// at the end, so a failed or interrupted build leaves nothing behind.
+package build
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"optc/calibrate"
+	"optc/config"
+	"optc/data"
+	"optc/graph"
+	"optc/optimize"
+	"optc/ort"
+	"optc/ptq"
+	"optc/quantize"
+)
+
+// Options are a build's effective configuration and where it reports.
+type Options struct {
+	Config config.Config
+	// Progress receives one line per stage (nil: silent).
+	Progress io.Writer
+	// Version is optc's version, recorded in the manifest.
+	Version string
+}
+
+// Result is what a build did and measured; it is report.json.
+type Result struct {
+	Input     string           `json:"input"`
+	Output    string           `json:"output"`
+	Targets   []string         `json:"targets"`
+	Optimize  *optimize.Result `json:"optimize"`
+	INT8      *ptq.Result      `json:"int8,omitempty"`          // the ort-cpu quantization
+	INT8TRT   *ptq.Result      `json:"int8_tensorrt,omitempty"` // the tensorrt quantization
+	Artifacts []*Artifact      `json:"artifacts"`
+	// Baseline is the input model's latency, measured like the artifacts.
+	Baseline *Timing `json:"baseline"`
+	// EvalData says what the artifacts were checked on and whether it is
+	// disjoint from the calibration data.
+	EvalData    string        `json:"eval_data"`
+	EvalHeldOut bool          `json:"eval_held_out"`
+	Stages      []Stage       `json:"stages"`
+	Environment Environment   `json:"environment"`
+	Notes       []string      `json:"notes,omitempty"`
+	opts        config.Config // effective options, for the manifest
+}
+
+// Artifact is one file of the output folder.
+type Artifact struct {
+	Path      string `json:"path"` // relative to the output folder
+	Target    string `json:"target"`
+	Kind      string `json:"kind"`                // model, ort-model, calibration, script, config, settings, lint
+	Precision string `json:"precision,omitempty"` // fp32, fp16, int8 (models only)
+	From      string `json:"from,omitempty"`      // the model an .ort file was written from
+	Bytes     int64  `json:"bytes"`
+	SHA256    string `json:"sha256"`
+	// Check is the artifact against the input model on the evaluation
+	// data (models ORT can run).
+	Check *Check `json:"check,omitempty"`
+	// Timing is its latency in ORT (models optc times).
+	Timing *Timing `json:"timing,omitempty"`
+}
+
+// add records an artifact written into the working folder.
+func (b *builder) add(rel, target, kind, precision, from string) {
+	b.res.Artifacts = append(b.res.Artifacts, &Artifact{Path: rel, Target: target, Kind: kind, Precision: precision, From: from})
+}
+
+// Stage is one step of the build and its wall time.
+type Stage struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Run builds opts.Config.Model into opts.Config.Output. Cancelling ctx
+// (Ctrl-C) removes the working folder at once; Run then fails.
+func Run(ctx context.Context, opts Options) (res *Result, err error) {
+	c := opts.Config
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if c.Model == "" {
+		return nil, fmt.Errorf("no model: give MODEL (or model: in the config)")
+	}
+	targets, _ := c.ExpandTargets()
+	if within(abs(c.Model), abs(c.Output)) {
+		return nil, fmt.Errorf("output folder %s holds the input model %s; choose another -o", c.Output, c.Model)
+	}
+	if _, err := ort.Init(c.Runtime.ORTLib); err != nil {
+		return nil, err
+	}
+	dir, err := newFolder(c.Output, c.Force)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			dir.abort()
+		}
+	}()
+	b := &builder{ctx: ctx, opts: opts, c: c, dir: dir, targets: targets,
+		res: &Result{Input: c.Model, Output: c.Output, Targets: targets, opts: c}}
+	// The stages run apart so that an interrupt returns at once (the
+	// working folder is already gone) instead of after the current stage.
+	done := make(chan error, 1)
+	go func() { done <- b.runStages() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		dir.abort()
+		return nil, fmt.Errorf("interrupted; nothing was written: %w", ctx.Err())
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := dir.commit(); err != nil {
+		return nil, err
+	}
+	return b.res, nil
+}
+
+func (b *builder) runStages() error {
+	for _, st := range b.stages() {
+		if err := b.ctx.Err(); err != nil {
+			return err
+		}
+		start := time.Now()
+		b.progress("%s", st.name)
+		if err := st.run(); err != nil {
+			return fmt.Errorf("%s: %w", st.name, err)
+		}
+		b.res.Stages = append(b.res.Stages, Stage{Name: st.name, Seconds: time.Since(start).Seconds()})
+	}
+	return nil
+}
+
+// builder carries one build's state from stage to stage.
+type builder struct {
+	ctx     context.Context
+	opts    Options
+	c       config.Config
+	dir     *folder
+	targets []string
+	res     *Result
+
+	float     string // the optimized float model, in the working folder
+	ortModel  string // what the ORT target deploys (float or INT8)
+	calibFile string // optc's calibration file, when quantizing
+}
+
+type stage struct {
+	name string
+	run  func() error
+}
+
+// stages is the build in order; each names itself in errors.
+func (b *builder) stages() []stage {
+	s := []stage{
+		{"load", b.load},
+		{"passes", b.passes},
+	}
+	if b.c.INT8 {
+		s = append(s, stage{"quantize", b.quantize})
+	}
+	s = append(s, stage{"export", b.export}, stage{"verify", b.verify}, stage{"report", b.report})
+	return s
+}
+
+func (b *builder) progress(format string, args ...any) {
+	if b.opts.Progress != nil {
+		fmt.Fprintf(b.opts.Progress, "build: "+format+"\n", args...)
+	}
+}
+
+func (b *builder) wants(target string) bool { return slices.Contains(b.targets, target) }
+
+// load reads and verifies the input, so that a broken model fails here
+// with its own message rather than inside a pass.
+func (b *builder) load() error {
+	m, err := graph.LoadFile(b.c.Model)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if err := m.Verify(); err != nil {
+		return fmt.Errorf("%s: %w", b.c.Model, err)
+	}
+	return nil
+}
+
+// passes runs the optimization pipeline with optimize's own ORT check;
+// the optimized float model is the root every artifact grows from.
+func (b *builder) passes() error {
+	out, err := b.dir.path("model.fp32.onnx")
+	if err != nil {
+		return err
+	}
+	b.res.Optimize, err = optimize.Run(optimize.Options{
+		Input: b.c.Model, Output: out, Level: b.c.OptLevel, Check: true,
+		CheckAtol: optimize.DefaultCheckAtol, CheckRtol: optimize.DefaultCheckRtol,
+		DataOpts: data.Options{Shapes: b.c.Shapes, High: 1, Seed: 1}, ORTLib: b.c.Runtime.ORTLib,
+	})
+	if err != nil {
+		return err
+	}
+	b.float, b.ortModel = out, out
+	b.add("model.fp32.onnx", "all", "model", "fp32", "")
+	return nil
+}
+
+// quantize calibrates once and quantizes for each target that takes INT8:
+// ort-cpu for the ORT and Triton targets, tensorrt for TensorRT. The
+// second quantization reuses the calibration file the first wrote.
+func (b *builder) quantize() error {
+	var err error
+	if b.calibFile, err = b.dir.path("calibration.json"); err != nil {
+		return err
+	}
+	if b.c.Calibration.Cache != "" {
+		if _, err := os.Stat(b.c.Calibration.Cache); err == nil {
+			if err := copyFile(b.c.Calibration.Cache, b.calibFile); err != nil {
+				return err
+			}
+		}
+	}
+	b.add("calibration.json", "all", "calibration", "", "")
+	if b.wants("ort") || b.wants("triton") {
+		out, err := b.dir.path("model.int8.onnx")
+		if err != nil {
+			return err
+		}
+		if b.res.INT8, err = ptq.Run(b.ptqOptions(quantize.TargetORTCPU, out)); err != nil {
+			return err
+		}
+		b.ortModel = out
+		b.add("model.int8.onnx", "ort", "model", "int8", "")
+	}
+	if b.wants("tensorrt") {
+		out, err := b.dir.path("tensorrt/model.int8.qdq.onnx")
+		if err != nil {
+			return err
+		}
+		if b.res.INT8TRT, err = ptq.Run(b.ptqOptions(quantize.TargetTensorRT, out)); err != nil {
+			return err
+		}
+		b.add("tensorrt/model.int8.qdq.onnx", "tensorrt", "model", "int8", "")
+	}
+	return nil
+}
+
+// ptqOptions maps the config onto optc quantize's options.
+func (b *builder) ptqOptions(target quantize.Target, out string) ptq.Options {
+	c := b.c
+	o := ptq.Options{
+		Input: b.float, Output: out, CalibData: c.Calibration.Data, CalibCache: b.calibFile,
+		CalibOpts: b.dataOptions(c.Calibration.Data, c.Calibration.Batch, c.Calibration.Samples),
+		Method:    calibrate.Method(c.Calibration.Method),
+		Calib:     calibrate.Options{Percentile: c.Calibration.Percentile, MovingAverage: c.Calibration.MovingAverage},
+		Quant: quantize.Options{Target: target, Exclude: c.Quantize.Exclude,
+			KeepFirstLast: c.Quantize.KeepFirstLast, PerChannel: &c.Quantize.PerChannel},
+		EvalData: c.Eval.Data, EvalOpts: b.dataOptions(c.Eval.Data, c.Eval.Batch, c.Eval.Samples),
+		EvalLabels: c.Eval.Labels, Session: b.session(), LatencyShapes: c.Shapes, NoLatency: true,
+		ORTLib: c.Runtime.ORTLib, MaxAccuracyDrop: c.Quantize.MaxAccuracyDrop, MinCosine: c.Quantize.MinCosine,
+	}
+	// A subset is drawn at random (seeded), not taken from the front of a
+	// file that may be sorted by class.
+	o.CalibOpts.Shuffle = c.Calibration.Samples > 0
+	if c.Quantize.ReduceRange != "auto" {
+		on := c.Quantize.ReduceRange == "on"
+		o.Quant.ReduceRange = &on
+	}
+	return o
+}
+
+// dataOptions reads a data file: shapes only fix random data (files carry
+// their own), samples bound what is read.
+func (b *builder) dataOptions(spec string, batch, samples int) data.Options {
+	o := data.Options{Batch: batch, Samples: samples, Seed: b.c.Calibration.Seed, High: 1}
+	if spec == "random" {
+		o.Shapes = b.c.Shapes
+	}
+	return o
+}
+
+// session is how every artifact is run and measured.
+func (b *builder) session() ort.Options {
+	level, _ := ort.ParseLevel(b.c.Runtime.Level)
+	return ort.Options{Level: level, IntraOpThreads: b.c.Runtime.Threads, Provider: "cpu"}
+}
+
+func abs(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	return a
+}
+
+// within reports whether path is dir or inside it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o644)
+}

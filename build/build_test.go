@@ -1,0 +1,310 @@
+package build
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"optc/config"
+	"optc/data"
+	"optc/graph"
+	"optc/internal/ortenv"
+	"optc/internal/testenv"
+)
+
+// mnistConfig is an INT8 build of the committed MNIST CNN: calibration on
+// training digits, checks on 500 held-out digits with labels.
+func mnistConfig(t *testing.T, out string) config.Config {
+	ortenv.Require(t)
+	c := config.Default()
+	c.Model = testenv.Model("mnist_cnn.onnx")
+	c.Output = out
+	c.INT8 = true
+	c.Calibration.Data = testenv.Data(t, "mnist/train_images.npy")
+	c.Calibration.Samples = 128
+	c.Eval.Data = testenv.Data(t, "mnist/test_images.npy")
+	c.Eval.Labels = testenv.Data(t, "mnist/test_labels.npy")
+	c.Eval.Samples = 500
+	c.Latency.Duration = config.Duration{Duration: 50 * time.Millisecond}
+	return c
+}
+
+func run(t *testing.T, c config.Config) *Result {
+	t.Helper()
+	res, err := Run(context.Background(), Options{Config: c, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestBuildMNISTInt8ORT(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	c := mnistConfig(t, out)
+	inputSum := fileSHA(t, c.Model)
+	res := run(t, c)
+
+	byPath := map[string]*Artifact{}
+	for _, a := range res.Artifacts {
+		byPath[a.Path] = a
+	}
+	for _, p := range []string{"model.fp32.onnx", "model.int8.onnx", "ort/model.ort", "ort/session.json", "calibration.json"} {
+		if byPath[p] == nil {
+			t.Fatalf("no artifact %s in %v", p, res.Artifacts)
+		}
+	}
+	// The optimized float model computes what the input does; INT8 keeps
+	// accuracy within half a point; the .ort twin runs like its source.
+	fp32, int8, ortm := byPath["model.fp32.onnx"].Check, byPath["model.int8.onnx"].Check, byPath["ort/model.ort"].Check
+	if fp32.MinCosine < 0.99999 || fp32.Accuracy.DropPoints != 0 {
+		t.Errorf("fp32 artifact: cosine %v, drop %v", fp32.MinCosine, fp32.Accuracy.DropPoints)
+	}
+	if int8.Accuracy == nil || int8.Accuracy.DropPoints > 0.5 || int8.MinCosine < 0.999 || int8.Samples != 500 {
+		t.Errorf("int8 artifact: %+v accuracy %+v", int8, int8.Accuracy)
+	}
+	if ortm.Accuracy.B != int8.Accuracy.B || ortm.MinCosine < 0.99999*int8.MinCosine {
+		t.Errorf(".ort artifact %+v differs from the model it was written from %+v", ortm.Accuracy, int8.Accuracy)
+	}
+	if res.Baseline == nil || len(res.Baseline.Batches) != 2 || byPath["model.int8.onnx"].Timing.Batches[1].Batch != 8 {
+		t.Errorf("timings missing: %+v", res.Baseline)
+	}
+	if !res.EvalHeldOut {
+		t.Error("eval data given but reported as not held out")
+	}
+
+	// The manifest lists every file with its digest, and the input's.
+	var man Manifest
+	readJSON(t, filepath.Join(out, "manifest.json"), &man)
+	if man.Input.SHA256 != inputSum || len(man.Data) != 3 {
+		t.Errorf("manifest input %+v data %+v", man.Input, man.Data)
+	}
+	listed := map[string]bool{}
+	for _, e := range man.Artifacts {
+		listed[e.Path] = true
+		if got := fileSHA(t, filepath.Join(out, e.Path)); got != e.SHA256 {
+			t.Errorf("%s: manifest sha256 %s, file %s", e.Path, e.SHA256, got)
+		}
+	}
+	filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+		r, _ := filepath.Rel(out, p)
+		if !d.IsDir() && !listed[filepath.ToSlash(r)] && r != "manifest.json" && r != "report.json" {
+			t.Errorf("%s is in the folder but not in the manifest", r)
+		}
+		return nil
+	})
+	if man.Options.Output != "" || man.Accuracy["model.int8.onnx"] == nil {
+		t.Errorf("manifest options/accuracy: %+v", man.Options)
+	}
+	var settings SessionSettings
+	readJSON(t, filepath.Join(out, "ort/session.json"), &settings)
+	if settings.GraphOptimization != "all" || settings.Model != "model.int8.onnx" || settings.Portable {
+		t.Errorf("session settings %+v", settings)
+	}
+	if fileSHA(t, c.Model) != inputSum {
+		t.Fatal("the input model was modified")
+	}
+	var table bytes.Buffer
+	if err := WriteTable(&table, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"model.int8.onnx", "ort/model.ort", "(input)", "p99 b8 ms", "held out"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+}
+
+// Two builds of the same inputs give the same bytes for everything but the
+// timings (report.json), the manifest that digests the .ort file, and the
+// .ort file itself, which ONNX Runtime does not serialize deterministically
+// (the two files are still checked to compute the same thing).
+func TestBuildIsDeterministic(t *testing.T) {
+	dir := t.TempDir()
+	var sums [2]map[string]string
+	for i := range 2 {
+		out := filepath.Join(dir, []string{"a", "b"}[i])
+		run(t, mnistConfig(t, out))
+		sums[i] = map[string]string{}
+		filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+			if !d.IsDir() {
+				r, _ := filepath.Rel(out, p)
+				sums[i][filepath.ToSlash(r)] = fileSHA(t, p)
+			}
+			return nil
+		})
+	}
+	if len(sums[0]) != len(sums[1]) || len(sums[0]) < 6 {
+		t.Fatalf("different files: %v vs %v", sums[0], sums[1])
+	}
+	for p, s := range sums[0] {
+		switch p {
+		case "report.json", "manifest.json", "ort/model.ort":
+			continue
+		}
+		if sums[1][p] != s {
+			t.Errorf("%s differs between two builds of the same inputs", p)
+		}
+	}
+	var a, b Manifest
+	readJSON(t, filepath.Join(dir, "a", "manifest.json"), &a)
+	readJSON(t, filepath.Join(dir, "b", "manifest.json"), &b)
+	for i := range a.Artifacts {
+		if a.Artifacts[i].Path == "ort/model.ort" {
+			a.Artifacts[i].SHA256, b.Artifacts[i].SHA256 = "", ""
+		}
+	}
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if !bytes.Equal(ja, jb) {
+		t.Errorf("manifests differ beyond the .ort digest:\n%s\n%s", ja, jb)
+	}
+}
+
+func TestBuildRefusesToOverwrite(t *testing.T) {
+	ortenv.Require(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	keep := filepath.Join(out, "keep.txt")
+	os.WriteFile(keep, []byte("x"), 0o644)
+	c := config.Default()
+	c.Model, c.Output = testenv.Model("mnist_cnn.onnx"), out
+	c.Latency.Duration = config.Duration{Duration: 20 * time.Millisecond}
+	_, err := Run(context.Background(), Options{Config: c})
+	if err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("got %v, want a refusal naming --force", err)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Fatal("the existing folder was touched")
+	}
+	c.Force = true
+	run(t, c)
+	if _, err := os.Stat(keep); !os.IsNotExist(err) {
+		t.Error("--force kept the old folder's files")
+	}
+	if _, err := os.Stat(filepath.Join(out, "ort", "model.ort")); err != nil {
+		t.Error(err)
+	}
+	assertNoTemp(t, dir)
+
+	// An output folder that holds the input is refused even with --force.
+	in := filepath.Join(dir, "in")
+	os.Mkdir(in, 0o755)
+	copyTo(t, c.Model, filepath.Join(in, "m.onnx"))
+	c.Model, c.Output = filepath.Join(in, "m.onnx"), in
+	if _, err := Run(context.Background(), Options{Config: c}); err == nil || !strings.Contains(err.Error(), "holds the input model") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// A failing stage names itself and leaves neither the output folder nor
+// the working folder behind.
+func TestBuildFailureLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	c := mnistConfig(t, out)
+	bad := filepath.Join(dir, "nan.npy")
+	x := make([]float32, 4*28*28)
+	x[5] = float32(math.NaN())
+	tensor, _ := graph.NewFloat32Tensor("x", []int64{4, 1, 28, 28}, x)
+	if err := data.WriteNpy(bad, tensor); err != nil {
+		t.Fatal(err)
+	}
+	c.Calibration.Data, c.Calibration.Samples = bad, 0
+	_, err := Run(context.Background(), Options{Config: c})
+	if err == nil || !strings.HasPrefix(err.Error(), "quantize: ") || !strings.Contains(err.Error(), "NaN") {
+		t.Fatalf("got %v, want a quantize-stage error about NaN", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Error("a failed build left its output folder")
+	}
+	assertNoTemp(t, dir)
+
+	// A broken model fails at load.
+	trunc := filepath.Join(dir, "trunc.onnx")
+	b, _ := os.ReadFile(testenv.Model("mnist_cnn.onnx"))
+	os.WriteFile(trunc, b[:len(b)/2], 0o644)
+	c = mnistConfig(t, out)
+	c.Model = trunc
+	if _, err := Run(context.Background(), Options{Config: c}); err == nil || !strings.HasPrefix(err.Error(), "load: ") || !strings.Contains(err.Error(), "trunc.onnx") {
+		t.Fatalf("got %v", err)
+	}
+	assertNoTemp(t, dir)
+}
+
+// Cancelling (what Ctrl-C does) returns at once and leaves nothing.
+func TestBuildInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	c := mnistConfig(t, out)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		// Cancel once the working folder has something in it.
+		for {
+			if m, _ := filepath.Glob(filepath.Join(dir, ".out.tmp-*", "model.fp32.onnx")); len(m) > 0 {
+				cancel()
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	_, err := Run(ctx, Options{Config: c})
+	if err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("got %v", err)
+	}
+	// The abandoned stage may still be running: it must not recreate
+	// anything.
+	time.Sleep(2 * time.Second)
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Error("an interrupted build left its output folder")
+	}
+	assertNoTemp(t, dir)
+}
+
+func assertNoTemp(t *testing.T, dir string) {
+	t.Helper()
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("working folder %s left behind", e.Name())
+		}
+	}
+}
+
+func fileSHA(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func readJSON(t *testing.T, p string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+}
+
+func copyTo(t *testing.T, from, to string) {
+	t.Helper()
+	if err := copyFile(from, to); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,103 @@
+package build
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"optc/graph"
+	"optc/internal/atomicfile"
+	"optc/ort"
+)
+
+// export writes each target's artifacts into the working folder.
+func (b *builder) export() error {
+	if b.wants("ort") {
+		if err := b.exportORT(); err != nil {
+			return fmt.Errorf("ort target: %w", err)
+		}
+	}
+	return nil
+}
+
+// SessionSettings is ort/session.json: how the ORT artifacts were made
+// and measured, so a deployment can run them the same way.
+type SessionSettings struct {
+	Model              string `json:"model"`
+	ORTModel           string `json:"ort_model"`
+	GraphOptimization  string `json:"graph_optimization_level"`
+	IntraOpThreads     int    `json:"intra_op_threads"` // 0: ORT's default, one per core
+	InterOpThreads     int    `json:"inter_op_threads"`
+	ExecutionProvider  string `json:"execution_provider"`
+	ORTVersion         string `json:"ort_version"`
+	SaveModelFormatKey string `json:"ort_model_session_config"`
+	// Portable is false at level all (and extended): ORT then writes
+	// layout-specific kernels (NCHWc) that are only valid on a CPU with the
+	// same instruction set; load the .onnx with the same level elsewhere.
+	Portable bool `json:"portable"`
+}
+
+// exportORT writes the deployed model's ORT-format twin (ORT itself
+// optimizes and serializes it at the runtime level) and the session
+// settings.
+func (b *builder) exportORT() error {
+	ortPath, err := b.dir.path("ort/model.ort")
+	if err != nil {
+		return err
+	}
+	m, err := graph.LoadFile(b.ortModel)
+	if err != nil {
+		return err
+	}
+	ins, outs := ort.Interface(m)
+	m.Close()
+	so := b.session()
+	so.OptimizedModelPath = ortPath
+	sess, err := ort.NewSession(ort.Source{Path: b.ortModel, Inputs: ins, Outputs: outs}, so)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", ortPath, err)
+	}
+	if err := sess.Close(); err != nil {
+		return err
+	}
+	if _, err := os.Stat(ortPath); err != nil {
+		return fmt.Errorf("ONNX Runtime did not write %s: %w", ortPath, err)
+	}
+	version, _ := ort.Version()
+	settings := SessionSettings{
+		Model: rel(b, b.ortModel), ORTModel: "ort/model.ort", GraphOptimization: so.Level.String(),
+		IntraOpThreads: so.IntraOpThreads, InterOpThreads: so.InterOpThreads, ExecutionProvider: "CPUExecutionProvider",
+		ORTVersion: version, SaveModelFormatKey: "session.save_model_format=ORT",
+		Portable: so.Level <= ort.LevelBasic,
+	}
+	precision := "fp32"
+	if b.ortModel != b.float {
+		precision = "int8"
+	}
+	b.add("ort/model.ort", "ort", "ort-model", precision, rel(b, b.ortModel))
+	b.add("ort/session.json", "ort", "settings", "", "")
+	return writeJSONFile(b, "ort/session.json", settings)
+}
+
+// rel is path relative to the working folder, with forward slashes.
+func rel(b *builder, path string) string {
+	r, err := filepath.Rel(b.dir.tmp, path)
+	if err != nil {
+		return path
+	}
+	return filepath.ToSlash(r)
+}
+
+// writeJSONFile writes v as indented JSON into the working folder.
+func writeJSONFile(b *builder, rel string, v any) error {
+	p, err := b.dir.path(rel)
+	if err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(p, append(js, '\n'))
+}

@@ -1,0 +1,202 @@
+package build
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/cpu"
+
+	"optc/config"
+	"optc/ort"
+)
+
+// Manifest is manifest.json: what went in, what came out, with digests,
+// and the accuracy each artifact kept. It holds no timings, so two builds
+// of the same inputs give the same manifest (timings are in report.json).
+type Manifest struct {
+	Schema      int               `json:"schema"`
+	OptcVersion string            `json:"optc_version"`
+	GoVersion   string            `json:"go_version"`
+	ORTVersion  string            `json:"ort_version"`
+	Input       FileDigest        `json:"input"`
+	Data        []FileDigest      `json:"data"` // calibration and evaluation data, labels
+	Options     config.Config     `json:"options"`
+	Artifacts   []ManifestEntry   `json:"artifacts"`
+	Accuracy    map[string]*Check `json:"accuracy"` // per model artifact
+}
+
+// FileDigest is a file's (or a folder's) sha256 and size.
+type FileDigest struct {
+	Role   string `json:"role,omitempty"`
+	Path   string `json:"path"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+}
+
+// ManifestEntry is one artifact.
+type ManifestEntry struct {
+	Path      string `json:"path"`
+	Target    string `json:"target"`
+	Kind      string `json:"kind"`
+	Precision string `json:"precision,omitempty"`
+	Bytes     int64  `json:"bytes"`
+	SHA256    string `json:"sha256"`
+}
+
+// Environment is the machine the measurements come from.
+type Environment struct {
+	OS         string   `json:"os"`
+	Arch       string   `json:"arch"`
+	CPU        string   `json:"cpu"`
+	CPUFlags   []string `json:"cpu_features"` // the ones that change INT8 speed
+	Cores      int      `json:"cores"`
+	ORTVersion string   `json:"ort_version"`
+	GoVersion  string   `json:"go_version"`
+}
+
+// report digests every artifact and writes manifest.json and report.json.
+func (b *builder) report() error {
+	if err := b.checkFolder(); err != nil {
+		return err
+	}
+	for _, a := range b.res.Artifacts {
+		d, err := digest(b.dir.tmpPath(a.Path))
+		if err != nil {
+			return err
+		}
+		a.Bytes, a.SHA256 = d.Bytes, d.SHA256
+	}
+	b.res.Environment = environment()
+	man := Manifest{Schema: 1, OptcVersion: b.opts.Version, GoVersion: runtime.Version(),
+		ORTVersion: b.res.Environment.ORTVersion, Options: b.c, Accuracy: map[string]*Check{}}
+	// Where the output goes is not part of what was built.
+	man.Options.Output, man.Options.Force = "", false
+	var err error
+	if man.Input, err = digest(b.c.Model); err != nil {
+		return err
+	}
+	man.Input.Role, man.Input.Path = "model", b.c.Model
+	for _, d := range []struct{ role, path string }{
+		{"calibration", b.c.Calibration.Data}, {"eval", b.c.Eval.Data}, {"eval_labels", b.c.Eval.Labels},
+	} {
+		if d.path == "" || d.path == "random" {
+			continue
+		}
+		fd, err := digest(d.path)
+		if err != nil {
+			return err
+		}
+		fd.Role, fd.Path = d.role, d.path
+		man.Data = append(man.Data, fd)
+	}
+	for _, a := range b.res.Artifacts {
+		man.Artifacts = append(man.Artifacts, ManifestEntry{Path: a.Path, Target: a.Target, Kind: a.Kind,
+			Precision: a.Precision, Bytes: a.Bytes, SHA256: a.SHA256})
+		if a.Check != nil {
+			man.Accuracy[a.Path] = a.Check
+		}
+	}
+	slices.SortFunc(man.Artifacts, func(x, y ManifestEntry) int { return strings.Compare(x.Path, y.Path) })
+	if err := writeJSONFile(b, "manifest.json", man); err != nil {
+		return err
+	}
+	return writeJSONFile(b, "report.json", b.res)
+}
+
+// checkFolder makes sure every file in the working folder was recorded as
+// an artifact (and so is in the manifest), and every artifact exists.
+func (b *builder) checkFolder() error {
+	known := map[string]bool{"manifest.json": true, "report.json": true}
+	for _, a := range b.res.Artifacts {
+		known[a.Path] = true
+	}
+	return filepath.WalkDir(b.dir.tmp, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		r := rel(b, p)
+		if !known[r] {
+			return fmt.Errorf("internal: %s was written but not recorded as an artifact", r)
+		}
+		return nil
+	})
+}
+
+// digest hashes a file, or a folder's files in sorted path order (each
+// contributing its relative path and bytes).
+func digest(path string) (FileDigest, error) {
+	h := sha256.New()
+	var n int64
+	add := func(p string) error {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		c, err := io.Copy(h, f)
+		n += c
+		return err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return FileDigest{}, err
+	}
+	if !st.IsDir() {
+		err = add(path)
+	} else {
+		// WalkDir visits in lexical order, so the digest is stable.
+		err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			r, _ := filepath.Rel(path, p)
+			h.Write([]byte(filepath.ToSlash(r) + "\x00"))
+			return add(p)
+		})
+	}
+	if err != nil {
+		return FileDigest{}, fmt.Errorf("digest of %s: %w", path, err)
+	}
+	return FileDigest{Path: path, Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+func environment() Environment {
+	v, _ := ort.Version()
+	e := Environment{OS: runtime.GOOS, Arch: runtime.GOARCH, CPU: cpuModel(), Cores: runtime.NumCPU(),
+		ORTVersion: v, GoVersion: runtime.Version()}
+	for _, f := range []struct {
+		name string
+		has  bool
+	}{
+		{"avx2", cpu.X86.HasAVX2}, {"avx512f", cpu.X86.HasAVX512F}, {"avx512vnni", cpu.X86.HasAVX512VNNI},
+		{"avxvnni", cpu.X86.HasAVXVNNI}, {"avx512bf16", cpu.X86.HasAVX512BF16},
+		{"asimddp", cpu.ARM64.HasASIMDDP}, {"i8mm", cpu.ARM64.HasI8MM},
+	} {
+		if f.has {
+			e.CPUFlags = append(e.CPUFlags, f.name)
+		}
+	}
+	return e
+}
+
+// cpuModel is the CPU's model name from /proc/cpuinfo ("" elsewhere).
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,79 @@
+package build
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable prints the build's summary: one row per model artifact with
+// its agreement with the input and its latency next to the baseline's.
+func WriteTable(w io.Writer, r *Result) error {
+	fmt.Fprintf(w, "built %s -> %s (targets: %s)\n", r.Input, r.Output, strings.Join(r.Targets, ", "))
+	if r.Environment.CPU != "" {
+		fmt.Fprintf(w, "measured on %s (%d cores; %s), ONNX Runtime %s\n", r.Environment.CPU, r.Environment.Cores,
+			strings.Join(r.Environment.CPUFlags, " "), r.Environment.ORTVersion)
+	}
+	held := "held out"
+	if !r.EvalHeldOut {
+		held = "not held out"
+	}
+	fmt.Fprintf(w, "checked on %s (%s)\n\n", r.EvalData, held)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	batches := r.Baseline.Batches
+	head := "artifact\tprecision\tbytes\tcosine\ttop-1 agree\taccuracy\tcold ms\t"
+	for _, b := range batches {
+		head += fmt.Sprintf("p50 b%d ms\tp99 b%d ms\tspeed-up b%d\t", b.Batch, b.Batch, b.Batch)
+	}
+	fmt.Fprintln(tw, head)
+	row := func(name, precision, bytes, cos, top1, acc string, t *Timing) {
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t", name, precision, bytes, cos, top1, acc)
+		if t == nil {
+			fmt.Fprintln(tw, line)
+			return
+		}
+		line += fmt.Sprintf("%.1f\t", t.ColdStartMs)
+		for i, b := range t.Batches {
+			speedup := "-"
+			if i < len(batches) && b.Latency.P50 > 0 {
+				speedup = fmt.Sprintf("%.2fx", batches[i].Latency.P50/b.Latency.P50)
+			}
+			line += fmt.Sprintf("%.3f\t%.3f\t%s\t", b.Latency.P50, b.Latency.P99, speedup)
+		}
+		fmt.Fprintln(tw, line)
+	}
+	baseAcc := "-"
+	for _, a := range r.Artifacts {
+		if a.Check != nil && a.Check.Accuracy != nil {
+			baseAcc = fmt.Sprintf("%.2f%%", a.Check.Accuracy.A)
+			break
+		}
+	}
+	row(r.Input+" (input)", "fp32", "", "", "", baseAcc, r.Baseline)
+	for _, a := range r.Artifacts {
+		if a.Check == nil {
+			continue
+		}
+		top1, acc := "-", "-"
+		if a.Check.MinTop1 >= 0 {
+			top1 = fmt.Sprintf("%.2f%%", 100*a.Check.MinTop1)
+		}
+		if a.Check.Accuracy != nil {
+			acc = fmt.Sprintf("%.2f%%", a.Check.Accuracy.B)
+		}
+		row(a.Path, a.Precision, fmt.Sprint(a.Bytes), fmt.Sprintf("%.5f", a.Check.MinCosine), top1, acc, a.Timing)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, a := range r.Artifacts {
+		if a.Check == nil {
+			fmt.Fprintf(w, "  %s (%s)\n", a.Path, a.Kind)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	return nil
+}

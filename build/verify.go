@@ -1,0 +1,126 @@
+package build
+
+import (
+	"fmt"
+	"math"
+
+	"optc/bench"
+	"optc/compare"
+	"optc/data"
+)
+
+// Check is an artifact against the input model on the evaluation data.
+type Check struct {
+	Samples int64 `json:"samples"`
+	// MinCosine and MinTop1 are the worst over the outputs (top-1 over
+	// classifier-shaped outputs; -1 when there is none).
+	MinCosine float64           `json:"min_cosine"`
+	MinTop1   float64           `json:"min_top1_agreement"`
+	Accuracy  *compare.Accuracy `json:"accuracy,omitempty"` // with eval labels: A is the input, B the artifact
+	Outputs   []OutputCheck     `json:"outputs"`
+}
+
+// OutputCheck is one output's agreement with the input model.
+type OutputCheck struct {
+	Name      string  `json:"name"`
+	Cosine    float64 `json:"cosine"`
+	SNRdB     float64 `json:"snr_db"` // capped at 200 when the outputs are identical
+	MaxAbs    float64 `json:"max_abs_error"`
+	MeanAbs   float64 `json:"mean_abs_error"`
+	Top1Agree float64 `json:"top1_agreement,omitempty"`
+	Top5Agree float64 `json:"top5_agreement,omitempty"`
+}
+
+// Timing is a model's latency in ORT at the runtime settings.
+type Timing struct {
+	ColdStartMs float64             `json:"cold_start_ms"` // session creation + first run
+	Batches     []bench.BatchResult `json:"batches"`
+}
+
+// verify checks and times every model artifact ORT can run, and times the
+// input model as the baseline.
+func (b *builder) verify() error {
+	spec, dopts := b.evalData()
+	var err error
+	if b.res.Baseline, err = b.timing(b.c.Model, ""); err != nil {
+		return fmt.Errorf("%s: %w", b.c.Model, err)
+	}
+	for _, a := range b.res.Artifacts {
+		if a.Kind != "model" && a.Kind != "ort-model" {
+			continue
+		}
+		path, runPath := b.dir.tmpPath(a.Path), ""
+		if a.Kind == "ort-model" {
+			// optc cannot parse .ort files: its interface is the model it
+			// was written from.
+			path, runPath = b.dir.tmpPath(a.From), b.dir.tmpPath(a.Path)
+		}
+		b.progress("verify %s", a.Path)
+		r, err := compare.Models(compare.Options{
+			ModelA: b.c.Model, ModelB: path, BRun: runPath, Data: spec, DataOpts: dopts, Labels: b.c.Eval.Labels,
+			Atol: map[string]float64{"": math.Inf(1)}, Session: b.session(), ORTLib: b.c.Runtime.ORTLib,
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", a.Path, err)
+		}
+		a.Check = checkOf(r)
+		if a.Timing, err = b.timing(path, runPath); err != nil {
+			return fmt.Errorf("%s: %w", a.Path, err)
+		}
+	}
+	return nil
+}
+
+// evalData is what the artifacts are checked on: the evaluation data, else
+// the calibration data (not held out: the report says so), else random
+// inputs (agreement only).
+func (b *builder) evalData() (string, data.Options) {
+	c := b.c
+	switch {
+	case c.Eval.Data != "":
+		b.res.EvalData, b.res.EvalHeldOut = c.Eval.Data, true
+		return c.Eval.Data, b.dataOptions(c.Eval.Data, c.Eval.Batch, c.Eval.Samples)
+	case c.Calibration.Data != "":
+		b.res.EvalData = c.Calibration.Data
+		b.note("no eval data: the artifacts were checked on the calibration data, which is not held out")
+		o := b.dataOptions(c.Calibration.Data, c.Eval.Batch, c.Calibration.Samples)
+		o.Shuffle = c.Calibration.Samples > 0
+		return c.Calibration.Data, o
+	}
+	b.res.EvalData = "random"
+	b.note("no eval or calibration data: the artifacts were checked on 64 random inputs in [0, 1), agreement only")
+	o := b.dataOptions("random", c.Eval.Batch, 64)
+	return "random", o
+}
+
+// timing measures a model on random inputs at every latency batch size.
+func (b *builder) timing(model, runModel string) (*Timing, error) {
+	r, err := bench.Run(bench.Options{
+		Model: model, RunModel: runModel, Data: "random",
+		DataOpts: data.Options{High: 1, Seed: 1, Shapes: b.c.Shapes}, Batches: b.c.Latency.Batches,
+		Session: b.session(), Duration: b.c.Latency.Duration.Duration, ORTLib: b.c.Runtime.ORTLib,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Timing{ColdStartMs: r.ColdStart.SessionCreateMs + r.ColdStart.FirstRunMs, Batches: r.Batches}, nil
+}
+
+func checkOf(r *compare.Result) *Check {
+	c := &Check{Samples: r.Samples, MinCosine: 1, MinTop1: -1, Accuracy: r.Accuracy}
+	for _, o := range r.Outputs {
+		snr := o.SNRdB
+		if math.IsInf(snr, 1) || snr > 200 {
+			snr = 200
+		}
+		c.Outputs = append(c.Outputs, OutputCheck{Name: o.Name, Cosine: o.Cosine, SNRdB: snr, MaxAbs: o.MaxAbs,
+			MeanAbs: o.MeanAbs, Top1Agree: o.Top1Agree, Top5Agree: o.Top5Agree})
+		c.MinCosine = math.Min(c.MinCosine, o.Cosine)
+		if o.Classifier && (c.MinTop1 < 0 || o.Top1Agree < c.MinTop1) {
+			c.MinTop1 = o.Top1Agree
+		}
+	}
+	return c
+}
+
+func (b *builder) note(s string) { b.res.Notes = append(b.res.Notes, s) }

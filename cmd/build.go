@@ -1,0 +1,217 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"optc/build"
+	"optc/config"
+	"optc/data"
+)
+
+// BuildOptions are the inputs of `optc build`.
+type BuildOptions struct {
+	IO          *IO
+	Config      config.Config // the effective configuration: defaults, file, flags
+	PrintConfig bool
+	JSON        bool
+	// Context is cancelled on Ctrl-C or SIGTERM (tests pass their own).
+	Context context.Context
+}
+
+func newCmdBuild(io *IO, g *globals, runF func(*BuildOptions) error) *cobra.Command {
+	opts := &BuildOptions{IO: io}
+	var configPath string
+	flagged := config.Default()
+	c := &cobra.Command{
+		Use:   "build MODEL [-o DIR] [--int8 --calib-data P] [--target ort|tensorrt|triton|all] [--config optc.yaml]",
+		Short: "Optimize, quantize and export a model into a folder of checked deployable artifacts",
+		Long: `Build runs everything: load and verify MODEL, the optimization passes,
+(with --int8) calibration and INT8 quantization, export for each target
+(ort: .onnx, .ort and session settings; tensorrt: Q/DQ and fp16 ONNX, a
+calibration cache, build_engine.sh; triton: a model repository), then checks
+every artifact against MODEL in ONNX Runtime (accuracy or agreement on the
+eval data, latency percentiles and throughput) and writes manifest.json and
+report.json. The folder appears only when everything succeeded.
+
+Every flag has a key in the YAML --config file (docs/config.md); flags
+override the file; --print-config prints the effective configuration.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageError{fmt.Errorf("build: expects at most one model, got %d arguments", len(args))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			eff := config.Default()
+			if configPath != "" {
+				var err error
+				if eff, err = config.Load(configPath); err != nil {
+					return err
+				}
+			}
+			if err := overrideWithFlags(cmd.Flags(), &eff); err != nil {
+				return usageError{err}
+			}
+			if len(args) == 1 {
+				eff.Model = args[0]
+			}
+			if g.ortLib != "" {
+				eff.Runtime.ORTLib = g.ortLib
+			}
+			opts.Config = eff
+			if runF != nil {
+				return runF(opts)
+			}
+			return buildRun(opts)
+		},
+	}
+	fs := c.Flags()
+	fs.StringVar(&configPath, "config", "", "YAML configuration file (see docs/config.md)")
+	fs.BoolVar(&opts.PrintConfig, "print-config", false, "print the effective configuration as YAML and exit")
+	fs.BoolVar(&opts.JSON, "json", false, "print the report as JSON")
+	bindBuildFlags(fs, &flagged)
+	return c
+}
+
+// bindBuildFlags defines the flags that have a config key, writing into
+// c. The same definitions serve twice: cobra parses into a scratch config,
+// and the flags the user set are replayed onto the effective one.
+func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
+	fs.StringVarP(&c.Output, "output", "o", c.Output, "output folder (must not exist unless --force)")
+	fs.BoolVar(&c.Force, "force", c.Force, "replace an existing output folder")
+	fs.StringSliceVar(&c.Targets, "target", c.Targets, "targets: ort, tensorrt, triton or all (repeatable, comma-separated)")
+	fs.IntVarP(&c.OptLevel, "opt-level", "O", c.OptLevel, "optimization passes level: 0, 1 or 2")
+	fs.Var(&shapesFlag{&c.Shapes}, "shape", "fix an input's dynamic dims for random data and timing: name:d0,d1,... (repeatable)")
+	fs.BoolVar(&c.INT8, "int8", c.INT8, "calibrate and quantize to INT8")
+
+	fs.StringVar(&c.Calibration.Data, "calib-data", c.Calibration.Data, "calibration data: .npy, .npz, .pb folder(s), an image folder")
+	fs.IntVar(&c.Calibration.Samples, "calib-samples", c.Calibration.Samples, "calibrate on N samples drawn at random (seeded) from --calib-data (0: all)")
+	fs.IntVar(&c.Calibration.Batch, "calib-batch", c.Calibration.Batch, "calibration batch size")
+	fs.Int64Var(&c.Calibration.Seed, "seed", c.Calibration.Seed, "seed for sample draws and random data")
+	fs.StringVar(&c.Calibration.Method, "method", c.Calibration.Method, "range method: minmax, percentile, entropy or mse")
+	fs.Float64Var(&c.Calibration.Percentile, "percentile", c.Calibration.Percentile, "percentile for --method percentile")
+	fs.Float64Var(&c.Calibration.MovingAverage, "moving-average", c.Calibration.MovingAverage, "minmax: blend per-batch ranges with this weight")
+	fs.StringVar(&c.Calibration.Cache, "calib-cache", c.Calibration.Cache, "an existing calibration file to reuse (skips collection when it matches)")
+
+	fs.StringVar(&c.Quantize.ReduceRange, "reduce-range", c.Quantize.ReduceRange, "7-bit weights: auto (on for x86 without VNNI), on or off")
+	fs.BoolVar(&c.Quantize.PerChannel, "per-channel", c.Quantize.PerChannel, "per-output-channel weight scales (--per-channel=false: one per tensor)")
+	fs.StringArrayVar(&c.Quantize.Exclude, "exclude", c.Quantize.Exclude, "keep nodes float: a regexp on node name or op type (repeatable)")
+	fs.BoolVar(&c.Quantize.KeepFirstLast, "keep-first-last", c.Quantize.KeepFirstLast, "keep the first and last weighted layers float")
+	fs.Float64Var(&c.Quantize.MaxAccuracyDrop, "max-accuracy-drop", c.Quantize.MaxAccuracyDrop, "accuracy budget in points (needs --eval-labels)")
+	fs.Float64Var(&c.Quantize.MinCosine, "min-cosine", c.Quantize.MinCosine, "lowest cosine to float allowed on every output")
+
+	fs.StringVar(&c.Eval.Data, "eval-data", c.Eval.Data, "evaluation data the artifacts are checked on (default: the calibration data)")
+	fs.StringVar(&c.Eval.Labels, "eval-labels", c.Eval.Labels, "a .npy of class ids for --eval-data: task accuracy")
+	fs.IntVar(&c.Eval.Samples, "eval-samples", c.Eval.Samples, "check on at most N evaluation samples (0: all)")
+	fs.IntVar(&c.Eval.Batch, "eval-batch", c.Eval.Batch, "evaluation batch size")
+
+	fs.StringVar(&c.Runtime.Level, "level", c.Runtime.Level, "ORT graph optimization level the artifacts run at")
+	fs.IntVar(&c.Runtime.Threads, "threads", c.Runtime.Threads, "ORT intra-op threads (0: one per core)")
+	fs.IntSliceVar(&c.Latency.Batches, "latency-batches", c.Latency.Batches, "batch sizes to time")
+	fs.DurationVar(&c.Latency.Duration.Duration, "latency-duration", c.Latency.Duration.Duration, "timing per batch size")
+	fs.Float64Var(&c.Latency.P99BudgetMs, "p99-budget-ms", c.Latency.P99BudgetMs, "p99 bound for the high-throughput profile (0: none)")
+	fs.StringVar(&c.TensorRT.Version, "trt-version", c.TensorRT.Version, "TensorRT version for the calibration cache header (e.g. 10030)")
+	fs.StringVar(&c.Triton.Name, "triton-name", c.Triton.Name, "model name in the Triton repository (default: the model file's name)")
+}
+
+// overrideWithFlags replays the flags the user set onto c.
+func overrideWithFlags(set *pflag.FlagSet, c *config.Config) error {
+	onto := pflag.NewFlagSet("build", pflag.ContinueOnError)
+	bindBuildFlags(onto, c)
+	var err error
+	set.Visit(func(f *pflag.Flag) {
+		dst := onto.Lookup(f.Name)
+		if dst == nil || err != nil {
+			return // not a config flag (--config, --json)
+		}
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			err = dst.Value.(pflag.SliceValue).Replace(sv.GetSlice())
+			return
+		}
+		err = dst.Value.Set(f.Value.String())
+	})
+	return err
+}
+
+// shapesFlag is --shape name:dims, repeatable, into a map.
+type shapesFlag struct{ m *map[string][]int64 }
+
+func (s *shapesFlag) String() string {
+	if s.m == nil {
+		return ""
+	}
+	return strings.Join(s.GetSlice(), " ")
+}
+
+func (s *shapesFlag) Set(v string) error {
+	name, dims, err := data.ParseShapeFlag(v)
+	if err != nil {
+		return err
+	}
+	if *s.m == nil {
+		*s.m = map[string][]int64{}
+	}
+	(*s.m)[name] = dims
+	return nil
+}
+
+func (s *shapesFlag) Type() string { return "name:dims" }
+
+func (s *shapesFlag) Append(v string) error { return s.Set(v) }
+
+func (s *shapesFlag) Replace(vs []string) error {
+	*s.m = nil
+	for _, v := range vs {
+		if err := s.Set(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *shapesFlag) GetSlice() []string {
+	var out []string
+	for name, dims := range *s.m {
+		parts := make([]string, len(dims))
+		for i, d := range dims {
+			parts[i] = fmt.Sprint(d)
+		}
+		out = append(out, name+":"+strings.Join(parts, ","))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func buildRun(opts *BuildOptions) error {
+	if opts.PrintConfig {
+		b, err := config.Marshal(opts.Config)
+		if err != nil {
+			return err
+		}
+		_, err = opts.IO.Out.Write(b)
+		return err
+	}
+	ctx := opts.Context
+	if ctx == nil {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+	}
+	res, err := build.Run(ctx, build.Options{Config: opts.Config, Progress: opts.IO.ErrOut, Version: Version})
+	if err != nil {
+		return fmt.Errorf("build %s: %w", opts.Config.Model, err)
+	}
+	if opts.JSON {
+		return writeJSON(opts.IO.Out, res)
+	}
+	return build.WriteTable(opts.IO.Out, res)
+}

@@ -1,0 +1,391 @@
+// Package config is optc's build configuration: the YAML file `optc build
+// --config` reads. Every build flag has a key here; flags override the
+// file. Decoding is strict: an unknown key or a value of the wrong type is
+// an error naming the file and line, because a misspelt key that is
+// silently ignored builds the wrong artifact. docs/config.md is the
+// reference.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is everything `optc build` does, as one value.
+type Config struct {
+	Model    string   `yaml:"model"`
+	Output   string   `yaml:"output"`
+	Force    bool     `yaml:"force"`
+	Targets  []string `yaml:"targets"`   // ort, tensorrt, triton or all
+	OptLevel int      `yaml:"opt_level"` // -O: 0, 1 or 2
+	// Shapes fixes dynamic input dims for the measurements (name: dims).
+	Shapes      map[string][]int64 `yaml:"shapes"`
+	INT8        bool               `yaml:"int8"`
+	Image       Image              `yaml:"image"`
+	Calibration Calibration        `yaml:"calibration"`
+	Quantize    Quantize           `yaml:"quantize"`
+	Eval        Eval               `yaml:"eval"`
+	Runtime     Runtime            `yaml:"runtime"`
+	Latency     Latency            `yaml:"latency"`
+	TensorRT    TensorRT           `yaml:"tensorrt"`
+	Triton      Triton             `yaml:"triton"`
+}
+
+// Image is how image files in a data folder become input tensors.
+type Image struct {
+	Resize int       `yaml:"resize"` // shorter side before the center crop; 0: straight to the crop size
+	Size   []int     `yaml:"size"`   // crop [height, width]; empty: the model input's dims
+	Layout string    `yaml:"layout"` // NCHW or NHWC
+	Color  string    `yaml:"color"`  // rgb, bgr or gray
+	Scale  float64   `yaml:"scale"`  // pixel (0-255) times this; 0: 1/255
+	Mean   []float64 `yaml:"mean"`
+	Std    []float64 `yaml:"std"`
+}
+
+// Calibration is the data and method INT8 ranges come from.
+type Calibration struct {
+	Data          string  `yaml:"data"`
+	Samples       int     `yaml:"samples"` // 0: all
+	Batch         int     `yaml:"batch"`
+	Seed          int64   `yaml:"seed"`
+	Method        string  `yaml:"method"` // minmax, percentile, entropy or mse
+	Percentile    float64 `yaml:"percentile"`
+	MovingAverage float64 `yaml:"moving_average"`
+	Cache         string  `yaml:"cache"` // reused when it matches the model
+}
+
+// Quantize is the INT8 scheme.
+type Quantize struct {
+	ReduceRange     string   `yaml:"reduce_range"` // auto, on or off
+	PerChannel      bool     `yaml:"per_channel"`
+	Exclude         []string `yaml:"exclude"` // regular expressions on node names and op types
+	KeepFirstLast   bool     `yaml:"keep_first_last"`
+	MaxAccuracyDrop float64  `yaml:"max_accuracy_drop"` // points; needs eval labels
+	MinCosine       float64  `yaml:"min_cosine"`
+}
+
+// Eval is the data the artifacts are checked on.
+type Eval struct {
+	Data    string `yaml:"data"`
+	Labels  string `yaml:"labels"`
+	Samples int    `yaml:"samples"`
+	Batch   int    `yaml:"batch"`
+}
+
+// Runtime is how ONNX Runtime runs the artifacts.
+type Runtime struct {
+	Level   string `yaml:"level"`   // disable, basic, extended or all
+	Threads int    `yaml:"threads"` // intra-op; 0: one per core
+	ORTLib  string `yaml:"ort_lib"`
+}
+
+// Latency is how the artifacts are timed.
+type Latency struct {
+	Batches  []int    `yaml:"batches"`
+	Duration Duration `yaml:"duration"` // per batch size
+	// Threads are the intra-op thread counts the deployment sweep tries
+	// (empty: 1 and all cores).
+	Threads []int `yaml:"threads"`
+	// P99BudgetMs bounds the high-throughput profile's p99 (0: no bound).
+	P99BudgetMs float64 `yaml:"p99_budget_ms"`
+}
+
+// TensorRT is the TensorRT target's engine settings.
+type TensorRT struct {
+	// Version is written into the legacy calibration cache header
+	// (TRT-<version>-EntropyCalibration2), e.g. 10030 for 10.3.0.
+	Version string `yaml:"version"`
+	// Profiles are the optimization profile per dynamic input for
+	// build_engine.sh (empty: min=opt=max=the measured shape).
+	Profiles map[string]ShapeProfile `yaml:"profiles"`
+}
+
+// ShapeProfile is one input's min/opt/max shapes for a TensorRT profile.
+type ShapeProfile struct {
+	Min []int64 `yaml:"min"`
+	Opt []int64 `yaml:"opt"`
+	Max []int64 `yaml:"max"`
+}
+
+// Triton pins the Triton model configuration (zeros: derived from the sweep).
+type Triton struct {
+	Name            string `yaml:"name"`
+	MaxBatchSize    int    `yaml:"max_batch_size"`
+	Instances       int    `yaml:"instances"`
+	MaxQueueDelayUs int    `yaml:"max_queue_delay_us"`
+}
+
+// Duration is a time.Duration written as "2s" or "500ms".
+type Duration struct{ time.Duration }
+
+// UnmarshalYAML reads "2s"-style durations.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration (want e.g. 2s or 500ms)", n.Line, s)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalYAML writes the duration as "2s".
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// Default is the configuration without a file or flags.
+func Default() Config {
+	return Config{
+		Targets:  []string{"ort"},
+		OptLevel: 2,
+		Image:    Image{Layout: "NCHW", Color: "rgb"},
+		Calibration: Calibration{
+			Batch: 8, Seed: 1, Method: "percentile", Percentile: 99.999,
+		},
+		Quantize: Quantize{ReduceRange: "auto", PerChannel: true},
+		Eval:     Eval{Batch: 8},
+		Runtime:  Runtime{Level: "all"},
+		Latency:  Latency{Batches: []int{1, 8}, Duration: Duration{time.Second}},
+		TensorRT: TensorRT{Version: "10030"},
+	}
+}
+
+// Load reads a config file over the defaults: keys it does not set keep
+// their default.
+func Load(path string) (Config, error) {
+	c := Default()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	if err := Decode(bytes.NewReader(b), &c); err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Decode reads YAML into c strictly: unknown keys and wrong types are
+// errors with their line numbers.
+func Decode(r io.Reader, c *Config) error {
+	dec := yaml.NewDecoder(r)
+	dec.KnownFields(true)
+	err := dec.Decode(c)
+	if errors.Is(err, io.EOF) {
+		return nil // an empty file is the defaults
+	}
+	if err != nil {
+		return errors.New(tidy(err.Error()))
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return errors.New("more than one YAML document; a config is one")
+	}
+	return nil
+}
+
+// typeNames maps the Go type names in the decoder's messages to the keys
+// users write.
+var typeNames = strings.NewReplacer(
+	"in type config.Config", "at the top level",
+	"in type config.Image", "in image",
+	"in type config.Calibration", "in calibration",
+	"in type config.Quantize", "in quantize",
+	"in type config.Eval", "in eval",
+	"in type config.Runtime", "in runtime",
+	"in type config.Latency", "in latency",
+	"in type config.TensorRT", "in tensorrt",
+	"in type config.ShapeProfile", "in a tensorrt profile",
+	"in type config.Triton", "in triton",
+	"field ", "unknown key ",
+	" not found", "",
+	"yaml: unmarshal errors:", "",
+)
+
+var goTypeInMessage = regexp.MustCompile(`into (\[\])?(map\[string\])?(\[\])?(config\.)?\w+`)
+
+// tidy turns the decoder's multi-line message into one line in the
+// config's own words.
+func tidy(msg string) string {
+	msg = typeNames.Replace(msg)
+	msg = goTypeInMessage.ReplaceAllStringFunc(msg, func(s string) string {
+		switch {
+		case strings.Contains(s, "map["):
+			return "into a mapping"
+		case strings.HasPrefix(s, "into []"):
+			return "into a list"
+		case strings.Contains(s, "int"):
+			return "into a whole number"
+		case strings.Contains(s, "float"):
+			return "into a number"
+		case strings.Contains(s, "bool"):
+			return "into true or false"
+		case strings.Contains(s, "string"):
+			return "into a string"
+		}
+		return "into a mapping"
+	})
+	return strings.Join(strings.Fields(msg), " ")
+}
+
+// Marshal writes c as YAML, the form --print-config shows.
+func Marshal(c Config) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(c); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Targets every build knows.
+var allTargets = []string{"ort", "tensorrt", "triton"}
+
+// ExpandTargets resolves "all" and checks the names; the result is in
+// build order and has no duplicates.
+func (c Config) ExpandTargets() ([]string, error) {
+	want := map[string]bool{}
+	for _, t := range c.Targets {
+		for _, name := range strings.Split(t, ",") {
+			name = strings.TrimSpace(name)
+			switch {
+			case name == "all":
+				for _, a := range allTargets {
+					want[a] = true
+				}
+			case slices.Contains(allTargets, name):
+				want[name] = true
+			default:
+				return nil, fmt.Errorf("targets: unknown target %q (want ort, tensorrt, triton or all)", name)
+			}
+		}
+	}
+	var out []string
+	for _, a := range allTargets {
+		if want[a] {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("targets: none given (want ort, tensorrt, triton or all)")
+	}
+	return out, nil
+}
+
+// Validate checks values the types cannot: names, ranges, combinations.
+// Messages name the key.
+func (c Config) Validate() error {
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	if _, err := c.ExpandTargets(); err != nil {
+		bad("%v", err)
+	}
+	if c.OptLevel < 0 || c.OptLevel > 2 {
+		bad("opt_level: %d (want 0, 1 or 2)", c.OptLevel)
+	}
+	if !slices.Contains([]string{"minmax", "percentile", "entropy", "mse"}, c.Calibration.Method) {
+		bad("calibration.method: %q (want minmax, percentile, entropy or mse)", c.Calibration.Method)
+	}
+	if p := c.Calibration.Percentile; p <= 0 || p > 100 {
+		bad("calibration.percentile: %g (want 0 < p <= 100)", p)
+	}
+	if a := c.Calibration.MovingAverage; a < 0 || a >= 1 {
+		bad("calibration.moving_average: %g (want 0 <= a < 1)", a)
+	}
+	if c.Calibration.Batch < 1 || c.Eval.Batch < 1 {
+		bad("calibration.batch and eval.batch must be at least 1")
+	}
+	if c.Calibration.Samples < 0 || c.Eval.Samples < 0 {
+		bad("calibration.samples and eval.samples must not be negative")
+	}
+	if !slices.Contains([]string{"auto", "on", "off"}, c.Quantize.ReduceRange) {
+		bad("quantize.reduce_range: %q (want auto, on or off)", c.Quantize.ReduceRange)
+	}
+	for _, e := range c.Quantize.Exclude {
+		if _, err := regexp.Compile(e); err != nil {
+			bad("quantize.exclude: %q: %v", e, err)
+		}
+	}
+	if c.Quantize.MaxAccuracyDrop < 0 || c.Quantize.MinCosine < 0 || c.Quantize.MinCosine > 1 {
+		bad("quantize.max_accuracy_drop must not be negative and quantize.min_cosine must be in [0, 1]")
+	}
+	if c.Quantize.MaxAccuracyDrop > 0 && c.Eval.Labels == "" {
+		bad("quantize.max_accuracy_drop needs eval.labels (use quantize.min_cosine without labels)")
+	}
+	if c.INT8 && c.Calibration.Data == "" && c.Calibration.Cache == "" {
+		bad("int8 needs calibration.data (--calib-data) or an existing calibration.cache")
+	}
+	if c.Eval.Labels != "" && c.Eval.Data == "" {
+		bad("eval.labels needs eval.data")
+	}
+	if !slices.Contains([]string{"disable", "basic", "extended", "all"}, c.Runtime.Level) {
+		bad("runtime.level: %q (want disable, basic, extended or all)", c.Runtime.Level)
+	}
+	if c.Runtime.Threads < 0 {
+		bad("runtime.threads: %d must not be negative", c.Runtime.Threads)
+	}
+	if len(c.Latency.Batches) == 0 {
+		bad("latency.batches: give at least one batch size")
+	}
+	for _, b := range c.Latency.Batches {
+		if b < 1 {
+			bad("latency.batches: %d (want sizes of at least 1)", b)
+		}
+	}
+	for _, t := range c.Latency.Threads {
+		if t < 1 {
+			bad("latency.threads: %d (want at least 1)", t)
+		}
+	}
+	if c.Latency.Duration.Duration <= 0 {
+		bad("latency.duration: %v (want a positive duration)", c.Latency.Duration)
+	}
+	if c.Latency.P99BudgetMs < 0 {
+		bad("latency.p99_budget_ms must not be negative")
+	}
+	if !regexp.MustCompile(`^[0-9]+$`).MatchString(c.TensorRT.Version) {
+		bad("tensorrt.version: %q (want TensorRT's integer version, e.g. 10030 for 10.3.0)", c.TensorRT.Version)
+	}
+	for name, p := range c.TensorRT.Profiles {
+		if len(p.Min) == 0 || len(p.Min) != len(p.Opt) || len(p.Opt) != len(p.Max) {
+			bad("tensorrt.profiles.%s: min, opt and max must have the same rank", name)
+			continue
+		}
+		for i := range p.Min {
+			if p.Min[i] < 1 || p.Min[i] > p.Opt[i] || p.Opt[i] > p.Max[i] {
+				bad("tensorrt.profiles.%s: want 1 <= min <= opt <= max in every dim", name)
+				break
+			}
+		}
+	}
+	if c.Triton.MaxBatchSize < 0 || c.Triton.Instances < 0 || c.Triton.MaxQueueDelayUs < 0 {
+		bad("triton: max_batch_size, instances and max_queue_delay_us must not be negative")
+	}
+	if img := c.Image; img.Layout != "NCHW" && img.Layout != "NHWC" {
+		bad("image.layout: %q (want NCHW or NHWC)", img.Layout)
+	}
+	if !slices.Contains([]string{"rgb", "bgr", "gray"}, c.Image.Color) {
+		bad("image.color: %q (want rgb, bgr or gray)", c.Image.Color)
+	}
+	if n := len(c.Image.Size); n != 0 && n != 2 {
+		bad("image.size: want [height, width]")
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,166 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDecodeReadsEveryKey(t *testing.T) {
+	src := `
+model: m.onnx
+output: out
+force: true
+targets: [ort, tensorrt]
+opt_level: 1
+shapes:
+  x: [1, 3, 48, 192]
+int8: true
+image: {resize: 256, size: [224, 224], layout: NHWC, color: bgr, scale: 0.5, mean: [1, 2, 3], std: [4, 5, 6]}
+calibration: {data: c.npy, samples: 100, batch: 4, seed: 7, method: entropy, percentile: 99.9, moving_average: 0.1, cache: c.json}
+quantize: {reduce_range: "on", per_channel: false, exclude: [Gemm], keep_first_last: true, max_accuracy_drop: 0.5, min_cosine: 0.99}
+eval: {data: e.npy, labels: l.npy, samples: 10, batch: 2}
+runtime: {level: extended, threads: 2, ort_lib: /x.so}
+latency: {batches: [1, 4], duration: 500ms, threads: [1, 2], p99_budget_ms: 12.5}
+tensorrt:
+  version: "10100"
+  profiles:
+    x: {min: [1, 3, 48, 32], opt: [8, 3, 48, 192], max: [32, 3, 48, 512]}
+triton: {name: cls, max_batch_size: 16, instances: 2, max_queue_delay_us: 500}
+`
+	c := Default()
+	if err := Decode(strings.NewReader(src), &c); err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		Model: "m.onnx", Output: "out", Force: true, Targets: []string{"ort", "tensorrt"}, OptLevel: 1,
+		Shapes: map[string][]int64{"x": {1, 3, 48, 192}}, INT8: true,
+		Image: Image{Resize: 256, Size: []int{224, 224}, Layout: "NHWC", Color: "bgr", Scale: 0.5,
+			Mean: []float64{1, 2, 3}, Std: []float64{4, 5, 6}},
+		Calibration: Calibration{Data: "c.npy", Samples: 100, Batch: 4, Seed: 7, Method: "entropy",
+			Percentile: 99.9, MovingAverage: 0.1, Cache: "c.json"},
+		Quantize: Quantize{ReduceRange: "on", PerChannel: false, Exclude: []string{"Gemm"}, KeepFirstLast: true,
+			MaxAccuracyDrop: 0.5, MinCosine: 0.99},
+		Eval:    Eval{Data: "e.npy", Labels: "l.npy", Samples: 10, Batch: 2},
+		Runtime: Runtime{Level: "extended", Threads: 2, ORTLib: "/x.so"},
+		Latency: Latency{Batches: []int{1, 4}, Duration: Duration{500 * time.Millisecond}, Threads: []int{1, 2}, P99BudgetMs: 12.5},
+		TensorRT: TensorRT{Version: "10100", Profiles: map[string]ShapeProfile{
+			"x": {Min: []int64{1, 3, 48, 32}, Opt: []int64{8, 3, 48, 192}, Max: []int64{32, 3, 48, 512}}}},
+		Triton: Triton{Name: "cls", MaxBatchSize: 16, Instances: 2, MaxQueueDelayUs: 500},
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("decoded\n%+v\nwant\n%+v", c, want)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// What --print-config writes reads back to the same configuration.
+	b, err := Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := Default()
+	if err := Decode(strings.NewReader(string(b)), &back); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if !reflect.DeepEqual(back, c) {
+		t.Fatalf("round trip changed the config:\n%s", b)
+	}
+}
+
+func TestDecodeIsStrict(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"calibraton:\n  data: x\n", "line 1: unknown key calibraton at the top level"},
+		{"calibration:\n  data: x\n  sampels: 3\n", "line 3: unknown key sampels in calibration"},
+		{"calibration:\n  samples: many\n", "line 2: cannot unmarshal !!str `many` into a whole number"},
+		{"latency:\n  duration: soon\n", `line 2: "soon" is not a duration`},
+		{"shapes:\n  x: 5\n", "line 2: cannot unmarshal !!int `5` into a list"},
+		{"tensorrt:\n  profiles:\n    x: {min: [1], mid: [2]}\n", "line 3: unknown key mid in a tensorrt profile"},
+		{"int8: true\n---\nint8: false\n", "more than one YAML document"},
+		{"model: [\n", "yaml: line"},
+	} {
+		c := Default()
+		err := Decode(strings.NewReader(tc.src), &c)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want %q", tc.src, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: message is not one line: %q", tc.src, err)
+		}
+	}
+}
+
+func TestLoadKeepsDefaultsAndNamesTheFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "optc.yaml")
+	if err := os.WriteFile(p, []byte("int8: true\ncalibration:\n  data: c.npy\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.INT8 || c.Calibration.Data != "c.npy" || c.Calibration.Method != "percentile" || c.Calibration.Batch != 8 {
+		t.Fatalf("unset keys lost their defaults: %+v", c.Calibration)
+	}
+	if err := os.WriteFile(p, []byte("bogus: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p); err == nil || !strings.Contains(err.Error(), p+": line 1") {
+		t.Fatalf("got %v, want the file and line", err)
+	}
+	if _, err := Load(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestValidateNamesTheKey(t *testing.T) {
+	for _, tc := range []struct {
+		edit func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Targets = []string{"onnx"} }, `targets: unknown target "onnx"`},
+		{func(c *Config) { c.OptLevel = 3 }, "opt_level: 3"},
+		{func(c *Config) { c.Calibration.Method = "kl" }, `calibration.method: "kl"`},
+		{func(c *Config) { c.Calibration.Percentile = 0 }, "calibration.percentile"},
+		{func(c *Config) { c.Quantize.ReduceRange = "yes" }, "quantize.reduce_range"},
+		{func(c *Config) { c.Quantize.Exclude = []string{"("} }, "quantize.exclude"},
+		{func(c *Config) { c.Quantize.MaxAccuracyDrop = 1 }, "needs eval.labels"},
+		{func(c *Config) { c.INT8 = true }, "int8 needs calibration.data"},
+		{func(c *Config) { c.Runtime.Level = "max" }, "runtime.level"},
+		{func(c *Config) { c.Latency.Batches = []int{0} }, "latency.batches: 0"},
+		{func(c *Config) { c.Latency.Duration = Duration{} }, "latency.duration"},
+		{func(c *Config) { c.TensorRT.Version = "10.3" }, "tensorrt.version"},
+		{func(c *Config) {
+			c.TensorRT.Profiles = map[string]ShapeProfile{"x": {Min: []int64{4}, Opt: []int64{2}, Max: []int64{8}}}
+		}, "tensorrt.profiles.x"},
+		{func(c *Config) { c.Image.Layout = "CHW" }, "image.layout"},
+		{func(c *Config) { c.Image.Size = []int{224} }, "image.size"},
+	} {
+		c := Default()
+		tc.edit(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("got %v, want %q", err, tc.want)
+		}
+	}
+	if err := Default().Validate(); err != nil {
+		t.Fatalf("the defaults do not validate: %v", err)
+	}
+}
+
+func TestExpandTargets(t *testing.T) {
+	c := Default()
+	c.Targets = []string{"triton,ort", "ort"}
+	got, err := c.ExpandTargets()
+	if err != nil || !reflect.DeepEqual(got, []string{"ort", "triton"}) {
+		t.Fatalf("got %v %v", got, err)
+	}
+	c.Targets = []string{"all"}
+	if got, _ := c.ExpandTargets(); !reflect.DeepEqual(got, []string{"ort", "tensorrt", "triton"}) {
+		t.Fatalf("all gave %v", got)
+	}
+}
