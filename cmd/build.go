@@ -206,7 +206,11 @@ func buildRun(opts *BuildOptions) error {
 		ctx, stop = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 	}
-	res, err := build.Run(ctx, build.Options{Config: opts.Config, Progress: opts.IO.ErrOut, Version: Version})
+	bo := build.Options{Config: opts.Config, Version: Version}
+	if isTerminal(opts.IO.ErrOut) {
+		bo.Progress = opts.IO.ErrOut
+	}
+	res, err := build.Run(ctx, bo)
 	if err != nil {
 		return fmt.Errorf("build %s: %w", opts.Config.Model, err)
 	}

@@ -1,0 +1,139 @@
+package cmd
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"optc/config"
+	"optc/internal/ortenv"
+	"optc/internal/testenv"
+)
+
+// parseBuild runs `optc build args` up to the options it would build with.
+func parseBuild(t *testing.T, args ...string) (*BuildOptions, int, string) {
+	t.Helper()
+	var got *BuildOptions
+	var out, errOut bytes.Buffer
+	io := &IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	c := newCmdBuild(io, &globals{}, func(o *BuildOptions) error { got = o; return nil })
+	root := NewRoot(io)
+	for _, sub := range root.Commands() {
+		if sub.Name() == "build" {
+			root.RemoveCommand(sub)
+		}
+	}
+	root.AddCommand(c)
+	root.SetArgs(append([]string{"build"}, args...))
+	status := 0
+	if err := root.Execute(); err != nil {
+		status = 1
+		errOut.WriteString(err.Error())
+	}
+	return got, status, errOut.String()
+}
+
+func TestBuildFlagsOverrideTheConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "optc.yaml")
+	os.WriteFile(cfg, []byte(`
+model: from-file.onnx
+output: file-out
+int8: true
+targets: [tensorrt]
+shapes: {x: [1, 3, 8, 8]}
+calibration: {data: c.npy, samples: 50, method: entropy}
+latency: {batches: [1, 2, 4], duration: 3s}
+quantize: {exclude: [Gemm]}
+`), 0o644)
+	o, status, msg := parseBuild(t, "m.onnx", "--config", cfg, "--calib-samples", "10", "--target", "ort,triton",
+		"--latency-batches", "8", "--shape", "y:2,2", "--exclude", "Conv", "--per-channel=false", "--latency-duration", "250ms")
+	if status != 0 {
+		t.Fatal(msg)
+	}
+	c := o.Config
+	want := config.Default()
+	want.Model, want.Output, want.INT8 = "m.onnx", "file-out", true
+	want.Targets = []string{"ort", "triton"}
+	want.Shapes = map[string][]int64{"y": {2, 2}}
+	want.Calibration.Data, want.Calibration.Samples, want.Calibration.Method = "c.npy", 10, "entropy"
+	want.Latency.Batches = []int{8}
+	want.Latency.Duration = config.Duration{Duration: 250 * time.Millisecond}
+	want.Quantize.Exclude = []string{"Conv"}
+	want.Quantize.PerChannel = false
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("effective config\n%+v\nwant\n%+v", c, want)
+	}
+	// Without flags the file's values stand.
+	o, _, _ = parseBuild(t, "--config", cfg)
+	if o.Config.Model != "from-file.onnx" || o.Config.Calibration.Samples != 50 || !reflect.DeepEqual(o.Config.Latency.Batches, []int{1, 2, 4}) {
+		t.Fatalf("file values lost: %+v", o.Config)
+	}
+}
+
+func TestBuildPrintConfigAndErrors(t *testing.T) {
+	dir := t.TempDir()
+	status, out, _ := run(t, "build", "m.onnx", "--int8", "--calib-data", "c.npy", "--print-config")
+	if status != 0 || !strings.Contains(out, "model: m.onnx") || !strings.Contains(out, "int8: true") || !strings.Contains(out, "duration: 1s") {
+		t.Fatalf("status %d:\n%s", status, out)
+	}
+	// The printed configuration is a valid config file.
+	cfg := filepath.Join(dir, "printed.yaml")
+	os.WriteFile(cfg, []byte(out), 0o644)
+	if _, err := config.Load(cfg); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("int8: true\ncalibration:\n  date: x.npy\n"), 0o644)
+	for _, tc := range []struct {
+		args   []string
+		status int
+		want   string
+	}{
+		{[]string{"build", "--config", bad, "m.onnx"}, 1, "bad.yaml: line 3: unknown key date in calibration"},
+		{[]string{"build", "m.onnx", "--target", "gpu", "-o", dir + "/o"}, 1, `unknown target "gpu"`},
+		{[]string{"build", "m.onnx", "--int8", "-o", dir + "/o"}, 1, "int8 needs calibration.data"},
+		{[]string{"build", "m.onnx", "--latency-batches", "x"}, 2, "latency-batches"},
+		{[]string{"build", "a.onnx", "b.onnx"}, 2, "at most one model"},
+		{[]string{"build", "-o", dir + "/o"}, 1, "no model"},
+	} {
+		status, _, errOut := run(t, tc.args...)
+		if status != tc.status || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%v: status %d, %q; want %d and %q on one line", tc.args, status, errOut, tc.status, tc.want)
+		}
+	}
+}
+
+// The README's quick start: an INT8 build of the bundled model, through
+// the command line, prints its table and leaves the folder.
+func TestBuildCommandMNIST(t *testing.T) {
+	ortenv.Require(t)
+	dir := testenv.Data(t, "mnist")
+	out := filepath.Join(t.TempDir(), "build")
+	status, stdout, stderr := run(t, "build", testenv.Model("mnist_cnn.onnx"), "--int8", "-o", out,
+		"--calib-data", filepath.Join(dir, "train_images.npy"), "--calib-samples", "64",
+		"--eval-data", filepath.Join(dir, "test_images.npy"), "--eval-labels", filepath.Join(dir, "test_labels.npy"),
+		"--eval-samples", "256", "--latency-duration", "50ms")
+	if status != 0 {
+		t.Fatal(stderr)
+	}
+	for _, want := range []string{"model.int8.onnx", "ort/model.ort", "speed-up b8"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	for _, f := range []string{"manifest.json", "report.json", "model.int8.onnx", "ort/session.json"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	// A second build into the same folder is refused without --force.
+	status, _, stderr = run(t, "build", testenv.Model("mnist_cnn.onnx"), "-o", out)
+	if status != 1 || !strings.Contains(stderr, "--force") {
+		t.Errorf("status %d: %s", status, stderr)
+	}
+}
