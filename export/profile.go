@@ -112,8 +112,11 @@ func staticBatch(m *graph.Model) (int, error) {
 	}
 	static := -1
 	for _, in := range ins {
+		if in.Shape == nil {
+			return 0, fmt.Errorf("input %q has no declared shape, so no batch dimension", in.Name)
+		}
 		if len(in.Shape) == 0 {
-			return 0, fmt.Errorf("input %q has no batch dimension (shape %v)", in.Name, in.Shape)
+			return 0, fmt.Errorf("input %q is a scalar: it has no batch dimension", in.Name)
 		}
 		d := int(max(in.Shape[0], 0)) // -1 (dynamic) counts as 0
 		if static >= 0 && d != static {
