@@ -25,6 +25,10 @@ type TritonOptions struct {
 	// LowLatency, when set, is written as configs/low_latency.pbtxt, which
 	// Triton serves instead with --model-config-name=low_latency.
 	LowLatency Profile
+	// MaxBatchSize is the largest batch clients and the batcher may send;
+	// default the profile's batch rounded up to a power of two. Ignored
+	// (0) when the model cannot batch.
+	MaxBatchSize int
 	// MaxQueueDelayUs is how long the dynamic batcher waits to fill a
 	// batch; default half the profile's p50, between 100 µs and 10 ms, so
 	// waiting adds at most half a batch's run time.
@@ -123,13 +127,19 @@ func newTritonModel(m *graph.Model, opts TritonOptions) (*tritonModel, error) {
 	if opts.Profile.Batch < 1 {
 		return nil, fmt.Errorf("triton model %q: no high-throughput profile (batch %d); run Sweep and ChooseProfiles", opts.Name, opts.Profile.Batch)
 	}
+	if opts.MaxBatchSize != 0 && opts.MaxBatchSize < opts.Profile.Batch {
+		return nil, fmt.Errorf("triton model %q: max batch size %d is below the profile's batch %d", opts.Name, opts.MaxBatchSize, opts.Profile.Batch)
+	}
 	if opts.Cores <= 0 {
 		opts.Cores = runtime.NumCPU()
 	}
 	ins, outs := ort.Interface(m)
 	t := &tritonModel{opts: opts}
 	if batchable(ins) && batchable(outs) {
-		t.maxBatch = nextPowerOfTwo(opts.Profile.Batch)
+		t.maxBatch = opts.MaxBatchSize
+		if t.maxBatch == 0 {
+			t.maxBatch = nextPowerOfTwo(opts.Profile.Batch)
+		}
 	}
 	var err error
 	if t.inputs, err = t.tensors("input", ins); err != nil {
@@ -231,7 +241,7 @@ func (t *tritonModel) config(p Profile, dynamicBatching bool) []byte {
 			delay = min(max(int(p.P50Ms*1000/2), minQueueDelayUs), maxQueueDelayUs)
 		}
 		w("dynamic_batching {")
-		w("  preferred_batch_size: [ %d ]", min(p.Batch, t.maxBatch))
+		w("  preferred_batch_size: [ %d ]", p.Batch)
 		w("  max_queue_delay_microseconds: %d", delay)
 		w("}")
 	}

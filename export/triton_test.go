@@ -105,11 +105,11 @@ func TestTritonConfigCls(t *testing.T) {
 		t.Errorf("no low-latency profile was given, yet the config names one:\n%s", got)
 	}
 
-	got, err = export.TritonConfig(m, export.TritonOptions{Name: "cls", Profile: high, MaxQueueDelayUs: 321, InstanceCount: 3})
+	got, err = export.TritonConfig(m, export.TritonOptions{Name: "cls", Profile: high, MaxBatchSize: 48, MaxQueueDelayUs: 321, InstanceCount: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"max_queue_delay_microseconds: 321", "count: 3\n"} {
+	for _, want := range []string{"max_batch_size: 48", "preferred_batch_size: [ 6 ]", "max_queue_delay_microseconds: 321", "count: 3\n"} {
 		if !strings.Contains(string(got), want) {
 			t.Errorf("config lacks %q:\n%s", want, got)
 		}
@@ -166,6 +166,8 @@ func TestTritonConfigErrors(t *testing.T) {
 			[]string{`input "x"`, "no declared shape"}},
 		{"no profile", identityModel(t, graph.Float, dynamic), export.TritonOptions{Name: "m"},
 			[]string{"no high-throughput profile"}},
+		{"max batch below the profile", identityModel(t, graph.Float, dynamic), export.TritonOptions{Name: "m", Profile: mnistHigh, MaxBatchSize: 4},
+			[]string{"max batch size 4", "batch 8"}},
 		{"path as name", identityModel(t, graph.Float, dynamic), export.TritonOptions{Name: "a/b", Profile: mnistHigh},
 			[]string{`"a/b"`, "plain file name"}},
 		{"no name", identityModel(t, graph.Float, dynamic), export.TritonOptions{Profile: mnistHigh},
