@@ -1,0 +1,243 @@
+package export
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"time"
+
+	"optc/bench"
+	"optc/data"
+	"optc/graph"
+	"optc/ort"
+)
+
+// SweepOptions say which (threads, batch) grid to measure a model on.
+type SweepOptions struct {
+	Model    string             // path of the .onnx file
+	Batches  []int              // default 1,2,4,8,16,32; only the static batch when the model has one
+	Threads  []int              // intra-op thread counts; default 1 and runtime.NumCPU()
+	Duration time.Duration      // timed phase per point (default 1s)
+	Session  ort.Options        // the zero value means ort.DefaultOptions(); IntraOpThreads is swept
+	Shapes   map[string][]int64 // one sample's shape per dynamic input; axis 0 follows the batch
+	ORTLib   string             // --ort-lib
+}
+
+// SweepPoint is the warm measurement of one (threads, batch) pair.
+type SweepPoint struct {
+	Threads    int     `json:"threads"`
+	Batch      int     `json:"batch"`
+	P50Ms      float64 `json:"p50_ms"`
+	P99Ms      float64 `json:"p99_ms"`
+	Throughput float64 `json:"throughput_samples_per_s"`
+}
+
+// SweepResult is every point of a sweep, ordered by threads, then batch.
+type SweepResult struct {
+	Model      string `json:"model"`
+	ORTVersion string `json:"ort_version"`
+	Level      string `json:"ort_level"`
+	// StaticBatch is the model's fixed dim 0 (e.g. 1), 0 when it can batch.
+	StaticBatch int          `json:"static_batch"`
+	Points      []SweepPoint `json:"points"`
+}
+
+// DefaultSweepBatches are the batch sizes swept when none are given.
+var DefaultSweepBatches = []int{1, 2, 4, 8, 16, 32}
+
+// Sweep measures opts.Model on random inputs with bench.Run once per
+// thread count, over all batch sizes.
+func Sweep(opts SweepOptions) (*SweepResult, error) {
+	m, err := graph.LoadFile(opts.Model)
+	if err != nil {
+		return nil, err
+	}
+	static, err := staticBatch(m)
+	m.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", opts.Model, err)
+	}
+	batches := opts.Batches
+	switch {
+	case static > 0:
+		batches = []int{static}
+	case len(batches) == 0:
+		batches = DefaultSweepBatches
+	}
+	threads := opts.Threads
+	if len(threads) == 0 {
+		threads = []int{1, runtime.NumCPU()}
+	}
+	threads = slices.Compact(slices.Sorted(slices.Values(threads)))
+	batches = slices.Compact(slices.Sorted(slices.Values(batches)))
+	if threads[0] < 1 || batches[0] < 1 {
+		return nil, fmt.Errorf("%s: thread counts and batch sizes must be at least 1 (threads %v, batches %v)", opts.Model, threads, batches)
+	}
+	session := opts.Session
+	if session == (ort.Options{}) {
+		session = ort.DefaultOptions()
+	}
+	if opts.Duration <= 0 {
+		opts.Duration = time.Second
+	}
+
+	res := &SweepResult{Model: opts.Model, Level: session.Level.String(), StaticBatch: static}
+	for _, t := range threads {
+		session.IntraOpThreads = t
+		r, err := bench.Run(bench.Options{Model: opts.Model, Data: "random",
+			DataOpts: data.Options{High: 1, Shapes: opts.Shapes}, Batches: batches,
+			Session: session, Duration: opts.Duration, ORTLib: opts.ORTLib})
+		if err != nil {
+			return nil, fmt.Errorf("sweep at %d threads: %w", t, err)
+		}
+		res.ORTVersion = r.ORTVersion
+		for _, b := range r.Batches {
+			res.Points = append(res.Points, SweepPoint{Threads: t, Batch: b.Batch,
+				P50Ms: b.Latency.P50, P99Ms: b.Latency.P99, Throughput: b.Throughput})
+		}
+	}
+	return res, nil
+}
+
+// staticBatch returns the fixed size of dim 0 shared by the model's inputs,
+// or 0 when every input has a dynamic dim 0 (the model can batch). Inputs
+// of unknown or zero rank, or that disagree, are errors: nothing says how
+// to batch them.
+func staticBatch(m *graph.Model) (int, error) {
+	ins, _ := ort.Interface(m)
+	if len(ins) == 0 {
+		return 0, errors.New("the model has no inputs to batch")
+	}
+	static := -1
+	for _, in := range ins {
+		if in.Shape == nil {
+			return 0, fmt.Errorf("input %q has no declared shape, so no batch dimension", in.Name)
+		}
+		if len(in.Shape) == 0 {
+			return 0, fmt.Errorf("input %q is a scalar: it has no batch dimension", in.Name)
+		}
+		d := int(max(in.Shape[0], 0)) // -1 (dynamic) counts as 0
+		if static >= 0 && d != static {
+			return 0, fmt.Errorf("input %q has dim 0 = %s, another input %s", in.Name, dimText(in.Shape[0]), dimText(int64(static)))
+		}
+		static = d
+	}
+	return static, nil
+}
+
+func dimText(d int64) string {
+	if d <= 0 {
+		return "dynamic"
+	}
+	return fmt.Sprint(d)
+}
+
+// Profile is one deployment setting chosen from a sweep, with its measured
+// figures and why it was chosen.
+type Profile struct {
+	Name       string  `json:"name"`
+	Batch      int     `json:"batch"`
+	Threads    int     `json:"threads"`
+	P50Ms      float64 `json:"p50_ms"`
+	P99Ms      float64 `json:"p99_ms"`
+	Throughput float64 `json:"throughput_samples_per_s"`
+	Reason     string  `json:"reason"`
+}
+
+// Profile names.
+const (
+	LowLatency     = "low-latency"
+	HighThroughput = "high-throughput"
+)
+
+// noise is the relative difference under which two measurements count as
+// equal: then fewer threads (and smaller batches) win, since they cost
+// less and leave cores to other instances.
+const noise = 0.05
+
+// ChooseProfiles picks, from a sweep, the low-latency profile (the smallest
+// batch, the thread count with the lowest p50, fewer threads when within
+// 5%) and the high-throughput profile (the best throughput whose p99 is
+// within p99BudgetMs; 0 means no budget; within 5% of the best, the
+// smaller batch and fewer threads). When no point meets the budget the
+// high-throughput profile falls back to the low-latency one and its Reason
+// says so.
+func ChooseProfiles(s *SweepResult, p99BudgetMs float64) (lowLatency, highThroughput Profile, err error) {
+	if s == nil || len(s.Points) == 0 {
+		return Profile{}, Profile{}, errors.New("choosing profiles: the sweep has no points")
+	}
+	if p99BudgetMs < 0 {
+		return Profile{}, Profile{}, fmt.Errorf("choosing profiles: the p99 budget %g ms is negative", p99BudgetMs)
+	}
+	points := slices.Clone(s.Points)
+	slices.SortFunc(points, func(a, b SweepPoint) int {
+		if a.Batch != b.Batch {
+			return a.Batch - b.Batch
+		}
+		return a.Threads - b.Threads
+	})
+
+	smallest := points[0].Batch
+	var first []SweepPoint
+	for _, p := range points {
+		if p.Batch == smallest {
+			first = append(first, p)
+		}
+	}
+	fastest := slices.MinFunc(first, func(a, b SweepPoint) int { return cmp.Compare(a.P50Ms, b.P50Ms) })
+	// first is ordered by threads: the first point within noise has the fewest.
+	low := firstWhere(first, func(p SweepPoint) bool { return p.P50Ms <= fastest.P50Ms*(1+noise) })
+	lowLatency = profileOf(LowLatency, low)
+	lowLatency.Reason = fmt.Sprintf("batch %d, the lowest p50 is %.3f ms at %s", smallest, fastest.P50Ms, threadsText(fastest.Threads))
+	if low != fastest {
+		lowLatency.Reason += fmt.Sprintf("; %s is within 5%% (%.3f ms) and costs fewer cores", threadsText(low.Threads), low.P50Ms)
+	}
+
+	var fit []SweepPoint
+	for _, p := range points {
+		if p99BudgetMs == 0 || p.P99Ms <= p99BudgetMs {
+			fit = append(fit, p)
+		}
+	}
+	if len(fit) == 0 {
+		best := slices.MinFunc(points, func(a, b SweepPoint) int { return cmp.Compare(a.P99Ms, b.P99Ms) })
+		highThroughput = lowLatency
+		highThroughput.Name = HighThroughput
+		highThroughput.Reason = fmt.Sprintf("no point meets the p99 budget of %g ms (the lowest p99 is %.3f ms at batch %d, %s): falling back to low-latency",
+			p99BudgetMs, best.P99Ms, best.Batch, threadsText(best.Threads))
+		return lowLatency, highThroughput, nil
+	}
+	top := slices.MaxFunc(fit, func(a, b SweepPoint) int { return cmp.Compare(a.Throughput, b.Throughput) })
+	// fit is ordered by batch, then threads: the first point within noise
+	// is the smallest batch with the fewest threads.
+	high := firstWhere(fit, func(p SweepPoint) bool { return p.Throughput >= top.Throughput*(1-noise) })
+	highThroughput = profileOf(HighThroughput, high)
+	budget := "no p99 budget"
+	if p99BudgetMs > 0 {
+		budget = fmt.Sprintf("p99 within %g ms", p99BudgetMs)
+	}
+	highThroughput.Reason = fmt.Sprintf("the best throughput with %s is %.0f samples/s at batch %d, %s",
+		budget, top.Throughput, top.Batch, threadsText(top.Threads))
+	if high != top {
+		highThroughput.Reason += fmt.Sprintf("; batch %d, %s is within 5%% (%.0f samples/s) and costs less", high.Batch, threadsText(high.Threads), high.Throughput)
+	}
+	return lowLatency, highThroughput, nil
+}
+
+func profileOf(name string, p SweepPoint) Profile {
+	return Profile{Name: name, Batch: p.Batch, Threads: p.Threads, P50Ms: p.P50Ms, P99Ms: p.P99Ms, Throughput: p.Throughput}
+}
+
+// firstWhere returns the first point that satisfies ok; callers know one does.
+func firstWhere(ps []SweepPoint, ok func(SweepPoint) bool) SweepPoint {
+	return ps[slices.IndexFunc(ps, ok)]
+}
+
+func threadsText(n int) string {
+	if n == 1 {
+		return "1 thread"
+	}
+	return fmt.Sprintf("%d threads", n)
+}
