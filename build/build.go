@@ -48,8 +48,10 @@ type Result struct {
 	Baseline *Timing `json:"baseline"`
 	// EvalData says what the artifacts were checked on and whether it is
 	// disjoint from the calibration data.
-	EvalData    string        `json:"eval_data"`
-	EvalHeldOut bool          `json:"eval_held_out"`
+	EvalData    string `json:"eval_data"`
+	EvalHeldOut bool   `json:"eval_held_out"`
+	// Deployment is the Triton target's profiles and the sweep behind them.
+	Deployment  *Deployment   `json:"deployment,omitempty"`
 	Stages      []Stage       `json:"stages"`
 	Environment Environment   `json:"environment"`
 	Notes       []string      `json:"notes,omitempty"`
@@ -60,7 +62,7 @@ type Result struct {
 type Artifact struct {
 	Path      string `json:"path"` // relative to the output folder
 	Target    string `json:"target"`
-	Kind      string `json:"kind"`                // model, ort-model, calibration, script, config, settings, lint
+	Kind      string `json:"kind"`                // model, ort-model, model-copy, calibration, script, config, settings, lint
 	Precision string `json:"precision,omitempty"` // fp32, fp16, int8 (models only)
 	From      string `json:"from,omitempty"`      // the model an .ort file was written from
 	Bytes     int64  `json:"bytes"`

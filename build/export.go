@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"optc/export"
 	"optc/graph"
 	"optc/internal/atomicfile"
 	"optc/ort"
@@ -18,6 +20,66 @@ func (b *builder) export() error {
 			return fmt.Errorf("ort target: %w", err)
 		}
 	}
+	if b.wants("triton") {
+		if err := b.exportTriton(); err != nil {
+			return fmt.Errorf("triton target: %w", err)
+		}
+	}
+	return nil
+}
+
+// Deployment is the latency/throughput trade-off the Triton target was
+// configured for.
+type Deployment struct {
+	Sweep          *export.SweepResult `json:"sweep,omitempty"` // nil when the profile was pinned
+	LowLatency     export.Profile      `json:"low_latency"`
+	HighThroughput export.Profile      `json:"high_throughput"`
+}
+
+// exportTriton writes a Triton model repository serving the deployed ORT
+// model, its batching and instances from a batch and thread sweep (or from
+// the config, which makes the configuration reproducible).
+func (b *builder) exportTriton() error {
+	t := b.c.Triton
+	d := &Deployment{}
+	if t.Batch > 0 && t.Threads > 0 {
+		why := "pinned in the config (triton.batch, triton.threads)"
+		d.HighThroughput = export.Profile{Name: export.HighThroughput, Batch: t.Batch, Threads: t.Threads, Reason: why}
+		d.LowLatency = export.Profile{Name: export.LowLatency, Batch: 1, Threads: t.Threads, Reason: why}
+	} else {
+		b.progress("sweep batch sizes and threads for the deployment profiles")
+		sweep, err := export.Sweep(export.SweepOptions{Model: b.ortModel, Threads: b.c.Latency.Threads,
+			Duration: b.c.Latency.Duration.Duration, Session: b.session(), Shapes: b.c.Shapes, ORTLib: b.c.Runtime.ORTLib})
+		if err != nil {
+			return err
+		}
+		d.Sweep = sweep
+		if d.LowLatency, d.HighThroughput, err = export.ChooseProfiles(sweep, b.c.Latency.P99BudgetMs); err != nil {
+			return err
+		}
+	}
+	b.res.Deployment = d
+	name := t.Name
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(b.c.Model), filepath.Ext(b.c.Model))
+	}
+	dir, err := b.dir.path("triton/.")
+	if err != nil {
+		return err
+	}
+	if err := export.WriteTriton(dir, export.TritonOptions{Name: name, ModelPath: b.ortModel,
+		Profile: d.HighThroughput, LowLatency: d.LowLatency, MaxBatchSize: t.MaxBatchSize,
+		MaxQueueDelayUs: t.MaxQueueDelayUs, InstanceCount: t.Instances}); err != nil {
+		return err
+	}
+	repo := "triton/model_repository/" + name + "/"
+	precision := "fp32"
+	if b.ortModel != b.float {
+		precision = "int8"
+	}
+	b.add(repo+"1/model.onnx", "triton", "model-copy", precision, rel(b, b.ortModel))
+	b.add(repo+"config.pbtxt", "triton", "config", "", "")
+	b.add(repo+"configs/low_latency.pbtxt", "triton", "config", "", "")
 	return nil
 }
 

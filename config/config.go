@@ -116,9 +116,13 @@ type ShapeProfile struct {
 	Max []int64 `yaml:"max"`
 }
 
-// Triton pins the Triton model configuration (zeros: derived from the sweep).
+// Triton pins the Triton model configuration (zeros: derived from the
+// sweep). Batch and Threads together pin the high-throughput profile and
+// skip the sweep, so that the configuration is the same on every build.
 type Triton struct {
 	Name            string `yaml:"name"`
+	Batch           int    `yaml:"batch"`
+	Threads         int    `yaml:"threads"`
 	MaxBatchSize    int    `yaml:"max_batch_size"`
 	Instances       int    `yaml:"instances"`
 	MaxQueueDelayUs int    `yaml:"max_queue_delay_us"`
@@ -372,8 +376,11 @@ func (c Config) Validate() error {
 			}
 		}
 	}
-	if c.Triton.MaxBatchSize < 0 || c.Triton.Instances < 0 || c.Triton.MaxQueueDelayUs < 0 {
-		bad("triton: max_batch_size, instances and max_queue_delay_us must not be negative")
+	if t := c.Triton; t.MaxBatchSize < 0 || t.Instances < 0 || t.MaxQueueDelayUs < 0 || t.Batch < 0 || t.Threads < 0 {
+		bad("triton: batch, threads, max_batch_size, instances and max_queue_delay_us must not be negative")
+	}
+	if t := c.Triton; (t.Batch > 0) != (t.Threads > 0) {
+		bad("triton: batch and threads pin the profile together; give both or neither")
 	}
 	if img := c.Image; img.Layout != "NCHW" && img.Layout != "NHWC" {
 		bad("image.layout: %q (want NCHW or NHWC)", img.Layout)

@@ -29,7 +29,7 @@ tensorrt:
   version: "10100"
   profiles:
     x: {min: [1, 3, 48, 32], opt: [8, 3, 48, 192], max: [32, 3, 48, 512]}
-triton: {name: cls, max_batch_size: 16, instances: 2, max_queue_delay_us: 500}
+triton: {name: cls, batch: 8, threads: 2, max_batch_size: 16, instances: 2, max_queue_delay_us: 500}
 `
 	c := Default()
 	if err := Decode(strings.NewReader(src), &c); err != nil {
@@ -49,7 +49,7 @@ triton: {name: cls, max_batch_size: 16, instances: 2, max_queue_delay_us: 500}
 		Latency: Latency{Batches: []int{1, 4}, Duration: Duration{500 * time.Millisecond}, Threads: []int{1, 2}, P99BudgetMs: 12.5},
 		TensorRT: TensorRT{Version: "10100", Profiles: map[string]ShapeProfile{
 			"x": {Min: []int64{1, 3, 48, 32}, Opt: []int64{8, 3, 48, 192}, Max: []int64{32, 3, 48, 512}}}},
-		Triton: Triton{Name: "cls", MaxBatchSize: 16, Instances: 2, MaxQueueDelayUs: 500},
+		Triton: Triton{Name: "cls", Batch: 8, Threads: 2, MaxBatchSize: 16, Instances: 2, MaxQueueDelayUs: 500},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("decoded\n%+v\nwant\n%+v", c, want)
