@@ -1,0 +1,345 @@
+package quantize
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"optc/data"
+	"optc/graph"
+	"optc/internal/ortenv"
+	"optc/ort"
+)
+
+// qopNet: x[4,3,8,8] -> conv1 (bias) -> relu1 -> conv2 (bias) -> clip2
+// [0, 6] -> conv3 (bias, stride 2) -> flatten -> matmul1 -> matmul2 -> z.
+// Quantized for ort-cpu, conv1..3 and matmul1 are QDQ groups with their
+// output quantized (after relu1, after clip2, directly, directly); matmul2
+// computes the float graph output.
+func qopNet(t testing.TB) *builder {
+	b := newBuilder(t, 13)
+	x := b.input("x", 4, 3, 8, 8)
+	c1 := b.node("conv1", "Conv", x, b.weight("W1", 0.5, 8, 3, 3, 3), b.weight("b1", 0.3, 8))
+	c1.SetAttr(ints("pads", 1, 1, 1, 1))
+	r1 := b.node("relu1", "Relu", c1.Output(0))
+	c2 := b.node("conv2", "Conv", r1.Output(0), b.weight("W2", 0.3, 8, 8, 3, 3), b.weight("b2", 0.2, 8))
+	c2.SetAttr(ints("pads", 1, 1, 1, 1))
+	zero, err := graph.NewFloat32Tensor("clip_min", nil, []float32{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	six, err := graph.NewFloat32Tensor("clip_max", nil, []float32{6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, err := b.g.AddInitializer(zero)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hi, err := b.g.AddInitializer(six)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := b.node("clip2", "Clip", c2.Output(0), lo, hi)
+	c3 := b.node("conv3", "Conv", cl.Output(0), b.weight("W3", 0.3, 4, 8, 3, 3), b.weight("b3", 0.2, 4))
+	c3.SetAttr(ints("pads", 1, 1, 1, 1))
+	c3.SetAttr(ints("strides", 2, 2))
+	fl := b.node("flatten", "Flatten", c3.Output(0))
+	m1 := b.node("matmul1", "MatMul", fl.Output(0), b.weight("M1", 0.1, 64, 16))
+	m2 := b.node("matmul2", "MatMul", m1.Output(0), b.weight("M2", 0.3, 16, 5))
+	b.output(m2.Output(0), 4, 5)
+	return b
+}
+
+// quantizedNames are qopNet's Q outputs that ToQOperator's operators
+// compute instead.
+var quantizedNames = []string{"relu1_out_quantized", "clip2_out_quantized", "conv3_out_quantized", "matmul1_out_quantized"}
+
+func TestToQOperatorRewritesQopNet(t *testing.T) {
+	b := qopNet(t)
+	before := marshal(t, b.m)
+	ranges := measure(t, before, "random", data.Options{Samples: 256, Seed: 3}, activationNames(b.m))
+	if _, err := Apply(b.m, ranges, Options{ReduceRange: boolp(true)}); err != nil {
+		t.Fatal(err)
+	}
+	qdq := marshal(t, b.m)
+	rep, err := ToQOperator(b.m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.m.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	g := b.g
+	if rep.QLinearConv != 3 || rep.QLinearMatMul != 1 || len(rep.Rewritten) != 4 || len(rep.KeptQDQ) != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	if k := rep.KeptQDQ[0]; k.Op != "MatMul" || !strings.Contains(k.Detail, "graph output") {
+		t.Errorf("kept %+v, want matmul2 for its float graph output", k)
+	}
+	for _, op := range []string{"Conv", "Relu", "Clip"} {
+		if c := countOps(g, op); c != 0 {
+			t.Errorf("%d %s left", c, op)
+		}
+	}
+	// Left: x's Q; flatten's DQ and Q; matmul2's two DQs (activation and
+	// weight). Every other Q/DQ was absorbed, and the float clip bounds
+	// went with the Clip.
+	if q, dq := countOps(g, "QuantizeLinear"), countOps(g, "DequantizeLinear"); q != 2 || dq != 3 {
+		t.Errorf("%d Q and %d DQ left, want 2 and 3", q, dq)
+	}
+	for _, name := range []string{"clip_min", "clip_max", "conv1_out", "relu1_out", "relu1_out_dequantized"} {
+		if g.Value(name) != nil {
+			t.Errorf("%q was kept", name)
+		}
+	}
+	for _, name := range quantizedNames {
+		if pr := v(t, g, name).Producer(); pr == nil || !strings.HasPrefix(pr.OpType, "QLinear") {
+			t.Errorf("%q is computed by %v", name, pr)
+		}
+	}
+	if n := node(t, g, "conv3"); n.OpType != "QLinearConv" || len(n.Inputs()) != 9 || len(n.AttrInts("strides")) != 2 {
+		t.Errorf("conv3 became %s with %d inputs and attributes %v", n.OpType, len(n.Inputs()), n.Attrs)
+	}
+	qop := marshal(t, b.m)
+
+	// In ORT the quantized operators compute what the QDQ groups do to
+	// within one quantization step, at level disable (float ops between
+	// Q/DQ) and all (ORT fuses the QDQ groups itself).
+	x := randomInput(t, "x", []int64{4, 3, 8, 8}, 7)
+	for _, level := range []ort.Level{ort.LevelDisable, ort.LevelAll} {
+		want := runExposed(t, qdq, level, x, quantizedNames)
+		got := runExposed(t, qop, level, x, quantizedNames)
+		for i, name := range append([]string{"matmul2_out"}, quantizedNames...) {
+			w, gv := tensorValues(t, want[i]), tensorValues(t, got[i])
+			worst, differ := 0.0, 0
+			for j := range w {
+				d := math.Abs(w[j] - gv[j])
+				worst = max(worst, d)
+				if d != 0 {
+					differ++
+				}
+			}
+			step := 1.0 // the integer tensors: one step is 1
+			if i == 0 {
+				// z = DQ(matmul1 q) x DQ(M2): one step of matmul1's output
+				// moves an element of z by at most its scale times the
+				// largest column sum of |M2|.
+				step = outputStepBound(t, g)
+			}
+			t.Logf("level %v %s: max difference %g (one step %g), %d of %d elements differ", level, name, worst, step, differ, len(w))
+			if worst > step {
+				t.Errorf("level %v %s: QOperator and QDQ differ by %g, more than one step (%g)", level, name, worst, step)
+			}
+		}
+	}
+}
+
+// outputStepBound is how far one step of matmul1's quantized output can
+// move qopNet's float output z.
+func outputStepBound(t *testing.T, g *graph.Graph) float64 {
+	mm := node(t, g, "matmul2")
+	scale := f32s(t, dqOf(t, mm.Input(0)).Input(1))[0]
+	wdq := dqOf(t, mm.Input(1))
+	w, ws := int8s(t, wdq.Input(0)), f32s(t, wdq.Input(1))
+	cols := len(ws)
+	worst := 0.0
+	for c := range cols {
+		sum := 0.0
+		for k := c; k < len(w); k += cols {
+			sum += math.Abs(float64(w[k]) * float64(ws[c]))
+		}
+		worst = max(worst, sum)
+	}
+	return float64(scale) * worst
+}
+
+func randomInput(t *testing.T, name string, dims []int64, seed int64) *graph.Tensor {
+	t.Helper()
+	b := newBuilder(t, 13)
+	b.rng.Seed(seed)
+	n := int64(1)
+	for _, d := range dims {
+		n *= d
+	}
+	vals := make([]float32, n)
+	for i := range vals {
+		vals[i] = float32(b.rng.Float64())
+	}
+	x, err := graph.NewFloat32Tensor(name, dims, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// runExposed runs model at level on x with names exposed as outputs after
+// the model's own.
+func runExposed(t *testing.T, model []byte, level ort.Level, x *graph.Tensor, names []string) []*graph.Tensor {
+	t.Helper()
+	ortenv.Require(t)
+	m, err := graph.Parse(model, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := graph.ExposeValues(m, names); err != nil {
+		t.Fatal(err)
+	}
+	ins, outs := ort.Interface(m)
+	s, err := ort.NewSession(ort.Source{Bytes: marshal(t, m), Inputs: ins, Outputs: outs}, ort.Options{Level: level})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, err := s.Run([]*graph.Tensor{x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// tensorValues reads a float32 or uint8 tensor as float64s.
+func tensorValues(t *testing.T, x *graph.Tensor) []float64 {
+	t.Helper()
+	var out []float64
+	switch x.DType {
+	case graph.Float:
+		f, err := x.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range f {
+			out = append(out, float64(v))
+		}
+	case graph.Uint8:
+		b, err := x.Bytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range b {
+			out = append(out, float64(v))
+		}
+	default:
+		t.Fatalf("%s: unexpected %s", x.Name, x.DType)
+	}
+	return out
+}
+
+// TestToQOperatorKeepsInexactGroups: a Relu or Clip the output range does
+// not make a no-op, an output also read in float, a Gemm and a float bias
+// keep their groups QDQ, each with its reason, and change nothing.
+func TestToQOperatorKeepsInexactGroups(t *testing.T) {
+	// qopNet with ranges that make relu1 and clip2 matter: relu1's output
+	// range reaches below 0 (zero point > 0), clip2's goes past 6.
+	ranges := map[string][2]float64{
+		"x": {0, 1}, "conv1_out": {-3, 3}, "relu1_out": {-1, 3}, "conv2_out": {-4, 8}, "clip2_out": {0, 10},
+		"conv3_out": {-3, 3}, "flatten_out": {-3, 3}, "matmul1_out": {-2, 2}, "matmul2_out": {-2, 2},
+	}
+	b := qopNet(t)
+	if _, err := Apply(b.m, ranges, Options{ReduceRange: boolp(true)}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ToQOperator(b.m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.m.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	kept := map[string]string{}
+	for _, k := range rep.KeptQDQ {
+		kept[k.Node] = k.Detail
+	}
+	for name, want := range map[string]string{
+		"conv1":   "above the output range's low end (zero point 64)",
+		"conv2":   "clips at 6, inside the output range",
+		"matmul2": "graph output",
+	} {
+		if got := kept[node(t, b.g, name).String()]; !strings.Contains(got, want) {
+			t.Errorf("%s: kept for %q, want %q", name, got, want)
+		}
+	}
+	if rep.QLinearConv != 1 || rep.QLinearMatMul != 1 || countOps(b.g, "Relu") != 1 || countOps(b.g, "Clip") != 1 {
+		t.Errorf("report %+v; %d Relu, %d Clip left", rep, countOps(b.g, "Relu"), countOps(b.g, "Clip"))
+	}
+}
+
+// TestToQOperatorKeepsGemm: convNet's Gemm has its output quantized for
+// the MatMul after it, but ONNX has no quantized Gemm.
+func TestToQOperatorKeepsGemm(t *testing.T) {
+	b := convNet(t)
+	if _, err := Apply(b.m, convNetRanges, Options{ReduceRange: boolp(true)}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ToQOperator(b.m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.m.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	if rep.QLinearConv != 2 || rep.QLinearMatMul != 0 || len(rep.KeptQDQ) != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+	if k := rep.KeptQDQ[0]; k.Op != "Gemm" || !strings.Contains(k.Detail, "QGemm is com.microsoft") {
+		t.Errorf("kept %+v", k)
+	}
+	if node(t, b.g, "gemm").OpType != "Gemm" || countOps(b.g, "QLinearConv") != 2 {
+		t.Error("the Gemm group was changed")
+	}
+}
+
+// TestToQOperatorNothingToRewrite: a float model, and a QDQ model whose
+// only group is a Gemm, come out byte for byte as they went in.
+func TestToQOperatorNothingToRewrite(t *testing.T) {
+	float := qopNet(t)
+	gemm := newBuilder(t, 13)
+	x := gemm.input("x", 2, 6)
+	gm := gemm.node("gemm", "Gemm", x, gemm.weight("B", 0.5, 6, 3), gemm.weight("C", 0.2, 3))
+	gemm.output(gm.Output(0), 2, 3)
+	if _, err := Apply(gemm.m, map[string][2]float64{"x": {-1, 3}, "gemm_out": {-2, 2}}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string]*builder{"float": float, "gemm": gemm} {
+		before := marshal(t, b.m)
+		rep, err := ToQOperator(b.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.QLinearConv+rep.QLinearMatMul != 0 || len(rep.Rewritten) != 0 {
+			t.Errorf("%s: report %+v", name, rep)
+		}
+		if !bytes.Equal(before, marshal(t, b.m)) {
+			t.Errorf("%s: the model changed", name)
+		}
+	}
+}
+
+func TestApplyFormat(t *testing.T) {
+	b := qopNet(t)
+	rep, err := Apply(b.m, map[string][2]float64{
+		"x": {0, 1}, "relu1_out": {0, 3}, "clip2_out": {0, 6}, "conv3_out": {-3, 3}, "flatten_out": {-3, 3},
+		"matmul1_out": {-2, 2}, "matmul2_out": {-2, 2}, "conv1_out": {-3, 3}, "conv2_out": {-4, 8},
+	}, Options{Format: FormatQOperator, ReduceRange: boolp(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.m.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Format != FormatQOperator || rep.QOperator == nil || rep.QOperator.QLinearConv != 3 || countOps(b.g, "QLinearConv") != 3 {
+		t.Errorf("report %+v, qoperator %+v", rep, rep.QOperator)
+	}
+	for _, c := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Format: "qlinear"}, `unknown format "qlinear"`},
+		{Options{Format: FormatQOperator, Target: TargetTensorRT}, `format "qoperator" is for target "ort-cpu"`},
+	} {
+		if _, err := Apply(qopNet(t).m, nil, c.opts); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want %q", c.opts, err, c.want)
+		}
+	}
+}
