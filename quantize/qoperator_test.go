@@ -3,6 +3,7 @@ package quantize
 import (
 	"bytes"
 	"math"
+	"optc/compare"
 	"strings"
 	"testing"
 
@@ -340,6 +341,52 @@ func TestApplyFormat(t *testing.T) {
 	} {
 		if _, err := Apply(qopNet(t).m, nil, c.opts); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.opts, err, c.want)
+		}
+	}
+}
+
+// TestMNISTQOperator quantizes the MNIST CNN in both formats (reduce-range
+// chosen for this CPU) and scores both on the 2004 held-out digits at ORT
+// level disable and all: their accuracy must agree within 0.1 points.
+func TestMNISTQOperator(t *testing.T) {
+	fp32, ranges, test, labels := mnistSetup(t)
+	models := map[Format][]byte{}
+	for _, f := range []Format{FormatQDQ, FormatQOperator} {
+		m, err := graph.LoadFile(fp32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Apply(m, ranges, Options{Format: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Verify(); err != nil {
+			t.Fatal(err)
+		}
+		if f == FormatQOperator {
+			q := rep.QOperator
+			if q == nil || q.QLinearConv != 3 || len(q.KeptQDQ) != 1 || q.KeptQDQ[0].Op != "Gemm" || countOps(m.Graph, "Conv") != 0 {
+				t.Fatalf("qoperator report %+v", q)
+			}
+			t.Logf("kept QDQ: %s: %s", q.KeptQDQ[0].Node, q.KeptQDQ[0].Detail)
+		}
+		models[f] = marshal(t, m)
+		m.Close()
+	}
+	for _, level := range []ort.Level{ort.LevelDisable, ort.LevelAll} {
+		acc := map[Format]float64{}
+		for f, b := range models {
+			res, err := compare.Models(compare.Options{ModelA: fp32, ModelB: string(f), BBytes: b, Data: test,
+				DataOpts: data.Options{Batch: 100}, Labels: labels, Session: ort.Options{Level: level, Provider: "cpu"},
+				Atol: map[string]float64{"": 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			acc[f] = res.Accuracy.B
+		}
+		t.Logf("level %v: FP32 98.70%%, QDQ %.2f%%, QOperator %.2f%%", level, acc[FormatQDQ], acc[FormatQOperator])
+		if d := math.Abs(acc[FormatQDQ] - acc[FormatQOperator]); d > 0.1 {
+			t.Errorf("level %v: QDQ %.2f%% and QOperator %.2f%% differ by %.2f points", level, acc[FormatQDQ], acc[FormatQOperator], d)
 		}
 	}
 }
