@@ -189,7 +189,7 @@ func printQuantize(out io.Writer, r *ptq.Result) {
 		fmt.Fprintf(out, "  float: %s: %s\n", s.Node, s.Detail)
 	}
 	if qop := q.QOperator; qop != nil {
-		fmt.Fprintf(out, "qoperator    %d QLinearConv, %d QLinearMatMul; %d groups left QDQ\n", qop.QLinearConv, qop.QLinearMatMul, len(qop.KeptQDQ))
+		fmt.Fprintf(out, "qoperator    %d QLinearConv, %d QLinearMatMul; left in QDQ form: %d\n", qop.QLinearConv, qop.QLinearMatMul, len(qop.KeptQDQ))
 		for _, k := range qop.KeptQDQ {
 			fmt.Fprintf(out, "  qdq: %s: %s\n", k.Node, k.Detail)
 		}
