@@ -117,6 +117,9 @@ func matchQDQGroup(n *graph.Node) (*qdqGroup, string) {
 	if why != "" {
 		return nil, why
 	}
+	if yType := q.Input(2).ConstantTensor().DType; yType != x.zpType {
+		return nil, fmt.Sprintf("input quantized to %s, output to %s; ORT's quantized kernels want one type", x.zpType, yType)
+	}
 	grp := &qdqGroup{op: n, act: act, q: q,
 		inputs: []*graph.Value{x.q, x.scale, x.zp, w.q, w.scale, w.zp, q.Input(1), q.Input(2)}}
 	grp.detail = fmt.Sprintf("%s -> QLinear%s", n.OpType, n.OpType)

@@ -390,3 +390,108 @@ func TestMNISTQOperator(t *testing.T) {
 		}
 	}
 }
+
+// handQDQ is one hand-written QDQ Conv group: x -> Q -> DQ, int8 weight ->
+// DQ, int32 bias -> DQ, Conv [-> Relu] -> Q -> DQ -> y.
+type handQDQ struct {
+	xType, yType graph.DataType // int8 or uint8 activations
+	xZero, yZero byte
+	weightZero   int8
+	biasScale    float32 // multiplies the correct bias scale
+	relu         bool
+}
+
+func (h handQDQ) build(t *testing.T) *builder {
+	b := newBuilder(t, 13)
+	x := b.input("x", 2, 2, 5, 5)
+	init := func(name string, dt graph.DataType, dims []int64, data []byte) *graph.Value {
+		tn, err := graph.NewTensor(name, dt, dims, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := b.g.AddInitializer(tn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	node := func(name, op string, ins ...*graph.Value) *graph.Value { return b.node(name, op, ins...).Output(0) }
+	xs, ys, ws := float32(1.0/255), float32(0.05), []float32{0.01, 0.02, 0.015}
+	xScale, xZero := init("x_scale", graph.Float, nil, f32bytes([]float32{xs})), init("x_zp", h.xType, nil, []byte{h.xZero})
+	xdq := node("xdq", "DequantizeLinear", node("xq", "QuantizeLinear", x, xScale, xZero), xScale, xZero)
+	w := make([]byte, 3*2*3*3)
+	for i := range w {
+		w[i] = byte(int8(b.rng.Intn(255) - 127))
+	}
+	wdq := b.node("wdq", "DequantizeLinear", init("w", graph.Int8, []int64{3, 2, 3, 3}, w),
+		init("w_scale", graph.Float, []int64{3}, f32bytes(ws)), init("w_zp", graph.Int8, []int64{3}, []byte{byte(h.weightZero), 0, 0}))
+	wdq.SetAttr(intAttr("axis", 0))
+	bias, bScale := make([]byte, 12), make([]float32, 3)
+	for c := range 3 {
+		bias[4*c] = byte(10 * (c + 1))
+		bScale[c] = float32(float64(xs)*float64(ws[c])) * h.biasScale
+	}
+	bdq := b.node("bdq", "DequantizeLinear", init("b", graph.Int32, []int64{3}, bias),
+		init("b_scale", graph.Float, []int64{3}, f32bytes(bScale)), init("b_zp", graph.Int32, []int64{3}, make([]byte, 12)))
+	bdq.SetAttr(intAttr("axis", 0))
+	conv := b.node("conv", "Conv", xdq, wdq.Output(0), bdq.Output(0))
+	conv.SetAttr(ints("pads", 1, 1, 1, 1))
+	y := conv.Output(0)
+	if h.relu {
+		y = node("relu", "Relu", y)
+	}
+	yScale, yZero := init("y_scale", graph.Float, nil, f32bytes([]float32{ys})), init("y_zp", h.yType, nil, []byte{h.yZero})
+	out := node("ydq", "DequantizeLinear", node("yq", "QuantizeLinear", y, yScale, yZero), yScale, yZero)
+	b.output(out, 2, 3, 5, 5)
+	return b
+}
+
+// TestToQOperatorHandBuilt: the conditions on a QDQ Conv group, one at a
+// time; the groups rewritten must match their QDQ form in ORT.
+func TestToQOperatorHandBuilt(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		h    handQDQ
+		kept string // "" when rewritten
+	}{
+		{"uint8", handQDQ{xType: graph.Uint8, yType: graph.Uint8, yZero: 100, biasScale: 1}, ""},
+		{"uint8 relu zero point 0", handQDQ{xType: graph.Uint8, yType: graph.Uint8, biasScale: 1, relu: true}, ""},
+		{"int8 relu zero point -128", handQDQ{xType: graph.Int8, yType: graph.Int8, yZero: 0x80, biasScale: 1, relu: true}, ""},
+		{"int8 relu zero point 0", handQDQ{xType: graph.Int8, yType: graph.Int8, biasScale: 1, relu: true}, "above the output range's low end"},
+		{"mixed types", handQDQ{xType: graph.Int8, yType: graph.Uint8, biasScale: 1}, "input quantized to int8, output to uint8"},
+		{"weight zero point", handQDQ{xType: graph.Uint8, yType: graph.Uint8, weightZero: 3, biasScale: 1}, "zero points are not all 0"},
+		{"bias scale", handQDQ{xType: graph.Uint8, yType: graph.Uint8, biasScale: 1.01}, "not input scale x weight scale"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := c.h.build(t)
+			qdq := marshal(t, b.m)
+			rep, err := ToQOperator(b.m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.m.Verify(); err != nil {
+				t.Fatal(err)
+			}
+			qop := marshal(t, b.m)
+			if c.kept != "" {
+				if len(rep.KeptQDQ) != 1 || !strings.Contains(rep.KeptQDQ[0].Detail, c.kept) || !bytes.Equal(qdq, qop) {
+					t.Errorf("report %+v, model changed %v; want kept for %q", rep, !bytes.Equal(qdq, qop), c.kept)
+				}
+				return
+			}
+			if rep.QLinearConv != 1 || countOps(b.g, "Conv")+countOps(b.g, "Relu") != 0 || len(b.g.Initializers) != 8 { // the bias scale and zero point went with its DQ
+				t.Fatalf("report %+v; %d initializers left", rep, len(b.g.Initializers))
+			}
+			x := randomInput(t, "x", []int64{2, 2, 5, 5}, 11)
+			for _, level := range []ort.Level{ort.LevelDisable, ort.LevelAll} {
+				want, got := runExposed(t, qdq, level, x, nil), runExposed(t, qop, level, x, nil)
+				w, g := tensorValues(t, want[0]), tensorValues(t, got[0])
+				for i := range w {
+					if math.Abs(w[i]-g[i]) > 0.05*1.0001 { // one step of y
+						t.Fatalf("level %v element %d: QDQ %g, QOperator %g", level, i, w[i], g[i])
+					}
+				}
+			}
+		})
+	}
+}
