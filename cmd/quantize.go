@@ -25,7 +25,7 @@ func newCmdQuantize(io *IO, g *globals, runF func(*QuantizeOptions) error) *cobr
 	o := &opts.PTQ
 	var sf sessionFlags
 	var calib, eval dataFlags
-	var method, target, reduceRange string
+	var method, target, reduceRange, format string
 	var perTensor bool
 	c := &cobra.Command{
 		Use:   "quantize IN -o OUT --calib-data PATH",
@@ -41,7 +41,12 @@ the artifact runs at (--level, default all).
 Targets: ort-cpu (uint8 asymmetric activations, int8 per-channel weights,
 int32 bias; 7-bit weights on x86 CPUs without VNNI unless --reduce-range off)
 and tensorrt (int8 symmetric, zero points 0, Q/DQ only on weighted-op inputs
-and residual Adds, float bias).`,
+and residual Adds, float bias).
+
+Formats (--format): qdq (default) keeps Q/DQ around float ops for the
+runtime to fuse; qoperator (ort-cpu) writes QLinearConv and QLinearMatMul
+where that computes exactly what the Q/DQ group does, and lists the groups
+left in QDQ form with the reason.`,
 		Args: exactArgs(1, "one input model"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			var err error
@@ -64,6 +69,12 @@ and residual Adds, float bias).`,
 				o.Quant.Target = quantize.Target(target)
 			default:
 				return usageError{fmt.Errorf("--target %q: want ort-cpu or tensorrt", target)}
+			}
+			switch format {
+			case "qdq", "qoperator":
+				o.Quant.Format = quantize.Format(format)
+			default:
+				return usageError{fmt.Errorf("--format %q: want qdq or qoperator", format)}
 			}
 			switch reduceRange {
 			case "auto":
@@ -122,6 +133,7 @@ and residual Adds, float bias).`,
 	fs.Float64Var(&o.Calib.MovingAverage, "moving-average", 0, "minmax: blend per-batch ranges with this weight (0: plain min/max)")
 	fs.StringVar(&target, "target", "ort-cpu", "numeric scheme: ort-cpu or tensorrt")
 	fs.StringVar(&reduceRange, "reduce-range", "auto", "7-bit weights: auto (on for x86 without VNNI), on or off")
+	fs.StringVar(&format, "format", "qdq", "qdq (Q/DQ around float ops) or qoperator (QLinearConv/QLinearMatMul; ort-cpu)")
 	fs.BoolVar(&perTensor, "per-tensor", false, "one weight scale per tensor instead of per output channel")
 	fs.StringArrayVar(&o.Quant.Exclude, "exclude", nil, "keep nodes float: a regexp on node name or op type (repeatable)")
 	fs.BoolVar(&o.Quant.KeepFirstLast, "keep-first-last", false, "keep the first and last weighted layers float")
@@ -175,6 +187,12 @@ func printQuantize(out io.Writer, r *ptq.Result) {
 		len(q.Quantized), q.QDQPairs, q.Weights, q.Biases, len(q.Skipped))
 	for _, s := range q.Skipped {
 		fmt.Fprintf(out, "  float: %s: %s\n", s.Node, s.Detail)
+	}
+	if qop := q.QOperator; qop != nil {
+		fmt.Fprintf(out, "qoperator    %d QLinearConv, %d QLinearMatMul; left in QDQ form: %d\n", qop.QLinearConv, qop.QLinearMatMul, len(qop.KeptQDQ))
+		for _, k := range qop.KeptQDQ {
+			fmt.Fprintf(out, "  qdq: %s: %s\n", k.Node, k.Detail)
+		}
 	}
 	if len(r.Sensitivity) > 0 {
 		fmt.Fprintf(out, "sensitivity (each layer quantized alone):\n")

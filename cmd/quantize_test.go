@@ -151,6 +151,57 @@ func decode(t *testing.T, s string, v any) {
 	}
 }
 
+// TestQuantizeQOperator: --format qoperator writes the MNIST CNN's convs as
+// QLinearConv (the Gemm stays QDQ, its output is the float logits) and
+// keeps INT8 accuracy; a wrong format is a usage error.
+func TestQuantizeQOperator(t *testing.T) {
+	ortenv.Require(t)
+	dir := testenv.Data(t, "mnist")
+	testenv.Data(t, "mnist/train_images.npy")
+	out := filepath.Join(t.TempDir(), "q.onnx")
+	var res struct {
+		Quantize struct {
+			Format    string `json:"format"`
+			QOperator struct {
+				QLinearConv int `json:"qlinear_conv"`
+				KeptQDQ     []struct {
+					Op string `json:"op"`
+				} `json:"kept_qdq"`
+			} `json:"qoperator"`
+		} `json:"quantize"`
+		Accuracy struct {
+			Accuracy struct {
+				A float64 `json:"accuracy_a"`
+				B float64 `json:"accuracy_b"`
+			} `json:"accuracy"`
+		}
+	}
+	decode(t, run2json(t, "quantize", testenv.Model("mnist_cnn.onnx"), "-o", out, "--format", "qoperator",
+		"--calib-data", filepath.Join(dir, "train_images.npy"), "--calib-samples", "256",
+		"--eval-data", filepath.Join(dir, "test_images.npy"), "--eval-labels", filepath.Join(dir, "test_labels.npy"), "--json"), &res)
+	q := res.Quantize
+	if q.Format != "qoperator" || q.QOperator.QLinearConv != 3 || len(q.QOperator.KeptQDQ) != 1 || q.QOperator.KeptQDQ[0].Op != "Gemm" {
+		t.Errorf("quantize report %+v", q)
+	}
+	if acc := res.Accuracy.Accuracy; acc.A-acc.B > 0.5 {
+		t.Errorf("float %.2f%%, qoperator int8 %.2f%%", acc.A, acc.B)
+	}
+	m, err := graph.LoadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ops := map[string]int{}
+	for _, n := range m.Graph.Nodes {
+		ops[n.OpType]++
+	}
+	if ops["QLinearConv"] != 3 || ops["Conv"] != 0 || ops["Relu"] != 0 {
+		t.Errorf("written model ops %v", ops)
+	}
+	status, stdout, stderr := run(t, "quantize", testenv.Model("mnist_cnn.onnx"), "-o", out, "--format", "qlinear", "--calib-data", "random")
+	failsCleanly(t, status, 2, stdout, stderr, `--format "qlinear"`)
+}
+
 // TestQuantizeFallsBack: with a criterion the full INT8 model misses, the
 // most sensitive layer falls back to float and the criterion then holds.
 func TestQuantizeFallsBack(t *testing.T) {

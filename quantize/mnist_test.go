@@ -55,16 +55,15 @@ func opList(ops map[string]int) string {
 	return strings.Join(s, " ")
 }
 
-// TestMNIST quantizes the committed MNIST CNN (BN folded by -O2) from
-// min/max ranges measured on 500 training images and scores top-1 on the
-// 2004 test images, for each target and reduce-range setting, at ORT
-// level all (what the artifact runs at) and level disable.
-func TestMNIST(t *testing.T) {
+// mnistSetup writes the committed MNIST CNN with BN folded by -O2 to a
+// temporary file and measures min/max ranges on 500 training images; it
+// returns that file, the ranges, and the test images and labels.
+func mnistSetup(t *testing.T) (fp32 string, ranges map[string][2]float64, test, labels string) {
 	ortenv.Require(t)
 	train := testenv.Data(t, "mnist/train_images.npy")
-	test := testenv.Data(t, "mnist/test_images.npy")
-	labels := testenv.Data(t, "mnist/test_labels.npy")
-	fp32 := filepath.Join(t.TempDir(), "mnist_o2.onnx")
+	test = testenv.Data(t, "mnist/test_images.npy")
+	labels = testenv.Data(t, "mnist/test_labels.npy")
+	fp32 = filepath.Join(t.TempDir(), "mnist_o2.onnx")
 	if _, err := optimize.Run(optimize.Options{Input: testenv.Model("mnist_cnn.onnx"), Output: fp32, Level: 2, Check: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -72,12 +71,20 @@ func TestMNIST(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	baseBytes := marshal(t, base)
+	defer base.Close()
 	if n := countOps(base.Graph, "BatchNormalization"); n != 0 {
 		t.Fatalf("-O2 left %d BatchNormalization", n)
 	}
-	ranges := measure(t, baseBytes, train, data.Options{Samples: 500, Batch: 100}, activationNames(base))
-	base.Close()
+	ranges = measure(t, marshal(t, base), train, data.Options{Samples: 500, Batch: 100}, activationNames(base))
+	return fp32, ranges, test, labels
+}
+
+// TestMNIST quantizes the committed MNIST CNN (BN folded by -O2) from
+// min/max ranges measured on 500 training images and scores top-1 on the
+// 2004 test images, for each target and reduce-range setting, at ORT
+// level all (what the artifact runs at) and level disable.
+func TestMNIST(t *testing.T) {
+	fp32, ranges, test, labels := mnistSetup(t)
 
 	auto, why := autoReduceRange()
 	t.Logf("automatic reduce-range on this CPU: %v (%s)", auto, why)

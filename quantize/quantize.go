@@ -55,6 +55,9 @@ type Options struct {
 	// PerChannel quantizes weights per output channel; nil means true.
 	// false uses one scale per weight tensor.
 	PerChannel *bool
+	// Format is FormatQDQ (default) or FormatQOperator (ort-cpu only):
+	// the QDQ groups rewritten into QLinearConv/QLinearMatMul.
+	Format Format
 }
 
 // Report says what Apply did.
@@ -71,6 +74,10 @@ type Report struct {
 	QDQPairs int `json:"qdq_pairs"`
 	Weights  int `json:"weights"`
 	Biases   int `json:"biases"`
+	// Format is the format written; QOperator what the QOperator rewrite
+	// made and left (FormatQOperator only).
+	Format    Format           `json:"format"`
+	QOperator *QOperatorReport `json:"qoperator,omitempty"`
 }
 
 // Entry is one node of the report.
@@ -107,6 +114,15 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 	if opts.Target != TargetORTCPU && opts.Target != TargetTensorRT {
 		return nil, fmt.Errorf("quantize: unknown target %q (want %q or %q)", opts.Target, TargetORTCPU, TargetTensorRT)
 	}
+	if opts.Format == "" {
+		opts.Format = FormatQDQ
+	}
+	switch {
+	case opts.Format != FormatQDQ && opts.Format != FormatQOperator:
+		return nil, fmt.Errorf("quantize: unknown format %q (want %q or %q)", opts.Format, FormatQDQ, FormatQOperator)
+	case opts.Format == FormatQOperator && opts.Target != TargetORTCPU:
+		return nil, fmt.Errorf("quantize: format %q is for target %q; %s takes QDQ", FormatQOperator, TargetORTCPU, opts.Target)
+	}
 	if v := m.OpsetVersion(""); v < 13 {
 		return nil, fmt.Errorf("quantize: the model imports default-domain opset %d; per-channel QuantizeLinear/DequantizeLinear needs opset >= 13, and upgrading a model's opset is not done here (convert it first and check the result against the original)", v)
 	}
@@ -130,7 +146,7 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 		}
 	}
 
-	rep := &Report{Target: opts.Target, PerChannel: opts.PerChannel == nil || *opts.PerChannel}
+	rep := &Report{Target: opts.Target, PerChannel: opts.PerChannel == nil || *opts.PerChannel, Format: opts.Format}
 	switch {
 	case opts.Target == TargetTensorRT:
 		rep.ReduceRangeReason = "tensorrt: full int8 range ([-127, 127] weights)"
@@ -241,8 +257,14 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 		}
 		rep.Quantized = append(rep.Quantized, Entry{Node: n.String(), Op: n.OpType, Detail: p.detail})
 	}
-	if err := q.dropUnused(); err != nil {
+	if err := dropDead(g, q.old); err != nil {
 		return rep, err
+	}
+	if opts.Format == FormatQOperator {
+		var err error
+		if rep.QOperator, err = ToQOperator(m); err != nil {
+			return rep, err
+		}
 	}
 	return rep, nil
 }
@@ -684,27 +706,6 @@ func (q *quantizer) init(prefix string, dt graph.DataType, dims []int64, data []
 		return nil, err
 	}
 	return q.g.AddInitializer(t)
-}
-
-// dropUnused removes the float weights and biases nothing reads any more
-// (initializers, or the Constant nodes holding them).
-func (q *quantizer) dropUnused() error {
-	seen := map[*graph.Value]bool{}
-	var inits []*graph.Value
-	for _, v := range q.old {
-		if seen[v] || len(v.Uses()) > 0 || v.IsReturned() {
-			continue
-		}
-		seen[v] = true
-		if pr := v.Producer(); pr != nil {
-			if err := q.g.RemoveNode(pr); err != nil {
-				return err
-			}
-		} else if v.Const != nil && slices.Contains(q.g.Initializers, v) && !slices.Contains(q.g.Inputs, v) {
-			inits = append(inits, v)
-		}
-	}
-	return q.g.RemoveInitializers(inits)
 }
 
 func f32bytes(vs []float32) []byte {
