@@ -278,6 +278,9 @@ func (b *builder) ptqOptions(target quantize.Target, out string) ptq.Options {
 	// A subset is drawn at random (seeded), not taken from the front of a
 	// file that may be sorted by class.
 	o.CalibOpts.Shuffle = c.Calibration.Samples > 0
+	if target == quantize.TargetORTCPU {
+		o.Quant.Format = quantize.Format(c.Quantize.Format)
+	}
 	if c.Quantize.ReduceRange != "auto" {
 		on := c.Quantize.ReduceRange == "on"
 		o.Quant.ReduceRange = &on

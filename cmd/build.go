@@ -103,6 +103,7 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.Calibration.Cache, "calib-cache", c.Calibration.Cache, "an existing calibration file to reuse (skips collection when it matches)")
 
 	fs.StringVar(&c.Quantize.ReduceRange, "reduce-range", c.Quantize.ReduceRange, "7-bit weights: auto (on for x86 without VNNI), on or off")
+	fs.StringVar(&c.Quantize.Format, "format", c.Quantize.Format, "ORT INT8 format: qdq or qoperator (QLinearConv/QLinearMatMul)")
 	fs.BoolVar(&c.Quantize.PerChannel, "per-channel", c.Quantize.PerChannel, "per-output-channel weight scales (--per-channel=false: one per tensor)")
 	fs.StringArrayVar(&c.Quantize.Exclude, "exclude", c.Quantize.Exclude, "keep nodes float: a regexp on node name or op type (repeatable)")
 	fs.BoolVar(&c.Quantize.KeepFirstLast, "keep-first-last", c.Quantize.KeepFirstLast, "keep the first and last weighted layers float")

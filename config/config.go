@@ -66,6 +66,7 @@ type Calibration struct {
 // Quantize is the INT8 scheme.
 type Quantize struct {
 	ReduceRange     string   `yaml:"reduce_range"` // auto, on or off
+	Format          string   `yaml:"format"`       // qdq or qoperator (ort-cpu only)
 	PerChannel      bool     `yaml:"per_channel"`
 	Exclude         []string `yaml:"exclude"` // regular expressions on node names and op types
 	KeepFirstLast   bool     `yaml:"keep_first_last"`
@@ -157,7 +158,7 @@ func Default() Config {
 		Calibration: Calibration{
 			Batch: 8, Seed: 1, Method: "percentile", Percentile: 99.999,
 		},
-		Quantize: Quantize{ReduceRange: "auto", PerChannel: true},
+		Quantize: Quantize{ReduceRange: "auto", Format: "qdq", PerChannel: true},
 		Eval:     Eval{Batch: 8},
 		Runtime:  Runtime{Level: "all"},
 		Latency:  Latency{Batches: []int{1, 8}, Duration: Duration{time.Second}},
@@ -318,6 +319,9 @@ func (c Config) Validate() error {
 	}
 	if !slices.Contains([]string{"auto", "on", "off"}, c.Quantize.ReduceRange) {
 		bad("quantize.reduce_range: %q (want auto, on or off)", c.Quantize.ReduceRange)
+	}
+	if !slices.Contains([]string{"qdq", "qoperator"}, c.Quantize.Format) {
+		bad("quantize.format: %q (want qdq or qoperator)", c.Quantize.Format)
 	}
 	for _, e := range c.Quantize.Exclude {
 		if _, err := regexp.Compile(e); err != nil {

@@ -21,7 +21,7 @@ shapes:
 int8: true
 image: {resize: 256, size: [224, 224], layout: NHWC, color: bgr, scale: 0.5, mean: [1, 2, 3], std: [4, 5, 6]}
 calibration: {data: c.npy, samples: 100, batch: 4, seed: 7, method: entropy, percentile: 99.9, moving_average: 0.1, cache: c.json}
-quantize: {reduce_range: "on", per_channel: false, exclude: [Gemm], keep_first_last: true, max_accuracy_drop: 0.5, min_cosine: 0.99}
+quantize: {reduce_range: "on", format: qoperator, per_channel: false, exclude: [Gemm], keep_first_last: true, max_accuracy_drop: 0.5, min_cosine: 0.99}
 eval: {data: e.npy, labels: l.npy, samples: 10, batch: 2}
 runtime: {level: extended, threads: 2, ort_lib: /x.so}
 latency: {batches: [1, 4], duration: 500ms, threads: [1, 2], p99_budget_ms: 12.5}
@@ -42,7 +42,7 @@ triton: {name: cls, batch: 8, threads: 2, max_batch_size: 16, instances: 2, max_
 			Mean: []float64{1, 2, 3}, Std: []float64{4, 5, 6}},
 		Calibration: Calibration{Data: "c.npy", Samples: 100, Batch: 4, Seed: 7, Method: "entropy",
 			Percentile: 99.9, MovingAverage: 0.1, Cache: "c.json"},
-		Quantize: Quantize{ReduceRange: "on", PerChannel: false, Exclude: []string{"Gemm"}, KeepFirstLast: true,
+		Quantize: Quantize{ReduceRange: "on", Format: "qoperator", PerChannel: false, Exclude: []string{"Gemm"}, KeepFirstLast: true,
 			MaxAccuracyDrop: 0.5, MinCosine: 0.99},
 		Eval:    Eval{Data: "e.npy", Labels: "l.npy", Samples: 10, Batch: 2},
 		Runtime: Runtime{Level: "extended", Threads: 2, ORTLib: "/x.so"},
@@ -128,6 +128,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{func(c *Config) { c.Calibration.Percentile = 0 }, "calibration.percentile"},
 		{func(c *Config) { c.Quantize.ReduceRange = "yes" }, "quantize.reduce_range"},
 		{func(c *Config) { c.Quantize.Exclude = []string{"("} }, "quantize.exclude"},
+		{func(c *Config) { c.Quantize.Format = "qlinear" }, "quantize.format"},
 		{func(c *Config) { c.Quantize.MaxAccuracyDrop = 1 }, "needs eval.labels"},
 		{func(c *Config) { c.INT8 = true }, "int8 needs calibration.data"},
 		{func(c *Config) { c.Runtime.Level = "max" }, "runtime.level"},
