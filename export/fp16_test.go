@@ -254,3 +254,148 @@ func TestToFloat16OverflowingConstant(t *testing.T) {
 		t.Errorf("y[2] = %g: the test should exercise a value beyond float16's range", want[2])
 	}
 }
+
+// qdqModel is x -> QuantizeLinear -> DequantizeLinear -> y at opset.
+func qdqModel(t *testing.T, opset int64) *tiny {
+	b := newTiny(t, opset)
+	x := b.value("x", graph.Float, 1, 4)
+	b.g.Inputs = append(b.g.Inputs, x)
+	scale := b.constant("scale", nil, 0.05)
+	zt, err := graph.NewTensor("zp", graph.Uint8, nil, []byte{128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zp, err := b.g.AddInitializer(zt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := b.value("q", graph.Undefined)
+	b.node("quantize", "QuantizeLinear", q, x, scale, zp)
+	y := b.value("y", graph.Float, 1, 4)
+	b.node("dequantize", "DequantizeLinear", y, q, scale, zp)
+	b.g.Outputs = append(b.g.Outputs, y)
+	return b
+}
+
+// TestToFloat16Schema: QuantizeLinear and DequantizeLinear admit float16
+// only from opset 19. With the block list emptied they convert at 19 and
+// stay float32 at 13, saying why; by default they are blocked at any
+// opset.
+func TestToFloat16Schema(t *testing.T) {
+	for _, tc := range []struct {
+		opset     int64
+		block     []string
+		converted int
+		reason    string
+	}{
+		{13, []string{}, 0, "admits float16 from opset 19, the model imports opset 13"},
+		{19, []string{}, 2, ""},
+		{19, nil, 0, "blocked: quantization scales"},
+	} {
+		b := qdqModel(t, tc.opset)
+		rep, err := ToFloat16(b.m, FP16Options{Block: tc.block})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Converted != tc.converted {
+			t.Errorf("opset %d, block %v: %d nodes converted, want %d (kept %+v)", tc.opset, tc.block, rep.Converted, tc.converted, rep.Kept)
+		}
+		for _, k := range rep.Kept {
+			if !strings.Contains(k.Reason, tc.reason) {
+				t.Errorf("opset %d, block %v: %s kept because %q, want %q", tc.opset, tc.block, k.Node, k.Reason, tc.reason)
+			}
+		}
+		scale := b.g.Value("scale").Const.DType
+		if wantScale := map[bool]graph.DataType{true: graph.Float16, false: graph.Float}[tc.converted > 0]; scale != wantScale {
+			t.Errorf("opset %d, block %v: scale is %s, want %s", tc.opset, tc.block, scale, wantScale)
+		}
+	}
+}
+
+// TestToFloat16Options: KeepFloat32 patterns match a node's whole name or
+// op type, Block replaces the default list; the result still runs in ORT
+// and agrees with float32.
+func TestToFloat16Options(t *testing.T) {
+	ortenv.Require(t)
+	mnist := testenv.Data(t, "mnist")
+	path := testenv.Model("mnist_cnn.onnx")
+	for _, tc := range []struct {
+		name string
+		opts FP16Options
+		kept []string // op types, in graph order
+	}{
+		{"keep by op type", FP16Options{KeepFloat32: []string{"Gemm"}}, []string{"Gemm"}},
+		{"keep by name", FP16Options{KeepFloat32: []string{"/features/features.[03]/.*"}}, []string{"Conv", "Conv"}},
+		{"pattern is anchored", FP16Options{KeepFloat32: []string{"Con"}}, nil},
+		{"block", FP16Options{Block: []string{"Relu"}}, []string{"Relu", "Relu", "Relu"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := graph.LoadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			rep, err := ToFloat16(m, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kept []string
+			for _, k := range rep.Kept {
+				kept = append(kept, k.Op)
+			}
+			if strings.Join(kept, ",") != strings.Join(tc.kept, ",") || rep.Converted != 11-len(tc.kept) {
+				t.Fatalf("kept %+v, %d converted; want %v kept", rep.Kept, rep.Converted, tc.kept)
+			}
+			res, err := compare.Models(compare.Options{ModelA: path, ModelB: tc.name, BBytes: marshal(t, m),
+				Data: filepath.Join(mnist, "test_images.npy"), DataOpts: data.Options{Batch: 500, Samples: 500},
+				Atol: map[string]float64{"": 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := res.Outputs[0]; o.Top1Agree < 0.995 || o.Cosine < 0.999 {
+				t.Errorf("top-1 agreement %.4f, cosine %.6f", o.Top1Agree, o.Cosine)
+			}
+		})
+	}
+}
+
+// TestToFloat16Refusals: a bad pattern and a model with subgraphs are
+// errors that say what is wrong, and leave the model as it was.
+func TestToFloat16Refusals(t *testing.T) {
+	b := qdqModel(t, 19)
+	if _, err := ToFloat16(b.m, FP16Options{KeepFloat32: []string{"Conv("}}); err == nil || !strings.Contains(err.Error(), `"Conv("`) {
+		t.Errorf("bad pattern: got %v", err)
+	}
+
+	b = newTiny(t, 17)
+	x := b.value("x", graph.Float, 4)
+	cond := b.value("cond", graph.Bool)
+	b.g.Inputs = append(b.g.Inputs, x, cond)
+	y := b.value("y", graph.Float, 4)
+	ifn := b.node("choose", "If", y, cond)
+	for _, name := range []string{"then_branch", "else_branch"} {
+		sg := graph.NewGraph(name)
+		sg.Parent, sg.Owner = b.g, ifn
+		r, err := sg.NewValue(name + "_out")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sg.AddNode("Relu", []*graph.Value{x}, []*graph.Value{r}); err != nil {
+			t.Fatal(err)
+		}
+		sg.Outputs = append(sg.Outputs, r)
+		ifn.SetAttr(&graph.Attr{Name: name, Type: graph.AttrGraph, Graph: sg})
+	}
+	b.g.Outputs = append(b.g.Outputs, y)
+	if err := b.m.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	before := marshal(t, b.m)
+	_, err := ToFloat16(b.m, FP16Options{})
+	if err == nil || !strings.Contains(err.Error(), `"choose" (If)`) || !strings.Contains(err.Error(), "subgraphs") {
+		t.Errorf("If model: got %v", err)
+	}
+	if !bytes.Equal(before, marshal(t, b.m)) {
+		t.Error("a refused conversion changed the model")
+	}
+}
