@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"optc/internal/ortenv"
 	"optc/internal/testenv"
 	"optc/ort"
+	"optc/shapes"
 )
 
 // fp16Case is a real model and the labelled data its float16 variant is
@@ -67,18 +69,26 @@ func TestToFloat16RealModels(t *testing.T) {
 			if ratio > 0.55 {
 				t.Errorf("float16 model is %d bytes, %.2f of the float32 %d", len(after), ratio, len(before))
 			}
-			res, err := compare.Models(compare.Options{ModelA: tc.model, ModelB: "float16", BBytes: after,
-				Data: tc.images, DataOpts: data.Options{Batch: tc.batch}, Labels: tc.labels,
-				Atol: map[string]float64{"": 1}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			o := res.Outputs[0]
-			t.Logf("%d samples: %d nodes float16, %d kept, %d casts, %d -> %d bytes (%.3f); top-1 agreement %.2f%%, cosine %.7f, max abs error %.3g; accuracy %.2f%% -> %.2f%%",
-				res.Samples, rep.Converted, len(rep.Kept), rep.Casts, len(before), len(after), ratio,
-				100*o.Top1Agree, o.Cosine, o.MaxAbs, res.Accuracy.A, res.Accuracy.B)
-			if o.Top1Agree < 0.995 || o.Cosine < 0.999 {
-				t.Errorf("top-1 agreement %.4f (want >= 0.995), cosine %.6f (want >= 0.999)", o.Top1Agree, o.Cosine)
+			emulateHalf(t, m)
+			emulated := marshal(t, m)
+			for _, run := range []struct {
+				name  string
+				model []byte
+			}{{"float16", after}, {"float16 rounding emulated in float32", emulated}} {
+				// Level disable: ORT must not rewrite the rounding Casts away.
+				res, err := compare.Models(compare.Options{ModelA: tc.model, ModelB: run.name, BBytes: run.model,
+					Data: tc.images, DataOpts: data.Options{Batch: tc.batch}, Labels: tc.labels,
+					Atol: map[string]float64{"": 1}, Session: ort.Options{Level: ort.LevelDisable}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				o := res.Outputs[0]
+				t.Logf("%s, %d samples: %d nodes float16, %d kept, %d casts, %d -> %d bytes (%.3f), %d weights flushed to zero; top-1 agreement %.2f%%, cosine %.7f, max abs error %.3g; accuracy %.2f%% -> %.2f%%",
+					run.name, res.Samples, rep.Converted, len(rep.Kept), rep.Casts, len(before), len(after), ratio, rep.FlushedToZero,
+					100*o.Top1Agree, o.Cosine, o.MaxAbs, res.Accuracy.A, res.Accuracy.B)
+				if o.Top1Agree < 0.995 || o.Cosine < 0.999 {
+					t.Errorf("%s: top-1 agreement %.4f (want >= 0.995), cosine %.6f (want >= 0.999)", run.name, o.Top1Agree, o.Cosine)
+				}
 			}
 		})
 	}
@@ -398,4 +408,96 @@ func TestToFloat16Refusals(t *testing.T) {
 	if !bytes.Equal(before, marshal(t, b.m)) {
 		t.Error("a refused conversion changed the model")
 	}
+}
+
+// emulateHalf turns a float16 variant into a float32 model that rounds
+// like it: ORT's CPU provider runs float16 graphs by casting whole regions
+// up to float32, so a float16 activation is never rounded there. Here
+// every float16 constant holds its rounded values as float32, and every
+// float16 activation is rounded by a Cast to float16 and back, which the
+// converted nodes read in float32. What stays unmeasured is rounding
+// inside an operator (accumulation order and width).
+func emulateHalf(t *testing.T, m *graph.Model) {
+	t.Helper()
+	g := m.Graph
+	widen := func(v *graph.Value) {
+		if v.Type != nil {
+			v.Type = graph.TensorType(graph.Float, v.Type.Shape)
+		}
+	}
+	inferred, err := shapes.Infer(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := func(v *graph.Value) bool {
+		ty := inferred.Types[v]
+		return v != nil && ty != nil && ty.Elem == graph.Float16
+	}
+	c := &fp16Converter{g: g, rep: &FP16Report{}} // for its Cast helpers
+	cast := func(anchor *graph.Node, from, to *graph.Value, dt graph.DataType) {
+		if err := c.addCast(from, to, dt, anchor); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range slices.Clone(g.Nodes) {
+		if n.OpType == "Constant" {
+			if t16 := n.Output(0).ConstantTensor(); t16 != nil && t16.DType == graph.Float16 {
+				n.SetAttr(&graph.Attr{Name: "value", Type: graph.AttrTensor, Tensor: widened(t, t16)})
+				widen(n.Output(0))
+			}
+			continue
+		}
+		for i, v := range n.Outputs() {
+			if !half(v) || n.OpType == "Cast" {
+				continue
+			}
+			raw, err := g.NewValue(g.UniqueName(v.Name + "_unrounded"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := n.SetOutput(i, raw); err != nil {
+				t.Fatal(err)
+			}
+			cast(c.nodeAfter(n), raw, v, graph.Float16)
+		}
+	}
+	for _, v := range g.Initializers {
+		if v.Const.DType == graph.Float16 {
+			v.Const = widened(t, v.Const)
+			widen(v)
+		}
+	}
+	for _, n := range slices.Clone(g.Nodes) {
+		if n.OpType == "Cast" {
+			continue
+		}
+		for i, v := range n.Inputs() {
+			if !half(v) || v.IsConstant() {
+				continue
+			}
+			up, err := g.NewValue(g.UniqueName(v.Name + "_rounded"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cast(n, v, up, graph.Float)
+			n.SetInput(i, up)
+		}
+	}
+	if err := m.Verify(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// widened is t16's values as float32.
+func widened(t *testing.T, t16 *graph.Tensor) *graph.Tensor {
+	t.Helper()
+	f, err := t16.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := graph.NewFloat32Tensor(t16.Name, t16.Dims, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
