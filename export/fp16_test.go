@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -500,4 +501,79 @@ func widened(t *testing.T, t16 *graph.Tensor) *graph.Tensor {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// TestToFloat16BorderNames: r = Relu(x) is a graph output and is read by
+// a float16 Add and a float32 ReduceSum (blocked). The Relu writes r_fp16,
+// a Cast writes r from it; the Add reads r_fp16 and the ReduceSum r, with
+// no further Cast. Names are the value's name with a suffix.
+func TestToFloat16BorderNames(t *testing.T) {
+	ortenv.Require(t)
+	b := newTiny(t, 13)
+	x := b.value("x", graph.Float, 1, 4)
+	b.g.Inputs = append(b.g.Inputs, x)
+	r := b.value("r", graph.Float, 1, 4)
+	b.node("relu", "Relu", r, x)
+	z := b.value("z", graph.Float, 1, 4)
+	add := b.node("add", "Add", z, r, b.constant("one", []int64{1}, 1))
+	s := b.value("s", graph.Float, 1, 1)
+	sum := b.node("sum", "ReduceSum", s, r)
+	b.g.Outputs = append(b.g.Outputs, r, z, s)
+	before := marshal(t, b.m)
+
+	rep, err := ToFloat16(b.m, FP16Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Casts != 3 || rep.Converted != 2 || len(rep.Kept) != 1 || rep.Kept[0].Op != "ReduceSum" {
+		t.Fatalf("report %+v: want 3 casts, Relu and Add converted, ReduceSum kept", rep)
+	}
+	var casts []string
+	for _, n := range b.g.Nodes {
+		if n.OpType == "Cast" {
+			casts = append(casts, n.Input(0).Name+"->"+n.Output(0).Name)
+		}
+	}
+	if got, want := strings.Join(casts, " "), "x->x_fp16 r_fp16->r z_fp16->z"; got != want {
+		t.Errorf("casts %s, want %s", got, want)
+	}
+	if add.Input(0).Name != "r_fp16" || sum.Input(0).Name != "r" {
+		t.Errorf("the Add reads %q, the ReduceSum %q", add.Input(0).Name, sum.Input(0).Name)
+	}
+	if ty := b.g.Value("r_fp16").Type; ty.String() != "float16[1,4]" {
+		t.Errorf("r_fp16 declared %s", ty)
+	}
+	in, err := graph.NewFloat32Tensor("x", []int64{1, 4}, []float32{-2, 0.5, 3, 0.25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, got := run(t, before, in), run(t, marshal(t, b.m), in); !slices.Equal(want, got) {
+		t.Errorf("outputs %v, want %v", got, want)
+	}
+}
+
+// TestToFloat16ClipWithoutLimit: a Clip whose max input is float32's
+// largest value ("no limit") stays float32 with its constants; a Clip
+// with a float16-sized max converts.
+func TestToFloat16ClipWithoutLimit(t *testing.T) {
+	b := newTiny(t, 13)
+	x := b.value("x", graph.Float, 2)
+	b.g.Inputs = append(b.g.Inputs, x)
+	r := b.value("r", graph.Undefined)
+	b.node("relu6", "Clip", r, x, b.constant("lo", nil, 0), b.constant("six", nil, 6))
+	y := b.value("y", graph.Float, 2)
+	b.node("floor_only", "Clip", y, r, b.constant("zero", nil, 0), b.constant("nolimit", nil, math.MaxFloat32))
+	b.g.Outputs = append(b.g.Outputs, y)
+	rep, err := ToFloat16(b.m, FP16Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Converted != 1 || len(rep.Kept) != 1 || rep.Kept[0].Node != "floor_only" || !strings.Contains(rep.Kept[0].Reason, `"nolimit"`) {
+		t.Fatalf("report %+v: want relu6 converted, floor_only kept for its max", rep)
+	}
+	for name, want := range map[string]graph.DataType{"lo": graph.Float16, "six": graph.Float16, "zero": graph.Float, "nolimit": graph.Float} {
+		if dt := b.g.Value(name).Const.DType; dt != want {
+			t.Errorf("constant %q is %s, want %s", name, dt, want)
+		}
+	}
 }
