@@ -59,13 +59,15 @@ const float16Max = 65504
 // ToFloat16 rewrites m in place into its float16 variant for TensorRT's
 // strongly typed mode: float32 weights (initializers and Constant nodes)
 // are stored as float16 and float32 activations are computed in float16,
-// except where that overflows or loses meaning (see fp16Block and
-// fp16Schema, and the KeepFloat32 and Block options); a node reading a
-// constant beyond ±65504 stays float32 too. Graph inputs and outputs keep
-// their names and stay float32: Casts convert at the borders, one per
-// value and direction, named after the value with a _fp16 or _fp32 suffix.
-// Declared types follow. Models with subgraphs (If, Loop, Scan) are
-// refused: their bodies read outer values whose type would change.
+// except where that overflows or loses meaning: blocked ops (see
+// DefaultFP16Block and the options), ops whose schema does not admit
+// float16 at the model's opset, and nodes reading a constant beyond
+// ±65504 stay float32 (docs/tensorrt.md has the rules). Graph inputs and
+// outputs keep their names and stay float32: Casts convert at the
+// borders, one per value and direction, named after the value with a
+// _fp16 or _fp32 suffix. Declared types follow. Models with subgraphs
+// (If, Loop, Scan) are refused, as are bad patterns, before anything
+// changes: the bodies read outer values whose type would change.
 func ToFloat16(m *graph.Model, opts FP16Options) (*FP16Report, error) {
 	if m == nil || m.Graph == nil {
 		return nil, fmt.Errorf("float16: the model has no graph")
