@@ -577,3 +577,28 @@ func TestToFloat16ClipWithoutLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultFP16Block: sorted, blocks the growing reductions and not the
+// bounded ones, and blocks only ops the schema table admits (a block on
+// an op that never converts would be dead).
+func TestDefaultFP16Block(t *testing.T) {
+	ops := DefaultFP16Block()
+	if !slices.IsSorted(ops) {
+		t.Errorf("not sorted: %v", ops)
+	}
+	for _, op := range []string{"ReduceSum", "LayerNormalization", "Exp", "Resize"} {
+		if !slices.Contains(ops, op) {
+			t.Errorf("%s is not blocked", op)
+		}
+	}
+	for _, op := range []string{"Softmax", "ReduceMean", "GlobalAveragePool", "Max"} {
+		if slices.Contains(ops, op) {
+			t.Errorf("%s is blocked", op)
+		}
+	}
+	for _, op := range ops {
+		if _, ok := fp16Schema[op]; !ok {
+			t.Errorf("%s is blocked but not in the schema table", op)
+		}
+	}
+}
