@@ -1,22 +1,16 @@
 package data_test
 
 import (
-	"bytes"
 	"encoding/binary"
-	"fmt"
-	"image"
-	"image/jpeg"
-	"image/png"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"optc/compare"
 	"optc/data"
 	"optc/graph"
+	"optc/internal/mnist"
 	"optc/internal/ortenv"
 	"optc/internal/testenv"
 )
@@ -25,11 +19,9 @@ import (
 const heldOut = 500
 
 // mnistFolders writes the first heldOut digits of the MNIST test split
-// (which the committed CNN was not trained on) as 8-bit gray PNG and JPEG
-// files in class folders (<label>/<index>.png), and the same digits, in the
-// order the folders are read (by class, then index), as .npy images and
-// labels. The mnist package's values are the pixel bytes divided by 255 and
-// rounded to 3 decimals, so the bytes are recovered as round(255 v).
+// (which the committed CNN was not trained on) as PNG and JPEG class folders
+// (mnist.WriteImages), and the same digits in the order the folders are
+// read as .npy images and labels.
 func mnistFolders(t *testing.T) (pngDir, jpegDir, images, labels string) {
 	t.Helper()
 	it, err := data.ReadNpy(testenv.Data(t, "mnist/test_images.npy"))
@@ -40,71 +32,46 @@ func mnistFolders(t *testing.T) (pngDir, jpegDir, images, labels string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vals, err := it.Float32s()
-	if err != nil {
+	var split mnist.Split
+	if split.Images, err = it.Float32s(); err != nil {
 		t.Fatal(err)
 	}
-	labs, err := lt.Int64s()
-	if err != nil {
+	if split.Labels, err = lt.Int64s(); err != nil {
 		t.Fatal(err)
 	}
-	const px = 28 * 28
 	tmp := t.TempDir()
 	pngDir, jpegDir = filepath.Join(tmp, "png"), filepath.Join(tmp, "jpeg")
-	order := make([]int, heldOut)
-	for i := range order {
-		order[i] = i
+	order, err := mnist.WriteImages(pngDir, split, heldOut, ".png")
+	if err != nil {
+		t.Fatal(err)
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return int(labs[a] - labs[b]) })
+	if _, err := mnist.WriteImages(jpegDir, split, heldOut, ".jpg"); err != nil {
+		t.Fatal(err)
+	}
 	var imgBytes []byte
-	var labBytes []int64
+	var labs []int64
 	for _, i := range order {
-		img := image.NewGray(image.Rect(0, 0, 28, 28))
-		for k, v := range vals[i*px : (i+1)*px] {
-			p := math.Round(255 * float64(v))
-			if math.Abs(p/255-float64(v)) > 0.0005+1e-6 {
-				t.Fatalf("digit %d pixel %d: %v is not a byte over 255 to 3 decimals", i, k, v)
-			}
-			img.Pix[k] = uint8(p)
-		}
-		name := filepath.Join(fmt.Sprint(labs[i]), fmt.Sprintf("%04d", i))
-		encodeFile(t, filepath.Join(pngDir, name+".png"), func(w io.Writer) error { return png.Encode(w, img) })
-		encodeFile(t, filepath.Join(jpegDir, name+".jpg"), func(w io.Writer) error { return jpeg.Encode(w, img, &jpeg.Options{Quality: 95}) })
-		for _, v := range vals[i*px : (i+1)*px] {
+		for _, v := range split.Images[i*mnist.Pixels : (i+1)*mnist.Pixels] {
 			imgBytes = binary.LittleEndian.AppendUint32(imgBytes, math.Float32bits(v))
 		}
-		labBytes = append(labBytes, labs[i])
+		labs = append(labs, split.Labels[i])
 	}
 	images, labels = filepath.Join(tmp, "images.npy"), filepath.Join(tmp, "labels.npy")
-	itSub, err := graph.NewTensor("input", graph.Float, []int64{heldOut, 1, 28, 28}, imgBytes)
+	imgT, err := graph.NewTensor("input", graph.Float, []int64{heldOut, 1, 28, 28}, imgBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ltSub, err := graph.NewInt64Tensor("labels", []int64{heldOut}, labBytes)
+	labT, err := graph.NewInt64Tensor("labels", []int64{heldOut}, labs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := data.WriteNpy(images, itSub); err != nil {
+	if err := data.WriteNpy(images, imgT); err != nil {
 		t.Fatal(err)
 	}
-	if err := data.WriteNpy(labels, ltSub); err != nil {
+	if err := data.WriteNpy(labels, labT); err != nil {
 		t.Fatal(err)
 	}
 	return pngDir, jpegDir, images, labels
-}
-
-func encodeFile(t *testing.T, path string, encode func(io.Writer) error) {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := encode(&buf); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // mnistInputs are the MNIST CNN's inputs, float32[N,1,28,28].
@@ -154,8 +121,9 @@ func TestMNISTImageFolderTensors(t *testing.T) {
 	if len(fromPNG) != len(fromNpy) || len(fromNpy) != heldOut*28*28 {
 		t.Fatalf("%d values from PNG, %d from .npy", len(fromPNG), len(fromNpy))
 	}
-	// Every PNG value is exactly the pixel byte over 255 (as float32), and
-	// so within the 3-decimal rounding of the mnist package of the .npy.
+	// Every PNG value is exactly the pixel byte over 255 (as float32): the
+	// .npy value rounded to a byte, and so within the 3-decimal rounding of
+	// the mnist package of it.
 	for i, v := range fromPNG {
 		p := math.Round(255 * float64(fromNpy[i]))
 		if v != float32(p/255) || math.Abs(float64(v-fromNpy[i])) > 0.0005+1e-6 {
