@@ -283,7 +283,7 @@ func (s *imageSource) Close() error {
 // decode reads one image, resizes and crops it, and writes its normalised
 // values into dst in the source's layout and element type.
 func (s *imageSource) decode(path string, dst []byte) error {
-	px, err := s.crop(path)
+	rgb, err := s.crop(path)
 	if err != nil {
 		return err
 	}
@@ -292,9 +292,7 @@ func (s *imageSource) decode(path string, dst []byte) error {
 	vals := make([]float64, c)
 	for y := range s.height {
 		for x := range s.width {
-			p := px.RGBA64At(px.Rect.Min.X+x, px.Rect.Min.Y+y)
-			// 16-bit channels back to 0..255: 8-bit values come back exact.
-			r, g, b := float64(p.R)/257, float64(p.G)/257, float64(p.B)/257
+			r, g, b := rgb(x, y)
 			switch o.Color {
 			case "rgb":
 				vals[0], vals[1], vals[2] = r, g, b
@@ -334,15 +332,14 @@ func (s *imageSource) put(dst []byte, i int, v float64) {
 	binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(float32(v)))
 }
 
-// crop decodes path and returns the crop as an opaque image of the crop
-// size (a sub-image: its bounds need not start at 0,0).
-func (s *imageSource) crop(path string) (*image.RGBA64, error) {
+// crop decodes path, resizes and crops it, and returns the pixel values
+// (0..255) of the crop at x, y (from its top-left corner).
+func (s *imageSource) crop(path string) (func(x, y int) (r, g, b float64), error) {
 	src, err := decodeImage(path)
 	if err != nil {
 		return nil, err
 	}
-	b := src.Bounds()
-	w0, h0 := b.Dx(), b.Dy()
+	w0, h0 := src.Bounds().Dx(), src.Bounds().Dy()
 	if w0 <= 0 || h0 <= 0 {
 		return nil, fmt.Errorf("%s: the image is empty (%dx%d)", path, w0, h0)
 	}
@@ -358,21 +355,76 @@ func (s *imageSource) crop(path string) (*image.RGBA64, error) {
 			return nil, fmt.Errorf("%s: %dx%d (HxW) resized to %dx%d is smaller than the %dx%d crop", path, h0, w0, h1, w1, s.height, s.width)
 		}
 	}
-	// Alpha is dropped, not composited: the stored colours are kept.
-	px := image.NewRGBA64(image.Rect(0, 0, w0, h0))
-	for y := range h0 {
-		for x := range w0 {
-			c := color.NRGBA64Model.Convert(src.At(b.Min.X+x, b.Min.Y+y)).(color.NRGBA64)
-			px.SetRGBA64(x, y, color.RGBA64{R: c.R, G: c.G, B: c.B, A: 0xffff})
-		}
-	}
+	px := opaque(src)
 	if w1 != w0 || h1 != h0 {
-		scaled := image.NewRGBA64(image.Rect(0, 0, w1, h1))
+		scaled := newLike(px, image.Rect(0, 0, w1, h1))
 		draw.CatmullRom.Scale(scaled, scaled.Bounds(), px, px.Bounds(), draw.Src, nil)
 		px = scaled
 	}
 	x0, y0 := (w1-s.width)/2, (h1-s.height)/2
-	return px.SubImage(image.Rect(x0, y0, x0+s.width, y0+s.height)).(*image.RGBA64), nil
+	switch p := px.(type) {
+	case *image.RGBA:
+		return func(x, y int) (r, g, b float64) {
+			i := p.PixOffset(x0+x, y0+y)
+			return float64(p.Pix[i]), float64(p.Pix[i+1]), float64(p.Pix[i+2])
+		}, nil
+	default:
+		p64 := px.(*image.RGBA64)
+		// 16-bit channels back to 0..255 keep their precision as fractions.
+		return func(x, y int) (r, g, b float64) {
+			c := p64.RGBA64At(x0+x, y0+y)
+			return float64(c.R) / 257, float64(c.G) / 257, float64(c.B) / 257
+		}, nil
+	}
+}
+
+// opaque copies src into an opaque image at the origin that the scaler has
+// fast paths for: *image.RGBA for 8-bit sources, *image.RGBA64 for 16-bit
+// ones (their precision kept). Alpha is dropped, not composited, as PIL's
+// convert("RGB") does: transparent pixels keep their stored colour.
+func opaque(src image.Image) draw.Image {
+	b := src.Bounds()
+	var dst draw.Image
+	switch src.(type) {
+	case *image.Gray16, *image.RGBA64, *image.NRGBA64:
+		dst = image.NewRGBA64(image.Rect(0, 0, b.Dx(), b.Dy()))
+	default:
+		dst = image.NewRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
+	}
+	if o, ok := src.(interface{ Opaque() bool }); ok && o.Opaque() {
+		draw.Draw(dst, dst.Bounds(), src, b.Min, draw.Src)
+		return dst
+	}
+	for y := range b.Dy() {
+		for x := range b.Dx() {
+			dst.Set(x, y, straight(src.At(b.Min.X+x, b.Min.Y+y)))
+		}
+	}
+	return dst
+}
+
+// straight is c's stored (not alpha-premultiplied) colour, made opaque.
+// Colours stored premultiplied lose what full transparency hid.
+func straight(c color.Color) color.RGBA64 {
+	var n color.NRGBA64
+	switch c := c.(type) {
+	case color.NRGBA:
+		n = color.NRGBA64{R: uint16(c.R) * 257, G: uint16(c.G) * 257, B: uint16(c.B) * 257}
+	case color.NRGBA64:
+		n = c
+	default:
+		n = color.NRGBA64Model.Convert(c).(color.NRGBA64)
+	}
+	return color.RGBA64{R: n.R, G: n.G, B: n.B, A: 0xffff}
+}
+
+// newLike returns an empty image of r of the same kind as img (one opaque
+// returned).
+func newLike(img draw.Image, r image.Rectangle) draw.Image {
+	if _, ok := img.(*image.RGBA); ok {
+		return image.NewRGBA(r)
+	}
+	return image.NewRGBA64(r)
 }
 
 // decodeImage decodes a file by its extension; errors name the file.

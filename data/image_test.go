@@ -3,6 +3,7 @@ package data
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -119,6 +120,31 @@ func TestImageLayoutColorNormalisation(t *testing.T) {
 	for i, w := range []float64{1, 11, 21, 101, 111, 121} {
 		if e := float32(0.299*w + 0.587*(w+1) + 0.114*(w+2)); got[i] != e {
 			t.Errorf("gray value %d: %v, want %v", i, got[i], e)
+		}
+	}
+}
+
+func TestImageAlphaAnd16Bit(t *testing.T) {
+	// Alpha is dropped, not composited: a transparent pixel keeps its colour.
+	dir := t.TempDir()
+	img := image.NewNRGBA(image.Rect(0, 0, 1, 1))
+	img.SetNRGBA(0, 0, color.NRGBA{200, 100, 50, 0})
+	writeImage(t, dir, "a.png", img)
+	got, _ := readImages(t, dir, imageInput(st(3), st(1), st(1)), Options{Image: ImageOptions{Scale: 1}})
+	if !slices.Equal(got, []float32{200, 100, 50}) {
+		t.Errorf("transparent pixel: %v, want its colour", got)
+	}
+	// A 16-bit PNG keeps its precision: 1000/65535, not a byte over 255.
+	dir = t.TempDir()
+	g16 := image.NewGray16(image.Rect(0, 0, 3, 2))
+	for i := range g16.Pix {
+		g16.Pix[i] = []uint8{0x03, 0xe8}[i%2]
+	}
+	writeImage(t, dir, "a.png", g16)
+	got, _ = readImages(t, dir, imageInput(st(1), st(2), st(2)), Options{Image: ImageOptions{Color: "gray", Resize: 2}})
+	for _, v := range got {
+		if math.Abs(float64(v)-1000.0/65535) > 1e-7 {
+			t.Fatalf("16-bit gray: %v, want %v", got, 1000.0/65535)
 		}
 	}
 }
@@ -383,4 +409,26 @@ func TestImageDecodeErrors(t *testing.T) {
 	}
 	_, err = src.Next()
 	wantErr(t, err, p, "decoding PNG", "unexpected EOF")
+}
+
+// BenchmarkImageDecode measures one ImageNet-style sample: a 500x375 JPEG,
+// shorter side resized to 256, 224x224 center crop, normalised.
+func BenchmarkImageDecode(b *testing.B) {
+	dir := b.TempDir()
+	img := image.NewRGBA(image.Rect(0, 0, 500, 375))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i * 7 % 251)
+	}
+	writeImage(b, dir, "a.jpg", img)
+	in := imageInput(st(3), st(224), st(224))
+	opts := Options{Image: ImageOptions{Resize: 256, Mean: []float64{0.485, 0.456, 0.406}, Std: []float64{0.229, 0.224, 0.225}}}
+	for b.Loop() {
+		src, err := Open(dir, in, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := src.Next(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
