@@ -3,11 +3,11 @@ package data
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"image"
 	"image/color"
 	"image/jpeg"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
