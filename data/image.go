@@ -57,6 +57,10 @@ var imageFormats = map[string]struct {
 
 const imageExtList = ".png, .jpg, .jpeg"
 
+// maxImageSide bounds the resize and crop sizes, so that a typo cannot ask
+// for gigabytes per image.
+const maxImageSide = 1 << 14
+
 // Channels is the number of channels Color gives: 1 for gray, else 3.
 func (o ImageOptions) Channels() int {
 	if o.Color == "gray" {
@@ -80,6 +84,9 @@ func (o ImageOptions) Validate() error {
 	}
 	if o.Resize < 0 || o.Height < 0 || o.Width < 0 {
 		return fmt.Errorf("image resize %d and size %dx%d must not be negative", o.Resize, o.Height, o.Width)
+	}
+	if max(o.Resize, o.Height, o.Width) > maxImageSide {
+		return fmt.Errorf("image resize %d and size %dx%d: at most %d pixels a side", o.Resize, o.Height, o.Width, maxImageSide)
 	}
 	if math.IsNaN(o.Scale) || math.IsInf(o.Scale, 0) {
 		return fmt.Errorf("image scale %v is not a finite number", o.Scale)
@@ -223,7 +230,7 @@ func cropSide(dir string, in Input, eff graph.Shape, axis, opt int, side string)
 	if opt > 0 {
 		return opt, nil
 	}
-	if eff != nil && eff[axis].Kind == graph.DimStatic && eff[axis].Value > 0 && eff[axis].Value <= 1<<16 {
+	if eff != nil && eff[axis].Kind == graph.DimStatic && eff[axis].Value > 0 && eff[axis].Value <= maxImageSide {
 		return int(eff[axis].Value), nil
 	}
 	what := "the rank is unknown"

@@ -361,6 +361,7 @@ func TestImageErrors(t *testing.T) {
 		{"std length", good, gray, ImageOptions{Color: "gray", Std: []float64{1, 1, 1}}, []string{"image std has 3 values", "gray has 1 channels"}},
 		{"std zero", good, rgb, ImageOptions{Std: []float64{1, 0, 1}}, []string{"image std [1 0 1]", "channel 1 is 0"}},
 		{"negative size", good, rgb, ImageOptions{Height: -1}, []string{"must not be negative"}},
+		{"huge size", good, rgb, ImageOptions{Resize: 100000}, []string{"image resize 100000", "at most 16384 pixels a side"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Open(c.dir, c.inputs, Options{Image: c.opts})
