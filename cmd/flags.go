@@ -134,8 +134,10 @@ func (f *imageFlags) options() (data.ImageOptions, error) {
 			return o, usageError{fmt.Errorf("--image-size %q: want HxW (e.g. 224x224) or N", f.size)}
 		}
 	}
-	if o.Scale, err = parseFraction(f.scale); err != nil || o.Scale == 0 {
-		return o, usageError{fmt.Errorf("--image-scale %q: want a non-zero number or fraction (e.g. 1/255, 0.0078125)", f.scale)}
+	if f.scale != "" { // unset where a command does not register the flags
+		if o.Scale, err = parseFraction(f.scale); err != nil || o.Scale == 0 {
+			return o, usageError{fmt.Errorf("--image-scale %q: want a non-zero number or fraction (e.g. 1/255, 0.0078125)", f.scale)}
+		}
 	}
 	if o.Mean, err = parseFloats("--image-mean", f.mean); err != nil {
 		return o, err
