@@ -56,12 +56,13 @@ type dataFlags struct {
 	seed    int64
 	rng     string
 	samples int
+	image   imageFlags
 }
 
 // register adds the data flags; withBatch false leaves --batch to the
 // command (bench takes a list of sizes).
 func (f *dataFlags) register(fs *pflag.FlagSet, withBatch bool) {
-	fs.StringVar(&f.spec, "data", "", "input data: .npy, .npz, .pb, a folder of input_N.pb (or of such folders), or random")
+	fs.StringVar(&f.spec, "data", "", "input data: .npy, .npz, .pb, a folder of input_N.pb (or of such folders), a folder of PNG/JPEG images, or random")
 	if withBatch {
 		fs.IntVar(&f.batch, "batch", 1, "samples per run for .npy/.npz/random data (axis 0 is the sample axis)")
 	}
@@ -69,6 +70,7 @@ func (f *dataFlags) register(fs *pflag.FlagSet, withBatch bool) {
 	fs.Int64Var(&f.seed, "seed", 1, "seed for --data random")
 	fs.StringVar(&f.rng, "range", "0,1", "value range LO,HI for --data random")
 	fs.IntVar(&f.samples, "samples", 0, "use at most this many samples (random: how many to make; default one batch)")
+	f.image.register(fs)
 }
 
 func (f *dataFlags) options() (data.Options, error) {
@@ -78,7 +80,11 @@ func (f *dataFlags) options() (data.Options, error) {
 	if f.batch < 1 || f.samples < 0 {
 		return data.Options{}, usageError{fmt.Errorf("--batch must be at least 1 and --samples not negative")}
 	}
-	opts := data.Options{Batch: f.batch, Seed: f.seed, Samples: f.samples, Shapes: map[string][]int64{}}
+	img, err := f.image.options()
+	if err != nil {
+		return data.Options{}, err
+	}
+	opts := data.Options{Batch: f.batch, Seed: f.seed, Samples: f.samples, Shapes: map[string][]int64{}, Image: img}
 	for _, s := range f.shapes {
 		name, dims, err := data.ParseShapeFlag(s)
 		if err != nil {
@@ -94,6 +100,85 @@ func (f *dataFlags) options() (data.Options, error) {
 		return data.Options{}, usageError{fmt.Errorf("--range must be LO,HI with LO < HI, got %q", f.rng)}
 	}
 	return opts, nil
+}
+
+// imageFlags say how the files of an image folder become an input tensor
+// (--image-*); other data ignores them.
+type imageFlags struct {
+	resize                                int
+	size, layout, color, scale, mean, std string
+}
+
+func (f *imageFlags) register(fs *pflag.FlagSet) {
+	fs.IntVar(&f.resize, "image-resize", 0, "image folders: resize the shorter side to N pixels, then center-crop (0: resize straight to the crop size)")
+	fs.StringVar(&f.size, "image-size", "", "image folders: crop size HxW, or N for NxN (default: the input's static dims)")
+	fs.StringVar(&f.layout, "image-layout", "NCHW", "image folders: NCHW or NHWC")
+	fs.StringVar(&f.color, "image-color", "rgb", "image folders: rgb, bgr or gray")
+	fs.StringVar(&f.scale, "image-scale", "1/255", "image folders: pixel values (0..255) are multiplied by this first; a number or a fraction")
+	fs.StringVar(&f.mean, "image-mean", "", "image folders: per-channel mean a,b,c subtracted after scaling (default 0)")
+	fs.StringVar(&f.std, "image-std", "", "image folders: per-channel std a,b,c divided by after the mean (default 1)")
+}
+
+func (f *imageFlags) options() (data.ImageOptions, error) {
+	o := data.ImageOptions{Resize: f.resize, Layout: f.layout, Color: f.color}
+	var err error
+	if f.size != "" {
+		h, w, square := strings.Cut(f.size, "x")
+		if !square {
+			w = h
+		}
+		var err1, err2 error
+		o.Height, err1 = strconv.Atoi(strings.TrimSpace(h))
+		o.Width, err2 = strconv.Atoi(strings.TrimSpace(w))
+		if err1 != nil || err2 != nil || o.Height < 1 || o.Width < 1 {
+			return o, usageError{fmt.Errorf("--image-size %q: want HxW (e.g. 224x224) or N", f.size)}
+		}
+	}
+	if f.scale != "" { // unset where a command does not register the flags
+		if o.Scale, err = parseFraction(f.scale); err != nil || o.Scale == 0 {
+			return o, usageError{fmt.Errorf("--image-scale %q: want a non-zero number or fraction (e.g. 1/255, 0.0078125)", f.scale)}
+		}
+	}
+	if o.Mean, err = parseFloats("--image-mean", f.mean); err != nil {
+		return o, err
+	}
+	if o.Std, err = parseFloats("--image-std", f.std); err != nil {
+		return o, err
+	}
+	if err := o.Validate(); err != nil {
+		return o, usageError{fmt.Errorf("--image-*: %w", err)}
+	}
+	return o, nil
+}
+
+// parseFraction parses a number or a fraction a/b.
+func parseFraction(s string) (float64, error) {
+	num, den, isFrac := strings.Cut(s, "/")
+	a, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || !isFrac {
+		return a, err
+	}
+	b, err := strconv.ParseFloat(strings.TrimSpace(den), 64)
+	if err != nil || b == 0 {
+		return 0, fmt.Errorf("bad denominator in %q", s)
+	}
+	return a / b, nil
+}
+
+// parseFloats parses a comma-separated list of numbers; "" is none.
+func parseFloats(flag, s string) ([]float64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("%s %q: %q is not a number (want a,b,c)", flag, s, strings.TrimSpace(f))}
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // isTerminal reports whether w is an interactive terminal, where progress

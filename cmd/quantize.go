@@ -98,7 +98,7 @@ left in QDQ form with the reason.`,
 				o.CalibOpts.Shuffle = calib.samples > 0 && calib.spec != "random"
 			}
 			if eval.spec != "" {
-				eval.seed, eval.rng = calib.seed, calib.rng
+				eval.seed, eval.rng, eval.image = calib.seed, calib.rng, calib.image
 				if eval.spec == "random" {
 					eval.shapes = calib.shapes
 				}
@@ -124,7 +124,7 @@ left in QDQ form with the reason.`,
 	}
 	fs := c.Flags()
 	fs.StringVarP(&o.Output, "output", "o", "", "where to write the INT8 model (required)")
-	fs.StringVar(&calib.spec, "calib-data", "", "calibration data: .npy, .npz, .pb folder(s), or random (not advised)")
+	fs.StringVar(&calib.spec, "calib-data", "", "calibration data: .npy, .npz, .pb folder(s), a folder of PNG/JPEG images (see --image-*), or random (not advised)")
 	fs.IntVar(&calib.batch, "calib-batch", 32, "calibration batch size")
 	fs.IntVar(&calib.samples, "calib-samples", 0, "calibrate on N samples drawn at random (seeded by --seed) from --calib-data")
 	fs.StringVar(&o.CalibCache, "calib-cache", "", "calibration file: reused when it matches the model, else written")
@@ -146,6 +146,7 @@ left in QDQ form with the reason.`,
 	fs.Int64Var(&calib.seed, "seed", 1, "seed for random data")
 	fs.StringVar(&calib.rng, "range", "0,1", "value range LO,HI for random data")
 	fs.BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
+	calib.image.register(fs) // for --calib-data and --eval-data alike
 	sf.register(fs)
 	return c
 }

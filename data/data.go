@@ -1,10 +1,13 @@
 // Package data reads model input data for every optc command that runs a
 // model (run, compare, bench, calibration): .npy and .npz files, ONNX test
-// data sets (.pb tensors), and synthetic random data.
+// data sets (.pb tensors), folders of PNG/JPEG images, and synthetic random
+// data.
 //
 // .npy and .npz files have a sample axis: axis 0 of the array is the
 // model's batch axis, and Open groups the samples into batches of
-// Options.Batch. They are streamed: one batch is in memory at a time. ONNX
+// Options.Batch. They are streamed: one batch is in memory at a time. Image
+// folders are batched the same way, one image a sample, decoded and
+// preprocessed (Options.Image) a batch at a time. ONNX
 // test data sets (input_0.pb, input_1.pb, ...) are fed as they are, one run
 // per set. Every format is checked against the model's inputs (element type,
 // rank, static dims, --shape overrides) before the first batch, and errors
@@ -59,7 +62,8 @@ func GraphInputs(g *graph.Graph) []Input {
 // Options controls how a Source reads or makes data.
 type Options struct {
 	// Batch is the number of samples per batch for sample-axis formats
-	// (.npy, .npz, random); 0 means the model's static batch size, else 1.
+	// (.npy, .npz, image folders, random); 0 means the model's static
+	// batch size, else 1.
 	// .pb data sets are fed as they are and ignore it.
 	Batch int
 	// Shapes fixes dynamic dims (from --shape name:d0,d1,...); each must
@@ -70,13 +74,17 @@ type Options struct {
 	// Low and High bound random data: [Low, High), [0,1) when both are zero.
 	Low, High float64
 	// Samples is, for random data, the total number of samples (default
-	// one batch); for .npy and .npz, at most this many samples are read
-	// (0: all). .pb data sets ignore it.
+	// one batch); for .npy, .npz and image folders, at most this many
+	// samples are read (0: all). .pb data sets ignore it.
 	Samples int
-	// Shuffle reads .npy (and uncompressed .npz) samples in an order drawn
-	// from Seed, so that Samples takes a random subset rather than the
-	// first ones (calibration sets are often sorted by class).
+	// Shuffle reads .npy (and uncompressed .npz) samples, or the files of
+	// an image folder, in an order drawn from Seed, so that Samples takes a
+	// random subset rather than the first ones (calibration sets are often
+	// sorted by class).
 	Shuffle bool
+	// Image says how image files become an input tensor (image folders
+	// only; other formats ignore it).
+	Image ImageOptions
 }
 
 // Batch is one run's worth of input tensors.
@@ -95,8 +103,9 @@ type Source interface {
 
 // Open opens spec: a .npy file, a .npz file, a .pb file, a folder holding
 // input_*.pb files (one ONNX test data set), a folder of such folders (e.g.
-// test_data_set_0, test_data_set_1, each one run), or the word "random"
-// (synthetic data, only when explicitly asked). Files without a known
+// test_data_set_0, test_data_set_1, each one run), a folder of .png, .jpg
+// and .jpeg images (sub-folders included; see ImageOptions), or the word
+// "random" (synthetic data, only when explicitly asked). Files without a known
 // extension are recognised by their first bytes.
 func Open(spec string, inputs []Input, opts Options) (Source, error) {
 	if err := checkOpen(spec, inputs, opts); err != nil {
@@ -110,7 +119,7 @@ func Open(spec string, inputs []Input, opts Options) (Source, error) {
 		return nil, fmt.Errorf("input data %s: %w", spec, unwrapPathError(err))
 	}
 	if st.IsDir() {
-		return openPBDir(spec, inputs, opts)
+		return openDir(spec, inputs, opts)
 	}
 	switch strings.ToLower(filepath.Ext(spec)) {
 	case ".npy":
@@ -130,7 +139,27 @@ func Open(spec string, inputs []Input, opts Options) (Source, error) {
 	case strings.HasPrefix(magic, "PK\x03\x04"), strings.HasPrefix(magic, "PK\x05\x06"):
 		return openNpz(spec, inputs, opts)
 	}
-	return nil, fmt.Errorf("input data %s: unknown format: want a .npy or .npz file, a .pb tensor, a folder of input_*.pb files (or of such folders), or \"random\"", spec)
+	return nil, fmt.Errorf("input data %s: unknown format: want a .npy or .npz file, a .pb tensor, a folder of input_*.pb files (or of such folders), a folder of images, or \"random\"", spec)
+}
+
+// openDir opens a folder: ONNX test data sets when it holds input_<i>.pb
+// files (or folders of them), else the images under it.
+func openDir(dir string, inputs []Input, opts Options) (Source, error) {
+	sets, err := pbSets(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(sets) > 0 {
+		return newPBSource(inputs, opts, sets)
+	}
+	files, err := imageFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no input_<i>.pb files, no folders holding them, and no images (%s) under it", dir, imageExtList)
+	}
+	return openImages(dir, files, inputs, opts)
 }
 
 // checkOpen validates what every format needs: inputs, options, --shape

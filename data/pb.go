@@ -47,16 +47,17 @@ func openPBFile(path string, inputs []Input, opts Options) (Source, error) {
 	return newPBSource(inputs, opts, []pbSet{{where: path, files: []pbFile{{0, path}}}})
 }
 
-// openPBDir opens a data set folder (input_0.pb, input_1.pb, ...) or a
-// folder of such folders, one run each in natural name order
-// (test_data_set_2 before test_data_set_10).
-func openPBDir(dir string, inputs []Input, opts Options) (Source, error) {
+// pbSets lists the ONNX test data sets of dir: dir itself when it holds
+// input_<i>.pb files, else its sub-folders that do, one run each in natural
+// name order (test_data_set_2 before test_data_set_10). None is not an
+// error: the folder may hold images instead.
+func pbSets(dir string) ([]pbSet, error) {
 	files, err := pbSetFiles(dir)
 	if err != nil {
 		return nil, err
 	}
 	if len(files) > 0 {
-		return newPBSource(inputs, opts, []pbSet{{where: dir, files: files}})
+		return []pbSet{{where: dir, files: files}}, nil
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -80,10 +81,7 @@ func openPBDir(dir string, inputs []Input, opts Options) (Source, error) {
 			sets = append(sets, pbSet{where: sub, files: files})
 		}
 	}
-	if len(sets) == 0 {
-		return nil, fmt.Errorf("%s: no input_<i>.pb files, and no folders holding them", dir)
-	}
-	return newPBSource(inputs, opts, sets)
+	return sets, nil
 }
 
 func newPBSource(inputs []Input, opts Options, sets []pbSet) (Source, error) {

@@ -114,7 +114,7 @@ func newSampleSource(where string, inputs []Input, members []*member, opts Optio
 				return fail(fmt.Errorf("%s: shuffling needs random access: a .npy file or an uncompressed .npz (np.savez), not a compressed member", m.label))
 			}
 		}
-		s.order = rand.New(rand.NewPCG(uint64(opts.Seed), 0x73687566666c65)).Perm(int(n0))[:s.total]
+		s.order = drawOrder(opts.Seed, int(n0), s.total)
 	}
 	batch, fixedBy, err := batchSize(where, inputs, opts)
 	if err != nil {
@@ -125,6 +125,13 @@ func newSampleSource(where string, inputs []Input, members []*member, opts Optio
 	}
 	s.batch = batch
 	return s, nil
+}
+
+// drawOrder draws, from seed, which of n samples are read and in what
+// order: the first total of a seeded permutation. Every format with
+// Options.Shuffle draws the same way.
+func drawOrder(seed int64, n, total int) []int {
+	return rand.New(rand.NewPCG(uint64(seed), 0x73687566666c65)).Perm(n)[:total]
 }
 
 // Next returns the next batch of samples.
