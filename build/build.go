@@ -291,7 +291,7 @@ func (b *builder) ptqOptions(target quantize.Target, out string) ptq.Options {
 // dataOptions reads a data file: shapes only fix random data (files carry
 // their own), samples bound what is read.
 func (b *builder) dataOptions(spec string, batch, samples int) data.Options {
-	o := data.Options{Batch: batch, Samples: samples, Seed: b.c.Calibration.Seed, High: 1}
+	o := data.Options{Batch: batch, Samples: samples, Seed: b.c.Calibration.Seed, High: 1, Image: b.c.ImageOptions()}
 	if spec == "random" {
 		o.Shapes = b.c.Shapes
 	}

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"optc/data"
 )
 
 // Config is everything `optc build` does, as one value.
@@ -243,6 +245,16 @@ func tidy(msg string) string {
 	return strings.Join(strings.Fields(msg), " ")
 }
 
+// ImageOptions is the image section as the data readers take it.
+func (c Config) ImageOptions() data.ImageOptions {
+	o := data.ImageOptions{Resize: c.Image.Resize, Layout: c.Image.Layout, Color: c.Image.Color,
+		Scale: c.Image.Scale, Mean: c.Image.Mean, Std: c.Image.Std}
+	if len(c.Image.Size) == 2 {
+		o.Height, o.Width = c.Image.Size[0], c.Image.Size[1]
+	}
+	return o
+}
+
 // Marshal writes c as YAML, the form --print-config shows.
 func Marshal(c Config) ([]byte, error) {
 	var buf bytes.Buffer
@@ -386,14 +398,10 @@ func (c Config) Validate() error {
 	if t := c.Triton; (t.Batch > 0) != (t.Threads > 0) {
 		bad("triton: batch and threads pin the profile together; give both or neither")
 	}
-	if img := c.Image; img.Layout != "NCHW" && img.Layout != "NHWC" {
-		bad("image.layout: %q (want NCHW or NHWC)", img.Layout)
-	}
-	if !slices.Contains([]string{"rgb", "bgr", "gray"}, c.Image.Color) {
-		bad("image.color: %q (want rgb, bgr or gray)", c.Image.Color)
-	}
 	if n := len(c.Image.Size); n != 0 && n != 2 {
 		bad("image.size: want [height, width]")
+	} else if err := c.ImageOptions().Validate(); err != nil {
+		bad("%v", err)
 	}
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))

@@ -138,7 +138,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{func(c *Config) {
 			c.TensorRT.Profiles = map[string]ShapeProfile{"x": {Min: []int64{4}, Opt: []int64{2}, Max: []int64{8}}}
 		}, "tensorrt.profiles.x"},
-		{func(c *Config) { c.Image.Layout = "CHW" }, "image.layout"},
+		{func(c *Config) { c.Image.Layout = "CHW" }, `image layout "CHW"`},
+		{func(c *Config) { c.Image.Std = []float64{1, 0, 1} }, "image std"},
 		{func(c *Config) { c.Image.Size = []int{224} }, "image.size"},
 	} {
 		c := Default()
