@@ -50,6 +50,7 @@ func NewRoot(io *IO) *cobra.Command {
 		newCmdOptimize(io, g, nil),
 		newCmdPasses(io),
 		newCmdQuantize(io, g, nil),
+		newCmdLint(io, nil),
 		newCmdRun(io, g, nil),
 		newCmdCompare(io, g, nil),
 		newCmdBench(io, g, nil),
