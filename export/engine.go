@@ -11,11 +11,13 @@ package export
 //     --stronglyTyped is accepted there as a no-op and required on 10.x to
 //     opt in, so the script passes it on 11 and later.
 //   - TensorRT 10 (weak typing, deprecated in 10.12): a Q/DQ model builds
-//     only with --int8 (the Q/DQ layers are INT8); --fp16 lets the layers
-//     left float run in FP16 (NVIDIA/TensorRT explicit-quantization
-//     guidance as discussed in its issue tracker). An fp16 artifact builds
-//     with --fp16. The legacy calibration cache is --int8 --calib=FILE
-//     (IInt8Calibrator, deprecated in 10.1, removed in 11).
+//     only with --int8, else "Int8 precision has been set for a layer or
+//     layer output, but int8 is not configured in the builder"
+//     (NVIDIA/TensorRT#4021, microsoft/onnxruntime#13381); --fp16 lets the
+//     layers left float run in FP16 instead of FP32. An fp16 artifact
+//     builds with --fp16. The legacy calibration cache is
+//     --int8 --calib=FILE (IInt8Calibrator, deprecated in 10.1, removed in
+//     11).
 //   - The version: trtexec's banner "[TensorRT v100300]" is
 //     NV_TENSORRT_VERSION, major*10000+minor*100+patch since 10, and
 //     major*1000+minor*100+patch before (v8601).
