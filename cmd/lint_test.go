@@ -131,3 +131,25 @@ func TestLintQuantizedMNIST(t *testing.T) {
 		}
 	}
 }
+
+// TestLintQuantizedPaddleOCRCls: the tensorrt artifact of the PaddleOCR
+// direction classifier (MobileNetV3: depthwise convs, HardSwish, residual
+// Adds) has no errors.
+func TestLintQuantizedPaddleOCRCls(t *testing.T) {
+	ortenv.Require(t)
+	calib := testenv.Data(t, "textlines/cls_calib.npy")
+	model := filepath.Join(testenv.Data(t, "ocr-models"), "ch_ppocr_mobile_v2.0_cls_infer.onnx")
+	out := filepath.Join(t.TempDir(), "cls_trt.onnx")
+	run2json(t, "quantize", model, "-o", out, "--target", "tensorrt", "--calib-data", calib,
+		"--calib-samples", "64", "--shape", "x:1,3,48,192", "--json")
+	status, stdout, stderr := run(t, "lint", "--target", "tensorrt", "--json", out)
+	var res struct {
+		Errors   int `json:"errors"`
+		Warnings int `json:"warnings"`
+	}
+	decode(t, stdout, &res)
+	t.Logf("lint: %d errors, %d warnings", res.Errors, res.Warnings)
+	if status != 0 || res.Errors != 0 {
+		t.Errorf("status %d, %d errors: %s%s", status, res.Errors, stdout, stderr)
+	}
+}

@@ -52,10 +52,11 @@ var (
 	// pluginDomains hold custom layers TensorRT resolves from its plugin
 	// registry by op name.
 	pluginDomains = []string{"trt.plugins"}
-	// fusedAfterWeighted are the ops TensorRT fuses into the conv or GEMM
-	// before it, so a Q between them breaks the fusion.
-	fusedAfterWeighted = []string{"Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish",
-		"Elu", "Selu", "Softplus", "PRelu", "BatchNormalization", "Add"}
+	// fusedActivations are ops TensorRT fuses into the conv or GEMM before
+	// them (as it does a residual Add), so a Q between them breaks the
+	// fusion.
+	fusedActivations = []string{"Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish",
+		"Elu", "Selu", "Softplus", "PRelu", "BatchNormalization"}
 )
 
 // TensorRT returns what stands between m and a TensorRT engine that runs
@@ -285,8 +286,12 @@ func (l *trtLinter) pair(dq *graph.Node) {
 }
 
 // activationAfterQ: a QuantizeLinear reading a conv's (or GEMM's) output
-// while that output, or its dequantized copy, goes on to an activation,
-// BatchNormalization or Add that TensorRT would fuse into the conv.
+// that goes on, raw or dequantized, to the activation or
+// BatchNormalization TensorRT would fuse into the conv; or whose
+// dequantized copy is the input of an Add that the conv should absorb
+// (the Add's other input is not a conv output it could fuse into
+// instead, which would make this one the residual, quantized as it
+// should be).
 func (l *trtLinter) activationAfterQ(q *graph.Node) {
 	out := q.Input(0)
 	w := out.Producer()
@@ -295,26 +300,51 @@ func (l *trtLinter) activationAfterQ(q *graph.Node) {
 	}
 	// Of several such readers, the one named first (uses are unordered).
 	var next *graph.Node
-	consider := func(r *graph.Node) {
-		if isOp(r, fusedAfterWeighted...) && (next == nil || nodeID(r) < nodeID(next)) {
+	consider := func(r *graph.Node, fromDQ *graph.Value) {
+		switch {
+		case isOp(r, "Add"):
+			if fromDQ == nil || fusibleOther(r, fromDQ) {
+				return
+			}
+		case !isOp(r, fusedActivations...):
+			return
+		}
+		if next == nil || nodeID(r) < nodeID(next) {
 			next = r
 		}
 	}
 	for _, u := range out.Uses() {
 		if u.Node != q {
-			consider(u.Node)
+			consider(u.Node, nil)
 		}
 	}
 	for _, u := range q.Output(0).Uses() {
 		if isOp(u.Node, "DequantizeLinear") && u.Node.Output(0) != nil {
 			for _, v := range u.Node.Output(0).Uses() {
-				consider(v.Node)
+				consider(v.Node, u.Node.Output(0))
 			}
 		}
 	}
-	if next != nil {
-		l.add(RuleQBeforeActivation, Warning, q, "quantizes the output of %s %q before its %s %q, which blocks TensorRT's fusion of the two; quantize after the %s instead (at the next weighted op's input)", w.OpType, nodeID(w), next.OpType, nodeID(next), next.OpType)
+	if next == nil {
+		return
 	}
+	fix := fmt.Sprintf("quantize after the %s instead (at the next weighted op's input)", next.OpType)
+	if next.OpType == "Add" {
+		fix = "put the Q/DQ on the Add's other (residual) input instead"
+	}
+	l.add(RuleQBeforeActivation, Warning, q, "quantizes the output of %s %q before its %s %q, which blocks TensorRT's fusion of the two; %s", w.OpType, nodeID(w), next.OpType, nodeID(next), fix)
+}
+
+// fusibleOther reports whether the Add's input other than v is a conv (or
+// GEMM) output read by the Add alone: the conv TensorRT fuses the Add into.
+func fusibleOther(add *graph.Node, v *graph.Value) bool {
+	for _, in := range add.Inputs() {
+		if in == nil || in == v {
+			continue
+		}
+		return isOp(in.Producer(), weightedOps...) && len(in.Uses()) == 1 && !in.IsReturned()
+	}
+	return false
 }
 
 // sameConstant reports whether a and b hold the same data (both absent

@@ -299,6 +299,33 @@ func TestTensorRTRules(t *testing.T) {
 			b.g.Outputs = []*graph.Value{add.Output(0)}
 			return b.m
 		}, ""},
+		{"block: Q/DQ on the residual, the Add fuses into the last conv", func(t *testing.T) *graph.Model {
+			b, conv1 := trtConv(t)
+			relu := b.g.Outputs[0].Producer()
+			b.g.Outputs = nil
+			if err := b.g.RemoveNode(relu); err != nil {
+				t.Fatal(err)
+			}
+			r := b.qdq("r", conv1.Output(0), 0.1, graph.Int8, 0)
+			conv2 := b.node("conv2", "Conv", r.Output(0), b.weightDQ("w2", 0, 4, 4, 1, 1).Output(0))
+			add := b.node("add", "Add", r.Output(0), conv2.Output(0))
+			b.g.Outputs = []*graph.Value{add.Output(0)}
+			return b.m
+		}, ""},
+		{"block: Q/DQ between the last conv and the Add", func(t *testing.T) *graph.Model {
+			b, conv1 := trtConv(t)
+			relu := b.g.Outputs[0].Producer()
+			b.g.Outputs = nil
+			if err := b.g.RemoveNode(relu); err != nil {
+				t.Fatal(err)
+			}
+			r := b.qdq("r", conv1.Output(0), 0.1, graph.Int8, 0)
+			conv2 := b.node("conv2", "Conv", r.Output(0), b.weightDQ("w2", 0, 4, 4, 1, 1).Output(0))
+			c := b.qdq("c", conv2.Output(0), 0.1, graph.Int8, 0)
+			add := b.node("add", "Add", conv1.Output(0), c.Output(0))
+			b.g.Outputs = []*graph.Value{add.Output(0)}
+			return b.m
+		}, "q-before-activation warning c_q"},
 		{"ops TensorRT does not import", func(t *testing.T) *graph.Model {
 			b := newBuilder(t, 13)
 			b.m.Opsets = append(b.m.Opsets, graph.OpsetImport{Domain: "com.microsoft", Version: 1}, graph.OpsetImport{Domain: "trt.plugins", Version: 1})
