@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"optc/graph"
 )
@@ -111,12 +110,4 @@ func plural(n int, s string) string {
 		return fmt.Sprintf("%d %s", n, s)
 	}
 	return fmt.Sprintf("%d %ss", n, s)
-}
-
-func quoteAll(ss []string) string {
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	return strings.Join(q, ", ")
 }
