@@ -86,8 +86,8 @@ func constFloats(v *graph.Value) ([]float32, bool) {
 	return f, err == nil
 }
 
-// allZero reports whether every byte of v's constant data is zero (the
-// value 0 of every integer and float8 type).
+// allZero reports whether every byte of t's data is zero (the value 0 of
+// every integer and float8 type).
 func allZero(t *graph.Tensor) (bool, error) {
 	b, err := t.Bytes()
 	if err != nil {

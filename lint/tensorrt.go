@@ -205,6 +205,9 @@ func scaleCount(n *graph.Node) int64 {
 
 func (l *trtLinter) qdq(n *graph.Node) {
 	data := n.Input(0)
+	if data == nil {
+		return // a malformed node: the ONNX checker's business, not TensorRT's
+	}
 	isWeight := weightData(data) != nil
 	if n.OpType == "QuantizeLinear" {
 		isWeight = data != nil && data.ConstantTensor() != nil
@@ -213,24 +216,18 @@ func (l *trtLinter) qdq(n *graph.Node) {
 		l.add(RuleQDQType, Error, n, "%s to %s: TensorRT takes int8 (or float8e4m3fn; int4 for weight-only DequantizeLinear) Q/DQ only; quantize for TensorRT (optc quantize --target tensorrt: int8, zero point 0, float bias)", n.OpType, dt)
 	}
 	if zp := n.Input(2); zp != nil {
-		t := zp.ConstantTensor()
-		zero, err := false, error(nil)
-		if t != nil {
-			zero, err = allZero(t)
-		}
-		switch {
-		case t == nil:
+		if t := zp.ConstantTensor(); t == nil {
 			l.add(RuleQDQZeroPoint, Error, n, "zero point %q is not a constant; TensorRT needs a constant zero point of 0, so store it as an initializer", zp.Name)
-		case err != nil:
+		} else if zero, err := allZero(t); err != nil {
 			l.add(RuleQDQZeroPoint, Error, n, "zero point %q cannot be read: %v", zp.Name, err)
-		case !zero:
+		} else if !zero {
 			l.add(RuleQDQZeroPoint, Error, n, "zero point %q is not 0; TensorRT quantizes symmetrically, so recompute the scale from max(|min|, |max|)/127 with zero point 0", zp.Name)
 		}
 	}
 	l.scale(n)
 	if n.OpType == "DequantizeLinear" {
 		l.pair(n)
-	} else if data != nil && len(n.Outputs()) > 0 && n.Output(0) != nil {
+	} else if len(n.Outputs()) > 0 && n.Output(0) != nil {
 		l.activationAfterQ(n)
 	}
 	if scaleCount(n) <= 1 {
@@ -419,12 +416,11 @@ func (l *trtLinter) residual(n *graph.Node) {
 	if a == nil || b == nil || a.IsConstant() || b.IsConstant() {
 		return
 	}
+	dequantized := func(v *graph.Value) bool { return v != nil && isOp(v.Producer(), "DequantizeLinear") }
 	fromQuantized := func(v *graph.Value) bool {
 		p := v.Producer()
-		return isOp(p, weightedOps...) && isOp(p.Input(0).Producer(), "DequantizeLinear") &&
-			p.Input(1) != nil && isOp(p.Input(1).Producer(), "DequantizeLinear")
+		return isOp(p, weightedOps...) && dequantized(p.Input(0)) && dequantized(p.Input(1))
 	}
-	dequantized := func(v *graph.Value) bool { return isOp(v.Producer(), "DequantizeLinear") }
 	if dequantized(a) || dequantized(b) {
 		return
 	}

@@ -326,6 +326,16 @@ func TestTensorRTRules(t *testing.T) {
 			b.g.Outputs = []*graph.Value{add.Output(0)}
 			return b.m
 		}, "q-before-activation warning c_q"},
+		{"omitted inputs are not a panic", func(t *testing.T) *graph.Model {
+			b := newBuilder(t, 13)
+			x := b.input("x", 1, 4)
+			q := b.node("q", "QuantizeLinear", nil, nil)
+			dq := b.node("dq", "DequantizeLinear", q.Output(0))
+			conv := b.node("conv", "Conv", nil, dq.Output(0))
+			add := b.node("add", "Add", conv.Output(0), x)
+			b.g.Outputs = []*graph.Value{add.Output(0)}
+			return b.m
+		}, "qdq-scale error dq; qdq-type error dq"},
 		{"ops TensorRT does not import", func(t *testing.T) *graph.Model {
 			b := newBuilder(t, 13)
 			b.m.Opsets = append(b.m.Opsets, graph.OpsetImport{Domain: "com.microsoft", Version: 1}, graph.OpsetImport{Domain: "trt.plugins", Version: 1})
