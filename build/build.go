@@ -50,6 +50,9 @@ type Result struct {
 	// disjoint from the calibration data.
 	EvalData    string `json:"eval_data"`
 	EvalHeldOut bool   `json:"eval_held_out"`
+	// TensorRT is the TensorRT target's fp16 report, lint findings and
+	// engine measurement (or why there is none).
+	TensorRT *TensorRTResult `json:"tensorrt,omitempty"`
 	// Deployment is the Triton target's profiles and the sweep behind them.
 	Deployment  *Deployment   `json:"deployment,omitempty"`
 	Stages      []Stage       `json:"stages"`

@@ -20,6 +20,11 @@ func (b *builder) export() error {
 			return fmt.Errorf("ort target: %w", err)
 		}
 	}
+	if b.wants("tensorrt") {
+		if err := b.exportTensorRT(); err != nil {
+			return fmt.Errorf("tensorrt target: %w", err)
+		}
+	}
 	if b.wants("triton") {
 		if err := b.exportTriton(); err != nil {
 			return fmt.Errorf("triton target: %w", err)

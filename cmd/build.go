@@ -120,7 +120,7 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntSliceVar(&c.Latency.Batches, "latency-batches", c.Latency.Batches, "batch sizes to time")
 	fs.DurationVar(&c.Latency.Duration.Duration, "latency-duration", c.Latency.Duration.Duration, "timing per batch size")
 	fs.Float64Var(&c.Latency.P99BudgetMs, "p99-budget-ms", c.Latency.P99BudgetMs, "p99 bound for the high-throughput profile (0: none)")
-	fs.StringVar(&c.TensorRT.Version, "trt-version", c.TensorRT.Version, "TensorRT version for the calibration cache header (e.g. 10030)")
+	fs.StringVar(&c.TensorRT.Version, "trt-version", c.TensorRT.Version, "TensorRT version for the calibration cache header (e.g. 100300)")
 	fs.StringVar(&c.Triton.Name, "triton-name", c.Triton.Name, "model name in the Triton repository (default: the model file's name)")
 }
 

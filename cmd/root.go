@@ -51,6 +51,7 @@ func NewRoot(io *IO) *cobra.Command {
 		newCmdPasses(io),
 		newCmdQuantize(io, g, nil),
 		newCmdBuild(io, g, nil),
+		newCmdLint(io, nil),
 		newCmdRun(io, g, nil),
 		newCmdCompare(io, g, nil),
 		newCmdBench(io, g, nil),

@@ -105,7 +105,7 @@ type Latency struct {
 // TensorRT is the TensorRT target's engine settings.
 type TensorRT struct {
 	// Version is written into the legacy calibration cache header
-	// (TRT-<version>-EntropyCalibration2), e.g. 10030 for 10.3.0.
+	// (TRT-<version>-EntropyCalibration2), e.g. 100300 for 10.3.0.
 	Version string `yaml:"version"`
 	// Profiles are the optimization profile per dynamic input for
 	// build_engine.sh (empty: min=opt=max=the measured shape).
@@ -164,7 +164,7 @@ func Default() Config {
 		Eval:     Eval{Batch: 8},
 		Runtime:  Runtime{Level: "all"},
 		Latency:  Latency{Batches: []int{1, 8}, Duration: Duration{time.Second}},
-		TensorRT: TensorRT{Version: "10030"},
+		TensorRT: TensorRT{Version: "100300"},
 	}
 }
 
@@ -378,7 +378,7 @@ func (c Config) Validate() error {
 		bad("latency.p99_budget_ms must not be negative")
 	}
 	if !regexp.MustCompile(`^[0-9]+$`).MatchString(c.TensorRT.Version) {
-		bad("tensorrt.version: %q (want TensorRT's integer version, e.g. 10030 for 10.3.0)", c.TensorRT.Version)
+		bad("tensorrt.version: %q (want TensorRT's integer version, e.g. 100300 for 10.3.0)", c.TensorRT.Version)
 	}
 	for name, p := range c.TensorRT.Profiles {
 		if len(p.Min) == 0 || len(p.Min) != len(p.Opt) || len(p.Opt) != len(p.Max) {
