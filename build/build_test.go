@@ -8,16 +8,20 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"optc/calibrate"
 	"optc/config"
 	"optc/data"
+	"optc/export"
 	"optc/graph"
 	"optc/internal/ortenv"
 	"optc/internal/testenv"
+	"optc/lint"
 )
 
 // mnistConfig is an INT8 build of the committed MNIST CNN: calibration on
@@ -34,6 +38,8 @@ func mnistConfig(t *testing.T, out string) config.Config {
 	c.Eval.Labels = testenv.Data(t, "mnist/test_labels.npy")
 	c.Eval.Samples = 500
 	c.Latency.Duration = config.Duration{Duration: 50 * time.Millisecond}
+	c.Targets = []string{"all"}
+	c.Triton.Batch, c.Triton.Threads = 8, 1
 	return c
 }
 
@@ -46,7 +52,7 @@ func run(t *testing.T, c config.Config) *Result {
 	return res
 }
 
-func TestBuildMNISTInt8ORT(t *testing.T) {
+func TestBuildMNISTInt8(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	c := mnistConfig(t, out)
 	inputSum := fileSHA(t, c.Model)
@@ -111,6 +117,8 @@ func TestBuildMNISTInt8ORT(t *testing.T) {
 	if fileSHA(t, c.Model) != inputSum {
 		t.Fatal("the input model was modified")
 	}
+	checkTensorRT(t, out, res)
+	checkTriton(t, out)
 	var table bytes.Buffer
 	if err := WriteTable(&table, res); err != nil {
 		t.Fatal(err)
@@ -119,6 +127,75 @@ func TestBuildMNISTInt8ORT(t *testing.T) {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
+	}
+}
+
+// checkTensorRT: the Q/DQ and fp16 models were checked in ORT, the legacy
+// cache holds optc's ranges as TensorRT reads them, lint is clean and the
+// scripts are valid sh.
+func checkTensorRT(t *testing.T, out string, res *Result) {
+	t.Helper()
+	byPath := map[string]*Artifact{}
+	for _, a := range res.Artifacts {
+		byPath[a.Path] = a
+	}
+	qdq, fp16 := byPath["tensorrt/model.int8.qdq.onnx"], byPath["tensorrt/model.fp16.onnx"]
+	if qdq == nil || fp16 == nil || qdq.Check.Accuracy.DropPoints > 0.5 || fp16.Check.MinCosine < 0.9999 || fp16.Check.MinTop1 < 0.999 {
+		t.Fatalf("tensorrt models: %+v %+v", qdq, fp16)
+	}
+	f, err := os.Open(filepath.Join(out, "tensorrt", "calibration.cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	version, amax, err := export.ReadTRTCalibCache(f)
+	if err != nil || version != "100300" {
+		t.Fatalf("cache: %v %q", err, version)
+	}
+	cache, err := calibrate.ReadCache(filepath.Join(out, "calibration.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranges := cache.Ranges()
+	if len(amax) != len(ranges) || len(amax) == 0 {
+		t.Fatalf("%d tensors in the TensorRT cache, %d calibrated", len(amax), len(ranges))
+	}
+	for name, r := range ranges {
+		want := math.Max(math.Abs(r.Min), math.Abs(r.Max))
+		if math.Abs(amax[name]-want) > 1e-6*want {
+			t.Errorf("%s: amax %v in the cache, range %v", name, amax[name], r)
+		}
+	}
+	if res.TensorRT == nil || lint.Errors(res.TensorRT.Lint) != 0 || res.TensorRT.EngineSkipped == "" {
+		t.Errorf("tensorrt result %+v", res.TensorRT)
+	}
+	for _, s := range []string{"build_engine.sh", "build_engine_fp16.sh", "build_engine_calib_cache.sh"} {
+		p := filepath.Join(out, "tensorrt", s)
+		if st, err := os.Stat(p); err != nil || st.Mode()&0o100 == 0 {
+			t.Errorf("%s: %v (want an executable script)", s, err)
+		}
+		if b, err := exec.Command("sh", "-n", p).CombinedOutput(); err != nil {
+			t.Errorf("%s: %v %s", s, err, b)
+		}
+	}
+}
+
+// checkTriton: the repository layout, and a config serving the pinned
+// profile.
+func checkTriton(t *testing.T, out string) {
+	t.Helper()
+	repo := filepath.Join(out, "triton", "model_repository", "mnist_cnn")
+	cfg, err := os.ReadFile(filepath.Join(repo, "config.pbtxt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`name: "mnist_cnn"`, "max_batch_size: 8", "preferred_batch_size: [ 8 ]", `string_value: "1"`} {
+		if !strings.Contains(string(cfg), want) {
+			t.Errorf("config.pbtxt lacks %q:\n%s", want, cfg)
+		}
+	}
+	if fileSHA(t, filepath.Join(repo, "1", "model.onnx")) != fileSHA(t, filepath.Join(out, "model.int8.onnx")) {
+		t.Error("the Triton model is not the ORT INT8 model")
 	}
 }
 
@@ -141,7 +218,7 @@ func TestBuildIsDeterministic(t *testing.T) {
 			return nil
 		})
 	}
-	if len(sums[0]) != len(sums[1]) || len(sums[0]) < 6 {
+	if len(sums[0]) != len(sums[1]) || len(sums[0]) < 16 {
 		t.Fatalf("different files: %v vs %v", sums[0], sums[1])
 	}
 	for p, s := range sums[0] {

@@ -5,6 +5,10 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"optc/export"
+	"optc/lint"
+	"optc/ptq"
 )
 
 // WriteTable prints the build's summary: one row per model artifact with
@@ -70,6 +74,28 @@ func WriteTable(w io.Writer, r *Result) error {
 	for _, a := range r.Artifacts {
 		if a.Check == nil {
 			fmt.Fprintf(w, "  %s (%s)\n", a.Path, a.Kind)
+		}
+	}
+	for _, q := range []struct {
+		name string
+		res  *ptq.Result
+	}{{"int8 ort-cpu", r.INT8}, {"int8 tensorrt", r.INT8TRT}} {
+		if q.res == nil {
+			continue
+		}
+		fell := "none"
+		if len(q.res.FellBack) > 0 {
+			fell = strings.Join(q.res.FellBack, ", ")
+		}
+		fmt.Fprintf(w, "%s: %d nodes quantized, %d left float; fell back for accuracy: %s\n",
+			q.name, len(q.res.Quantize.Quantized), len(q.res.Quantize.Skipped), fell)
+	}
+	if t := r.TensorRT; t != nil && t.Lint != nil {
+		fmt.Fprintf(w, "tensorrt lint: %d errors, %d warnings (tensorrt/lint.json)\n", lint.Errors(t.Lint), len(t.Lint)-lint.Errors(t.Lint))
+	}
+	if d := r.Deployment; d != nil {
+		for _, p := range []export.Profile{d.LowLatency, d.HighThroughput} {
+			fmt.Fprintf(w, "triton %s: batch %d, %d thread(s): %s\n", p.Name, p.Batch, p.Threads, p.Reason)
 		}
 	}
 	for _, n := range r.Notes {

@@ -132,6 +132,9 @@ func (b *builder) lintQDQ() error {
 	}
 	defer m.Close()
 	findings := lint.TensorRT(m)
+	if findings == nil {
+		findings = []lint.Finding{} // [] in lint.json, not null
+	}
 	b.res.TensorRT.Lint = findings
 	if err := writeJSONFile(b, "tensorrt/lint.json", findings); err != nil {
 		return err

@@ -204,9 +204,13 @@ func (t *tritonModel) config(p Profile, dynamicBatching bool) []byte {
 		w("# Written by optc for %s.", filepath.Base(t.opts.ModelPath))
 	}
 	for _, q := range []Profile{t.opts.Profile, t.opts.LowLatency} {
-		if q.Batch > 0 {
+		reason := strings.Join(strings.Fields(q.Reason), " ")
+		switch {
+		case q.Batch > 0 && q.Throughput > 0:
 			w("# %s: batch %d, %s: p50 %.3f ms, p99 %.3f ms, %.0f samples/s (%s)",
-				q.Name, q.Batch, threadsText(q.Threads), q.P50Ms, q.P99Ms, q.Throughput, strings.Join(strings.Fields(q.Reason), " "))
+				q.Name, q.Batch, threadsText(q.Threads), q.P50Ms, q.P99Ms, q.Throughput, reason)
+		case q.Batch > 0: // not measured: pinned by the caller
+			w("# %s: batch %d, %s (%s)", q.Name, q.Batch, threadsText(q.Threads), reason)
 		}
 	}
 	w("# This file serves %s.", p.Name)
