@@ -8,12 +8,12 @@ EXAMPLE := testdata/models/mnist_cnn.onnx
 build:
 	$(GO) build -o $(BIN) ./cmd/optc
 
-# Runs optc on the bundled example model: inspect it, then optimize it
-# (checked against the original in ONNX Runtime) into out/.
+# Builds the bundled example: an INT8 build of the MNIST CNN for ONNX
+# Runtime, TensorRT and Triton (testdata/mnist/optc.yaml: calibration and
+# evaluation on the bundled PNG digits), every artifact checked and timed
+# in ONNX Runtime, into out/mnist.
 demo: build ort
-	./$(BIN) inspect $(EXAMPLE)
-	@mkdir -p out
-	./$(BIN) optimize $(EXAMPLE) -o out/mnist_cnn.opt.onnx
+	./$(BIN) build --config testdata/mnist/optc.yaml --force
 
 # Fetches what the tests need (cached, checksummed) and runs every test,
 # then a short fuzzing pass over the model loader.

@@ -30,6 +30,7 @@ type BuildOptions struct {
 func newCmdBuild(io *IO, g *globals, runF func(*BuildOptions) error) *cobra.Command {
 	opts := &BuildOptions{IO: io}
 	var configPath string
+	var img imageFlags
 	flagged := config.Default()
 	c := &cobra.Command{
 		Use:   "build MODEL [-o DIR] [--int8 --calib-data P] [--target ort|tensorrt|triton|all] [--config optc.yaml]",
@@ -61,6 +62,9 @@ override the file; --print-config prints the effective configuration.`,
 			if err := overrideWithFlags(cmd.Flags(), &eff); err != nil {
 				return usageError{err}
 			}
+			if err := overrideImage(cmd.Flags(), &img, &eff.Image); err != nil {
+				return err
+			}
 			if len(args) == 1 {
 				eff.Model = args[0]
 			}
@@ -79,7 +83,35 @@ override the file; --print-config prints the effective configuration.`,
 	fs.BoolVar(&opts.PrintConfig, "print-config", false, "print the effective configuration as YAML and exit")
 	fs.BoolVar(&opts.JSON, "json", false, "print the report as JSON")
 	bindBuildFlags(fs, &flagged)
+	img.register(fs)
 	return c
+}
+
+// overrideImage sets the image keys whose --image-* flag was given.
+func overrideImage(set *pflag.FlagSet, f *imageFlags, c *config.Image) error {
+	o, err := f.options()
+	if err != nil {
+		return err
+	}
+	set.Visit(func(fl *pflag.Flag) {
+		switch fl.Name {
+		case "image-resize":
+			c.Resize = o.Resize
+		case "image-size":
+			c.Size = []int{o.Height, o.Width}
+		case "image-layout":
+			c.Layout = o.Layout
+		case "image-color":
+			c.Color = o.Color
+		case "image-scale":
+			c.Scale = o.Scale
+		case "image-mean":
+			c.Mean = o.Mean
+		case "image-std":
+			c.Std = o.Std
+		}
+	})
+	return nil
 }
 
 // bindBuildFlags defines the flags that have a config key, writing into

@@ -51,7 +51,8 @@ latency: {batches: [1, 2, 4], duration: 3s}
 quantize: {exclude: [Gemm]}
 `), 0o644)
 	o, status, msg := parseBuild(t, "m.onnx", "--config", cfg, "--calib-samples", "10", "--target", "ort,triton",
-		"--latency-batches", "8", "--shape", "y:2,2", "--exclude", "Conv", "--per-channel=false", "--latency-duration", "250ms")
+		"--latency-batches", "8", "--shape", "y:2,2", "--exclude", "Conv", "--per-channel=false", "--latency-duration", "250ms",
+		"--image-color", "gray", "--image-size", "28x30", "--image-mean", "0.5")
 	if status != 0 {
 		t.Fatal(msg)
 	}
@@ -65,6 +66,7 @@ quantize: {exclude: [Gemm]}
 	want.Latency.Duration = config.Duration{Duration: 250 * time.Millisecond}
 	want.Quantize.Exclude = []string{"Conv"}
 	want.Quantize.PerChannel = false
+	want.Image.Color, want.Image.Size, want.Image.Mean = "gray", []int{28, 30}, []float64{0.5}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("effective config\n%+v\nwant\n%+v", c, want)
 	}
