@@ -116,6 +116,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	}()
 	b := &builder{ctx: ctx, opts: opts, c: c, dir: dir, targets: targets,
 		res: &Result{Input: c.Model, Output: c.Output, Targets: targets, opts: c}}
+	b.eval.spec, b.eval.opts = b.evalData()
 	// The stages run apart so that an interrupt returns at once (the
 	// working folder is already gone) instead of after the current stage.
 	done := make(chan error, 1)
@@ -162,6 +163,10 @@ type builder struct {
 	float     string // the optimized float model, in the working folder
 	ortModel  string // what the ORT target deploys (float or INT8)
 	calibFile string // optc's calibration file, when quantizing
+	eval      struct {
+		spec string
+		opts data.Options
+	}
 }
 
 type stage struct {
@@ -274,9 +279,12 @@ func (b *builder) ptqOptions(target quantize.Target, out string) ptq.Options {
 		Calib:     calibrate.Options{Percentile: c.Calibration.Percentile, MovingAverage: c.Calibration.MovingAverage},
 		Quant: quantize.Options{Target: target, Exclude: c.Quantize.Exclude,
 			KeepFirstLast: c.Quantize.KeepFirstLast, PerChannel: &c.Quantize.PerChannel},
-		EvalData: c.Eval.Data, EvalOpts: b.dataOptions(c.Eval.Data, c.Eval.Batch, c.Eval.Samples),
-		EvalLabels: c.Eval.Labels, Session: b.session(), LatencyShapes: c.Shapes, NoLatency: true,
+		EvalData: b.eval.spec, EvalOpts: b.eval.opts, EvalLabels: c.Eval.Labels, Session: b.session(), LatencyShapes: c.Shapes, NoLatency: true,
 		ORTLib: c.Runtime.ORTLib, MaxAccuracyDrop: c.Quantize.MaxAccuracyDrop, MinCosine: c.Quantize.MinCosine,
+	}
+	if !b.res.EvalHeldOut {
+		// ptq then measures on the calibration data and says so.
+		o.EvalData, o.EvalOpts = "", data.Options{}
 	}
 	// A subset is drawn at random (seeded), not taken from the front of a
 	// file that may be sorted by class.

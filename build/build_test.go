@@ -385,3 +385,30 @@ func copyTo(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// Without eval data, a build that calibrates on a subset checks on the
+// rest of the same data: held out.
+func TestBuildChecksOnHeldOutCalibrationSamples(t *testing.T) {
+	c := mnistConfig(t, filepath.Join(t.TempDir(), "out"))
+	c.Eval.Data, c.Eval.Labels, c.Eval.Samples = "", "", 0
+	c.Targets = []string{"ort"}
+	c.Calibration.Data = filepath.Join(testenv.RepoRoot(), "testdata", "mnist", "calib")
+	c.Image.Color = "gray"
+	c.Calibration.Samples = 150
+	res := run(t, c)
+	if !res.EvalHeldOut || !strings.Contains(res.EvalData, "did not draw") || res.INT8 == nil || !res.INT8.HeldOut {
+		t.Fatalf("eval %q held out %v", res.EvalData, res.EvalHeldOut)
+	}
+	for _, a := range res.Artifacts {
+		if a.Check != nil && a.Check.Samples != 50 {
+			t.Errorf("%s checked on %d samples, want the 50 of 200 calibration left", a.Path, a.Check.Samples)
+		}
+	}
+	// Calibrating on everything leaves nothing out: the report says so.
+	c.Calibration.Samples = 0
+	c.Output = filepath.Join(t.TempDir(), "out2")
+	res = run(t, c)
+	if res.EvalHeldOut || len(res.Notes) == 0 || !strings.Contains(res.Notes[0], "not held out") {
+		t.Fatalf("held out %v, notes %v", res.EvalHeldOut, res.Notes)
+	}
+}

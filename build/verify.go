@@ -40,7 +40,7 @@ type Timing struct {
 // verify checks and times every model artifact ORT can run, and times the
 // input model as the baseline.
 func (b *builder) verify() error {
-	spec, dopts := b.evalData()
+	spec, dopts := b.eval.spec, b.eval.opts
 	var err error
 	if b.res.Baseline, err = b.timing(b.c.Model, ""); err != nil {
 		return fmt.Errorf("%s: %w", b.c.Model, err)
@@ -71,27 +71,34 @@ func (b *builder) verify() error {
 	return nil
 }
 
-// evalData is what the artifacts are checked on: the evaluation data, else
-// the calibration data (not held out: the report says so), else random
-// inputs (agreement only).
+// evalData is what the artifacts are checked on: the evaluation data;
+// else the calibration samples calibration did not draw (with
+// calibration.samples below the data's size; the same seeded draw, the
+// rest of it); else the calibration data itself, which the report says is
+// not held out; else random inputs (agreement only). It is decided once
+// and recorded in the result.
 func (b *builder) evalData() (string, data.Options) {
 	c := b.c
 	switch {
 	case c.Eval.Data != "":
 		b.res.EvalData, b.res.EvalHeldOut = c.Eval.Data, true
 		return c.Eval.Data, b.dataOptions(c.Eval.Data, c.Eval.Batch, c.Eval.Samples)
+	case c.Calibration.Data != "" && c.Calibration.Samples > 0 && c.Calibration.Data != "random":
+		b.res.EvalData, b.res.EvalHeldOut = c.Calibration.Data+" (the samples calibration did not draw)", true
+		o := b.dataOptions(c.Calibration.Data, c.Eval.Batch, c.Eval.Samples)
+		o.Shuffle, o.Skip = true, c.Calibration.Samples
+		return c.Calibration.Data, o
 	case c.Calibration.Data != "":
 		b.res.EvalData = c.Calibration.Data
-		b.note("no eval data: the artifacts were checked on the calibration data, which is not held out")
-		o := b.dataOptions(c.Calibration.Data, c.Eval.Batch, c.Calibration.Samples)
-		o.Shuffle = c.Calibration.Samples > 0
-		return c.Calibration.Data, o
+		b.note(notHeldOut)
+		return c.Calibration.Data, b.dataOptions(c.Calibration.Data, c.Eval.Batch, 0)
 	}
 	b.res.EvalData = "random"
 	b.note("no eval or calibration data: the artifacts were checked on 64 random inputs in [0, 1), agreement only")
-	o := b.dataOptions("random", c.Eval.Batch, 64)
-	return "random", o
+	return "random", b.dataOptions("random", c.Eval.Batch, 64)
 }
+
+const notHeldOut = "no eval data and calibration used every sample: the artifacts were checked on the calibration data, which is not held out (give eval.data, or calibration.samples below the data's size to check on the rest)"
 
 // timing measures a model on random inputs at every latency batch size.
 func (b *builder) timing(model, runModel string) (*Timing, error) {

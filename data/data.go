@@ -82,6 +82,11 @@ type Options struct {
 	// random subset rather than the first ones (calibration sets are often
 	// sorted by class).
 	Shuffle bool
+	// Skip leaves out the first Skip samples of .npy, .npz and image
+	// folders (of the drawn order with Shuffle): with the same Seed, a
+	// source with Skip N reads what one with Samples N left out, so
+	// calibration and a held-out check can share one file.
+	Skip int
 	// Image says how image files become an input tensor (image folders
 	// only; other formats ignore it).
 	Image ImageOptions
@@ -178,8 +183,8 @@ func checkOpen(spec string, inputs []Input, opts Options) error {
 	if opts.Batch < 0 {
 		return fmt.Errorf("input data %s: batch size %d is negative", spec, opts.Batch)
 	}
-	if opts.Samples < 0 {
-		return fmt.Errorf("input data %s: sample count %d is negative", spec, opts.Samples)
+	if opts.Samples < 0 || opts.Skip < 0 {
+		return fmt.Errorf("input data %s: sample count %d and skip %d must not be negative", spec, opts.Samples, opts.Skip)
 	}
 	names := make([]string, 0, len(opts.Shapes))
 	for name := range opts.Shapes {

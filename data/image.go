@@ -150,6 +150,7 @@ type imageSource struct {
 	img    ImageOptions // with defaults filled in
 	dtype  graph.DataType
 	files  []string
+	first  int   // without Shuffle: the file of sample 0 (Skip)
 	order  []int // with Shuffle: the file read at each position
 	total  int   // samples to deliver
 	next   int
@@ -206,12 +207,8 @@ func openImages(dir string, files []string, inputs []Input, opts Options) (Sourc
 	if err := checkData(dir, in, opts, s.dtype, dims, true); err != nil {
 		return nil, err
 	}
-	s.total = len(files)
-	if opts.Samples > 0 && opts.Samples < s.total {
-		s.total = opts.Samples
-	}
-	if opts.Shuffle {
-		s.order = drawOrder(opts.Seed, len(files), s.total)
+	if s.first, s.order, s.total, err = pick(dir, len(files), opts); err != nil {
+		return nil, err
 	}
 	batch, fixedBy, err := batchSize(dir, inputs, opts)
 	if err != nil {
@@ -261,7 +258,7 @@ func (s *imageSource) Next() (*Batch, error) {
 	per := s.img.Channels() * s.height * s.width * s.dtype.BitSize() / 8 // bytes per image
 	buf := make([]byte, n*per)
 	for k := range n {
-		i := s.next + k
+		i := s.first + s.next + k
 		if s.order != nil {
 			i = s.order[i]
 		}

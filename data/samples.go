@@ -73,6 +73,7 @@ type sampleSource struct {
 	batch   int
 	total   int   // samples to deliver
 	next    int   // the next sample
+	first   int   // without Shuffle: the file position of sample 0 (Skip)
 	order   []int // with Shuffle: the sample read at each position
 	closer  io.Closer
 	err     error
@@ -104,17 +105,16 @@ func newSampleSource(where string, inputs []Input, members []*member, opts Optio
 	if n0 > 1<<40 {
 		return fail(fmt.Errorf("%s: %d samples are too many", where, n0))
 	}
-	s.total = int(n0)
-	if opts.Samples > 0 && opts.Samples < s.total {
-		s.total = opts.Samples
-	}
 	if opts.Shuffle {
 		for _, m := range members {
 			if m.at == nil {
 				return fail(fmt.Errorf("%s: shuffling needs random access: a .npy file or an uncompressed .npz (np.savez), not a compressed member", m.label))
 			}
 		}
-		s.order = drawOrder(opts.Seed, int(n0), s.total)
+	}
+	var err error
+	if s.first, s.order, s.total, err = pick(where, int(n0), opts); err != nil {
+		return fail(err)
 	}
 	batch, fixedBy, err := batchSize(where, inputs, opts)
 	if err != nil {
@@ -125,6 +125,24 @@ func newSampleSource(where string, inputs []Input, members []*member, opts Optio
 	}
 	s.batch = batch
 	return s, nil
+}
+
+// pick says which of n samples a source reads: after opts.Skip, at most
+// opts.Samples, from first on in file order, or in order (drawn from the
+// seed) with Shuffle. The same seed draws the same order whatever Skip is,
+// so Skip: N reads exactly the samples that Samples: N left out.
+func pick(where string, n int, opts Options) (first int, order []int, total int, err error) {
+	if opts.Skip >= n {
+		return 0, nil, 0, fmt.Errorf("%s: skipping %d samples leaves none of %d", where, opts.Skip, n)
+	}
+	total = n - opts.Skip
+	if opts.Samples > 0 && opts.Samples < total {
+		total = opts.Samples
+	}
+	if opts.Shuffle {
+		return 0, drawOrder(opts.Seed, n, opts.Skip+total)[opts.Skip:], total, nil
+	}
+	return opts.Skip, nil, total, nil
 }
 
 // drawOrder draws, from seed, which of n samples are read and in what
@@ -166,7 +184,7 @@ func (s *sampleSource) Next() (*Batch, error) {
 // contiguous run, or with Shuffle one sample at a time in the drawn order.
 func (s *sampleSource) readSamples(m *member, buf []byte, n int) error {
 	if s.order == nil {
-		return m.read(buf, s.next, n)
+		return m.read(buf, s.first+s.next, n)
 	}
 	for k := range n {
 		if err := m.read(buf[int64(k)*m.sample:int64(k+1)*m.sample], s.order[s.next+k], 1); err != nil {

@@ -60,3 +60,32 @@ func TestShuffle(t *testing.T) {
 	_, err := Open(z, in, Options{Shuffle: true})
 	wantErr(t, err, "random access", z)
 }
+
+// Skip N reads exactly what Samples N left out, shuffled or not, so a
+// calibration subset and a held-out check can share one file.
+func TestSkipIsTheComplement(t *testing.T) {
+	vals := make([]float32, 20)
+	for i := range vals {
+		vals[i] = float32(i / 2)
+	}
+	p := writeNpyFile(t, t.TempDir(), "x.npy", graph.Float, []int64{10, 2}, f32(vals...))
+	for _, shuffle := range []bool{false, true} {
+		head := shuffled(t, p, Options{Batch: 3, Samples: 4, Shuffle: shuffle, Seed: 7})
+		rest := shuffled(t, p, Options{Batch: 3, Skip: 4, Shuffle: shuffle, Seed: 7})
+		some := shuffled(t, p, Options{Batch: 3, Skip: 4, Samples: 2, Shuffle: shuffle, Seed: 7})
+		if len(rest) != 6 || !slices.Equal(some, rest[:2]) {
+			t.Fatalf("shuffle %v: rest %v, first two of it %v", shuffle, rest, some)
+		}
+		union := slices.Concat(head, rest)
+		slices.Sort(union)
+		if !slices.Equal(union, []float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+			t.Errorf("shuffle %v: %v and %v are not a partition", shuffle, head, rest)
+		}
+		if !shuffle && !slices.Equal(rest, []float32{4, 5, 6, 7, 8, 9}) {
+			t.Errorf("skip without shuffle read %v", rest)
+		}
+	}
+	in := []Input{{Name: "x", DType: graph.Float, Shape: graph.Shape{dyn("N"), st(2)}}}
+	_, err := Open(p, in, Options{Skip: 10})
+	wantErr(t, err, "leaves none of 10", p)
+}
