@@ -1,8 +1,13 @@
 // Command tonpy converts the MNIST JSON digits into .npy files optc reads:
 // test_images.npy [2004,1,28,28] float32, test_labels.npy [2004] int64,
-// and train_images.npy / train_labels.npy likewise (7996 samples).
+// and train_images.npy / train_labels.npy likewise (7996 samples). With
+// -bundle it writes instead the small image sets committed under
+// testdata/mnist for `make demo`: calib/ (200 training digits) and eval/
+// (500 held-out digits) as PNG class folders, and eval_labels.npy in the
+// order an image-folder reader walks eval/.
 //
 //	go run ./internal/mnist/tonpy DIGITS_DIR OUT_DIR
+//	go run ./internal/mnist/tonpy -bundle DIGITS_DIR testdata/mnist
 package main
 
 import (
@@ -18,11 +23,15 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: tonpy DIGITS_DIR OUT_DIR")
+	args, write := os.Args[1:], convert
+	if len(args) > 0 && args[0] == "-bundle" {
+		args, write = args[1:], bundle
+	}
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: tonpy [-bundle] DIGITS_DIR OUT_DIR")
 		os.Exit(2)
 	}
-	if err := convert(os.Args[1], os.Args[2]); err != nil {
+	if err := write(args[0], args[1]); err != nil {
 		fmt.Fprintln(os.Stderr, "tonpy:", err)
 		os.Exit(1)
 	}
@@ -55,4 +64,27 @@ func convert(digits, out string) error {
 		}
 	}
 	return nil
+}
+
+func bundle(digits, out string) error {
+	train, test, err := mnist.Load(digits)
+	if err != nil {
+		return err
+	}
+	if _, err := mnist.WriteImages(filepath.Join(out, "calib"), train, 200, ".png"); err != nil {
+		return err
+	}
+	order, err := mnist.WriteImages(filepath.Join(out, "eval"), test, 500, ".png")
+	if err != nil {
+		return err
+	}
+	labels := make([]int64, len(order))
+	for k, i := range order {
+		labels[k] = test.Labels[i]
+	}
+	t, err := graph.NewInt64Tensor("labels", []int64{int64(len(labels))}, labels)
+	if err != nil {
+		return err
+	}
+	return data.WriteNpy(filepath.Join(out, "eval_labels.npy"), t)
 }
