@@ -15,6 +15,7 @@ import (
 	"optc/build"
 	"optc/config"
 	"optc/data"
+	"optc/report"
 )
 
 // BuildOptions are the inputs of `optc build`.
@@ -239,7 +240,7 @@ func buildRun(opts *BuildOptions) error {
 		ctx, stop = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 	}
-	bo := build.Options{Config: opts.Config, Version: Version}
+	bo := build.Options{Config: opts.Config, Version: Version, Finish: report.Finish}
 	if isTerminal(opts.IO.ErrOut) {
 		bo.Progress = opts.IO.ErrOut
 	}
