@@ -51,7 +51,7 @@ gates: {max_accuracy_drop: 1, min_cosine: 0.99, max_latency_regression: 10, perc
 		TensorRT: TensorRT{Version: "10100", Profiles: map[string]ShapeProfile{
 			"x": {Min: []int64{1, 3, 48, 32}, Opt: []int64{8, 3, 48, 192}, Max: []int64{32, 3, 48, 512}}}},
 		Triton: Triton{Name: "cls", Batch: 8, Threads: 2, MaxBatchSize: 16, Instances: 2, MaxQueueDelayUs: 500},
-		Gates: Gates{MaxAccuracyDrop: 1, MinCosine: 0.99, MaxLatencyRegression: 10, Percentile: "p99", MinSpeedup: 1.2, MaxSize: 1000},
+		Gates:  Gates{MaxAccuracyDrop: 1, MinCosine: 0.99, MaxLatencyRegression: 10, Percentile: "p99", MinSpeedup: 1.2, MaxSize: 1000},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("decoded\n%+v\nwant\n%+v", c, want)

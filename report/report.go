@@ -108,8 +108,8 @@ type RepeatLatency struct {
 
 // Delta is a model against the input model.
 type Delta struct {
-	BytesPercent   float64 `json:"bytes_percent"` // (model - input) / input * 100
-	Nodes          int     `json:"nodes"`         // model - input
+	BytesPercent   float64  `json:"bytes_percent"` // (model - input) / input * 100
+	Nodes          int      `json:"nodes"`         // model - input
 	AccuracyPoints *float64 `json:"accuracy_points,omitempty"`
 	// Speedup is the input's p50 over the model's, per batch size.
 	Speedup []BatchSpeedup `json:"speedup,omitempty"`
