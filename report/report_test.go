@@ -27,7 +27,7 @@ func sample(inRuns, artRuns []float64, task, cosine float64) *Report {
 		return &Latency{ColdStartMs: 12, Batches: []BatchLatency{b}}
 	}
 	in := &Model{Name: "in/<model>.onnx", Role: "input", Precision: "fp32", Bytes: 4000, Params: 900, Nodes: 10,
-		Ops: []graph.OpCount{{Op: "Conv", Count: 4}, {Op: "BatchNormalization", Count: 4}, {Op: "Relu", Count: 2}},
+		Ops:      []graph.OpCount{{Op: "Conv", Count: 4}, {Op: "BatchNormalization", Count: 4}, {Op: "Relu", Count: 2}},
 		Accuracy: &Accuracy{Samples: 100, Task: &acc}, Latency: lat(inRuns)}
 	art := &Model{Name: "model.int8.onnx", Role: "artifact", Target: "ort", Precision: "int8", Bytes: 1200, Params: 900, Nodes: 14,
 		Ops:      []graph.OpCount{{Op: "Conv", Count: 4}, {Op: "QuantizeLinear", Count: 5}, {Op: "DequantizeLinear", Count: 5}},
@@ -38,7 +38,7 @@ func sample(inRuns, artRuns []float64, task, cosine float64) *Report {
 		Passes:       []Pass{{Name: "fuse-conv-bn", Runs: 2, Removed: 4, Rewritten: 4}},
 		Quantization: []*Quantization{{Target: "ort-cpu", Model: "model.int8.onnx", Method: "percentile", CalibSamples: 200, Quantized: 4, SQNR: []TensorSQNR{{"a", 21.5}, {"b", 33}, {"c", 40}}}},
 		EvalData:     "eval.npy", HeldOut: true,
-		Environment:  Environment{OS: "linux", Arch: "amd64", CPU: "Test CPU", CPUFeatures: []string{"avx2"}, Cores: 2, Level: "all", ORTVersion: "1.24.1"}}
+		Environment: Environment{OS: "linux", Arch: "amd64", CPU: "Test CPU", CPUFeatures: []string{"avx2"}, Cores: 2, Level: "all", ORTVersion: "1.24.1"}}
 }
 
 var steady = []float64{10, 10.1, 9.9, 10.05, 9.95}
