@@ -49,6 +49,9 @@ Exit status 1 names every failed gate with both values; 0 otherwise.`,
 				if err != nil {
 					return err
 				}
+				if err := c.Gates.Validate(); err != nil {
+					return fmt.Errorf("%s: %w", configPath, err)
+				}
 				opts.Gates = c.Gates
 			}
 			set := cmd.Flags()

@@ -20,9 +20,9 @@ type series struct {
 }
 
 const (
-	chartW, chartH = 640, 300
+	chartW, chartH = 640, 340
 	padL, padR     = 64, 16
-	padT, padB     = 28, 64
+	padT, padB     = 28, 100
 )
 
 // lineChart draws series over categorical x labels, y from 0.
@@ -115,7 +115,7 @@ func legend(b *strings.Builder, ss []series) {
 	x := float64(padL)
 	for k, s := range ss {
 		fmt.Fprintf(b, `<rect x="%.1f" y="%d" width="10" height="10" fill="%s"/><text x="%.1f" y="%d">%s</text>`,
-			x, chartH-14, palette[k%len(palette)], x+14, chartH-5, html.EscapeString(shorten(s.name, 28)))
+			x, chartH-16, palette[k%len(palette)], x+14, chartH-7, html.EscapeString(shorten(s.name, 28)))
 		x += 24 + 7*float64(len(shorten(s.name, 28)))
 	}
 }
