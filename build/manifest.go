@@ -75,7 +75,7 @@ func (b *builder) report() error {
 		}
 		a.Bytes, a.SHA256 = d.Bytes, d.SHA256
 	}
-	b.res.Environment = environment()
+	b.res.Environment = MeasuredOn()
 	man := Manifest{Schema: 1, OptcVersion: b.opts.Version, GoVersion: runtime.Version(),
 		ORTVersion: b.res.Environment.ORTVersion, Options: b.c, Accuracy: map[string]*Check{}}
 	// Where the output goes is not part of what was built.
@@ -179,7 +179,8 @@ func digest(path string) (FileDigest, error) {
 	return FileDigest{Path: path, Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
-func environment() Environment {
+// MeasuredOn describes this machine: where the timings come from.
+func MeasuredOn() Environment {
 	v, _ := ort.Version()
 	e := Environment{OS: runtime.GOOS, Arch: runtime.GOARCH, CPU: cpuModel(), Cores: runtime.NumCPU(),
 		ORTVersion: v, GoVersion: runtime.Version()}

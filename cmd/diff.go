@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -122,4 +123,19 @@ func diffRun(opts *DiffOptions) error {
 		msgs[i] += ": " + g.Detail
 	}
 	return fmt.Errorf("diff: %d gate(s) failed: %s", len(failed), strings.Join(msgs, "; "))
+}
+
+// writeReport writes a command's report into dir (nothing when dir is "").
+func writeReport(dir string, from func() (*report.Report, error)) error {
+	if dir == "" {
+		return nil
+	}
+	r, err := from()
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return r.WriteFolder(dir)
 }

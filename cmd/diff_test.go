@@ -9,6 +9,7 @@ import (
 	"optc/graph"
 	"optc/internal/ortenv"
 	"optc/internal/testenv"
+	"optc/report"
 )
 
 // damageFirstConv writes a copy of src whose first Conv has its weights
@@ -130,5 +131,45 @@ func TestDiffUsage(t *testing.T) {
 	} {
 		status, stdout, stderr := run(t, tc.args...)
 		failsCleanly(t, status, tc.status, stdout, stderr, tc.want)
+	}
+}
+
+// quantize and bench write the same report as a build with --report.
+func TestReportFlag(t *testing.T) {
+	ortenv.Require(t)
+	dir := t.TempDir()
+	mnist := "../testdata/mnist"
+	model := testenv.Model("mnist_cnn.onnx")
+	q, b := filepath.Join(dir, "q"), filepath.Join(dir, "b")
+	status, _, stderr := run(t, "quantize", model, "-o", filepath.Join(dir, "m.int8.onnx"), "--report", q,
+		"--calib-data", mnist+"/calib", "--eval-data", mnist+"/eval", "--eval-labels", mnist+"/eval_labels.npy",
+		"--image-color", "gray", "--image-scale", "0.00392156862745098")
+	if status != 0 {
+		t.Fatalf("quantize: %s", stderr)
+	}
+	status, _, stderr = run(t, "bench", model, "--data", "random", "--batch", "1,4", "--duration", "50ms", "--report", b)
+	if status != 0 {
+		t.Fatalf("bench: %s", stderr)
+	}
+	for _, tc := range []struct {
+		dir, kind string
+		models    int
+	}{{q, "quantize", 2}, {b, "bench", 1}} {
+		r, err := report.Load(tc.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Kind != tc.kind || len(r.Models) != tc.models || r.Models[0].Nodes == 0 || r.Environment.ORTVersion == "" {
+			t.Errorf("%s report: kind %q, %d models, input nodes %d, ORT %q", tc.kind, r.Kind, len(r.Models), r.Models[0].Nodes, r.Environment.ORTVersion)
+		}
+		if tc.kind == "quantize" && (len(r.Quantization) != 1 || len(r.Quantization[0].SQNR) == 0 || r.Models[1].Accuracy.Task == nil) {
+			t.Errorf("quantize report lacks SQNR or accuracy: %+v", r.Quantization)
+		}
+		if tc.kind == "bench" && len(r.Models[0].Latency.Batches) != 2 {
+			t.Errorf("bench report latency %+v", r.Models[0].Latency)
+		}
+		if _, err := os.Stat(filepath.Join(tc.dir, "report.html")); err != nil {
+			t.Error(err)
+		}
 	}
 }

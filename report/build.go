@@ -7,6 +7,7 @@ import (
 	"optc/bench"
 	"optc/build"
 	"optc/graph"
+	"optc/passes"
 	"optc/ptq"
 )
 
@@ -16,9 +17,7 @@ func FromBuild(res *build.Result, dir string) (*Report, error) {
 	c := res.Config()
 	r := &Report{Schema: Schema, Kind: "build", Input: res.Input, Output: res.Output,
 		EvalData: res.EvalData, HeldOut: res.EvalHeldOut, Notes: res.Notes, Details: res}
-	e := res.Environment
-	r.Environment = Environment{OS: e.OS, Arch: e.Arch, CPU: e.CPU, CPUFeatures: e.CPUFlags, Cores: e.Cores,
-		Threads: c.Runtime.Threads, Level: c.Runtime.Level, ORTVersion: e.ORTVersion, GoVersion: e.GoVersion}
+	r.Environment = environmentFrom(res.Environment, c.Runtime.Threads, c.Runtime.Level)
 
 	in := &Model{Name: res.Input, Role: "input", Precision: "fp32", Latency: latencyOf(res.Baseline)}
 	if res.Optimize != nil && res.Optimize.Before != nil {
@@ -32,15 +31,9 @@ func FromBuild(res *build.Result, dir string) (*Report, error) {
 		m := &Model{Name: a.Path, Role: "artifact", Target: a.Target, Precision: a.Precision, Bytes: a.Bytes,
 			Accuracy: accuracyOf(a.Check), Latency: latencyOf(a.Timing)}
 		if a.Kind == "model" {
-			g, err := graph.LoadFile(filepath.Join(dir, filepath.FromSlash(a.Path)))
-			if err != nil {
+			if err := readGraph(m, filepath.Join(dir, filepath.FromSlash(a.Path))); err != nil {
 				return nil, err
 			}
-			s := graph.Summarize(g)
-			g.Close()
-			bytes := m.Bytes
-			setGraph(m, s)
-			m.Bytes = bytes
 		}
 		if in.Accuracy == nil && a.Check.Accuracy != nil {
 			// The input's task accuracy is measured next to every artifact.
@@ -53,10 +46,7 @@ func FromBuild(res *build.Result, dir string) (*Report, error) {
 		m.Delta = delta(in, m)
 	}
 	if res.Optimize != nil && res.Optimize.Passes != nil {
-		for _, p := range res.Optimize.Passes.Passes {
-			r.Passes = append(r.Passes, Pass{Name: p.Name, Runs: p.Runs, Removed: p.Stats.Removed,
-				Added: p.Stats.Added, Rewritten: p.Stats.Rewritten})
-		}
+		r.Passes = passesOf(res.Optimize.Passes.Passes)
 	}
 	for _, q := range []struct {
 		target, model string
@@ -77,6 +67,19 @@ func Finish(dir string, res *build.Result) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	return r.WriteFolder(dir)
+}
+
+func passesOf(ps []*passes.PassReport) []Pass {
+	var out []Pass
+	for _, p := range ps {
+		out = append(out, Pass{Name: p.Name, Runs: p.Runs, Removed: p.Stats.Removed, Added: p.Stats.Added, Rewritten: p.Stats.Rewritten})
+	}
+	return out
+}
+
+func environmentFrom(e build.Environment, threads int, level string) Environment {
+	return Environment{OS: e.OS, Arch: e.Arch, CPU: e.CPU, CPUFeatures: e.CPUFlags, Cores: e.Cores,
+		Threads: threads, Level: level, ORTVersion: e.ORTVersion, GoVersion: e.GoVersion}
 }
 
 func setGraph(m *Model, s *graph.Summary) {
