@@ -165,7 +165,7 @@ var pageTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #222; max-width: 1400px; }
 h1 { font-size: 20px; }
 table { border-collapse: collapse; margin: 8px 0 16px; }
-th, td { border: 1px solid #ccc; padding: 3px 8px; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; white-space: nowrap; }
 td { text-align: right; } td:first-child, th:first-child { text-align: left; }
 th { background: #f3f3f3; }
 code { font-size: 12px; }

@@ -20,7 +20,7 @@ type series struct {
 }
 
 const (
-	chartW, chartH = 640, 340
+	chartW, chartH = 640, 340 // a bar chart widens with its bars
 	padL, padR     = 64, 16
 	padT, padB     = 28, 100
 )
@@ -37,8 +37,8 @@ func lineChart(title, yUnit string, xs []string, ss []series) string {
 		return padL + plotW*float64(i)/float64(len(xs)-1)
 	}
 	y := func(v float64) float64 { return padT + plotH*(1-v/ymax) }
-	open(&b, title)
-	axes(&b, ymax, yUnit, y)
+	open(&b, title, chartW)
+	axes(&b, ymax, yUnit, y, chartW)
 	for i, l := range xs {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, x(i), chartH-padB+16, html.EscapeString(l))
 	}
@@ -65,10 +65,11 @@ func lineChart(title, yUnit string, xs []string, ss []series) string {
 func barChart(title, yUnit string, labels []string, ss []series) string {
 	var b strings.Builder
 	ymax := maxOf(ss)
-	plotW, plotH := float64(chartW-padL-padR), float64(chartH-padT-padB)
+	w := max(chartW, padL+padR+len(labels)*max(8*len(ss)+6, 22))
+	plotW, plotH := float64(w-padL-padR), float64(chartH-padT-padB)
 	y := func(v float64) float64 { return padT + plotH*(1-v/ymax) }
-	open(&b, title)
-	axes(&b, ymax, yUnit, y)
+	open(&b, title, w)
+	axes(&b, ymax, yUnit, y, w)
 	group := plotW / float64(max(len(labels), 1))
 	bar := group * 0.8 / float64(max(len(ss), 1))
 	for i, l := range labels {
@@ -93,21 +94,21 @@ func barChart(title, yUnit string, labels []string, ss []series) string {
 	return b.String()
 }
 
-func open(b *strings.Builder, title string) {
-	fmt.Fprintf(b, `<svg viewBox="0 0 %d %d" width="%d" height="%d" role="img">`, chartW, chartH, chartW, chartH)
+func open(b *strings.Builder, title string, w int) {
+	fmt.Fprintf(b, `<svg viewBox="0 0 %d %d" width="%d" height="%d" role="img">`, w, chartH, w, chartH)
 	fmt.Fprintf(b, `<text x="%d" y="18" class="title">%s</text>`, padL, html.EscapeString(title))
 }
 
 // axes draws the frame, y ticks and grid lines.
-func axes(b *strings.Builder, ymax float64, unit string, y func(float64) float64) {
+func axes(b *strings.Builder, ymax float64, unit string, y func(float64) float64, w int) {
 	for i := 0; i <= 4; i++ {
 		v := ymax * float64(i) / 4
-		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" class="grid"/>`, padL, chartW-padR, y(v), y(v))
+		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" class="grid"/>`, padL, w-padR, y(v), y(v))
 		fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">%.3g</text>`, padL-6, y(v)+4, v)
 	}
 	fmt.Fprintf(b, `<text x="12" y="%d" transform="rotate(-90 12 %d)" text-anchor="middle">%s</text>`,
 		padT+(chartH-padT-padB)/2, padT+(chartH-padT-padB)/2, html.EscapeString(unit))
-	fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%d" y2="%d" class="axis"/>`, padL, chartW-padR, chartH-padB, chartH-padB)
+	fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%d" y2="%d" class="axis"/>`, padL, w-padR, chartH-padB, chartH-padB)
 	fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%d" y2="%d" class="axis"/>`, padL, padL, padT, chartH-padB)
 }
 
