@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 )
 
 // sqnrBars is how many tensors the SQNR chart shows (the worst).
@@ -43,7 +44,9 @@ type chart struct {
 func (r *Report) charts() []chart {
 	var cs []chart
 	timed := []*Model{}
-	for _, m := range r.Models {
+	color := map[*Model]int{}
+	for i, m := range r.Models {
+		color[m] = i
 		if m.Latency != nil && len(m.Latency.Batches) > 0 {
 			timed = append(timed, m)
 		}
@@ -56,11 +59,11 @@ func (r *Report) charts() []chart {
 			if b == nil {
 				continue
 			}
-			ss = append(ss, series{m.Name, []float64{b.Min, b.P50, b.P90, b.P95, b.P99, b.Max}})
+			ss = append(ss, series{m.Name, []float64{b.Min, b.P50, b.P90, b.P95, b.P99}, color[m]})
 		}
 		cs = append(cs, chart{"latency-percentiles", template.HTML(lineChart(
 			fmt.Sprintf("Latency by percentile, batch %d", first), "ms",
-			[]string{"min", "p50", "p90", "p95", "p99", "max"}, ss))})
+			[]string{"min", "p50", "p90", "p95", "p99"}, ss))})
 		batches := latencyBatches(timed[0])
 		labels := make([]string, len(batches))
 		for i, b := range batches {
@@ -68,7 +71,7 @@ func (r *Report) charts() []chart {
 		}
 		var tput, p99 []series
 		for _, m := range timed {
-			t, p := series{name: m.Name}, series{name: m.Name}
+			t, p := series{name: m.Name, color: color[m]}, series{name: m.Name, color: color[m]}
 			for _, b := range batches {
 				bl := m.Latency.batch(b)
 				if bl == nil {
@@ -94,7 +97,7 @@ func (r *Report) charts() []chart {
 		}
 		cs = append(cs, chart{"sqnr-" + q.Target, template.HTML(barChart(
 			fmt.Sprintf("SQNR of quantized activations, worst first (%s)", q.Target), "dB", labels,
-			[]series{{q.Model, ys}}))})
+			[]series{{q.Model, ys, r.modelIndex(q.Model)}}))})
 	}
 	if ops := r.opChart(); ops != "" {
 		cs = append(cs, chart{"ops", template.HTML(ops)})
@@ -106,11 +109,13 @@ func (r *Report) charts() []chart {
 // types ordered by the input model's counts.
 func (r *Report) opChart() string {
 	var graphs []*Model
+	color := map[*Model]int{}
 	count := map[string]int{}
-	for _, m := range r.Models {
+	for i, m := range r.Models {
 		if len(m.Ops) == 0 {
 			continue
 		}
+		color[m] = i
 		graphs = append(graphs, m)
 		for _, o := range m.Ops {
 			count[o.Op] = max(count[o.Op], o.Count)
@@ -127,11 +132,11 @@ func (r *Report) opChart() string {
 		if count[a] != count[b] {
 			return count[b] - count[a]
 		}
-		return cmpString(a, b)
+		return strings.Compare(a, b)
 	})
 	var ss []series
 	for _, m := range graphs {
-		s := series{name: m.Name}
+		s := series{name: m.Name, color: color[m]}
 		for _, op := range ops {
 			n := 0
 			for _, o := range m.Ops {
@@ -146,12 +151,12 @@ func (r *Report) opChart() string {
 	return barChart("Op counts before and after", "nodes", ops, ss)
 }
 
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+// modelIndex is the position of the model named name (0 when absent).
+func (r *Report) modelIndex(name string) int {
+	for i, m := range r.Models {
+		if m.Name == name {
+			return i
+		}
 	}
 	return 0
 }

@@ -15,14 +15,17 @@ var palette = []string{"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#
 
 // series is one line of a line chart, or one group member of a bar chart.
 type series struct {
-	name string
-	ys   []float64 // NaN: no point
+	name  string
+	ys    []float64 // NaN: no point
+	color int       // index into palette: one model keeps its colour in every chart
 }
 
+func (s series) fill() string { return palette[s.color%len(palette)] }
+
 const (
-	chartW, chartH = 640, 340 // a bar chart widens with its bars
-	padL, padR     = 64, 16
-	padT, padB     = 28, 100
+	chartW, chartH = 640, 370 // a bar chart widens with its bars
+	padL, padR     = 64, 32
+	padT, padB     = 28, 130
 )
 
 // lineChart draws series over categorical x labels, y from 0.
@@ -42,8 +45,8 @@ func lineChart(title, yUnit string, xs []string, ss []series) string {
 	for i, l := range xs {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, x(i), chartH-padB+16, html.EscapeString(l))
 	}
-	for k, s := range ss {
-		c := palette[k%len(palette)]
+	for _, s := range ss {
+		c := s.fill()
 		var pts []string
 		for i, v := range s.ys {
 			if math.IsNaN(v) {
@@ -55,7 +58,7 @@ func lineChart(title, yUnit string, xs []string, ss []series) string {
 		}
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`, c, strings.Join(pts, " "))
 	}
-	legend(&b, ss)
+	legend(&b, ss, chartW)
 	b.WriteString("</svg>")
 	return b.String()
 }
@@ -80,7 +83,7 @@ func barChart(title, yUnit string, labels []string, ss []series) string {
 				continue
 			}
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %.4g %s</title></rect>`,
-				gx+bar*float64(k), y(v), math.Max(bar-1, 1), padT+plotH-y(v), palette[k%len(palette)],
+				gx+bar*float64(k), y(v), math.Max(bar-1, 1), padT+plotH-y(v), s.fill(),
 				html.EscapeString(s.name), html.EscapeString(l), v, yUnit)
 		}
 		cx := gx + group*0.4
@@ -88,7 +91,7 @@ func barChart(title, yUnit string, labels []string, ss []series) string {
 			cx, chartH-padB+14, cx, chartH-padB+14, html.EscapeString(shorten(l, 18)))
 	}
 	if len(ss) > 1 {
-		legend(&b, ss)
+		legend(&b, ss, w)
 	}
 	b.WriteString("</svg>")
 	return b.String()
@@ -112,12 +115,29 @@ func axes(b *strings.Builder, ymax float64, unit string, y func(float64) float64
 	fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%d" y2="%d" class="axis"/>`, padL, padL, padT, chartH-padB)
 }
 
-func legend(b *strings.Builder, ss []series) {
-	x := float64(padL)
-	for k, s := range ss {
-		fmt.Fprintf(b, `<rect x="%.1f" y="%d" width="10" height="10" fill="%s"/><text x="%.1f" y="%d">%s</text>`,
-			x, chartH-16, palette[k%len(palette)], x+14, chartH-7, html.EscapeString(shorten(s.name, 28)))
-		x += 24 + 7*float64(len(shorten(s.name, 28)))
+// legend names the series under the plot, in as many rows as it takes.
+func legend(b *strings.Builder, ss []series, w int) {
+	const row = 15
+	type item struct {
+		x, row int
+		name   string
+	}
+	var items []item
+	x, r := padL, 0
+	for _, s := range ss {
+		name := shorten(s.name, 28)
+		width := 24 + 7*len(name)
+		if x+width > w-padR && x > padL {
+			x, r = padL, r+1
+		}
+		items = append(items, item{x, r, name})
+		x += width
+	}
+	top := chartH - 6 - row*r
+	for k, it := range items {
+		y := top + row*it.row
+		fmt.Fprintf(b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">%s</text>`,
+			it.x, y-9, ss[k].fill(), it.x+14, y, html.EscapeString(it.name))
 	}
 }
 
