@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -251,5 +252,9 @@ func buildRun(opts *BuildOptions) error {
 	if opts.JSON {
 		return writeJSON(opts.IO.Out, res)
 	}
-	return build.WriteTable(opts.IO.Out, res)
+	if err := build.WriteTable(opts.IO.Out, res); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(opts.IO.Out, "report: %s (and report.html, report.json)\n", filepath.Join(res.Output, "report.md"))
+	return err
 }

@@ -70,7 +70,7 @@ func Compare(old, new *Report, g config.Gates) *Diff {
 	if g.Percentile == "" {
 		g.Percentile = "p50"
 	}
-	d := &Diff{Old: old, New: new, Percentile: g.Percentile}
+	d := &Diff{Old: old, New: new, Percentile: g.Percentile, Gates: []GateResult{}}
 	for _, n := range new.Models {
 		o := old.model(n.Role, n.Name)
 		name := n.Name
