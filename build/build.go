@@ -33,6 +33,11 @@ type Options struct {
 	Progress io.Writer
 	// Version is optc's version, recorded in the manifest.
 	Version string
+	// Finish, when set, writes the reports (report.json, report.md,
+	// report.html) into the working folder dir in place of the plain
+	// report.json, so that they appear atomically with the rest. It lives
+	// here as a hook because the report package builds on this one.
+	Finish func(dir string, res *Result) error
 }
 
 // Result is what a build did and measured; it is report.json.
@@ -60,6 +65,9 @@ type Result struct {
 	Notes       []string      `json:"notes,omitempty"`
 	opts        config.Config // effective options, for the manifest
 }
+
+// Config is the effective configuration the build ran with.
+func (r *Result) Config() config.Config { return r.opts }
 
 // Artifact is one file of the output folder.
 type Artifact struct {

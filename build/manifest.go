@@ -62,7 +62,8 @@ type Environment struct {
 	GoVersion  string   `json:"go_version"`
 }
 
-// report digests every artifact and writes manifest.json and report.json.
+// report digests every artifact and writes manifest.json, then report.json
+// (or whatever Options.Finish writes).
 func (b *builder) report() error {
 	if err := b.checkFolder(); err != nil {
 		return err
@@ -74,7 +75,7 @@ func (b *builder) report() error {
 		}
 		a.Bytes, a.SHA256 = d.Bytes, d.SHA256
 	}
-	b.res.Environment = environment()
+	b.res.Environment = MeasuredOn()
 	man := Manifest{Schema: 1, OptcVersion: b.opts.Version, GoVersion: runtime.Version(),
 		ORTVersion: b.res.Environment.ORTVersion, Options: b.c, Accuracy: map[string]*Check{}}
 	// Where the output goes is not part of what was built.
@@ -108,13 +109,23 @@ func (b *builder) report() error {
 	if err := writeJSONFile(b, "manifest.json", man); err != nil {
 		return err
 	}
+	if b.opts.Finish != nil {
+		return b.opts.Finish(b.dir.tmp, b.res)
+	}
 	return writeJSONFile(b, "report.json", b.res)
 }
+
+// reportFiles are written last and hold timings, so the manifest leaves
+// them out (two builds of the same inputs keep the same manifest).
+var reportFiles = []string{"manifest.json", "report.json", "report.md", "report.html"}
 
 // checkFolder makes sure every file in the working folder was recorded as
 // an artifact (and so is in the manifest), and every artifact exists.
 func (b *builder) checkFolder() error {
-	known := map[string]bool{"manifest.json": true, "report.json": true}
+	known := map[string]bool{}
+	for _, f := range reportFiles {
+		known[f] = true
+	}
 	for _, a := range b.res.Artifacts {
 		known[a.Path] = true
 	}
@@ -168,7 +179,8 @@ func digest(path string) (FileDigest, error) {
 	return FileDigest{Path: path, Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
-func environment() Environment {
+// MeasuredOn describes this machine: where the timings come from.
+func MeasuredOn() Environment {
 	v, _ := ort.Version()
 	e := Environment{OS: runtime.GOOS, Arch: runtime.GOARCH, CPU: cpuModel(), Cores: runtime.NumCPU(),
 		ORTVersion: v, GoVersion: runtime.Version()}

@@ -23,7 +23,11 @@ func WriteTable(w io.Writer, r *Result) error {
 	if !r.EvalHeldOut {
 		held = "not held out"
 	}
-	fmt.Fprintf(w, "checked on %s (%s)\n\n", r.EvalData, held)
+	fmt.Fprintf(w, "checked on %s (%s)\n", r.EvalData, held)
+	if n := len(r.Baseline.Repeats); n > 1 {
+		fmt.Fprintf(w, "latency: medians of %d timing runs per batch size\n", n)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	batches := r.Baseline.Batches
 	head := "artifact\tprecision\tbytes\tcosine\ttop-1 agree\taccuracy\tcold ms\t"

@@ -3,6 +3,7 @@ package build
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"optc/bench"
 	"optc/compare"
@@ -31,9 +32,18 @@ type OutputCheck struct {
 	Top5Agree float64 `json:"top5_agreement,omitempty"`
 }
 
-// Timing is a model's latency in ORT at the runtime settings.
+// Timing is a model's latency in ORT at the runtime settings: the median
+// over latency.repeats short runs, and each run, so that optc diff can tell
+// a change from noise.
 type Timing struct {
 	ColdStartMs float64             `json:"cold_start_ms"` // session creation + first run
+	Batches     []bench.BatchResult `json:"batches"`
+	Repeats     []Repeat            `json:"repeats,omitempty"`
+}
+
+// Repeat is one timing run.
+type Repeat struct {
+	ColdStartMs float64             `json:"cold_start_ms"`
 	Batches     []bench.BatchResult `json:"batches"`
 }
 
@@ -100,17 +110,52 @@ func (b *builder) evalData() (string, data.Options) {
 
 const notHeldOut = "no eval data and calibration used every sample: the artifacts were checked on the calibration data, which is not held out (give eval.data, or calibration.samples below the data's size to check on the rest)"
 
-// timing measures a model on random inputs at every latency batch size.
+// timing measures a model on random inputs at every latency batch size,
+// latency.repeats times, each run taking an equal share of latency.duration.
 func (b *builder) timing(model, runModel string) (*Timing, error) {
-	r, err := bench.Run(bench.Options{
-		Model: model, RunModel: runModel, Data: "random",
-		DataOpts: data.Options{High: 1, Seed: 1, Shapes: b.c.Shapes}, Batches: b.c.Latency.Batches,
-		Session: b.session(), Duration: b.c.Latency.Duration.Duration, ORTLib: b.c.Runtime.ORTLib,
-	})
-	if err != nil {
-		return nil, err
+	repeats := max(b.c.Latency.Repeats, 1)
+	t := &Timing{}
+	for range repeats {
+		r, err := bench.Run(bench.Options{
+			Model: model, RunModel: runModel, Data: "random",
+			DataOpts: data.Options{High: 1, Seed: 1, Shapes: b.c.Shapes}, Batches: b.c.Latency.Batches,
+			Session: b.session(), Duration: b.c.Latency.Duration.Duration / time.Duration(repeats), ORTLib: b.c.Runtime.ORTLib,
+		})
+		if err != nil {
+			return nil, err
+		}
+		t.Repeats = append(t.Repeats, Repeat{ColdStartMs: r.ColdStart.SessionCreateMs + r.ColdStart.FirstRunMs, Batches: r.Batches})
 	}
-	return &Timing{ColdStartMs: r.ColdStart.SessionCreateMs + r.ColdStart.FirstRunMs, Batches: r.Batches}, nil
+	median := func(f func(Repeat) float64) float64 {
+		xs := make([]float64, len(t.Repeats))
+		for i, r := range t.Repeats {
+			xs[i] = f(r)
+		}
+		return bench.Median(xs)
+	}
+	t.ColdStartMs = median(func(r Repeat) float64 { return r.ColdStartMs })
+	for i, first := range t.Repeats[0].Batches {
+		at := func(f func(bench.BatchResult) float64) float64 {
+			return median(func(r Repeat) float64 { return f(r.Batches[i]) })
+		}
+		m := bench.BatchResult{Batch: first.Batch}
+		for _, r := range t.Repeats {
+			m.Latency.N += r.Batches[i].Latency.N
+			m.WallS += r.Batches[i].WallS
+		}
+		m.Latency.Min = at(func(x bench.BatchResult) float64 { return x.Latency.Min })
+		m.Latency.P50 = at(func(x bench.BatchResult) float64 { return x.Latency.P50 })
+		m.Latency.P90 = at(func(x bench.BatchResult) float64 { return x.Latency.P90 })
+		m.Latency.P95 = at(func(x bench.BatchResult) float64 { return x.Latency.P95 })
+		m.Latency.P99 = at(func(x bench.BatchResult) float64 { return x.Latency.P99 })
+		m.Latency.Max = at(func(x bench.BatchResult) float64 { return x.Latency.Max })
+		m.Latency.Mean = at(func(x bench.BatchResult) float64 { return x.Latency.Mean })
+		m.Latency.Stddev = at(func(x bench.BatchResult) float64 { return x.Latency.Stddev })
+		m.Latency.CV = at(func(x bench.BatchResult) float64 { return x.Latency.CV })
+		m.Throughput = at(func(x bench.BatchResult) float64 { return x.Throughput })
+		t.Batches = append(t.Batches, m)
+	}
+	return t, nil
 }
 
 func checkOf(r *compare.Result) *Check {

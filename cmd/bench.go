@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"optc/bench"
+	"optc/report"
 )
 
 // BenchOptions are the inputs of `optc bench`.
@@ -17,6 +18,8 @@ type BenchOptions struct {
 	IO    *IO
 	Bench bench.Options
 	JSON  bool
+	// Report, when set, is a folder to write report.json/.md/.html into.
+	Report string
 }
 
 func newCmdBench(io *IO, g *globals, runF func(*BenchOptions) error) *cobra.Command {
@@ -68,6 +71,7 @@ shown, not subtracted.`,
 	fs.IntVar(&opts.Bench.Warmup, "warmup", 10, "untimed runs before timing")
 	fs.IntVar(&opts.Bench.Concurrency, "concurrency", 1, "parallel requests")
 	fs.BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
+	fs.StringVar(&opts.Report, "report", "", "also write report.json, report.md and report.html into this folder (docs/report.md)")
 	sf.register(fs)
 	df.register(fs, false)
 	return c
@@ -88,6 +92,9 @@ func parseBatches(s string) ([]int, error) {
 func benchRun(opts *BenchOptions) error {
 	res, err := bench.Run(opts.Bench)
 	if err != nil {
+		return err
+	}
+	if err := writeReport(opts.Report, func() (*report.Report, error) { return report.FromBench(res) }); err != nil {
 		return err
 	}
 	if opts.JSON {

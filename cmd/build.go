@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	"optc/build"
 	"optc/config"
 	"optc/data"
+	"optc/report"
 )
 
 // BuildOptions are the inputs of `optc build`.
@@ -239,7 +241,7 @@ func buildRun(opts *BuildOptions) error {
 		ctx, stop = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 	}
-	bo := build.Options{Config: opts.Config, Version: Version}
+	bo := build.Options{Config: opts.Config, Version: Version, Finish: report.Finish}
 	if isTerminal(opts.IO.ErrOut) {
 		bo.Progress = opts.IO.ErrOut
 	}
@@ -250,5 +252,9 @@ func buildRun(opts *BuildOptions) error {
 	if opts.JSON {
 		return writeJSON(opts.IO.Out, res)
 	}
-	return build.WriteTable(opts.IO.Out, res)
+	if err := build.WriteTable(opts.IO.Out, res); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(opts.IO.Out, "report: %s (and report.html, report.json)\n", filepath.Join(res.Output, "report.md"))
+	return err
 }

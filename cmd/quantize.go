@@ -11,6 +11,7 @@ import (
 	"optc/calibrate"
 	"optc/ptq"
 	"optc/quantize"
+	"optc/report"
 )
 
 // QuantizeOptions are the inputs of `optc quantize`.
@@ -18,6 +19,8 @@ type QuantizeOptions struct {
 	IO   *IO
 	PTQ  ptq.Options
 	JSON bool
+	// Report, when set, is a folder to write report.json/.md/.html into.
+	Report string
 }
 
 func newCmdQuantize(io *IO, g *globals, runF func(*QuantizeOptions) error) *cobra.Command {
@@ -146,6 +149,7 @@ left in QDQ form with the reason.`,
 	fs.Int64Var(&calib.seed, "seed", 1, "seed for random data")
 	fs.StringVar(&calib.rng, "range", "0,1", "value range LO,HI for random data")
 	fs.BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
+	fs.StringVar(&opts.Report, "report", "", "also write report.json, report.md and report.html into this folder (docs/report.md)")
 	calib.image.register(fs) // for --calib-data and --eval-data alike
 	sf.register(fs)
 	return c
@@ -166,6 +170,11 @@ func quantizeRun(opts *QuantizeOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "\r%30s\r", "")
 	}
 	if err != nil {
+		return err
+	}
+	if err := writeReport(opts.Report, func() (*report.Report, error) {
+		return report.FromQuantize(res, opts.PTQ.Session.Level.String(), opts.PTQ.Session.IntraOpThreads)
+	}); err != nil {
 		return err
 	}
 	if opts.JSON {

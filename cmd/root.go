@@ -57,6 +57,7 @@ func NewRoot(io *IO) *cobra.Command {
 		newCmdRun(io, g, nil),
 		newCmdCompare(io, g, nil),
 		newCmdBench(io, g, nil),
+		newCmdDiff(io, nil),
 		newCmdVersion(io, g),
 	)
 	return root

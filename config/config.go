@@ -40,6 +40,18 @@ type Config struct {
 	Latency     Latency            `yaml:"latency"`
 	TensorRT    TensorRT           `yaml:"tensorrt"`
 	Triton      Triton             `yaml:"triton"`
+	Gates       Gates              `yaml:"gates"`
+}
+
+// Gates are the budgets `optc diff` enforces between two builds (zero: not
+// checked); flags of optc diff override them.
+type Gates struct {
+	MaxAccuracyDrop      float64 `yaml:"max_accuracy_drop"`      // points, old minus new
+	MinCosine            float64 `yaml:"min_cosine"`             // every new artifact against its input
+	MaxLatencyRegression float64 `yaml:"max_latency_regression"` // percent, new over old
+	Percentile           string  `yaml:"percentile"`             // p50, p90 or p99 for the latency gate
+	MinSpeedup           float64 `yaml:"min_speedup"`            // new artifact over new input model
+	MaxSize              int64   `yaml:"max_size"`               // bytes of every new model artifact
 }
 
 // Image is how image files in a data folder become input tensors.
@@ -100,6 +112,9 @@ type Latency struct {
 	Threads []int `yaml:"threads"`
 	// P99BudgetMs bounds the high-throughput profile's p99 (0: no bound).
 	P99BudgetMs float64 `yaml:"p99_budget_ms"`
+	// Repeats splits the timing into this many short runs, so that optc
+	// diff can tell a regression from noise.
+	Repeats int `yaml:"repeats"`
 }
 
 // TensorRT is the TensorRT target's engine settings.
@@ -163,7 +178,7 @@ func Default() Config {
 		Quantize: Quantize{ReduceRange: "auto", Format: "qdq", PerChannel: true},
 		Eval:     Eval{Batch: 8},
 		Runtime:  Runtime{Level: "all"},
-		Latency:  Latency{Batches: []int{1, 8}, Duration: Duration{time.Second}},
+		Latency:  Latency{Batches: []int{1, 8}, Duration: Duration{time.Second}, Repeats: 5},
 		TensorRT: TensorRT{Version: "100300"},
 	}
 }
@@ -214,6 +229,7 @@ var typeNames = strings.NewReplacer(
 	"in type config.TensorRT", "in tensorrt",
 	"in type config.ShapeProfile", "in a tensorrt profile",
 	"in type config.Triton", "in triton",
+	"in type config.Gates", "in gates",
 	"field ", "unknown key ",
 	" not found", "",
 	"yaml: unmarshal errors:", "",
@@ -377,6 +393,12 @@ func (c Config) Validate() error {
 	if c.Latency.P99BudgetMs < 0 {
 		bad("latency.p99_budget_ms must not be negative")
 	}
+	if c.Latency.Repeats < 1 {
+		bad("latency.repeats: %d (want at least 1)", c.Latency.Repeats)
+	}
+	if err := c.Gates.Validate(); err != nil {
+		bad("%v", err)
+	}
 	if !regexp.MustCompile(`^[0-9]+$`).MatchString(c.TensorRT.Version) {
 		bad("tensorrt.version: %q (want TensorRT's integer version, e.g. 100300 for 10.3.0)", c.TensorRT.Version)
 	}
@@ -405,6 +427,25 @@ func (c Config) Validate() error {
 	}
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Validate checks the gates' ranges; optc diff calls it on its flags too.
+func (g Gates) Validate() error {
+	switch {
+	case g.MaxAccuracyDrop < 0:
+		return fmt.Errorf("gates.max_accuracy_drop: %g must not be negative", g.MaxAccuracyDrop)
+	case g.MinCosine < 0 || g.MinCosine > 1:
+		return fmt.Errorf("gates.min_cosine: %g (want 0 to 1)", g.MinCosine)
+	case g.MaxLatencyRegression < 0:
+		return fmt.Errorf("gates.max_latency_regression: %g must not be negative", g.MaxLatencyRegression)
+	case g.Percentile != "" && !slices.Contains([]string{"p50", "p90", "p99"}, g.Percentile):
+		return fmt.Errorf("gates.percentile: %q (want p50, p90 or p99)", g.Percentile)
+	case g.MinSpeedup < 0:
+		return fmt.Errorf("gates.min_speedup: %g must not be negative", g.MinSpeedup)
+	case g.MaxSize < 0:
+		return fmt.Errorf("gates.max_size: %d must not be negative", g.MaxSize)
 	}
 	return nil
 }

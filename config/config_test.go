@@ -24,12 +24,13 @@ calibration: {data: c.npy, samples: 100, batch: 4, seed: 7, method: entropy, per
 quantize: {reduce_range: "on", format: qoperator, per_channel: false, exclude: [Gemm], keep_first_last: true, max_accuracy_drop: 0.5, min_cosine: 0.99}
 eval: {data: e.npy, labels: l.npy, samples: 10, batch: 2}
 runtime: {level: extended, threads: 2, ort_lib: /x.so}
-latency: {batches: [1, 4], duration: 500ms, threads: [1, 2], p99_budget_ms: 12.5}
+latency: {batches: [1, 4], duration: 500ms, threads: [1, 2], p99_budget_ms: 12.5, repeats: 3}
 tensorrt:
   version: "10100"
   profiles:
     x: {min: [1, 3, 48, 32], opt: [8, 3, 48, 192], max: [32, 3, 48, 512]}
 triton: {name: cls, batch: 8, threads: 2, max_batch_size: 16, instances: 2, max_queue_delay_us: 500}
+gates: {max_accuracy_drop: 1, min_cosine: 0.99, max_latency_regression: 10, percentile: p99, min_speedup: 1.2, max_size: 1000}
 `
 	c := Default()
 	if err := Decode(strings.NewReader(src), &c); err != nil {
@@ -46,10 +47,11 @@ triton: {name: cls, batch: 8, threads: 2, max_batch_size: 16, instances: 2, max_
 			MaxAccuracyDrop: 0.5, MinCosine: 0.99},
 		Eval:    Eval{Data: "e.npy", Labels: "l.npy", Samples: 10, Batch: 2},
 		Runtime: Runtime{Level: "extended", Threads: 2, ORTLib: "/x.so"},
-		Latency: Latency{Batches: []int{1, 4}, Duration: Duration{500 * time.Millisecond}, Threads: []int{1, 2}, P99BudgetMs: 12.5},
+		Latency: Latency{Batches: []int{1, 4}, Duration: Duration{500 * time.Millisecond}, Threads: []int{1, 2}, P99BudgetMs: 12.5, Repeats: 3},
 		TensorRT: TensorRT{Version: "10100", Profiles: map[string]ShapeProfile{
 			"x": {Min: []int64{1, 3, 48, 32}, Opt: []int64{8, 3, 48, 192}, Max: []int64{32, 3, 48, 512}}}},
 		Triton: Triton{Name: "cls", Batch: 8, Threads: 2, MaxBatchSize: 16, Instances: 2, MaxQueueDelayUs: 500},
+		Gates:  Gates{MaxAccuracyDrop: 1, MinCosine: 0.99, MaxLatencyRegression: 10, Percentile: "p99", MinSpeedup: 1.2, MaxSize: 1000},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("decoded\n%+v\nwant\n%+v", c, want)
@@ -134,6 +136,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{func(c *Config) { c.Runtime.Level = "max" }, "runtime.level"},
 		{func(c *Config) { c.Latency.Batches = []int{0} }, "latency.batches: 0"},
 		{func(c *Config) { c.Latency.Duration = Duration{} }, "latency.duration"},
+		{func(c *Config) { c.Latency.Repeats = 0 }, "latency.repeats: 0"},
+		{func(c *Config) { c.Gates.Percentile = "p95" }, `gates.percentile: "p95"`},
+		{func(c *Config) { c.Gates.MinCosine = 2 }, "gates.min_cosine: 2"},
 		{func(c *Config) { c.TensorRT.Version = "10.3" }, "tensorrt.version"},
 		{func(c *Config) {
 			c.TensorRT.Profiles = map[string]ShapeProfile{"x": {Min: []int64{4}, Opt: []int64{2}, Max: []int64{8}}}

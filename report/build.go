@@ -1,0 +1,180 @@
+package report
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"optc/bench"
+	"optc/build"
+	"optc/graph"
+	"optc/passes"
+	"optc/ptq"
+)
+
+// FromBuild turns a build's result into its report. dir is the folder the
+// artifacts are in (the working folder while the build finishes).
+func FromBuild(res *build.Result, dir string) (*Report, error) {
+	c := res.Config()
+	r := &Report{Schema: Schema, Kind: "build", Input: res.Input, Output: res.Output,
+		EvalData: res.EvalData, HeldOut: res.EvalHeldOut, Notes: res.Notes, Details: res}
+	r.Environment = environmentFrom(res.Environment, c.Runtime.Threads, c.Runtime.Level)
+
+	in := &Model{Name: res.Input, Role: "input", Precision: "fp32", Latency: latencyOf(res.Baseline)}
+	if res.Optimize != nil && res.Optimize.Before != nil {
+		setGraph(in, res.Optimize.Before)
+	}
+	r.Models = append(r.Models, in)
+	for _, a := range res.Artifacts {
+		if a.Check == nil {
+			continue
+		}
+		m := &Model{Name: a.Path, Role: "artifact", Target: a.Target, Precision: a.Precision, Bytes: a.Bytes,
+			Accuracy: accuracyOf(a.Check), Latency: latencyOf(a.Timing)}
+		if a.Kind == "model" {
+			if err := readGraph(m, filepath.Join(dir, filepath.FromSlash(a.Path))); err != nil {
+				return nil, err
+			}
+		}
+		if in.Accuracy == nil && a.Check.Accuracy != nil {
+			// The input's task accuracy is measured next to every artifact.
+			acc := a.Check.Accuracy.A
+			in.Accuracy = &Accuracy{Samples: a.Check.Samples, Task: &acc}
+		}
+		r.Models = append(r.Models, m)
+	}
+	for _, m := range r.Models[1:] {
+		m.Delta = delta(in, m)
+	}
+	if res.Optimize != nil && res.Optimize.Passes != nil {
+		r.Passes = passesOf(res.Optimize.Passes.Passes)
+	}
+	for _, q := range []struct {
+		target, model string
+		res           *ptq.Result
+	}{{"ort-cpu", "model.int8.onnx", res.INT8}, {"tensorrt", "tensorrt/model.int8.qdq.onnx", res.INT8TRT}} {
+		if q.res != nil {
+			r.Quantization = append(r.Quantization, quantizationOf(q.target, q.model, q.res))
+		}
+	}
+	return r, nil
+}
+
+// Finish is build.Options.Finish: it writes report.json, report.md and
+// report.html into the build's working folder.
+func Finish(dir string, res *build.Result) error {
+	r, err := FromBuild(res, dir)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return r.WriteFolder(dir)
+}
+
+func passesOf(ps []*passes.PassReport) []Pass {
+	var out []Pass
+	for _, p := range ps {
+		out = append(out, Pass{Name: p.Name, Runs: p.Runs, Removed: p.Stats.Removed, Added: p.Stats.Added, Rewritten: p.Stats.Rewritten})
+	}
+	return out
+}
+
+func environmentFrom(e build.Environment, threads int, level string) Environment {
+	return Environment{OS: e.OS, Arch: e.Arch, CPU: e.CPU, CPUFeatures: e.CPUFlags, Cores: e.Cores,
+		Threads: threads, Level: level, ORTVersion: e.ORTVersion, GoVersion: e.GoVersion}
+}
+
+func setGraph(m *Model, s *graph.Summary) {
+	m.Bytes, m.Params, m.Nodes, m.Ops = s.FileBytes, s.Parameters.Count, s.Nodes, s.OpTypes
+}
+
+func accuracyOf(c *build.Check) *Accuracy {
+	a := &Accuracy{Samples: c.Samples}
+	if c.Accuracy != nil {
+		acc := c.Accuracy.B
+		a.Task = &acc
+	}
+	for _, o := range c.Outputs {
+		a.Outputs = append(a.Outputs, OutputAccuracy{Name: o.Name, Cosine: o.Cosine, SNRdB: o.SNRdB, MaxAbs: o.MaxAbs,
+			MeanAbs: o.MeanAbs, Top1Agree: o.Top1Agree, Top5Agree: o.Top5Agree})
+	}
+	return a
+}
+
+func latencyOf(t *build.Timing) *Latency {
+	if t == nil {
+		return nil
+	}
+	l := &Latency{ColdStartMs: t.ColdStartMs}
+	for i, b := range t.Batches {
+		bl := batchLatency(b)
+		for _, rep := range t.Repeats {
+			if i < len(rep.Batches) {
+				x := rep.Batches[i]
+				bl.Repeats = append(bl.Repeats, RepeatLatency{P50: x.Latency.P50, P90: x.Latency.P90,
+					P99: x.Latency.P99, Throughput: x.Throughput})
+			}
+		}
+		l.Batches = append(l.Batches, bl)
+	}
+	return l
+}
+
+func batchLatency(b bench.BatchResult) BatchLatency {
+	x := b.Latency
+	return BatchLatency{Batch: b.Batch, Min: x.Min, P50: x.P50, P90: x.P90, P95: x.P95, P99: x.P99, Max: x.Max,
+		Mean: x.Mean, CV: x.CV, Throughput: b.Throughput}
+}
+
+func quantizationOf(target, model string, q *ptq.Result) *Quantization {
+	out := &Quantization{Target: target, Model: model, Method: q.Calibration.Method,
+		CalibSamples: q.Calibration.Samples, FellBack: q.FellBack}
+	if q.Quantize != nil {
+		out.Quantized, out.LeftFloat = len(q.Quantize.Quantized), len(q.Quantize.Skipped)
+	}
+	for _, s := range q.TensorSQNR {
+		out.SQNR = append(out.SQNR, TensorSQNR{Tensor: s.Tensor, SQNRdB: s.SQNRdB})
+	}
+	return out
+}
+
+// delta is m against the input model.
+func delta(in, m *Model) *Delta {
+	d := &Delta{Nodes: m.Nodes - in.Nodes}
+	if in.Bytes > 0 {
+		d.BytesPercent = 100 * float64(m.Bytes-in.Bytes) / float64(in.Bytes)
+	}
+	if m.Nodes == 0 {
+		d.Nodes = 0 // a graph optc cannot read
+	}
+	if t, ti := taskAccuracy(m), taskAccuracy(in); t != nil && ti != nil {
+		p := *t - *ti
+		d.AccuracyPoints = &p
+	}
+	if m.Latency != nil && in.Latency != nil {
+		for _, b := range m.Latency.Batches {
+			if ib := in.Latency.batch(b.Batch); ib != nil && b.P50 > 0 && b.P99 > 0 {
+				d.Speedup = append(d.Speedup, BatchSpeedup{Batch: b.Batch, P50: ib.P50 / b.P50, P99: ib.P99 / b.P99})
+			}
+		}
+	}
+	return d
+}
+
+func taskAccuracy(m *Model) *float64 {
+	if m.Accuracy == nil {
+		return nil
+	}
+	return m.Accuracy.Task
+}
+
+// batch is the latency at batch size n (nil when not measured).
+func (l *Latency) batch(n int) *BatchLatency {
+	if l == nil {
+		return nil
+	}
+	for i := range l.Batches {
+		if l.Batches[i].Batch == n {
+			return &l.Batches[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,305 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"optc/bench"
+	"optc/config"
+)
+
+// bootstrapResamples is how many resamples put an interval on a latency
+// ratio; bootstrapSeed makes the interval the same on every run.
+const (
+	bootstrapResamples = 2000
+	bootstrapSeed      = 1
+)
+
+// Diff is what changed from one report to another, and the verdict of
+// each gate.
+type Diff struct {
+	Old, New   *Report
+	Percentile string
+	Models     []ModelDiff
+	Gates      []GateResult
+}
+
+// ModelDiff pairs a model of both reports: the input models with each
+// other, artifacts by path.
+type ModelDiff struct {
+	Name    string          `json:"name"`
+	Old     *Model          `json:"old"`
+	New     *Model          `json:"new"`
+	Latency []LatencyChange `json:"latency,omitempty"`
+}
+
+// LatencyChange is the ratio new/old of one batch size's latency at the
+// chosen percentile, with its bootstrap interval over the timing runs.
+type LatencyChange struct {
+	Batch   int      `json:"batch"`
+	OldMs   float64  `json:"old_ms"` // medians over runs
+	NewMs   float64  `json:"new_ms"`
+	Ratio   Interval `json:"ratio"`
+	OldCV   float64  `json:"old_cv"` // spread of the runs: stddev / mean
+	NewCV   float64  `json:"new_cv"`
+	OldRuns int      `json:"old_runs"`
+	NewRuns int      `json:"new_runs"`
+}
+
+// Interval is a ratio of medians and its 95% bootstrap interval.
+type Interval struct {
+	Median float64 `json:"median"`
+	Low    float64 `json:"low"`
+	High   float64 `json:"high"`
+}
+
+// GateResult is one gate's verdict on one model (and batch size).
+type GateResult struct {
+	Gate   string `json:"gate"` // the flag's name, e.g. max-accuracy-drop
+	Model  string `json:"model,omitempty"`
+	Pass   bool   `json:"pass"`
+	Detail string `json:"detail"` // both values and the limit
+}
+
+// Compare diffs old against new and applies the gates (zero: off).
+func Compare(old, new *Report, g config.Gates) *Diff {
+	if g.Percentile == "" {
+		g.Percentile = "p50"
+	}
+	d := &Diff{Old: old, New: new, Percentile: g.Percentile, Gates: []GateResult{}}
+	for _, n := range new.Models {
+		o := old.model(n.Role, n.Name)
+		name := n.Name
+		if n.Role == "input" {
+			name = "input model"
+		}
+		md := ModelDiff{Name: name, Old: o, New: n}
+		if o != nil && o.Latency != nil && n.Latency != nil {
+			for _, nb := range n.Latency.Batches {
+				ob := o.Latency.batch(nb.Batch)
+				if ob == nil {
+					continue
+				}
+				ov, nv := runs(ob, g.Percentile), runs(&nb, g.Percentile)
+				md.Latency = append(md.Latency, LatencyChange{Batch: nb.Batch, OldMs: bench.Median(ov), NewMs: bench.Median(nv),
+					Ratio: ratioInterval(nv, ov), OldCV: cv(ov), NewCV: cv(nv), OldRuns: len(ov), NewRuns: len(nv)})
+			}
+		}
+		d.Models = append(d.Models, md)
+	}
+	d.gates(g)
+	return d
+}
+
+func (d *Diff) gates(g config.Gates) {
+	add := func(gate, model string, pass bool, format string, args ...any) {
+		d.Gates = append(d.Gates, GateResult{Gate: gate, Model: model, Pass: pass, Detail: fmt.Sprintf(format, args...)})
+	}
+	if g.MaxAccuracyDrop > 0 {
+		checked := false
+		for _, m := range d.Models {
+			if m.Old == nil || taskAccuracy(m.Old) == nil || taskAccuracy(m.New) == nil {
+				continue
+			}
+			checked = true
+			o, n := *taskAccuracy(m.Old), *taskAccuracy(m.New)
+			add("max-accuracy-drop", m.Name, o-n <= g.MaxAccuracyDrop,
+				"task accuracy %.2f%% -> %.2f%% (%+.2f pt; allowed drop %g pt)", o, n, n-o, g.MaxAccuracyDrop)
+		}
+		if !checked {
+			add("max-accuracy-drop", "", false, "no model has task accuracy in both reports (build with eval labels)")
+		}
+	}
+	for _, m := range d.Models {
+		if m.New.Role != "artifact" {
+			continue
+		}
+		if g.MinCosine > 0 && m.New.Accuracy != nil && len(m.New.Accuracy.Outputs) > 0 {
+			c := minCosine(m.New)
+			add("min-cosine", m.Name, c >= g.MinCosine, "cosine to its input model %.6f (minimum %g)", c, g.MinCosine)
+		}
+		if g.MaxSize > 0 {
+			add("max-size", m.Name, m.New.Bytes <= g.MaxSize, "%d bytes (maximum %d)", m.New.Bytes, g.MaxSize)
+		}
+	}
+	if g.MaxLatencyRegression > 0 {
+		limit := 1 + g.MaxLatencyRegression/100
+		for _, m := range d.Models {
+			for _, l := range m.Latency {
+				// Only a regression beyond the noise fails: the whole
+				// interval must be past the limit.
+				add("max-latency-regression", fmt.Sprintf("%s batch %d", m.Name, l.Batch), l.Ratio.Low <= limit,
+					"%s %.3f -> %.3f ms: %s (allowed +%g%%; runs' CV %.1f%% -> %.1f%%)",
+					d.Percentile, l.OldMs, l.NewMs, l.Ratio.percent(), g.MaxLatencyRegression, 100*l.OldCV, 100*l.NewCV)
+			}
+		}
+	}
+	if g.MinSpeedup > 0 {
+		in := d.New.Models[0]
+		for _, m := range d.Models {
+			if m.New.Role != "artifact" || m.New.Latency == nil || in.Latency == nil {
+				continue
+			}
+			for _, b := range m.New.Latency.Batches {
+				ib := in.Latency.batch(b.Batch)
+				if ib == nil {
+					continue
+				}
+				s := ratioInterval(runs(ib, d.Percentile), runs(&b, d.Percentile))
+				add("min-speedup", fmt.Sprintf("%s batch %d", m.Name, b.Batch), s.High >= g.MinSpeedup,
+					"%s speed-up over the input model %.2fx [%.2fx, %.2fx] (minimum %gx)",
+					d.Percentile, s.Median, s.Low, s.High, g.MinSpeedup)
+			}
+		}
+	}
+}
+
+// Failed are the gates that failed.
+func (d *Diff) Failed() []GateResult {
+	var f []GateResult
+	for _, g := range d.Gates {
+		if !g.Pass {
+			f = append(f, g)
+		}
+	}
+	return f
+}
+
+// Write prints what changed, model by model, then each gate's verdict.
+func (d *Diff) Write(w io.Writer) error {
+	p := &printer{w: w}
+	p.f("old: %s (%s)\nnew: %s (%s)\n", d.Old.Input, d.Old.Environment.short(), d.New.Input, d.New.Environment.short())
+	for _, m := range d.Models {
+		if m.Old == nil {
+			p.f("\n%s: new (%d bytes)\n", m.Name, m.New.Bytes)
+			continue
+		}
+		p.f("\n%s\n", m.Name)
+		if m.Old.Bytes != m.New.Bytes {
+			p.f("  size      %d -> %d bytes (%+.1f%%)\n", m.Old.Bytes, m.New.Bytes, pct(float64(m.Old.Bytes), float64(m.New.Bytes)))
+		}
+		if m.Old.Nodes != m.New.Nodes {
+			p.f("  nodes     %d -> %d\n", m.Old.Nodes, m.New.Nodes)
+		}
+		if o, n := taskAccuracy(m.Old), taskAccuracy(m.New); o != nil && n != nil {
+			p.f("  accuracy  %.2f%% -> %.2f%% (%+.2f pt)\n", *o, *n, *n-*o)
+		}
+		if m.Old.Accuracy != nil && m.New.Accuracy != nil && len(m.Old.Accuracy.Outputs) > 0 && len(m.New.Accuracy.Outputs) > 0 {
+			p.f("  cosine    %.6f -> %.6f\n", minCosine(m.Old), minCosine(m.New))
+		}
+		for _, l := range m.Latency {
+			p.f("  %s b%-3d  %.3f -> %.3f ms: %s over %d/%d runs (CV %.1f%% / %.1f%%)\n", d.Percentile, l.Batch,
+				l.OldMs, l.NewMs, l.Ratio.percent(), l.OldRuns, l.NewRuns, 100*l.OldCV, 100*l.NewCV)
+		}
+	}
+	for _, o := range d.Old.Models {
+		if d.New.model(o.Role, o.Name) == nil {
+			p.f("\n%s: gone\n", o.Name)
+		}
+	}
+	if len(d.Gates) > 0 {
+		p.f("\ngates\n")
+	}
+	for _, g := range d.Gates {
+		verdict := "pass"
+		if !g.Pass {
+			verdict = "FAIL"
+		}
+		model := ""
+		if g.Model != "" {
+			model = " " + g.Model
+		}
+		p.f("  %s %s%s: %s\n", verdict, g.Gate, model, g.Detail)
+	}
+	return p.err
+}
+
+// percent is the change as a signed percentage with its interval.
+func (i Interval) percent() string {
+	return fmt.Sprintf("%+.1f%% [%+.1f%%, %+.1f%%]", 100*(i.Median-1), 100*(i.Low-1), 100*(i.High-1))
+}
+
+func (e Environment) short() string {
+	return strings.TrimSpace(fmt.Sprintf("%s, ORT %s", e.CPU, e.ORTVersion))
+}
+
+// runs are the per-run values at a percentile (the median alone for a
+// report without repeats).
+func runs(b *BatchLatency, percentile string) []float64 {
+	pick := func(p50, p90, p99 float64) float64 {
+		switch percentile {
+		case "p90":
+			return p90
+		case "p99":
+			return p99
+		}
+		return p50
+	}
+	if len(b.Repeats) == 0 {
+		return []float64{pick(b.P50, b.P90, b.P99)}
+	}
+	xs := make([]float64, len(b.Repeats))
+	for i, r := range b.Repeats {
+		xs[i] = pick(r.P50, r.P90, r.P99)
+	}
+	return xs
+}
+
+// ratioInterval is median(num)/median(den) with a percentile bootstrap
+// 95% interval: both samples resampled with replacement, seeded, so the
+// same reports always give the same interval.
+func ratioInterval(num, den []float64) Interval {
+	ratio := func(n, d float64) float64 {
+		if d == 0 {
+			return math.Inf(1)
+		}
+		return n / d
+	}
+	iv := Interval{Median: ratio(bench.Median(num), bench.Median(den))}
+	rng := rand.New(rand.NewPCG(bootstrapSeed, bootstrapSeed))
+	rs := make([]float64, bootstrapResamples)
+	sn, sd := make([]float64, len(num)), make([]float64, len(den))
+	for i := range rs {
+		for j := range sn {
+			sn[j] = num[rng.IntN(len(num))]
+		}
+		for j := range sd {
+			sd[j] = den[rng.IntN(len(den))]
+		}
+		rs[i] = ratio(bench.Median(sn), bench.Median(sd))
+	}
+	slices.Sort(rs)
+	iv.Low, iv.High = rs[int(0.025*float64(len(rs)))], rs[int(0.975*float64(len(rs)))-1]
+	return iv
+}
+
+// cv is the coefficient of variation of the runs (0 for one run).
+func cv(xs []float64) float64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	mean := sum / float64(len(xs))
+	var sq float64
+	for _, x := range xs {
+		sq += (x - mean) * (x - mean)
+	}
+	if mean == 0 {
+		return 0
+	}
+	return math.Sqrt(sq/float64(len(xs)-1)) / mean
+}
+
+func pct(old, new float64) float64 {
+	if old == 0 {
+		return 0
+	}
+	return 100 * (new - old) / old
+}

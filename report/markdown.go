@@ -1,0 +1,204 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// sqnrRows is how many of the worst-represented tensors report.md lists.
+const sqnrRows = 10
+
+// WriteMarkdown writes report.md: short enough for a merge-request
+// comment, with every delta signed and in its unit.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	p := &printer{w: w}
+	p.f("## optc %s: %s\n\n", r.Kind, r.Input)
+	in := r.Models[0]
+	batches := latencyBatches(in)
+	head := "| model | precision | size | nodes | task accuracy | min cosine | cold start |"
+	rule := "|---|---|---:|---:|---:|---:|---:|"
+	for _, b := range batches {
+		head += fmt.Sprintf(" p50 b%d | p99 b%d | speed-up b%d |", b, b, b)
+		rule += "---:|---:|---:|"
+	}
+	p.f("%s\n%s\n", head, rule)
+	for _, m := range r.Models {
+		name := "`" + m.Name + "`"
+		if m.Role == "input" {
+			name += " (input)"
+		}
+		d := m.Delta
+		size, nodes, acc := kib(m.Bytes), dash(m.Nodes > 0, fmt.Sprint(m.Nodes)), "-"
+		if d != nil {
+			size += fmt.Sprintf(" (%+.1f%%)", d.BytesPercent)
+			if m.Nodes > 0 {
+				nodes += fmt.Sprintf(" (%+d)", d.Nodes)
+			}
+		}
+		if t := taskAccuracy(m); t != nil {
+			acc = fmt.Sprintf("%.2f%%", *t)
+			if d != nil && d.AccuracyPoints != nil {
+				acc += fmt.Sprintf(" (%+.2f pt)", *d.AccuracyPoints)
+			}
+		}
+		cos := "-"
+		if m.Accuracy != nil && len(m.Accuracy.Outputs) > 0 {
+			cos = fmt.Sprintf("%.5f", minCosine(m))
+		}
+		line := fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |", name, m.Precision, size, nodes, acc, cos, coldStart(m))
+		for _, b := range batches {
+			bl := m.Latency.batch(b)
+			if bl == nil {
+				line += " - | - | - |"
+				continue
+			}
+			line += fmt.Sprintf(" %.3f ms | %.3f ms | %s |", bl.P50, bl.P99, speedup(m, b))
+		}
+		p.f("%s\n", line)
+	}
+	p.f("\nAccuracy measured on %s (%s); latency is the median of %s on %s.\n",
+		r.EvalData, heldOut(r.HeldOut), repeatsText(in), r.Environment.text())
+
+	p.f("\n<details><summary>Per-output agreement with the input model</summary>\n\n")
+	p.f("| model | output | cosine | SNR | max abs error | mean abs error | top-1 | top-5 |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, m := range r.Models[1:] {
+		if m.Accuracy == nil {
+			continue
+		}
+		for _, o := range m.Accuracy.Outputs {
+			p.f("| `%s` | %s | %.5f | %.1f dB | %.3g | %.3g | %s | %s |\n", m.Name, o.Name, o.Cosine, o.SNRdB,
+				o.MaxAbs, o.MeanAbs, percentOrDash(o.Top1Agree), percentOrDash(o.Top5Agree))
+		}
+	}
+	p.f("\n</details>\n")
+
+	if len(r.Passes) > 0 {
+		p.f("\n<details><summary>Passes</summary>\n\n| pass | runs | nodes removed | added | rewritten |\n|---|---:|---:|---:|---:|\n")
+		for _, ps := range r.Passes {
+			if ps.Removed+ps.Added+ps.Rewritten > 0 {
+				p.f("| %s | %d | %d | %d | %d |\n", ps.Name, ps.Runs, ps.Removed, ps.Added, ps.Rewritten)
+			}
+		}
+		p.f("\n</details>\n")
+	}
+	for _, q := range r.Quantization {
+		fell := "none"
+		if len(q.FellBack) > 0 {
+			fell = strings.Join(q.FellBack, ", ")
+		}
+		p.f("\n<details><summary>INT8 %s (<code>%s</code>): %d nodes quantized, %d left float</summary>\n\n",
+			q.Target, q.Model, q.Quantized, q.LeftFloat)
+		p.f("Calibrated with %s on %d samples; fell back to float for accuracy: %s.\n", q.Method, q.CalibSamples, fell)
+		if len(q.SQNR) > 0 {
+			p.f("\n| worst tensors | SQNR |\n|---|---:|\n")
+			for _, s := range q.SQNR[:min(len(q.SQNR), sqnrRows)] {
+				p.f("| `%s` | %.1f dB |\n", s.Tensor, s.SQNRdB)
+			}
+		}
+		p.f("\n</details>\n")
+	}
+	for _, n := range r.Notes {
+		p.f("\n> note: %s\n", n)
+	}
+	return p.err
+}
+
+// printer keeps the first write error so that rendering reads straight.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) f(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
+
+func latencyBatches(m *Model) []int {
+	if m.Latency == nil {
+		return nil
+	}
+	var bs []int
+	for _, b := range m.Latency.Batches {
+		bs = append(bs, b.Batch)
+	}
+	return bs
+}
+
+func minCosine(m *Model) float64 {
+	c := 1.0
+	for _, o := range m.Accuracy.Outputs {
+		c = min(c, o.Cosine)
+	}
+	return c
+}
+
+func coldStart(m *Model) string {
+	if m.Latency == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f ms", m.Latency.ColdStartMs)
+}
+
+func speedup(m *Model, batch int) string {
+	if m.Delta == nil {
+		return "1.00x"
+	}
+	for _, s := range m.Delta.Speedup {
+		if s.Batch == batch {
+			return fmt.Sprintf("%.2fx", s.P50)
+		}
+	}
+	return "-"
+}
+
+func kib(n int64) string {
+	if n < 10*1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	return fmt.Sprintf("%.1f KiB", float64(n)/1024)
+}
+
+func dash(ok bool, s string) string {
+	if !ok {
+		return "-"
+	}
+	return s
+}
+
+func percentOrDash(f float64) string {
+	if f == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f%%", 100*f)
+}
+
+func heldOut(h bool) string {
+	if h {
+		return "held out from calibration"
+	}
+	return "not held out"
+}
+
+func repeatsText(m *Model) string {
+	if m.Latency == nil || len(m.Latency.Batches) == 0 {
+		return "no runs"
+	}
+	n := len(m.Latency.Batches[0].Repeats)
+	if n <= 1 {
+		return "1 run"
+	}
+	return fmt.Sprintf("%d runs", n)
+}
+
+// text is the environment in one line.
+func (e Environment) text() string {
+	threads := "one thread per core"
+	if e.Threads > 0 {
+		threads = fmt.Sprintf("%d thread(s)", e.Threads)
+	}
+	return fmt.Sprintf("%s (%d cores; %s), ONNX Runtime %s at level %s, %s", e.CPU, e.Cores,
+		strings.Join(e.CPUFeatures, " "), e.ORTVersion, e.Level, threads)
+}

@@ -1,0 +1,200 @@
+// Package report is the one report every optc build writes (report.json,
+// report.md, report.html) and that optc diff reads back: what each model
+// costs in accuracy and gains in speed against the input model, with the
+// evidence behind the figures. docs/report.md documents the schema.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"optc/graph"
+)
+
+// Schema is the version of report.json's layout; readers refuse others.
+const Schema = 1
+
+// Report is report.json.
+type Report struct {
+	Schema int    `json:"schema"`
+	Kind   string `json:"kind"` // the command that wrote it: build, quantize or bench
+	Input  string `json:"input"`
+	Output string `json:"output,omitempty"`
+	// Models are the input model (role "input", first) and every artifact
+	// optc ran, with their deltas against the input.
+	Models       []*Model        `json:"models"`
+	Passes       []Pass          `json:"passes,omitempty"`
+	Quantization []*Quantization `json:"quantization,omitempty"`
+	// EvalData is what accuracy was measured on; HeldOut says whether it is
+	// disjoint from the calibration data.
+	EvalData    string      `json:"eval_data,omitempty"`
+	HeldOut     bool        `json:"eval_held_out"`
+	Environment Environment `json:"environment"`
+	Notes       []string    `json:"notes,omitempty"`
+	// Details is the command's own result, everything it measured
+	// (build.Result for a build), for tools that need more than the above.
+	Details any `json:"details,omitempty"`
+}
+
+// Model is one model: its size and graph, its agreement with the input
+// model and its latency.
+type Model struct {
+	Name      string `json:"name"` // path relative to the output folder; the input's own path
+	Role      string `json:"role"` // input or artifact
+	Target    string `json:"target,omitempty"`
+	Precision string `json:"precision,omitempty"`
+	Bytes     int64  `json:"bytes"`
+	// Params counts constant elements (initializers and Constant nodes);
+	// Nodes and Ops are the graph's (absent for .ort files optc cannot parse).
+	Params   int64           `json:"params,omitempty"`
+	Nodes    int             `json:"nodes,omitempty"`
+	Ops      []graph.OpCount `json:"ops,omitempty"`
+	Accuracy *Accuracy       `json:"accuracy,omitempty"`
+	Latency  *Latency        `json:"latency,omitempty"`
+	Delta    *Delta          `json:"delta,omitempty"` // against the input model
+}
+
+// Accuracy is a model against the input model on the evaluation data.
+type Accuracy struct {
+	Samples int64 `json:"samples"`
+	// Task is accuracy against labels in percent (absent without labels).
+	Task    *float64         `json:"task_accuracy,omitempty"`
+	Outputs []OutputAccuracy `json:"outputs,omitempty"`
+}
+
+// OutputAccuracy is one output's agreement with the input model.
+type OutputAccuracy struct {
+	Name      string  `json:"name"`
+	Cosine    float64 `json:"cosine"`
+	SNRdB     float64 `json:"snr_db"` // capped at 200 for identical outputs
+	MaxAbs    float64 `json:"max_abs_error"`
+	MeanAbs   float64 `json:"mean_abs_error"`
+	Top1Agree float64 `json:"top1_agreement,omitempty"`
+	Top5Agree float64 `json:"top5_agreement,omitempty"`
+}
+
+// Latency is a model's timing: medians over repeated short runs, and each
+// run's figures so that a comparison can tell change from noise.
+type Latency struct {
+	ColdStartMs float64        `json:"cold_start_ms"`
+	Batches     []BatchLatency `json:"batches"`
+}
+
+// BatchLatency is the latency at one batch size, in milliseconds per run.
+type BatchLatency struct {
+	Batch      int     `json:"batch"`
+	Min        float64 `json:"min_ms"`
+	P50        float64 `json:"p50_ms"`
+	P90        float64 `json:"p90_ms"`
+	P95        float64 `json:"p95_ms"`
+	P99        float64 `json:"p99_ms"`
+	Max        float64 `json:"max_ms"`
+	Mean       float64 `json:"mean_ms"`
+	CV         float64 `json:"cv"`
+	Throughput float64 `json:"throughput_samples_per_s"`
+	// Repeats are the separate runs the figures above are medians of.
+	Repeats []RepeatLatency `json:"repeats,omitempty"`
+}
+
+// RepeatLatency is one timing run's percentiles.
+type RepeatLatency struct {
+	P50        float64 `json:"p50_ms"`
+	P90        float64 `json:"p90_ms"`
+	P99        float64 `json:"p99_ms"`
+	Throughput float64 `json:"throughput_samples_per_s"`
+}
+
+// Delta is a model against the input model.
+type Delta struct {
+	BytesPercent   float64  `json:"bytes_percent"` // (model - input) / input * 100
+	Nodes          int      `json:"nodes"`         // model - input
+	AccuracyPoints *float64 `json:"accuracy_points,omitempty"`
+	// Speedup is the input's p50 over the model's, per batch size.
+	Speedup []BatchSpeedup `json:"speedup,omitempty"`
+}
+
+// BatchSpeedup is the speed-up at one batch size.
+type BatchSpeedup struct {
+	Batch int     `json:"batch"`
+	P50   float64 `json:"p50"`
+	P99   float64 `json:"p99"`
+}
+
+// Pass is one optimization pass's effect.
+type Pass struct {
+	Name      string `json:"name"`
+	Runs      int    `json:"runs"`
+	Removed   int    `json:"nodes_removed"`
+	Added     int    `json:"nodes_added"`
+	Rewritten int    `json:"nodes_rewritten"`
+}
+
+// Quantization is one INT8 quantization: what was quantized and how
+// faithfully each quantized activation is represented.
+type Quantization struct {
+	Target       string   `json:"target"`
+	Model        string   `json:"model"`
+	Method       string   `json:"calibration_method"`
+	CalibSamples int64    `json:"calibration_samples"`
+	Quantized    int      `json:"nodes_quantized"`
+	LeftFloat    int      `json:"nodes_left_float"`
+	FellBack     []string `json:"fell_back,omitempty"`
+	// SQNR is each quantized activation's signal-to-quantization-noise
+	// ratio in dB, worst first.
+	SQNR []TensorSQNR `json:"sqnr,omitempty"`
+}
+
+// TensorSQNR is one quantized activation's SQNR.
+type TensorSQNR struct {
+	Tensor string  `json:"tensor"`
+	SQNRdB float64 `json:"sqnr_db"`
+}
+
+// Environment is the machine the figures come from.
+type Environment struct {
+	OS          string   `json:"os"`
+	Arch        string   `json:"arch"`
+	CPU         string   `json:"cpu"`
+	CPUFeatures []string `json:"cpu_features"`
+	Cores       int      `json:"cores"`
+	Threads     int      `json:"threads"` // ORT intra-op threads (0: one per core)
+	Level       string   `json:"ort_level"`
+	ORTVersion  string   `json:"ort_version"`
+	GoVersion   string   `json:"go_version"`
+}
+
+// model finds a model by role (and name for artifacts).
+func (r *Report) model(role, name string) *Model {
+	for _, m := range r.Models {
+		if m.Role == role && (role == "input" || m.Name == name) {
+			return m
+		}
+	}
+	return nil
+}
+
+// Load reads a report.json, or the one in a build folder.
+func Load(path string) (*Report, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, "report.json")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: not a report: %w", path, err)
+	}
+	switch {
+	case r.Schema == 0:
+		return nil, fmt.Errorf("%s: not an optc report (no schema version; built before reports had one?)", path)
+	case r.Schema != Schema:
+		return nil, fmt.Errorf("%s: report schema %d, this optc reads %d", path, r.Schema, Schema)
+	case len(r.Models) == 0:
+		return nil, fmt.Errorf("%s: the report has no models", path)
+	}
+	return &r, nil
+}
