@@ -104,7 +104,7 @@ func AllINT8(opts Options) (*File, []byte, error) {
 	}
 	f := newFile(opts, ModeAllINT8, q.regions)
 	f.Recommended, f.Chosen = RecommendINT8, CandidateAllINT8
-	f.Reason = "every region INT8 (--placement all-int8: not measured)"
+	f.Reason = fmt.Sprintf("INT8 (all %d regions; --placement all-int8, not measured)", len(f.Regions))
 	return f, q.bytes, nil
 }
 
@@ -287,7 +287,7 @@ func choose(f *File, cands []string, guidedFloat int) {
 			worst = min(worst, t.P50Ms[CandidateFP32]/t.P50Ms[best])
 		}
 	}
-	what := "INT8"
+	what := fmt.Sprintf("INT8 (all %d regions)", len(f.Regions))
 	if best == CandidateGuided {
 		what = fmt.Sprintf("INT8 with %d of %d regions float", guidedFloat, len(f.Regions))
 	}
