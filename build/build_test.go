@@ -16,13 +16,13 @@ import (
 
 	"optc/calibrate"
 	"optc/config"
-	"optc/placement"
 	"optc/data"
 	"optc/export"
 	"optc/graph"
 	"optc/internal/ortenv"
 	"optc/internal/testenv"
 	"optc/lint"
+	"optc/placement"
 )
 
 // mnistConfig is an INT8 build of the committed MNIST CNN: calibration on
