@@ -209,19 +209,13 @@ func Search(opts Options) (*File, []byte, error) {
 
 	// Whole-model A/B at the artifact's threads, each batch size.
 	timeAt := func(threads, batch int, names []string) (*Timing, error) {
-		in := in1
-		if batch != 1 {
-			if in, err = inputs(fp.model, opts.Shapes, batch); err != nil {
-				return nil, err
-			}
-		}
 		bs := make([][]byte, len(names))
 		for i, n := range names {
 			bs[i] = models[n].bytes
 		}
 		sess := opts.Session
 		sess.IntraOpThreads = threads
-		p50, err := abTime(bs, sess, in, deadline)
+		p50, err := TimeInterleaved(bs, sess, opts.Shapes, batch, deadline)
 		if err != nil {
 			return nil, fmt.Errorf("timing the candidates at batch %d, %d threads: %w", batch, threads, err)
 		}

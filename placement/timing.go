@@ -27,10 +27,19 @@ func inputs(m *graph.Model, shapes map[string][]int64, b int) ([]*graph.Tensor, 
 		data.GraphInputs(m.Graph), b)
 }
 
-// abTime times the models on the same inputs, interleaved, and returns
-// each one's median latency in milliseconds. It stops taking turns at the
-// deadline (after minTurns).
-func abTime(models [][]byte, sess ort.Options, in []*graph.Tensor, deadline time.Time) ([]float64, error) {
+// TimeInterleaved times the models (same inputs: random, batch samples,
+// dynamic dims fixed by shapes), interleaved, and returns each one's median
+// latency in milliseconds. It stops taking turns at the deadline (after
+// minTurns).
+func TimeInterleaved(models [][]byte, sess ort.Options, shapes map[string][]int64, batch int, deadline time.Time) ([]float64, error) {
+	first, err := graph.Parse(models[0], "")
+	if err != nil {
+		return nil, err
+	}
+	in, err := inputs(first, shapes, batch)
+	if err != nil {
+		return nil, err
+	}
 	sessions := make([]*ort.Session, len(models))
 	defer func() {
 		for _, s := range sessions {
