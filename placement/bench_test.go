@@ -106,10 +106,6 @@ func placementRow(b *testing.B, dir string, c placementCase) {
 		b.Fatalf("%s: %v", c.name, err)
 	}
 	p := auto.Placement
-	artifact := autoPath
-	if p.Recommended == placement.RecommendFP32 {
-		artifact = c.model
-	}
 	acc := "-"
 	if a := auto.Accuracy; a != nil {
 		acc = fmt.Sprintf("INT8 cosine %.4f", a.Outputs[0].Cosine)

@@ -189,7 +189,7 @@ func TestSearchReplay(t *testing.T) {
 		}
 	}
 	if f.Mode != ModeAuto || !slices.Contains([]string{RecommendINT8, RecommendFP32}, f.Recommended) ||
-		!slices.Contains([]string{CandidateAllINT8, CandidateGuided}, f.Chosen) || f.Reason == "" || f.SearchSeconds <= 0 {
+		!slices.Contains([]string{CandidateAllINT8, CandidateGuided, CandidateGreedy}, f.Chosen) || f.Reason == "" || f.SearchSeconds <= 0 {
 		t.Errorf("placement %+v", f)
 	}
 	for _, r := range f.Regions {
@@ -200,6 +200,18 @@ func TestSearchReplay(t *testing.T) {
 		if r.FP32Ms <= 0 || r.INT8Ms <= 0 {
 			t.Errorf("region %s: profiled FP32 %.4f ms, INT8 %.4f ms; want both > 0", r.ID, r.FP32Ms, r.INT8Ms)
 		}
+	}
+	// MNIST's kinds in graph order: its 3x3 convolutions, Flatten, Gemm;
+	// the greedy search tries each that leaves a region int8.
+	var kinds []string
+	for _, st := range f.Greedy {
+		kinds = append(kinds, st.Kind)
+		if st.Regions <= 0 || st.BeforeMs <= 0 || st.AfterMs <= 0 {
+			t.Errorf("greedy step %+v", st)
+		}
+	}
+	if !f.BudgetExhausted && !slices.Equal(kinds, []string{"Conv 3x3", "Flatten", "Gemm"}) {
+		t.Errorf("greedy steps over kinds %v, want Conv 3x3, Flatten, Gemm", kinds)
 	}
 	threads := map[int]bool{}
 	for _, tm := range f.Timings {

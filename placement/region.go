@@ -5,9 +5,11 @@
 // run up to twice as fast. So the quantized graph is split into regions
 // (each node quantize.Apply quantizes: a weighted op with the Relu/Clip
 // fused into it, or an Add/Mul/Concat/pool between Q/DQ boundaries), each
-// region's float and INT8 cost is measured with ORT's profiler, and
-// whole-model candidates are timed against each other; the fastest that
-// keeps the accuracy budget wins, and FP32 when none is faster.
+// region's float and INT8 cost is measured with ORT's profiler, a greedy
+// search reverts whole kinds of region (depthwise convs, 1x1 convs, ...)
+// where A/B timing says INT8 loses, and the whole-model candidates are
+// timed against each other; the fastest that keeps the accuracy budget
+// wins, and FP32 when none is faster.
 //
 // The decision is written as placement.json and replays without
 // measuring, so that CI rebuilds are deterministic.

@@ -23,6 +23,7 @@ const (
 	CandidateFP32    = "fp32"
 	CandidateAllINT8 = "all-int8"
 	CandidateGuided  = "profile-guided" // regions slower in INT8 kept float
+	CandidateGreedy  = "greedy"         // kinds of region reverted by A/B timing
 )
 
 // Recommendations for the ORT CPU artifact.
@@ -78,7 +79,9 @@ type File struct {
 	// per core, ORT's default).
 	Threads int      `json:"threads"`
 	Regions []Region `json:"regions"`
-	// Timings are the whole-model A/B medians behind the decision.
+	// Greedy is the greedy search's moves; Timings the whole-model A/B
+	// medians behind the decision.
+	Greedy        []Step   `json:"greedy,omitempty"`
 	Timings       []Timing `json:"timings,omitempty"`
 	SearchSeconds float64  `json:"search_seconds"`
 	BudgetSeconds float64  `json:"budget_seconds"`
@@ -207,6 +210,16 @@ func Search(opts Options) (*File, []byte, error) {
 		}
 	}
 
+	// The greedy search gets half the budget left, the A/B timing the rest.
+	gr, steps, err := greedy(opts, fp, all, time.Now().Add(time.Until(deadline)/2))
+	if err != nil {
+		return nil, nil, err
+	}
+	f.Greedy = steps
+	if gr != nil {
+		cands, models[CandidateGreedy] = append(cands, CandidateGreedy), gr
+	}
+
 	// Whole-model A/B at the artifact's threads, each batch size.
 	timeAt := func(threads, batch int, names []string) (*Timing, error) {
 		bs := make([][]byte, len(names))
@@ -236,9 +249,9 @@ func Search(opts Options) (*File, []byte, error) {
 		}
 		f.Timings = append(f.Timings, *t)
 	}
-	choose(f, cands, len(slower))
+	choose(f, cands, models)
 	chosen := models[f.Chosen]
-	f.Regions = withDecisions(f.Regions, indices(chosen.regions, func(r Region) bool { return r.Decision == Float }))
+	f.Regions = withDecisions(f.Regions, indices(chosen.regions, isFloat))
 
 	// The other thread counts the issue asks for (1 and all cores), for
 	// the record: FP32 against the chosen INT8 placement.
@@ -264,7 +277,7 @@ func Search(opts Options) (*File, []byte, error) {
 // recommends it when it beats FP32 by more than the noise and is not
 // slower at any batch size; otherwise FP32 is recommended and the fastest
 // INT8 candidate is still what the INT8 model holds.
-func choose(f *File, cands []string, guidedFloat int) {
+func choose(f *File, cands []string, models map[string]*quantized) {
 	best, bestSpeedup := "", 0.0
 	for _, c := range cands {
 		if c == CandidateFP32 {
@@ -282,8 +295,8 @@ func choose(f *File, cands []string, guidedFloat int) {
 		}
 	}
 	what := fmt.Sprintf("INT8 (all %d regions)", len(f.Regions))
-	if best == CandidateGuided {
-		what = fmt.Sprintf("INT8 with %d of %d regions float", guidedFloat, len(f.Regions))
+	if n := len(indices(models[best].regions, isFloat)); n > 0 {
+		what = fmt.Sprintf("INT8 with %d of %d regions float", n, len(f.Regions))
 	}
 	at := fmt.Sprintf("batch %s, %s", batchList(f), threadWords(f.Threads))
 	if bestSpeedup > 1+noise && worst >= 1-noise {
@@ -355,6 +368,8 @@ func batchList(f *File) string {
 	}
 	return s
 }
+
+func isFloat(r Region) bool { return r.Decision == Float }
 
 // indices are the node indices of the regions keep selects (all when nil).
 func indices(regions []Region, keep func(Region) bool) map[int]bool {
