@@ -35,7 +35,7 @@ const (
 // noise is the relative margin within which two medians count as equal:
 // INT8 is chosen only when it is faster than FP32 by more than this, and
 // must not be slower than FP32 by more than this at any batch size.
-const noise = 0.03
+const noise = 0.05
 
 // Options say what to place and how to measure it.
 type Options struct {
