@@ -94,6 +94,8 @@ type Timing struct {
 	Threads int                `json:"threads"`
 	Batch   int                `json:"batch"`
 	P50Ms   map[string]float64 `json:"p50_ms"`
+	// Confirmation marks the second, fresh-session timing of an INT8 win.
+	Confirmation bool `json:"confirmation,omitempty"`
 }
 
 // SchemaVersion is the placement.json format written.
@@ -253,6 +255,26 @@ func Search(opts Options) (*File, []byte, error) {
 	chosen := models[f.Chosen]
 	f.Regions = withDecisions(f.Regions, indices(chosen.regions, isFloat))
 
+	// A win measured once can be noise (or a burst of load on the other
+	// candidate): INT8 is confirmed against FP32 with fresh sessions at
+	// every batch size measured, whatever the budget says.
+	if f.Recommended == RecommendINT8 {
+		var confirm []Timing
+		for _, t := range f.Timings {
+			c, err := timeAt(t.Threads, t.Batch, []string{CandidateFP32, f.Chosen})
+			if err != nil {
+				return nil, nil, err
+			}
+			c.Confirmation = true
+			confirm = append(confirm, *c)
+		}
+		f.Timings = append(f.Timings, confirm...)
+		if s, w := speedup(confirm, f.Threads, f.Chosen); !wins(s, w) {
+			f.Recommended = RecommendFP32
+			f.Reason = fmt.Sprintf("FP32: INT8 was faster when searched (%s) but %.2fx the speed of FP32 when confirmed: within noise", f.Reason, s)
+		}
+	}
+
 	// The other thread counts the issue asks for (1 and all cores), for
 	// the record: FP32 against the chosen INT8 placement.
 	for _, threads := range otherThreads(opts.Session.IntraOpThreads) {
@@ -274,32 +296,25 @@ func Search(opts Options) (*File, []byte, error) {
 
 // choose picks the fastest INT8 candidate (by the geometric mean of its
 // speed-up over FP32 across batch sizes at the artifact's threads) and
-// recommends it when it beats FP32 by more than the noise and is not
-// slower at any batch size; otherwise FP32 is recommended and the fastest
-// INT8 candidate is still what the INT8 model holds.
+// recommends it when it wins (see wins); otherwise FP32 is recommended and
+// the fastest INT8 candidate is still what the INT8 model holds.
 func choose(f *File, cands []string, models map[string]*quantized) {
-	best, bestSpeedup := "", 0.0
+	best, bestSpeedup, worst := "", 0.0, 0.0
 	for _, c := range cands {
 		if c == CandidateFP32 {
 			continue
 		}
-		if s := speedup(f, c); s > bestSpeedup {
-			best, bestSpeedup = c, s
+		if s, w := speedup(f.Timings, f.Threads, c); s > bestSpeedup {
+			best, bestSpeedup, worst = c, s, w
 		}
 	}
 	f.Chosen = best
-	worst := math.Inf(1)
-	for _, t := range f.Timings {
-		if t.Threads == f.Threads {
-			worst = min(worst, t.P50Ms[CandidateFP32]/t.P50Ms[best])
-		}
-	}
 	what := fmt.Sprintf("INT8 (all %d regions)", len(f.Regions))
 	if n := len(indices(models[best].regions, isFloat)); n > 0 {
 		what = fmt.Sprintf("INT8 with %d of %d regions float", n, len(f.Regions))
 	}
 	at := fmt.Sprintf("batch %s, %s", batchList(f), threadWords(f.Threads))
-	if bestSpeedup > 1+noise && worst >= 1-noise {
+	if wins(bestSpeedup, worst) {
 		f.Recommended = RecommendINT8
 		f.Reason = fmt.Sprintf("%s: %.2fx faster than FP32 (%s)", what, bestSpeedup, at)
 		return
@@ -312,20 +327,27 @@ func choose(f *File, cands []string, models map[string]*quantized) {
 	f.Reason = fmt.Sprintf("FP32: INT8 was %.2fx slower on this CPU (fastest placement: %s; %s)", 1/bestSpeedup, what, at)
 }
 
+// wins: faster than FP32 by more than the noise overall and not slower
+// than the noise at any batch size.
+func wins(speedup, worst float64) bool { return speedup > 1+noise && worst >= 1-noise }
+
 // speedup is the geometric mean over batch sizes of FP32's median over the
-// candidate's, at the decision's threads.
-func speedup(f *File, c string) float64 {
+// candidate's, and the worst of those ratios, in timings at threads.
+func speedup(timings []Timing, threads int, c string) (mean, worst float64) {
 	logSum, n := 0.0, 0
-	for _, t := range f.Timings {
-		if t.Threads == f.Threads && t.P50Ms[c] > 0 {
-			logSum += math.Log(t.P50Ms[CandidateFP32] / t.P50Ms[c])
+	worst = math.Inf(1)
+	for _, t := range timings {
+		if t.Threads == threads && t.P50Ms[c] > 0 {
+			r := t.P50Ms[CandidateFP32] / t.P50Ms[c]
+			logSum += math.Log(r)
+			worst = min(worst, r)
 			n++
 		}
 	}
 	if n == 0 {
-		return 0
+		return 0, 0
 	}
-	return math.Exp(logSum / float64(n))
+	return math.Exp(logSum / float64(n)), worst
 }
 
 func newFile(opts Options, mode string, regions []Region) *File {
