@@ -52,6 +52,9 @@ func place(opts Options, float []byte, ranges map[string][2]float64, res *Result
 		if res.Accuracy, err = measure(b); err != nil {
 			return nil, nil, err
 		}
+		if opts.wantsControl() && !opts.meets(res.Accuracy) {
+			return nil, nil, fmt.Errorf("placement: the INT8 model with %d regions kept float misses the accuracy criterion", len(quant.KeepFloat))
+		}
 	}
 	return q, b, nil
 }
