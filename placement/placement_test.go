@@ -255,3 +255,56 @@ func TestSearchReplay(t *testing.T) {
 		t.Errorf("replaying a file with a region missing: %v", err)
 	}
 }
+
+// The greedy search's kinds: depthwise, 1x1 and kxk convolutions apart,
+// other ops by type.
+func TestRegionKind(t *testing.T) {
+	g := graph.NewGraph("kinds")
+	x, err := g.NewValue("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := func(name string, dims []int64, group int64) *graph.Node {
+		n := int64(1)
+		for _, d := range dims {
+			n *= d
+		}
+		w, err := graph.NewFloat32Tensor(name+"_w", dims, make([]float32, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wv, err := g.AddInitializer(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := g.NewValue(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		node, err := g.AddNode("Conv", []*graph.Value{x, wv}, []*graph.Value{out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		node.SetAttr(&graph.Attr{Name: "group", Type: graph.AttrInt, Int: group})
+		return node
+	}
+	flat, err := g.NewValue("flat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flatten, err := g.AddNode("Flatten", []*graph.Value{x}, []*graph.Value{flat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[*graph.Node]string{
+		conv("dw", []int64{16, 1, 3, 3}, 16):     "Conv depthwise",
+		conv("pw", []int64{32, 16, 1, 1}, 1):     "Conv 1x1",
+		conv("k5", []int64{32, 16, 5, 5}, 1):     "Conv 5x5",
+		conv("grouped", []int64{32, 4, 3, 3}, 4): "Conv 3x3",
+		flatten:                                  "Flatten",
+	} {
+		if got := regionKind(n); got != want {
+			t.Errorf("%s: kind %q, want %q", n, got, want)
+		}
+	}
+}
