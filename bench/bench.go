@@ -131,6 +131,12 @@ func Run(opts Options) (*Result, error) {
 	return res, nil
 }
 
+// InputBatch is the first batch of b samples of opts.Data for inputs, as
+// Run feeds it: for callers that time models their own way.
+func InputBatch(opts Options, inputs []data.Input, b int) ([]*graph.Tensor, error) {
+	return firstBatch(opts, inputs, b)
+}
+
 // firstBatch reads one batch of b samples from the data.
 func firstBatch(opts Options, inputs []data.Input, b int) ([]*graph.Tensor, error) {
 	dopts := opts.DataOpts

@@ -20,8 +20,10 @@ import (
 	"optc/config"
 	"optc/data"
 	"optc/graph"
+	"optc/internal/atomicfile"
 	"optc/optimize"
 	"optc/ort"
+	"optc/placement"
 	"optc/ptq"
 	"optc/quantize"
 )
@@ -73,7 +75,7 @@ func (r *Result) Config() config.Config { return r.opts }
 type Artifact struct {
 	Path      string `json:"path"` // relative to the output folder
 	Target    string `json:"target"`
-	Kind      string `json:"kind"`                // model, ort-model, model-copy, calibration, script, config, settings, lint
+	Kind      string `json:"kind"`                // model, ort-model, model-copy, calibration, placement, script, config, settings, lint
 	Precision string `json:"precision,omitempty"` // fp32, fp16, int8 (models only)
 	From      string `json:"from,omitempty"`      // the model an .ort file was written from
 	Bytes     int64  `json:"bytes"`
@@ -263,6 +265,9 @@ func (b *builder) quantize() error {
 		}
 		b.ortModel = out
 		b.add("model.int8.onnx", "ort", "model", "int8", "")
+		if err := b.writePlacement(); err != nil {
+			return err
+		}
 	}
 	if b.wants("tensorrt") {
 		out, err := b.dir.path("tensorrt/model.int8.qdq.onnx")
@@ -299,6 +304,10 @@ func (b *builder) ptqOptions(target quantize.Target, out string) ptq.Options {
 	o.CalibOpts.Shuffle = c.Calibration.Samples > 0
 	if target == quantize.TargetORTCPU {
 		o.Quant.Format = quantize.Format(c.Quantize.Format)
+		if o.Quant.Format != quantize.FormatQOperator {
+			env := MeasuredOn()
+			o.Placement, o.PlacementBudget, o.CPU, o.CPUFlags = c.Quantize.Placement, c.Quantize.PlacementBudget.Duration, env.CPU, env.CPUFlags
+		}
 	}
 	if c.Quantize.ReduceRange != "auto" {
 		on := c.Quantize.ReduceRange == "on"
@@ -343,4 +352,28 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return os.WriteFile(to, b, 0o644)
+}
+
+// writePlacement writes placement.json (where the ort-cpu INT8 model is
+// quantized and why) and deploys the float model for ORT when INT8 does not
+// pay on this CPU.
+func (b *builder) writePlacement() error {
+	p := b.res.INT8.Placement
+	if p == nil {
+		return nil
+	}
+	if p.Recommended == placement.RecommendFP32 {
+		b.ortModel = b.float
+		b.res.Notes = append(b.res.Notes, "ort-cpu: INT8 does not pay on this CPU, so the ORT and Triton artifacts are FP32; model.int8.onnx holds the fastest INT8 placement (placement.json)")
+	}
+	js, err := p.Marshal()
+	if err != nil {
+		return err
+	}
+	path, err := b.dir.path("placement.json")
+	if err != nil {
+		return err
+	}
+	b.add("placement.json", "ort", "placement", "", "")
+	return atomicfile.Write(path, js)
 }

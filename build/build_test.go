@@ -22,6 +22,7 @@ import (
 	"optc/internal/ortenv"
 	"optc/internal/testenv"
 	"optc/lint"
+	"optc/placement"
 )
 
 // mnistConfig is an INT8 build of the committed MNIST CNN: calibration on
@@ -40,6 +41,9 @@ func mnistConfig(t *testing.T, out string) config.Config {
 	c.Latency.Duration = config.Duration{Duration: 50 * time.Millisecond}
 	c.Targets = []string{"all"}
 	c.Triton.Batch, c.Triton.Threads = 8, 1
+	// Every region INT8, unmeasured: the placement search's own test is
+	// TestBuildPlacement.
+	c.Quantize.Placement = "all-int8"
 	return c
 }
 
@@ -196,6 +200,50 @@ func checkTriton(t *testing.T, out string) {
 	}
 	if fileSHA(t, filepath.Join(repo, "1", "model.onnx")) != fileSHA(t, filepath.Join(out, "model.int8.onnx")) {
 		t.Error("the Triton model is not the ORT INT8 model")
+	}
+}
+
+// --placement auto measures and writes placement.json; the ORT artifact
+// follows its recommendation; replaying the file rebuilds the same INT8
+// model without measuring.
+func TestBuildPlacement(t *testing.T) {
+	dir := t.TempDir()
+	c := mnistConfig(t, filepath.Join(dir, "auto"))
+	c.Targets = []string{"ort"}
+	c.Quantize.Placement = "auto"
+	c.Quantize.PlacementBudget = config.Duration{Duration: 10 * time.Second}
+	auto := run(t, c)
+	var file placement.File
+	readJSON(t, filepath.Join(c.Output, "placement.json"), &file)
+	if file.Mode != placement.ModeAuto || len(file.Regions) != 5 || len(file.Timings) == 0 || file.CPU == "" {
+		t.Errorf("placement.json: %+v", file)
+	}
+	wantFrom := "model.int8.onnx"
+	if file.Recommended == placement.RecommendFP32 {
+		wantFrom = "model.fp32.onnx"
+	}
+	for _, a := range auto.Artifacts {
+		if a.Path == "ort/model.ort" && a.From != wantFrom {
+			t.Errorf("placement recommends %s, ort/model.ort is made from %s", file.Recommended, a.From)
+		}
+	}
+	var table bytes.Buffer
+	if err := WriteTable(&table, auto); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "ort-cpu artifact: ") || !strings.Contains(table.String(), file.Reason) {
+		t.Errorf("the table does not give the recommendation %q:\n%s", file.Reason, table.String())
+	}
+
+	replay := c
+	replay.Output = filepath.Join(dir, "replay")
+	replay.Quantize.Placement = filepath.Join(c.Output, "placement.json")
+	res := run(t, replay)
+	if res.INT8.Placement.Mode != placement.ModeReplay || res.INT8.Placement.Recommended != file.Recommended {
+		t.Errorf("replay: %+v", res.INT8.Placement)
+	}
+	if fileSHA(t, filepath.Join(c.Output, "model.int8.onnx")) != fileSHA(t, filepath.Join(replay.Output, "model.int8.onnx")) {
+		t.Error("replaying placement.json made another INT8 model")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"optc/export"
 	"optc/lint"
+	"optc/placement"
 	"optc/ptq"
 )
 
@@ -94,6 +95,9 @@ func WriteTable(w io.Writer, r *Result) error {
 		fmt.Fprintf(w, "%s: %d nodes quantized, %d left float; fell back for accuracy: %s\n",
 			q.name, len(q.res.Quantize.Quantized), len(q.res.Quantize.Skipped), fell)
 	}
+	if r.INT8 != nil && r.INT8.Placement != nil {
+		writePlacement(w, r.INT8.Placement)
+	}
 	if t := r.TensorRT; t != nil && t.Lint != nil {
 		fmt.Fprintf(w, "tensorrt lint: %d errors, %d warnings (tensorrt/lint.json)\n", lint.Errors(t.Lint), len(t.Lint)-lint.Errors(t.Lint))
 	}
@@ -106,4 +110,19 @@ func WriteTable(w io.Writer, r *Result) error {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	return nil
+}
+
+// writePlacement says what the ORT CPU artifact is and why, and what the
+// placement search cost.
+func writePlacement(w io.Writer, p *placement.File) {
+	fmt.Fprintf(w, "ort-cpu artifact: %s\n", p.Reason)
+	int8Regions := len(p.Regions) - len(p.KeepFloat())
+	how := fmt.Sprintf("measured in %.1f s of a %.0f s budget", p.SearchSeconds, p.BudgetSeconds)
+	switch p.Mode {
+	case placement.ModeReplay:
+		how = "replayed, not measured"
+	case placement.ModeAllINT8:
+		how = "all-int8, not measured"
+	}
+	fmt.Fprintf(w, "int8 placement: %d of %d regions int8 (%s; placement.json)\n", int8Regions, len(p.Regions), how)
 }

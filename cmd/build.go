@@ -143,6 +143,8 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.BoolVar(&c.Quantize.KeepFirstLast, "keep-first-last", c.Quantize.KeepFirstLast, "keep the first and last weighted layers float")
 	fs.Float64Var(&c.Quantize.MaxAccuracyDrop, "max-accuracy-drop", c.Quantize.MaxAccuracyDrop, "accuracy budget in points (needs --eval-labels)")
 	fs.Float64Var(&c.Quantize.MinCosine, "min-cosine", c.Quantize.MinCosine, "lowest cosine to float allowed on every output")
+	fs.StringVar(&c.Quantize.Placement, "placement", c.Quantize.Placement, "where INT8 goes for ort-cpu: auto (measured), all-int8, or a placement.json to replay")
+	fs.DurationVar(&c.Quantize.PlacementBudget.Duration, "placement-budget", c.Quantize.PlacementBudget.Duration, "time bound of --placement auto's measurements")
 
 	fs.StringVar(&c.Eval.Data, "eval-data", c.Eval.Data, "evaluation data the artifacts are checked on (default: the calibration data)")
 	fs.StringVar(&c.Eval.Labels, "eval-labels", c.Eval.Labels, "a .npy of class ids for --eval-data: task accuracy")

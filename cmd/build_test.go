@@ -119,11 +119,11 @@ func TestBuildCommandMNIST(t *testing.T) {
 	status, stdout, stderr := run(t, "build", testenv.Model("mnist_cnn.onnx"), "--int8", "-o", out,
 		"--calib-data", filepath.Join(dir, "train_images.npy"), "--calib-samples", "64",
 		"--eval-data", filepath.Join(dir, "test_images.npy"), "--eval-labels", filepath.Join(dir, "test_labels.npy"),
-		"--eval-samples", "256", "--latency-duration", "50ms")
+		"--eval-samples", "256", "--latency-duration", "50ms", "--placement", "auto", "--placement-budget", "5s")
 	if status != 0 {
 		t.Fatal(stderr)
 	}
-	for _, want := range []string{"model.int8.onnx", "ort/model.ort", "speed-up b8"} {
+	for _, want := range []string{"model.int8.onnx", "ort/model.ort", "speed-up b8", "ort-cpu artifact: ", "placement.json"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}

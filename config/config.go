@@ -86,6 +86,10 @@ type Quantize struct {
 	KeepFirstLast   bool     `yaml:"keep_first_last"`
 	MaxAccuracyDrop float64  `yaml:"max_accuracy_drop"` // points; needs eval labels
 	MinCosine       float64  `yaml:"min_cosine"`
+	// Placement is where INT8 goes for ort-cpu: auto (measured),
+	// all-int8, or a placement.json to replay; PlacementBudget bounds auto.
+	Placement       string   `yaml:"placement"`
+	PlacementBudget Duration `yaml:"placement_budget"`
 }
 
 // Eval is the data the artifacts are checked on.
@@ -175,7 +179,7 @@ func Default() Config {
 		Calibration: Calibration{
 			Batch: 8, Seed: 1, Method: "percentile", Percentile: 99.999,
 		},
-		Quantize: Quantize{ReduceRange: "auto", Format: "qdq", PerChannel: true},
+		Quantize: Quantize{ReduceRange: "auto", Format: "qdq", PerChannel: true, Placement: "auto", PlacementBudget: Duration{time.Minute}},
 		Eval:     Eval{Batch: 8},
 		Runtime:  Runtime{Level: "all"},
 		Latency:  Latency{Batches: []int{1, 8}, Duration: Duration{time.Second}, Repeats: 5},
@@ -347,6 +351,12 @@ func (c Config) Validate() error {
 	}
 	if !slices.Contains([]string{"auto", "on", "off"}, c.Quantize.ReduceRange) {
 		bad("quantize.reduce_range: %q (want auto, on or off)", c.Quantize.ReduceRange)
+	}
+	if c.Quantize.Placement == "" {
+		bad("quantize.placement: empty (want auto, all-int8 or a placement.json)")
+	}
+	if c.Quantize.PlacementBudget.Duration <= 0 {
+		bad("quantize.placement_budget: %v (want a positive duration)", c.Quantize.PlacementBudget)
 	}
 	if !slices.Contains([]string{"qdq", "qoperator"}, c.Quantize.Format) {
 		bad("quantize.format: %q (want qdq or qoperator)", c.Quantize.Format)

@@ -70,14 +70,7 @@ func fallBack(opts Options, float []byte, ranges map[string][2]float64, res *Res
 			layers = append(layers, n.Name)
 		}
 	}
-	exclude := func(names []string) quantize.Options {
-		q := opts.Quant
-		q.Exclude = slices.Clone(q.Exclude)
-		for _, n := range names {
-			q.Exclude = append(q.Exclude, "^"+regexp.QuoteMeta(n)+"$")
-		}
-		return q
-	}
+	exclude := func(names []string) quantize.Options { return excluding(opts.Quant, names) }
 	for _, l := range layers {
 		_, b, _, err := quantizeWith(float, ranges, exclude(without(layers, l)))
 		if err != nil {
@@ -127,6 +120,15 @@ func fallBack(opts Options, float []byte, ranges map[string][2]float64, res *Res
 		}
 	}
 	return nil, nil, fmt.Errorf("no INT8 model meets the accuracy criterion with any layer quantized (layer sensitivities: %v)", res.Sensitivity)
+}
+
+// excluding is q with the named nodes kept float (exact names).
+func excluding(q quantize.Options, names []string) quantize.Options {
+	q.Exclude = slices.Clone(q.Exclude)
+	for _, n := range names {
+		q.Exclude = append(q.Exclude, "^"+regexp.QuoteMeta(n)+"$")
+	}
+	return q
 }
 
 func without(xs []string, x string) []string {

@@ -22,6 +22,7 @@ import (
 	"optc/graph"
 	"optc/ort"
 	"optc/passes"
+	"optc/placement"
 	"optc/quantize"
 )
 
@@ -55,6 +56,15 @@ type Options struct {
 	// layers fall back to float until they hold.
 	MaxAccuracyDrop float64
 	MinCosine       float64
+	// Placement is where INT8 goes for the ort-cpu target: "" or
+	// "all-int8" (every quantizable node, as before), "auto" (measured,
+	// see package placement) or a placement.json to replay.
+	Placement string
+	// PlacementBudget bounds the "auto" search (default 60s).
+	PlacementBudget time.Duration
+	// CPU and CPUFlags go into placement.json.
+	CPU      string
+	CPUFlags []string
 }
 
 // Result is what `optc quantize` reports.
@@ -78,6 +88,9 @@ type Result struct {
 	FellBack    []string      `json:"fell_back,omitempty"`
 	// TensorSQNR is each quantized activation's SQNR, worst first.
 	TensorSQNR []TensorSQNR `json:"tensor_sqnr,omitempty"`
+	// Placement is the latency-aware placement (placement.json; ort-cpu
+	// with Options.Placement set).
+	Placement *placement.File `json:"placement,omitempty"`
 }
 
 // CalibrationInfo says where the ranges came from.
@@ -177,6 +190,11 @@ func Run(opts Options) (*Result, error) {
 	if opts.wantsControl() && !opts.meets(res.Accuracy) {
 		if q, int8Model, err = fallBack(opts, float, plain, res, measure); err != nil {
 			return nil, err
+		}
+	}
+	if opts.Placement != "" && opts.Quant.Target == quantize.TargetORTCPU {
+		if q, int8Model, err = place(opts, float, plain, res, measure); err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.Input, err)
 		}
 	}
 	res.FloatBytes, res.Int8Bytes = int64(len(float)), int64(len(int8Model))

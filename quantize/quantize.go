@@ -52,6 +52,10 @@ type Options struct {
 	Exclude []string
 	// KeepFirstLast keeps the first and the last weighted op float.
 	KeepFirstLast bool
+	// KeepFloat lists nodes that stay float by their index in
+	// m.Graph.Nodes before Apply: exact, and it works for unnamed nodes
+	// (the latency-aware placement keeps whole regions float this way).
+	KeepFloat []int
 	// PerChannel quantizes weights per output channel; nil means true.
 	// false uses one scale per weight tensor.
 	PerChannel *bool
@@ -171,7 +175,17 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 	skip := func(n *graph.Node, why string) {
 		rep.Skipped = append(rep.Skipped, Entry{Node: n.String(), Op: n.OpType, Detail: why})
 	}
+	keepFloat := map[*graph.Node]bool{}
+	for _, i := range opts.KeepFloat {
+		if i < 0 || i >= len(g.Nodes) {
+			return nil, fmt.Errorf("quantize: KeepFloat index %d is outside the graph's %d nodes", i, len(g.Nodes))
+		}
+		keepFloat[g.Nodes[i]] = true
+	}
 	excluded := func(n *graph.Node) string {
+		if keepFloat[n] {
+			return "kept float by the placement"
+		}
 		for i, re := range excl {
 			if (n.Name != "" && re.MatchString(n.Name)) || re.MatchString(n.OpType) {
 				return "excluded by pattern " + strconv.Quote(opts.Exclude[i])
@@ -436,17 +450,17 @@ func (q *quantizer) needRanges(n *graph.Node, acts []int, output bool) string {
 	if !output {
 		return ""
 	}
-	out := outputActivation(n)
+	out := OutputActivation(n)
 	if _, ok := q.ranges[out.Name]; !ok {
 		return fmt.Sprintf("no range for output %q", out.Name)
 	}
 	return ""
 }
 
-// outputActivation returns the tensor n's quantized output is: the output
+// OutputActivation returns the tensor n's quantized output is: the output
 // of a Relu or Clip (or of the activation the optc.fused_activation note
 // names) that alone reads n's output, else n's output itself.
-func outputActivation(n *graph.Node) *graph.Value {
+func OutputActivation(n *graph.Node) *graph.Value {
 	out := n.Output(0)
 	uses := out.Uses()
 	if len(uses) != 1 || out.IsReturned() || uses[0].Index != 0 {
@@ -496,7 +510,7 @@ func (q *quantizer) rewrite(p *plan) error {
 		p.detail += ", bias float"
 	}
 	if q.target == TargetORTCPU {
-		if out := outputActivation(n); out != n.Output(0) {
+		if out := OutputActivation(n); out != n.Output(0) {
 			p.detail += fmt.Sprintf(", output quantized after %s", out.Producer().OpType)
 		}
 	}

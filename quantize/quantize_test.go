@@ -395,6 +395,22 @@ func TestSkipsLeaveNodesUntouched(t *testing.T) {
 			t.Error("float weights of skipped nodes removed, or of quantized ones kept")
 		}
 	})
+	t.Run("keep float by index", func(t *testing.T) {
+		b := convNet(t)
+		g := b.g
+		conv2 := node(t, g, "conv2")
+		before := slices.Clone(conv2.Inputs())
+		rep, err := Apply(b.m, convNetRanges, Options{KeepFloat: []int{slices.Index(g.Nodes, conv2)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(conv2.Inputs(), before) {
+			t.Error("conv2 kept float by index, yet changed")
+		}
+		if !slices.Contains(rep.Skipped, Entry{Node: `"conv2" (Conv)`, Op: "Conv", Detail: "kept float by the placement"}) {
+			t.Errorf("conv2 not reported as kept float: %v", rep.Skipped)
+		}
+	})
 	t.Run("keep first and last", func(t *testing.T) {
 		b := convNet(t)
 		g := b.g
@@ -433,6 +449,9 @@ func TestRefusals(t *testing.T) {
 	}
 	if _, err := Apply(newConvNetModel(t), convNetRanges, Options{Exclude: []string{"("}}); err == nil {
 		t.Error("bad pattern accepted")
+	}
+	if _, err := Apply(newConvNetModel(t), convNetRanges, Options{KeepFloat: []int{99}}); err == nil || !strings.Contains(err.Error(), "index 99") {
+		t.Errorf("KeepFloat index out of range: %v", err)
 	}
 	m := newConvNetModel(t)
 	if _, err := Apply(m, convNetRanges, Options{}); err != nil {

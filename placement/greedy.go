@@ -1,0 +1,99 @@
+package placement
+
+import (
+	"fmt"
+	"time"
+
+	"optc/graph"
+)
+
+// Step is one move of the greedy search: a kind of region reverted to
+// float, timed at batch 1 against the placement before it.
+type Step struct {
+	Kind     string  `json:"kind"`
+	Regions  int     `json:"regions"` // how many regions of the kind were int8
+	BeforeMs float64 `json:"before_ms"`
+	AfterMs  float64 `json:"after_ms"`
+	Kept     bool    `json:"kept"`
+}
+
+// regionKind groups regions that tend to win or lose together in INT8:
+// dense kxk convolutions pay, depthwise and 1x1 ones often do not, and
+// each pass-through op type on its own.
+func regionKind(n *graph.Node) string {
+	if n.OpType != "Conv" || n.Input(1) == nil {
+		return n.OpType
+	}
+	w := n.Input(1).ConstantTensor()
+	if w == nil || len(w.Dims) != 4 {
+		return n.OpType
+	}
+	switch {
+	case n.AttrInt("group", 1) > 1 && w.Dims[1] == 1:
+		return "Conv depthwise"
+	case w.Dims[2] == 1 && w.Dims[3] == 1:
+		return "Conv 1x1"
+	}
+	return fmt.Sprintf("Conv %dx%d", w.Dims[2], w.Dims[3])
+}
+
+// greedy starts from all-INT8 and reverts one kind of region at a time
+// (in graph order of first appearance), keeping a revert when the whole
+// model is faster by more than the noise at batch 1 and the accuracy
+// budget holds. It stops at stop. It returns nil when no revert was kept.
+func greedy(opts Options, fp, all *quantized, stop time.Time) (*quantized, []Step, error) {
+	var kinds []string
+	byKind := map[string][]int{}
+	for i, n := range fp.nodes {
+		k := regionKind(n)
+		if byKind[k] == nil {
+			kinds = append(kinds, k)
+		}
+		byKind[k] = append(byKind[k], all.regions[i].Index)
+	}
+	if len(kinds) < 2 {
+		return nil, nil, nil // reverting the only kind is the FP32 candidate
+	}
+	cur, float := all, map[int]bool{}
+	var steps []Step
+	for _, k := range kinds {
+		if time.Now().After(stop) {
+			break
+		}
+		trial := map[int]bool{}
+		for i := range float {
+			trial[i] = true
+		}
+		for _, i := range byKind[k] {
+			trial[i] = true
+		}
+		if len(trial) == len(all.regions) {
+			continue
+		}
+		next, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, withDecisions(all.regions, trial))
+		if err != nil {
+			return nil, nil, err
+		}
+		p50, err := TimeInterleaved([][]byte{cur.bytes, next.bytes}, opts.Session, opts.Shapes, 1, stop)
+		if err != nil {
+			return nil, nil, fmt.Errorf("greedy step %q: %w", k, err)
+		}
+		s := Step{Kind: k, Regions: len(byKind[k]), BeforeMs: round(p50[0]), AfterMs: round(p50[1])}
+		if p50[1] < p50[0]*(1-noise) {
+			s.Kept = true
+			if opts.Accept != nil {
+				if s.Kept, err = opts.Accept(next.bytes); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+		if s.Kept {
+			cur, float = next, trial
+		}
+		steps = append(steps, s)
+	}
+	if cur == all {
+		return nil, steps, nil
+	}
+	return cur, steps, nil
+}

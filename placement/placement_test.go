@@ -1,0 +1,310 @@
+package placement
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"optc/calibrate"
+	"optc/data"
+	"optc/graph"
+	"optc/internal/ortenv"
+	"optc/internal/testenv"
+	"optc/ort"
+	"optc/passes"
+	"optc/quantize"
+)
+
+// prepared is a float model as ptq hands it over (passes run, opset 13)
+// with ranges calibrated on random data.
+func prepared(t testing.TB, m *graph.Model) ([]byte, map[string][2]float64) {
+	t.Helper()
+	pipeline, _ := passes.Select(2, nil, nil)
+	if _, err := passes.Run(m, pipeline, passes.Options{Eval: &ort.NodeEvaluator{}}); err != nil {
+		t.Fatal(err)
+	}
+	if m.OpsetVersion("") < 13 {
+		if _, err := passes.UpgradeOpset(m, 13); err != nil {
+			t.Fatal(err)
+		}
+	}
+	float, err := graph.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := data.Open("random", data.GraphInputs(m.Graph), data.Options{High: 1, Samples: 16, Batch: 8, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	stats, err := calibrate.Collect(m, src, calibrate.DefaultTensors(m), calibrate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := stats.Cache(calibrate.MinMax, calibrate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranges := map[string][2]float64{}
+	for name, r := range cache.Ranges() {
+		ranges[name] = [2]float64{r.Min, r.Max}
+	}
+	return float, ranges
+}
+
+func mnistOptions(t testing.TB) Options {
+	m, err := graph.LoadFile(testenv.Model("mnist_cnn.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	float, ranges := prepared(t, m)
+	sess := ort.DefaultOptions()
+	sess.IntraOpThreads = 1
+	return Options{Float: float, Ranges: ranges, Quant: quantize.Options{Target: quantize.TargetORTCPU}, Session: sess}
+}
+
+// run runs a model on one random batch at level disable (so that ORT's
+// fusions cannot hide a difference between graphs).
+func run(t *testing.T, model []byte, in []*graph.Tensor) []float32 {
+	t.Helper()
+	m, err := graph.Parse(model, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, outs := ort.Interface(m)
+	s, err := ort.NewSession(ort.Source{Bytes: model, Inputs: ins, Outputs: outs}, ort.Options{Level: ort.LevelDisable, IntraOpThreads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.Run(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := got[0].Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// The regions are exactly the nodes quantize.Apply rewrites; all-int8 is
+// byte for byte what Apply alone makes (today's output); every region
+// float is the float model, output for output; one region float leaves
+// exactly that node without Q/DQ.
+func TestRegions(t *testing.T) {
+	ortenv.Require(t)
+	opts := mnistOptions(t)
+	f, allBytes, err := AllINT8(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := graph.Parse(opts.Float, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := quantize.Apply(m, opts.Ranges, opts.Quant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	today, err := graph.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(allBytes, today) {
+		t.Error("all-int8 placement differs from quantize.Apply's model")
+	}
+	var ops []string
+	for _, r := range f.Regions {
+		ops = append(ops, r.Op)
+		if r.Decision != INT8 {
+			t.Errorf("all-int8 region %s: decision %q", r.ID, r.Decision)
+		}
+	}
+	if len(f.Regions) != len(rep.Quantized) || !slices.Equal(ops, []string{"Conv", "Conv", "Conv", "Flatten", "Gemm"}) {
+		t.Errorf("regions %v, quantize report %v", f.Regions, rep.Quantized)
+	}
+
+	in, err := inputs(m, nil, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allFloat := withDecisions(f.Regions, indices(f.Regions, nil))
+	fp, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, allFloat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range fp.model.Graph.Nodes {
+		if n.OpType == "QuantizeLinear" || n.OpType == "DequantizeLinear" {
+			t.Fatalf("every region float, yet %s remains", n)
+		}
+	}
+	want, got := run(t, opts.Float, in), run(t, fp.bytes, in)
+	if !slices.Equal(want, got) {
+		t.Errorf("every region float: outputs %v, float model %v", got[:10], want[:10])
+	}
+
+	second := withDecisions(f.Regions, map[int]bool{f.Regions[1].Index: true})
+	one, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range one.nodes {
+		if readsDequantized(n) != (i != 1) {
+			t.Errorf("region %s kept float: node %s reads a DequantizeLinear: %v", f.Regions[1].ID, n, readsDequantized(n))
+		}
+	}
+}
+
+// A search writes a complete placement.json, replaying it rebuilds the
+// same model byte for byte without measuring, and a file made for another
+// model is refused.
+func TestSearchReplay(t *testing.T) {
+	ortenv.Require(t)
+	opts := mnistOptions(t)
+	opts.Budget = 10 * time.Second
+	opts.CPU = "test cpu"
+	f, model, err := Search(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := f.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", js)
+
+	var generic map[string]any
+	if err := json.Unmarshal(js, &generic); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"schema", "mode", "recommended", "chosen", "reason", "cpu", "ort_level", "threads", "regions", "timings", "search_seconds", "budget_seconds"} {
+		if _, ok := generic[k]; !ok {
+			t.Errorf("placement.json has no %q", k)
+		}
+	}
+	if f.Mode != ModeAuto || !slices.Contains([]string{RecommendINT8, RecommendFP32}, f.Recommended) ||
+		!slices.Contains([]string{CandidateAllINT8, CandidateGuided, CandidateGreedy}, f.Chosen) || f.Reason == "" || f.SearchSeconds <= 0 {
+		t.Errorf("placement %+v", f)
+	}
+	for _, r := range f.Regions {
+		if r.Decision != INT8 && r.Decision != Float {
+			t.Errorf("region %s: decision %q", r.ID, r.Decision)
+		}
+		// Every MNIST region is a named node ORT profiles under its name.
+		if r.FP32Ms <= 0 || r.INT8Ms <= 0 {
+			t.Errorf("region %s: profiled FP32 %.4f ms, INT8 %.4f ms; want both > 0", r.ID, r.FP32Ms, r.INT8Ms)
+		}
+	}
+	// MNIST's kinds in graph order: its 3x3 convolutions, Flatten, Gemm;
+	// the greedy search tries each that leaves a region int8.
+	var kinds []string
+	for _, st := range f.Greedy {
+		kinds = append(kinds, st.Kind)
+		if st.Regions <= 0 || st.BeforeMs <= 0 || st.AfterMs <= 0 {
+			t.Errorf("greedy step %+v", st)
+		}
+	}
+	if !f.BudgetExhausted && !slices.Equal(kinds, []string{"Conv 3x3", "Flatten", "Gemm"}) {
+		t.Errorf("greedy steps over kinds %v, want Conv 3x3, Flatten, Gemm", kinds)
+	}
+	threads := map[int]bool{}
+	for _, tm := range f.Timings {
+		threads[tm.Threads] = true
+		for c, ms := range tm.P50Ms {
+			if ms <= 0 {
+				t.Errorf("timing %+v: candidate %s has %v ms", tm, c, ms)
+			}
+		}
+	}
+	if !threads[1] || (!threads[0] && !f.BudgetExhausted) {
+		t.Errorf("timed at threads %v, want 1 and all cores", threads)
+	}
+
+	path := filepath.Join(t.TempDir(), "placement.json")
+	if err := os.WriteFile(path, js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	from, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		g, replayed, err := Replay(opts, from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(replayed, model) || g.Mode != ModeReplay || !slices.Equal(g.Regions, f.Regions) {
+			t.Error("replay did not rebuild the searched model")
+		}
+	}
+
+	other := *from
+	other.Regions = slices.Clone(from.Regions)
+	other.Regions[0].ID = "renamed"
+	if _, _, err := Replay(opts, &other); err == nil || !strings.Contains(err.Error(), "another model") {
+		t.Errorf("replaying a file for another model: %v", err)
+	}
+	other.Regions = from.Regions[1:]
+	if _, _, err := Replay(opts, &other); err == nil || !strings.Contains(err.Error(), "lists 4 regions") {
+		t.Errorf("replaying a file with a region missing: %v", err)
+	}
+}
+
+// The greedy search's kinds: depthwise, 1x1 and kxk convolutions apart,
+// other ops by type.
+func TestRegionKind(t *testing.T) {
+	g := graph.NewGraph("kinds")
+	x, err := g.NewValue("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := func(name string, dims []int64, group int64) *graph.Node {
+		n := int64(1)
+		for _, d := range dims {
+			n *= d
+		}
+		w, err := graph.NewFloat32Tensor(name+"_w", dims, make([]float32, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wv, err := g.AddInitializer(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := g.NewValue(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		node, err := g.AddNode("Conv", []*graph.Value{x, wv}, []*graph.Value{out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		node.SetAttr(&graph.Attr{Name: "group", Type: graph.AttrInt, Int: group})
+		return node
+	}
+	flat, err := g.NewValue("flat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flatten, err := g.AddNode("Flatten", []*graph.Value{x}, []*graph.Value{flat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[*graph.Node]string{
+		conv("dw", []int64{16, 1, 3, 3}, 16):     "Conv depthwise",
+		conv("pw", []int64{32, 16, 1, 1}, 1):     "Conv 1x1",
+		conv("k5", []int64{32, 16, 5, 5}, 1):     "Conv 5x5",
+		conv("grouped", []int64{32, 4, 3, 3}, 4): "Conv 3x3",
+		flatten:                                  "Flatten",
+	} {
+		if got := regionKind(n); got != want {
+			t.Errorf("%s: kind %q, want %q", n, got, want)
+		}
+	}
+}

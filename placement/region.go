@@ -1,0 +1,130 @@
+// Package placement decides where INT8 pays on ONNX Runtime's CPU
+// provider. INT8 Q/DQ is not faster everywhere: on many CPUs depthwise and
+// 1x1 convolutions, squeeze-excite blocks and small models run slower
+// quantized than ORT's float NCHWc kernels, while dense 3x3 convolutions
+// run up to twice as fast. So the quantized graph is split into regions
+// (each node quantize.Apply quantizes: a weighted op with the Relu/Clip
+// fused into it, or an Add/Mul/Concat/pool between Q/DQ boundaries), each
+// region's float and INT8 cost is measured with ORT's profiler, a greedy
+// search reverts whole kinds of region (depthwise convs, 1x1 convs, ...)
+// where A/B timing says INT8 loses, and the whole-model candidates are
+// timed against each other; the fastest that keeps the accuracy budget
+// wins, and FP32 when none is faster.
+//
+// The decision is written as placement.json and replays without
+// measuring, so that CI rebuilds are deterministic.
+package placement
+
+import (
+	"fmt"
+	"slices"
+
+	"optc/graph"
+	"optc/quantize"
+)
+
+// Decisions of a region.
+const (
+	INT8  = "int8"
+	Float = "float"
+)
+
+// Region is one node the accuracy-valid INT8 model quantizes.
+type Region struct {
+	// ID is the node's name, or "#index op" for an unnamed node.
+	ID string `json:"region"`
+	// Index is the node's position in the float graph: what
+	// quantize.Options.KeepFloat takes.
+	Index    int    `json:"node_index"`
+	Op       string `json:"op"`
+	Decision string `json:"decision"`
+	// FP32Ms and INT8Ms are the region's profiled median time per run at
+	// batch 1 (INT8 including the Q/DQ at its borders that ORT did not
+	// fuse); zero when not measured.
+	FP32Ms float64 `json:"fp32_ms"`
+	INT8Ms float64 `json:"int8_ms"`
+}
+
+// quantized is the INT8 model quantize.Apply makes from the float bytes,
+// with the regions it quantized (in graph order, every one int8).
+type quantized struct {
+	model   *graph.Model
+	bytes   []byte
+	regions []Region
+	// nodes are the region nodes of model, by region.
+	nodes []*graph.Node
+}
+
+// quantizeKeeping quantizes a fresh copy of float with the regions whose
+// decision is Float kept float. With regions nil it finds the regions: the
+// nodes Apply rewrote.
+func quantizeKeeping(float []byte, ranges map[string][2]float64, opts quantize.Options, regions []Region) (*quantized, error) {
+	m, err := graph.Parse(float, "")
+	if err != nil {
+		return nil, err
+	}
+	opts.KeepFloat = slices.Clone(opts.KeepFloat)
+	for _, r := range regions {
+		if r.Index < 0 || r.Index >= len(m.Graph.Nodes) {
+			return nil, fmt.Errorf("region %q: node index %d is outside the graph's %d nodes", r.ID, r.Index, len(m.Graph.Nodes))
+		}
+		if r.Decision == Float {
+			opts.KeepFloat = append(opts.KeepFloat, r.Index)
+		}
+	}
+	before := slices.Clone(m.Graph.Nodes)
+	if _, err := quantize.Apply(m, ranges, opts); err != nil {
+		return nil, err
+	}
+	if err := m.Verify(); err != nil {
+		return nil, fmt.Errorf("quantized model is invalid (a bug in optc): %w", err)
+	}
+	q := &quantized{model: m, regions: regions}
+	for _, r := range regions {
+		q.nodes = append(q.nodes, before[r.Index])
+	}
+	if regions == nil {
+		for i, n := range before {
+			if !readsDequantized(n) {
+				continue
+			}
+			id := n.Name
+			if id == "" {
+				id = fmt.Sprintf("#%d %s", i, n.OpType)
+			}
+			q.regions = append(q.regions, Region{ID: id, Index: i, Op: n.OpType, Decision: INT8})
+			q.nodes = append(q.nodes, n)
+		}
+	}
+	if q.bytes, err = graph.Marshal(m); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// readsDequantized reports whether quantize.Apply rewrote n: one of its
+// inputs now comes from a DequantizeLinear.
+func readsDequantized(n *graph.Node) bool {
+	if n.OpType == "DequantizeLinear" || n.OpType == "QuantizeLinear" {
+		return false
+	}
+	for _, in := range n.Inputs() {
+		if p := in.Producer(); p != nil && p.OpType == "DequantizeLinear" {
+			return true
+		}
+	}
+	return false
+}
+
+// withDecisions returns regions with the ones whose node index is in float
+// kept float, every other one int8.
+func withDecisions(regions []Region, float map[int]bool) []Region {
+	out := slices.Clone(regions)
+	for i := range out {
+		out[i].Decision = INT8
+		if float[out[i].Index] {
+			out[i].Decision = Float
+		}
+	}
+	return out
+}

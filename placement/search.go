@@ -1,0 +1,408 @@
+package placement
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"time"
+
+	"optc/ort"
+	"optc/quantize"
+)
+
+// The modes: what `--placement` takes besides a file.
+const (
+	ModeAuto    = "auto"     // measure and decide
+	ModeAllINT8 = "all-int8" // every region int8, nothing measured
+	ModeReplay  = "replay"   // decisions read from a placement file
+)
+
+// Candidates the search times against each other.
+const (
+	CandidateFP32    = "fp32"
+	CandidateAllINT8 = "all-int8"
+	CandidateGuided  = "profile-guided" // regions slower in INT8 kept float
+	CandidateGreedy  = "greedy"         // kinds of region reverted by A/B timing
+)
+
+// Recommendations for the ORT CPU artifact.
+const (
+	RecommendINT8 = "int8"
+	RecommendFP32 = "fp32"
+)
+
+// noise is the relative margin within which two medians count as equal:
+// INT8 is chosen only when it is faster than FP32 by more than this, and
+// must not be slower than FP32 by more than this at any batch size.
+const noise = 0.05
+
+// Options say what to place and how to measure it.
+type Options struct {
+	// Float is the float model quantization starts from (opset >= 13).
+	Float  []byte
+	Ranges map[string][2]float64
+	// Quant are the accuracy-valid INT8 settings (the layers accuracy
+	// control kept float already excluded); Target must be ort-cpu.
+	Quant quantize.Options
+	// Session is the artifact's level and threads: decisions are made there.
+	Session ort.Options
+	// Shapes fix dynamic dims of the random timing inputs.
+	Shapes map[string][]int64
+	// Batches to time (default 1 and 8).
+	Batches []int
+	// Budget bounds the search (default 60s); the first batch size is
+	// always timed, so that there is a decision.
+	Budget time.Duration
+	// Accept checks a candidate against the accuracy budget (nil: every
+	// candidate is accepted). All-INT8 is accepted already.
+	Accept func(int8Model []byte) (bool, error)
+	// CPU and CPUFlags are recorded in the file (the answer depends on the
+	// CPU).
+	CPU      string
+	CPUFlags []string
+}
+
+// File is placement.json.
+type File struct {
+	Schema int    `json:"schema"`
+	Mode   string `json:"mode"`
+	// Recommended is what the ORT CPU artifact should be, and Chosen the
+	// candidate the regions' decisions describe (the INT8 model written).
+	Recommended string   `json:"recommended"`
+	Chosen      string   `json:"chosen"`
+	Reason      string   `json:"reason"`
+	CPU         string   `json:"cpu,omitempty"`
+	CPUFlags    []string `json:"cpu_features,omitempty"`
+	Level       string   `json:"ort_level"`
+	// Threads is the intra-op thread count decisions were made at (0: one
+	// per core, ORT's default).
+	Threads int      `json:"threads"`
+	Regions []Region `json:"regions"`
+	// Greedy is the greedy search's moves; Timings the whole-model A/B
+	// medians behind the decision.
+	Greedy        []Step   `json:"greedy,omitempty"`
+	Timings       []Timing `json:"timings,omitempty"`
+	SearchSeconds float64  `json:"search_seconds"`
+	BudgetSeconds float64  `json:"budget_seconds"`
+	// BudgetExhausted says the budget ended the measurements early.
+	BudgetExhausted bool `json:"budget_exhausted"`
+}
+
+// Timing is one A/B comparison: median ms per run of each candidate.
+type Timing struct {
+	Threads int                `json:"threads"`
+	Batch   int                `json:"batch"`
+	P50Ms   map[string]float64 `json:"p50_ms"`
+	// Confirmation marks the second, fresh-session timing of an INT8 win.
+	Confirmation bool `json:"confirmation,omitempty"`
+}
+
+// SchemaVersion is the placement.json format written.
+const SchemaVersion = 1
+
+// AllINT8 is today's behaviour: every region int8, nothing measured.
+func AllINT8(opts Options) (*File, []byte, error) {
+	q, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	f := newFile(opts, ModeAllINT8, q.regions)
+	f.Recommended, f.Chosen = RecommendINT8, CandidateAllINT8
+	f.Reason = fmt.Sprintf("INT8 (all %d regions; --placement all-int8, not measured)", len(f.Regions))
+	return f, q.bytes, nil
+}
+
+// Replay builds the INT8 model a placement file describes, without
+// measuring. The file must list the regions this model and these
+// settings quantize.
+func Replay(opts Options, from *File) (*File, []byte, error) {
+	if from.Schema != SchemaVersion {
+		return nil, nil, fmt.Errorf("placement file schema %d, want %d", from.Schema, SchemaVersion)
+	}
+	if from.Recommended != RecommendINT8 && from.Recommended != RecommendFP32 {
+		return nil, nil, fmt.Errorf("placement file recommends %q, want %q or %q", from.Recommended, RecommendINT8, RecommendFP32)
+	}
+	all, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(all.regions) != len(from.Regions) {
+		return nil, nil, fmt.Errorf("placement file lists %d regions, this model quantizes %d: it was made for another model or other quantization settings", len(from.Regions), len(all.regions))
+	}
+	for i, r := range from.Regions {
+		a := all.regions[i]
+		if r.ID != a.ID || r.Index != a.Index || r.Op != a.Op {
+			return nil, nil, fmt.Errorf("placement file region %d is %q (node %d, %s), this model's is %q (node %d, %s): it was made for another model or other quantization settings",
+				i, r.ID, r.Index, r.Op, a.ID, a.Index, a.Op)
+		}
+		if r.Decision != INT8 && r.Decision != Float {
+			return nil, nil, fmt.Errorf("placement file region %q: decision %q, want %q or %q", r.ID, r.Decision, INT8, Float)
+		}
+	}
+	q, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, from.Regions)
+	if err != nil {
+		return nil, nil, err
+	}
+	f := *from
+	f.Mode = ModeReplay
+	return &f, q.bytes, nil
+}
+
+// Search measures and decides (see the package comment).
+func Search(opts Options) (*File, []byte, error) {
+	start := time.Now()
+	if opts.Budget <= 0 {
+		opts.Budget = time.Minute
+	}
+	if len(opts.Batches) == 0 {
+		opts.Batches = []int{1, 8}
+	}
+	deadline := start.Add(opts.Budget)
+	all, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(all.regions) == 0 {
+		return nil, nil, errors.New("placement: the INT8 model has no quantized region")
+	}
+	fp, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, withDecisions(all.regions, indices(all.regions, nil)))
+	if err != nil {
+		return nil, nil, err
+	}
+	in1, err := inputs(fp.model, opts.Shapes, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	// Per-region cost from ORT's profiler at batch 1.
+	f := newFile(opts, ModeAuto, all.regions)
+	fpTimes, err := nodeTimes(fp.bytes, opts.Session, in1)
+	if err != nil {
+		return nil, nil, fmt.Errorf("profiling the FP32 model: %w", err)
+	}
+	int8Times, err := nodeTimes(all.bytes, opts.Session, in1)
+	if err != nil {
+		return nil, nil, fmt.Errorf("profiling the INT8 model: %w", err)
+	}
+	fpCost, int8Cost := regionCosts(fp, fpTimes), regionCosts(all, int8Times)
+	slower := map[int]bool{}
+	for i := range f.Regions {
+		f.Regions[i].FP32Ms, f.Regions[i].INT8Ms = round(fpCost[i]), round(int8Cost[i])
+		if fpCost[i] > 0 && int8Cost[i] >= fpCost[i] {
+			slower[f.Regions[i].Index] = true
+		}
+	}
+
+	cands := []string{CandidateFP32, CandidateAllINT8}
+	models := map[string]*quantized{CandidateFP32: fp, CandidateAllINT8: all}
+	if len(slower) > 0 && len(slower) < len(all.regions) {
+		g, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, withDecisions(all.regions, slower))
+		if err != nil {
+			return nil, nil, err
+		}
+		ok := true
+		if opts.Accept != nil {
+			if ok, err = opts.Accept(g.bytes); err != nil {
+				return nil, nil, err
+			}
+		}
+		if ok {
+			cands, models[CandidateGuided] = append(cands, CandidateGuided), g
+		}
+	}
+
+	// The greedy search gets half the budget left, the A/B timing the rest.
+	gr, steps, err := greedy(opts, fp, all, time.Now().Add(time.Until(deadline)/2))
+	if err != nil {
+		return nil, nil, err
+	}
+	f.Greedy = steps
+	if gr != nil {
+		cands, models[CandidateGreedy] = append(cands, CandidateGreedy), gr
+	}
+
+	// Whole-model A/B at the artifact's threads, each batch size.
+	timeAt := func(threads, batch int, names []string) (*Timing, error) {
+		bs := make([][]byte, len(names))
+		for i, n := range names {
+			bs[i] = models[n].bytes
+		}
+		sess := opts.Session
+		sess.IntraOpThreads = threads
+		p50, err := TimeInterleaved(bs, sess, opts.Shapes, batch, deadline)
+		if err != nil {
+			return nil, fmt.Errorf("timing the candidates at batch %d, %d threads: %w", batch, threads, err)
+		}
+		t := &Timing{Threads: threads, Batch: batch, P50Ms: map[string]float64{}}
+		for i, n := range names {
+			t.P50Ms[n] = round(p50[i])
+		}
+		return t, nil
+	}
+	for i, b := range opts.Batches {
+		if i > 0 && time.Now().After(deadline) {
+			f.BudgetExhausted = true
+			break
+		}
+		t, err := timeAt(opts.Session.IntraOpThreads, b, cands)
+		if err != nil {
+			return nil, nil, err
+		}
+		f.Timings = append(f.Timings, *t)
+	}
+	choose(f, cands, models)
+	chosen := models[f.Chosen]
+	f.Regions = withDecisions(f.Regions, indices(chosen.regions, isFloat))
+
+	// A win measured once can be noise (or a burst of load on the other
+	// candidate): INT8 is confirmed against FP32 with fresh sessions at
+	// every batch size measured, whatever the budget says.
+	if f.Recommended == RecommendINT8 {
+		var confirm []Timing
+		for _, t := range f.Timings {
+			c, err := timeAt(t.Threads, t.Batch, []string{CandidateFP32, f.Chosen})
+			if err != nil {
+				return nil, nil, err
+			}
+			c.Confirmation = true
+			confirm = append(confirm, *c)
+		}
+		f.Timings = append(f.Timings, confirm...)
+		if s, w := speedup(confirm, f.Threads, f.Chosen); !wins(s, w) {
+			f.Recommended = RecommendFP32
+			f.Reason = fmt.Sprintf("FP32: INT8 was faster when searched (%s) but %.2fx the speed of FP32 when confirmed: within noise", f.Reason, s)
+		}
+	}
+
+	// The other thread counts the issue asks for (1 and all cores), for
+	// the record: FP32 against the chosen INT8 placement.
+	for _, threads := range otherThreads(opts.Session.IntraOpThreads) {
+		for _, b := range opts.Batches {
+			if time.Now().After(deadline) {
+				f.BudgetExhausted = true
+				break
+			}
+			t, err := timeAt(threads, b, []string{CandidateFP32, f.Chosen})
+			if err != nil {
+				return nil, nil, err
+			}
+			f.Timings = append(f.Timings, *t)
+		}
+	}
+	f.SearchSeconds = round(time.Since(start).Seconds())
+	return f, chosen.bytes, nil
+}
+
+// choose picks the fastest INT8 candidate (by the geometric mean of its
+// speed-up over FP32 across batch sizes at the artifact's threads) and
+// recommends it when it wins (see wins); otherwise FP32 is recommended and
+// the fastest INT8 candidate is still what the INT8 model holds.
+func choose(f *File, cands []string, models map[string]*quantized) {
+	best, bestSpeedup, worst := "", 0.0, 0.0
+	for _, c := range cands {
+		if c == CandidateFP32 {
+			continue
+		}
+		if s, w := speedup(f.Timings, f.Threads, c); s > bestSpeedup {
+			best, bestSpeedup, worst = c, s, w
+		}
+	}
+	f.Chosen = best
+	what := fmt.Sprintf("INT8 (all %d regions)", len(f.Regions))
+	if n := len(indices(models[best].regions, isFloat)); n > 0 {
+		what = fmt.Sprintf("INT8 with %d of %d regions float", n, len(f.Regions))
+	}
+	at := fmt.Sprintf("batch %s, %s", batchList(f), threadWords(f.Threads))
+	if wins(bestSpeedup, worst) {
+		f.Recommended = RecommendINT8
+		f.Reason = fmt.Sprintf("%s: %.2fx faster than FP32 (%s)", what, bestSpeedup, at)
+		return
+	}
+	f.Recommended = RecommendFP32
+	if bestSpeedup >= 1 {
+		f.Reason = fmt.Sprintf("FP32: the fastest INT8 placement (%s) was %.2fx the speed of FP32, within noise or slower at one batch size (%s)", what, bestSpeedup, at)
+		return
+	}
+	f.Reason = fmt.Sprintf("FP32: INT8 was %.2fx slower on this CPU (fastest placement: %s; %s)", 1/bestSpeedup, what, at)
+}
+
+// wins: faster than FP32 by more than the noise overall and not slower
+// than the noise at any batch size.
+func wins(speedup, worst float64) bool { return speedup > 1+noise && worst >= 1-noise }
+
+// speedup is the geometric mean over batch sizes of FP32's median over the
+// candidate's, and the worst of those ratios, in timings at threads.
+func speedup(timings []Timing, threads int, c string) (mean, worst float64) {
+	logSum, n := 0.0, 0
+	worst = math.Inf(1)
+	for _, t := range timings {
+		if t.Threads == threads && t.P50Ms[c] > 0 {
+			r := t.P50Ms[CandidateFP32] / t.P50Ms[c]
+			logSum += math.Log(r)
+			worst = min(worst, r)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return math.Exp(logSum / float64(n)), worst
+}
+
+func newFile(opts Options, mode string, regions []Region) *File {
+	return &File{Schema: SchemaVersion, Mode: mode, CPU: opts.CPU, CPUFlags: opts.CPUFlags,
+		Level: opts.Session.Level.String(), Threads: opts.Session.IntraOpThreads, Regions: regions,
+		BudgetSeconds: opts.Budget.Seconds()}
+}
+
+// otherThreads are the thread counts measured besides the artifact's: 1
+// and one per core (0, ORT's default), without repeats.
+func otherThreads(threads int) []int {
+	var out []int
+	for _, t := range []int{1, 0} {
+		if t != threads && !(t == 0 && threads == runtime.NumCPU()) && !(t == 1 && threads == 0 && runtime.NumCPU() == 1) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func threadWords(threads int) string {
+	if threads == 0 {
+		return fmt.Sprintf("all %d cores", runtime.NumCPU())
+	}
+	if threads == 1 {
+		return "1 thread"
+	}
+	return fmt.Sprintf("%d threads", threads)
+}
+
+func batchList(f *File) string {
+	s := ""
+	for _, t := range f.Timings {
+		if t.Threads == f.Threads {
+			if s != "" {
+				s += " and "
+			}
+			s += fmt.Sprint(t.Batch)
+		}
+	}
+	return s
+}
+
+func isFloat(r Region) bool { return r.Decision == Float }
+
+// indices are the node indices of the regions keep selects (all when nil).
+func indices(regions []Region, keep func(Region) bool) map[int]bool {
+	ids := map[int]bool{}
+	for _, r := range regions {
+		if keep == nil || keep(r) {
+			ids[r.Index] = true
+		}
+	}
+	return ids
+}
+
+// round keeps four decimals, so that placement.json stays readable.
+func round(x float64) float64 { return math.Round(x*1e4) / 1e4 }

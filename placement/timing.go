@@ -1,0 +1,85 @@
+package placement
+
+import (
+	"fmt"
+	"time"
+
+	"optc/bench"
+	"optc/data"
+	"optc/graph"
+	"optc/ort"
+)
+
+// Timing settings of the A/B comparison: every candidate gets warm-up
+// runs, then the candidates take turns, a few runs each, so that drift
+// (frequency, other processes) hits them alike.
+const (
+	warmupRuns   = 5
+	runsPerTurn  = 3
+	minTurns     = 5
+	timePerBatch = 1500 * time.Millisecond
+)
+
+// inputs builds a random batch of b samples for m's inputs, dynamic dims
+// fixed by shapes.
+func inputs(m *graph.Model, shapes map[string][]int64, b int) ([]*graph.Tensor, error) {
+	return bench.InputBatch(bench.Options{Data: "random", DataOpts: data.Options{High: 1, Seed: 1, Shapes: shapes}},
+		data.GraphInputs(m.Graph), b)
+}
+
+// TimeInterleaved times the models (same inputs: random, batch samples,
+// dynamic dims fixed by shapes), interleaved, and returns each one's median
+// latency in milliseconds. It stops taking turns at the deadline (after
+// minTurns).
+func TimeInterleaved(models [][]byte, sess ort.Options, shapes map[string][]int64, batch int, deadline time.Time) ([]float64, error) {
+	first, err := graph.Parse(models[0], "")
+	if err != nil {
+		return nil, err
+	}
+	in, err := inputs(first, shapes, batch)
+	if err != nil {
+		return nil, err
+	}
+	sessions := make([]*ort.Session, len(models))
+	defer func() {
+		for _, s := range sessions {
+			if s != nil {
+				s.Close()
+			}
+		}
+	}()
+	for i, b := range models {
+		m, err := graph.Parse(b, "")
+		if err != nil {
+			return nil, err
+		}
+		ins, outs := ort.Interface(m)
+		if sessions[i], err = ort.NewSession(ort.Source{Bytes: b, Inputs: ins, Outputs: outs}, sess); err != nil {
+			return nil, err
+		}
+		for range warmupRuns {
+			if _, err := sessions[i].Run(in); err != nil {
+				return nil, fmt.Errorf("warm-up run: %w", err)
+			}
+		}
+	}
+	runs := make([][]float64, len(models))
+	start := time.Now()
+	for turn := 0; turn < minTurns || (time.Since(start) < timePerBatch && time.Now().Before(deadline)); turn++ {
+		for k := range models {
+			i := (k + turn) % len(models) // rotate who goes first
+			for range runsPerTurn {
+				t := time.Now()
+				if _, err := sessions[i].Run(in); err != nil {
+					return nil, err
+				}
+				runs[i] = append(runs[i], float64(time.Since(t))/float64(time.Millisecond))
+			}
+		}
+	}
+	p50 := make([]float64, len(models))
+	for i, r := range runs {
+		p50[i] = median(r)
+	}
+	return p50, nil
+}

@@ -1,0 +1,60 @@
+package ptq
+
+import (
+	"fmt"
+
+	"optc/compare"
+	"optc/graph"
+	"optc/placement"
+)
+
+// place applies opts.Placement to the accuracy-valid INT8 settings (the
+// layers accuracy control kept float stay float): all-int8 keeps the model
+// as it is, auto measures, anything else is a placement.json to replay. A
+// placement that keeps more regions float is re-measured so that the
+// reported accuracy is the written model's.
+func place(opts Options, float []byte, ranges map[string][2]float64, res *Result,
+	measure func([]byte) (*compare.Result, error)) (*graph.Model, []byte, error) {
+	po := placement.Options{Float: float, Ranges: ranges, Quant: excluding(opts.Quant, res.FellBack),
+		Session: opts.Session, Shapes: opts.LatencyShapes, Budget: opts.PlacementBudget,
+		CPU: opts.CPU, CPUFlags: opts.CPUFlags}
+	if opts.wantsControl() {
+		po.Accept = func(b []byte) (bool, error) {
+			r, err := measure(b)
+			return err == nil && opts.meets(r), err
+		}
+	}
+	var f *placement.File
+	var err error
+	switch opts.Placement {
+	case placement.ModeAllINT8:
+		f, _, err = placement.AllINT8(po)
+	case placement.ModeAuto:
+		f, _, err = placement.Search(po)
+	default:
+		var from *placement.File
+		if from, err = placement.ReadFile(opts.Placement); err == nil {
+			f, _, err = placement.Replay(po, from)
+		}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("placement: %w", err)
+	}
+	res.Placement = f
+	quant := po.Quant
+	quant.KeepFloat = f.KeepFloat()
+	q, b, rep, err := quantizeWith(float, ranges, quant)
+	if err != nil {
+		return nil, nil, err
+	}
+	res.Quantize = rep
+	if res.Accuracy != nil && len(quant.KeepFloat) > 0 {
+		if res.Accuracy, err = measure(b); err != nil {
+			return nil, nil, err
+		}
+		if opts.wantsControl() && !opts.meets(res.Accuracy) {
+			return nil, nil, fmt.Errorf("placement: the INT8 model with %d regions kept float misses the accuracy criterion", len(quant.KeepFloat))
+		}
+	}
+	return q, b, nil
+}
