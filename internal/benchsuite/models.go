@@ -85,6 +85,7 @@ func (s *suite) benchModels() []benchModel {
 			eval: lines("cls_images.npy"), evalOpts: data.Options{Batch: 50}, labels: lines("cls_labels.npy")},
 	}
 	if s.opts.Quick {
+		models[1].evalOpts.Samples = 500
 		return models
 	}
 	return append(models,
@@ -141,7 +142,7 @@ func (s *suite) measureModel(m benchModel) error {
 	}
 	window := time.Second
 	if s.opts.Quick {
-		window = 300 * time.Millisecond
+		window = 250 * time.Millisecond
 	}
 	batches := []int{1, 8}
 	for _, level := range []ort.Level{ort.LevelAll, ort.LevelDisable} {
