@@ -2,7 +2,9 @@ package benchsuite
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"optc/calibrate"
 	"optc/compare"
 	"optc/data"
+	"optc/graph"
 	"optc/internal/testenv"
 	"optc/optimize"
 	"optc/ort"
@@ -63,6 +66,9 @@ type benchModel struct {
 	eval       string
 	evalOpts   data.Options
 	labels     string
+	// randomData names .npy files (in the work folder) to fill with
+	// this many uniform random samples of shape before use.
+	randomData map[string]int
 }
 
 // benchModels lists the models: MNIST and cls in both suites, det and rec
@@ -71,10 +77,6 @@ func (s *suite) benchModels() []benchModel {
 	cache := testenv.CacheDir()
 	ocr := func(f string) string { return filepath.Join(cache, "ocr-models", f) }
 	lines := func(f string) string { return filepath.Join(cache, "textlines", f) }
-	// The OCR models' input is x; random data and timing shapes name it.
-	random := func(shape []int64, n int) data.Options {
-		return data.Options{Batch: 1, Samples: n, Seed: 1, High: 1, Shapes: map[string][]int64{"x": shape}}
-	}
 	models := []benchModel{
 		{name: "mnist", path: filepath.Join(s.opts.Root, "testdata", "models", "mnist_cnn.onnx"), input: "input", shape: []int64{1, 1, 28, 28},
 			calib: filepath.Join(cache, "mnist", "train_images.npy"), calibOpts: data.Options{Batch: 50, Samples: 200, Shuffle: true, Seed: 1},
@@ -90,10 +92,13 @@ func (s *suite) benchModels() []benchModel {
 	}
 	return append(models,
 		// det has no labelled page set here: calibrated and judged on
-		// uniform random images, so its agreement figure is weak.
+		// uniform random images (written as .npy files: ptq's per-tensor
+		// SQNR reads 32-sample batches, which a --shape fixed at batch 1
+		// refuses), so its agreement figure is weak.
 		benchModel{name: "det", path: ocr("ch_PP-OCRv4_det_infer.onnx"), input: "x", shape: []int64{1, 3, 320, 320},
-			calib: "random", calibOpts: random([]int64{1, 3, 320, 320}, 32),
-			eval: "random", evalOpts: func() data.Options { o := random([]int64{1, 3, 320, 320}, 16); o.Seed = 2; return o }()},
+			calib: filepath.Join(s.opts.Work, "det-calib.npy"), calibOpts: data.Options{Batch: 4},
+			eval: filepath.Join(s.opts.Work, "det-eval.npy"), evalOpts: data.Options{Batch: 4},
+			randomData: map[string]int{"det-calib.npy": 32, "det-eval.npy": 16}},
 		// rec reads the rendered text lines (48 high, like its training
 		// crops; 192 wide here, 320 in the timing runs).
 		benchModel{name: "rec", path: ocr("ch_PP-OCRv4_rec_infer.onnx"), input: "x", shape: []int64{1, 3, 48, 320},
@@ -195,6 +200,13 @@ func (s *suite) variants(m benchModel) ([]variant, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	for name, n := range m.randomData {
+		seed := fnv.New64a()
+		seed.Write([]byte(name))
+		if err := writeRandomNpy(filepath.Join(s.opts.Work, name), n, m.shape, seed.Sum64()); err != nil {
+			return nil, err
+		}
+	}
 	check := data.Options{Shapes: map[string][]int64{m.input: m.shape}, High: 1, Seed: 1}
 	opt := filepath.Join(dir, "model.fp32.onnx")
 	s.progress("%s: optimize", m.name)
@@ -250,4 +262,24 @@ func judge(m benchModel, path string) (*Quality, error) {
 		q.OriginalAccuracy, q.Accuracy = &r.Accuracy.A, &r.Accuracy.B
 	}
 	return q, nil
+}
+
+// writeRandomNpy writes n samples of shape (its axis 0 is the sample axis)
+// of uniform [0, 1) values, the same for the same seed.
+func writeRandomNpy(path string, n int, shape []int64, seed uint64) error {
+	dims := append([]int64{int64(n)}, shape[1:]...)
+	size := int64(1)
+	for _, d := range dims {
+		size *= d
+	}
+	r := rand.New(rand.NewPCG(seed, 2))
+	vals := make([]float32, size)
+	for i := range vals {
+		vals[i] = r.Float32()
+	}
+	t, err := graph.NewFloat32Tensor("x", dims, vals)
+	if err != nil {
+		return err
+	}
+	return data.WriteNpy(path, t)
 }
