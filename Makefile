@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/optc
 EXAMPLE := testdata/models/mnist_cnn.onnx
 
-.PHONY: build demo test testdata ort fuzz bench-io bench-passes bench-int8 vet
+.PHONY: build demo test testdata ort fuzz bench bench-quick bench-io bench-passes bench-int8 vet
 
 build:
 	$(GO) build -o $(BIN) ./cmd/optc
@@ -36,6 +36,16 @@ vet:
 FUZZTIME ?= 2m
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./graph
+
+# The benchmark suite (docs/BENCHMARKS.md): every row a ratio of two things
+# measured side by side, repeated; the table is printed and written with
+# the JSON results into out/bench. bench-quick (MNIST and cls, fewer
+# repeats) takes under 3 minutes; bench takes about 15-20 minutes.
+bench: testdata ort
+	$(GO) run ./internal/benchsuite/run -o out/bench
+
+bench-quick: testdata ort
+	$(GO) run ./internal/benchsuite/run -quick -o out/bench
 
 # Load+save throughput and peak memory on a 512 MiB synthetic model.
 bench-io:

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"optc/graph"
+	"optc/internal/synth"
 	"optc/passes"
 )
 
@@ -15,28 +16,11 @@ import (
 // hanging off every k-th value when k > 0.
 func chain(tb testing.TB, n, k int) *graph.Model {
 	tb.Helper()
-	g := graph.NewGraph("chain")
-	x, _ := g.NewValue("x")
-	x.Type = graph.TensorType(graph.Float, graph.StaticShape(2, 3))
-	g.Inputs = []*graph.Value{x}
-	cur := x
-	for i := range n {
-		next, err := g.NewValue(fmt.Sprint("v", i))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if _, err := g.AddNode("Relu", []*graph.Value{cur}, []*graph.Value{next}); err != nil {
-			tb.Fatal(err)
-		}
-		if k > 0 && i%k == 0 {
-			dead, _ := g.NewValue(fmt.Sprint("dead", i))
-			g.AddNode("Neg", []*graph.Value{cur}, []*graph.Value{dead})
-		}
-		cur = next
+	m, err := synth.ReluChain(n, k)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	cur.Type = graph.TensorType(graph.Float, graph.StaticShape(2, 3))
-	g.Outputs = []*graph.Value{cur}
-	return &graph.Model{IRVersion: 8, Opsets: []graph.OpsetImport{{Version: 17}}, Graph: g}
+	return m
 }
 
 func TestSelect(t *testing.T) {
