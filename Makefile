@@ -16,10 +16,16 @@ demo: build ort
 	./$(BIN) build --config testdata/mnist/optc.yaml --force
 
 # Fetches what the tests need (cached, checksummed) and runs every test,
-# then a short fuzzing pass over the model loader.
+# then a short fuzzing pass over every parser.
 test: testdata ort vet
 	$(GO) test ./...
-	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=15s ./graph
+	$(MAKE) --no-print-directory fuzz FUZZTIME=8s
+
+# Every fuzz target, as package:Target. Their seeds are real files; the
+# inputs that once failed are kept under <package>/testdata/fuzz/<Target>/.
+FUZZ_TARGETS := graph:FuzzParse graph:FuzzParseTensor graph:FuzzLoadExternal \
+	data:FuzzReadNpyHeader data:FuzzReadNpy data:FuzzOpenNpz \
+	calibrate:FuzzReadCache export:FuzzReadTRTCalibCache config:FuzzDecode
 
 testdata:
 	scripts/fetch-testdata.sh
@@ -32,10 +38,13 @@ vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
 
-# A longer fuzzing run (FUZZTIME=10m make fuzz).
+# A longer fuzzing run, FUZZTIME per target (FUZZTIME=10m make fuzz).
 FUZZTIME ?= 2m
 fuzz:
-	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./graph
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $$t ($(FUZZTIME))"; \
+		$(GO) test -run='^$$' -fuzz="^$${t#*:}\$$" -fuzztime=$(FUZZTIME) ./$${t%%:*}; \
+	done
 
 # Load+save throughput and peak memory on a 512 MiB synthetic model.
 bench-io:
