@@ -55,14 +55,11 @@ func convertRun(opts *ConvertOptions) error {
 	if opts.SizeThreshold < 0 {
 		return usageError{fmt.Errorf("convert: --size-threshold must not be negative")}
 	}
-	m, err := graph.LoadFile(opts.Input)
+	m, err := graph.LoadValid(opts.Input)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	if err := m.Verify(); err != nil {
-		return fmt.Errorf("%s: invalid model: %w", opts.Input, err)
-	}
 	before := graph.Summarize(m)
 	save := graph.SaveOptions{SizeThreshold: opts.SizeThreshold, Location: opts.Location}
 	if opts.ExternalData {

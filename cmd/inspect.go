@@ -42,14 +42,11 @@ one JSON object (fields: docs/inspect.md).`,
 }
 
 func inspectRun(opts *InspectOptions) error {
-	m, err := graph.LoadFile(opts.Model)
+	m, err := graph.LoadValid(opts.Model)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	if err := m.Verify(); err != nil {
-		return fmt.Errorf("%s: invalid model: %w", opts.Model, err)
-	}
 	s := graph.Summarize(m)
 	semi := prune.Check24(m)
 	if opts.JSON {

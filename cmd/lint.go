@@ -52,14 +52,11 @@ nothing. --json prints the findings as one JSON object.`,
 }
 
 func lintRun(opts *LintOptions) error {
-	m, err := graph.LoadFile(opts.Model)
+	m, err := graph.LoadValid(opts.Model)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	if err := m.Verify(); err != nil {
-		return fmt.Errorf("%s: invalid model: %w", opts.Model, err)
-	}
 	fs := lint.TensorRT(m)
 	if fs == nil {
 		fs = []lint.Finding{}

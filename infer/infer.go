@@ -53,7 +53,7 @@ func Run(opts Options) (*Result, error) {
 	if _, err := ort.Init(opts.ORTLib); err != nil {
 		return nil, err
 	}
-	m, err := graph.LoadFile(opts.Model)
+	m, err := graph.LoadValid(opts.Model)
 	if err != nil {
 		return nil, err
 	}
