@@ -230,7 +230,7 @@ func calibrationRanges(opts Options, m *graph.Model, float []byte) (map[string]c
 	tensors := calibrate.DefaultTensors(m)
 	stats, err := calibrate.Collect(m, src, tensors, opts.Calib)
 	if err != nil {
-		return nil, nil, fmt.Errorf("calibrating %s: %w", opts.Input, err)
+		return nil, nil, fmt.Errorf("calibrating on %s: %w", opts.CalibData, err)
 	}
 	cache, err := stats.Cache(opts.Method, opts.Calib)
 	if err != nil {
