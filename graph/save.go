@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+
+	"optc/internal/atomicfile"
 )
 
 // ExternalMode says where Save puts tensor data.
@@ -151,6 +153,7 @@ type atomicFile struct {
 	f    *os.File
 	w    *bufio.Writer
 	path string
+	tmp  *atomicfile.Temp // removed if the process is interrupted
 }
 
 func newAtomicFile(path string) (*atomicFile, error) {
@@ -158,7 +161,8 @@ func newAtomicFile(path string) (*atomicFile, error) {
 	if err != nil {
 		return nil, unwrapPathError(err)
 	}
-	return &atomicFile{f: f, w: bufio.NewWriterSize(f, 1<<20), path: path}, nil
+	tmp := atomicfile.Track(func() { os.Remove(f.Name()) })
+	return &atomicFile{f: f, w: bufio.NewWriterSize(f, 1<<20), path: path, tmp: tmp}, nil
 }
 
 func (a *atomicFile) commit() error {
@@ -173,10 +177,10 @@ func (a *atomicFile) commit() error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(a.f.Name(), a.path)
+		err = a.tmp.Commit(func() error { return os.Rename(a.f.Name(), a.path) })
 	}
 	if err != nil {
-		os.Remove(a.f.Name())
+		a.abort()
 		return unwrapPathError(err)
 	}
 	return nil
@@ -185,4 +189,5 @@ func (a *atomicFile) commit() error {
 func (a *atomicFile) abort() {
 	a.f.Close()
 	os.Remove(a.f.Name())
+	a.tmp.Drop()
 }

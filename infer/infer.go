@@ -14,6 +14,7 @@ import (
 
 	"optc/data"
 	"optc/graph"
+	"optc/internal/atomicfile"
 	"optc/ort"
 )
 
@@ -174,7 +175,11 @@ func writeAll(dir string, tensors []*graph.Tensor) ([]Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("output folder %s: %w", dir, err)
 	}
-	defer os.RemoveAll(tmp)
+	temp := atomicfile.Track(func() { os.RemoveAll(tmp) })
+	defer func() {
+		os.RemoveAll(tmp)
+		temp.Drop()
+	}()
 	names := make([]string, len(tensors))
 	for i, t := range tensors {
 		names[i] = t.Name
@@ -190,10 +195,17 @@ func writeAll(dir string, tensors []*graph.Tensor) ([]Output, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("output folder %s: %w", dir, err)
 	}
-	for _, f := range files {
-		if err := os.Rename(filepath.Join(tmp, f), filepath.Join(dir, f)); err != nil {
-			return nil, fmt.Errorf("output folder %s: %w", dir, err)
+	// All files or none: an interrupt waits for the renames.
+	err = temp.Commit(func() error {
+		for _, f := range files {
+			if err := os.Rename(filepath.Join(tmp, f), filepath.Join(dir, f)); err != nil {
+				return fmt.Errorf("output folder %s: %w", dir, err)
+			}
 		}
+		return os.Remove(tmp)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return outs, nil
 }

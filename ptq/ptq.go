@@ -20,6 +20,7 @@ import (
 	"optc/compare"
 	"optc/data"
 	"optc/graph"
+	"optc/internal/atomicfile"
 	"optc/ort"
 	"optc/passes"
 	"optc/quantize"
@@ -247,11 +248,11 @@ func calibrationRanges(opts Options, m *graph.Model, float []byte) (map[string]c
 
 // latency measures both models at batch 1 and 8 on random inputs.
 func latency(opts Options, float, int8Model []byte) ([]LatencyRow, error) {
-	dir, err := os.MkdirTemp("", "optc-ptq-")
+	dir, cleanup, err := atomicfile.ScratchDir("optc-ptq-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer cleanup()
 	paths := [2]string{filepath.Join(dir, "float.onnx"), filepath.Join(dir, "int8.onnx")}
 	for i, b := range [][]byte{float, int8Model} {
 		if err := os.WriteFile(paths[i], b, 0o644); err != nil {

@@ -16,10 +16,12 @@ func Write(path string, parts ...[]byte) (err error) {
 	if err != nil {
 		return unwrap(err)
 	}
+	tmp := Track(func() { os.Remove(f.Name()) })
 	defer func() {
 		if err != nil {
 			f.Close()
 			os.Remove(f.Name())
+			tmp.Drop()
 			err = unwrap(err)
 		}
 	}()
@@ -37,7 +39,7 @@ func Write(path string, parts ...[]byte) (err error) {
 	if err = f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(f.Name(), path)
+	return tmp.Commit(func() error { return os.Rename(f.Name(), path) })
 }
 
 // unwrap drops the os.PathError wrapping so that messages name the
