@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/optc
 EXAMPLE := testdata/models/mnist_cnn.onnx
 
-.PHONY: build demo test testdata ort fuzz bench-io bench-passes bench-int8 vet
+.PHONY: build demo test race testdata ort fuzz bench-io bench-passes bench-int8 vet
 
 build:
 	$(GO) build -o $(BIN) ./cmd/optc
@@ -19,7 +19,15 @@ demo: build ort
 # then a short fuzzing pass over every parser.
 test: testdata ort vet
 	$(GO) test ./...
+	$(MAKE) --no-print-directory race
 	$(MAKE) --no-print-directory fuzz FUZZTIME=8s
+
+# The tests of what runs in parallel, under the race detector: bench's
+# concurrent requests, build's interrupt path, temporaries registered by
+# parallel writers, concurrent reads of external data.
+race:
+	$(GO) test -race -run='^(TestConcurrent.*|TestBuildInterrupted|TestBuildFailureLeavesNothing)$$' \
+		./bench ./build ./graph ./internal/atomicfile
 
 # Every fuzz target, as package:Target. Their seeds are real files; the
 # inputs that once failed are kept under <package>/testdata/fuzz/<Target>/.
