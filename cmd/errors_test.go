@@ -262,6 +262,7 @@ func failsWithin(t *testing.T, dir string, wantStatus int, want string, args ...
 	case <-time.After(catalogTimeout):
 		t.Fatalf("optc %s: still running after %v", strings.Join(args, " "), catalogTimeout)
 	}
+	t.Logf("%s", r.stderr)
 	if strings.Contains(r.stderr, "internal error") {
 		t.Errorf("optc %s: %s", strings.Join(args, " "), r.stderr)
 	}
