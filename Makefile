@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/optc
 EXAMPLE := testdata/models/mnist_cnn.onnx
 
-.PHONY: build demo test race testdata ort fuzz bench-io bench-passes bench-int8 vet
+.PHONY: build demo test race testdata ort fuzz bench-io bench-big bench-passes bench-int8 vet
 
 build:
 	$(GO) build -o $(BIN) ./cmd/optc
@@ -57,6 +57,11 @@ fuzz:
 # Load+save throughput and peak memory on a 512 MiB synthetic model.
 bench-io:
 	$(GO) test -run='^$$' -bench=LoadSave -benchtime=3x ./graph
+
+# optc build --int8 of a synthetic 2.1 GiB model with external data: peak
+# RSS, anonymous and file-backed memory, and time (not part of make test).
+bench-big: ort
+	$(GO) test -run='^$$' -bench=BuildBigModel -benchtime=1x -timeout=60m ./cmd
 
 # Pass pipeline cost on 10k/100k-node graphs, and ORT latency of each real
 # model optimized vs original (levels disable and all).
