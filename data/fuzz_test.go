@@ -50,8 +50,10 @@ func FuzzReadNpy(f *testing.F) {
 		if h, err := readNpyHeader(bytes.NewReader(b), int64(len(b))); err == nil {
 			dt = h.dtype
 		}
-		if src, err := Open(path, []Input{{Name: "x", DType: dt}}, Options{Batch: 3, Samples: 100}); err == nil {
-			drain(src)
+		for _, shuffle := range []bool{false, true} {
+			if src, err := Open(path, []Input{{Name: "x", DType: dt}}, Options{Batch: 3, Samples: 100, Shuffle: shuffle, Seed: 1}); err == nil {
+				drain(src)
+			}
 		}
 		tn, err := ReadNpy(path)
 		if err != nil {
@@ -135,4 +137,19 @@ func npzInputs(b []byte) []Input {
 		inputs = append(inputs, in)
 	}
 	return inputs
+}
+
+// TestDrawOrderHuge: drawing from more samples than drawOrder permutes in
+// full gives distinct in-range indices, the same for the same seed.
+func TestDrawOrderHuge(t *testing.T) {
+	for _, n := range []int{maxPermutation + 1, 1 << 40} {
+		a, b := drawOrder(7, n, 1000), drawOrder(7, n, 1000)
+		seen := map[int]bool{}
+		for i, v := range a {
+			if v < 0 || v >= n || seen[v] || v != b[i] {
+				t.Fatalf("n=%d: draw %d is %d (again: %d), seen before: %v", n, i, v, b[i], seen[v])
+			}
+			seen[v] = true
+		}
+	}
 }
