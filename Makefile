@@ -58,10 +58,11 @@ fuzz:
 bench-io:
 	$(GO) test -run='^$$' -bench=LoadSave -benchtime=3x ./graph
 
-# optc build --int8 of a synthetic 2.1 GiB model with external data: peak
-# RSS, anonymous and file-backed memory, and time (not part of make test).
+# inspect, convert, optimize and build --int8 of a synthetic 2.1 GiB model
+# with external data: peak RSS, anonymous and file-backed memory, and time
+# of each (not part of make test).
 bench-big: ort
-	$(GO) test -run='^$$' -bench=BuildBigModel -benchtime=1x -timeout=60m ./cmd
+	$(GO) test -run='^$$' -bench=BigModel -benchtime=1x -timeout=60m ./cmd
 
 # Pass pipeline cost on 10k/100k-node graphs, and ORT latency of each real
 # model optimized vs original (levels disable and all).

@@ -122,14 +122,41 @@ func (p *procPeaks) sample(pid int) {
 	}
 }
 
-// BenchmarkBuildBigModel runs `optc build --int8` (random calibration
-// data, the ORT target) on a synthetic model over 2 GiB with external data
-// and reports the build's peak memory: VmHWM (peak RSS, mapped weight
-// pages included), and the peaks of anonymous memory (what optc and ORT
-// allocate) and of file-backed pages (the mapped model, reclaimable), read
-// from /proc every 20 ms while it runs. make bench-big runs it;
-// OPTC_BIG_COLUMNS shrinks the model for a trial run.
-func BenchmarkBuildBigModel(b *testing.B) {
+// runPeaks runs the binary and returns its peak memory, read from
+// /proc every 20 ms while it runs, and its wall time.
+func runPeaks(b *testing.B, bin string, args ...string) (procPeaks, time.Duration, error) {
+	b.Helper()
+	c := exec.Command(bin, args...)
+	var stderr strings.Builder
+	c.Stderr = &stderr
+	start := time.Now()
+	if err := c.Start(); err != nil {
+		b.Fatal(err)
+	}
+	var peaks procPeaks
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				err = fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
+			}
+			return peaks, time.Since(start), err
+		case <-time.After(20 * time.Millisecond):
+			peaks.sample(c.Process.Pid)
+		}
+	}
+}
+
+// BenchmarkBigModel runs optc on a synthetic model over 2 GiB with
+// external data, one sub-benchmark a command (inspect, convert, optimize
+// without the ORT check, build --int8 on random calibration data), and
+// reports each one's peak memory: VmHWM (peak RSS, mapped weight pages
+// included) and the peaks of anonymous memory (what optc and ORT allocate)
+// and of file-backed pages (the mapped model, reclaimable). make bench-big
+// runs it; OPTC_BIG_COLUMNS shrinks the model for a trial run.
+func BenchmarkBigModel(b *testing.B) {
 	ortenv.Require(b)
 	cols := int64(bigModelColumns)
 	if s := os.Getenv("OPTC_BIG_COLUMNS"); s != "" {
@@ -145,40 +172,36 @@ func BenchmarkBuildBigModel(b *testing.B) {
 	if out, err := exec.Command("go", "build", "-o", bin, "optc/cmd/optc").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
-	b.ResetTimer()
-	for i := range b.N {
-		out := filepath.Join(dir, fmt.Sprint("out", i))
-		c := exec.Command(bin, "build", model, "--int8", "--calib-data", "random", "--calib-batch", "4",
-			"--latency-batches", "1", "--latency-duration", "1s", "-o", out)
-		var stderr strings.Builder
-		c.Stderr = &stderr
-		start := time.Now()
-		if err := c.Start(); err != nil {
-			b.Fatal(err)
-		}
-		var peaks procPeaks
-		done := make(chan error, 1)
-		go func() { done <- c.Wait() }()
-		var err error
-	wait:
-		for {
-			select {
-			case err = <-done:
-				break wait
-			case <-time.After(20 * time.Millisecond):
-				peaks.sample(c.Process.Pid)
+	out := filepath.Join(dir, "out")
+	commands := []struct {
+		name string
+		args []string
+	}{
+		{"inspect", []string{"inspect", model}},
+		{"convert", []string{"convert", model, "-o", filepath.Join(out, "c.onnx"), "--external-data"}},
+		{"optimize", []string{"optimize", model, "-o", filepath.Join(out, "o.onnx"), "--no-check"}},
+		{"build-int8", []string{"build", model, "--int8", "--calib-data", "random", "--calib-batch", "4",
+			"--latency-batches", "1", "--latency-duration", "1s", "-o", filepath.Join(out, "build")}},
+	}
+	for _, c := range commands {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				if err := os.MkdirAll(out, 0o755); err != nil {
+					b.Fatal(err)
+				}
+				peaks, wall, err := runPeaks(b, bin, c.args...)
+				if err != nil {
+					b.Fatalf("optc %s: %v", c.name, err)
+				}
+				b.ReportMetric(float64(size)/(1<<20), "model-MiB")
+				b.ReportMetric(float64(peaks.hwm)/(1<<20), "peak-RSS-MiB")
+				b.ReportMetric(float64(peaks.anon)/(1<<20), "peak-anon-MiB")
+				b.ReportMetric(float64(peaks.file)/(1<<20), "peak-file-MiB")
+				b.ReportMetric(wall.Seconds(), "wall-s")
+				if err := os.RemoveAll(out); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-		if err != nil {
-			b.Fatalf("optc build: %v: %s", err, stderr.String())
-		}
-		b.ReportMetric(float64(size)/(1<<20), "model-MiB")
-		b.ReportMetric(float64(peaks.hwm)/(1<<20), "peak-RSS-MiB")
-		b.ReportMetric(float64(peaks.anon)/(1<<20), "peak-anon-MiB")
-		b.ReportMetric(float64(peaks.file)/(1<<20), "peak-file-MiB")
-		b.ReportMetric(time.Since(start).Seconds(), "build-s")
-		if err := os.RemoveAll(out); err != nil {
-			b.Fatal(err)
-		}
+		})
 	}
 }
