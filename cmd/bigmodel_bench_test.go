@@ -151,7 +151,8 @@ func runPeaks(b *testing.B, bin string, args ...string) (procPeaks, time.Duratio
 
 // BenchmarkBigModel runs optc on a synthetic model over 2 GiB with
 // external data, one sub-benchmark a command (inspect, convert, optimize
-// without the ORT check, build --int8 on random calibration data), and
+// without and with the ORT check, quantize and build --int8 on random
+// calibration data), and
 // reports each one's peak memory: VmHWM (peak RSS, mapped weight pages
 // included) and the peaks of anonymous memory (what optc and ORT allocate)
 // and of file-backed pages (the mapped model, reclaimable). make bench-big
@@ -180,6 +181,8 @@ func BenchmarkBigModel(b *testing.B) {
 		{"inspect", []string{"inspect", model}},
 		{"convert", []string{"convert", model, "-o", filepath.Join(out, "c.onnx"), "--external-data"}},
 		{"optimize", []string{"optimize", model, "-o", filepath.Join(out, "o.onnx"), "--no-check"}},
+		{"optimize-check", []string{"optimize", model, "-o", filepath.Join(out, "o.onnx"), "--check", "1"}},
+		{"quantize", []string{"quantize", model, "-o", filepath.Join(out, "q.onnx"), "--calib-data", "random", "--calib-batch", "4"}},
 		{"build-int8", []string{"build", model, "--int8", "--calib-data", "random", "--calib-batch", "4",
 			"--latency-batches", "1", "--latency-duration", "1s", "-o", filepath.Join(out, "build")}},
 	}
