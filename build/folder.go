@@ -39,12 +39,18 @@ func newFolder(dest string, force bool) (*folder, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("output folder %s: %w", dest, err)
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dest)+".tmp-")
+	f := &folder{dest: dest, force: force}
+	// Removed on an interrupt through f.remove, which also stops the
+	// stages from making sub-folders in it again.
+	temp, err := atomicfile.Create(func() (func(), error) {
+		tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dest)+".tmp-")
+		f.tmp = tmp
+		return f.remove, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("output folder %s: %w", dest, err)
 	}
-	f := &folder{dest: dest, tmp: tmp, force: force}
-	f.temp = atomicfile.Track(f.remove)
+	f.temp = temp
 	return f, nil
 }
 

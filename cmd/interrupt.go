@@ -11,7 +11,7 @@ import (
 )
 
 // ExitOnSignal makes Ctrl-C (SIGINT) and SIGTERM remove the temporary files
-// and folders being written (atomicfile.Track), print one line and exit
+// and folders being written (atomicfile.Create), print one line and exit
 // with status 128+signal, so that an interrupted command leaves neither a
 // partial output nor a temporary behind. Outputs appear only by rename, so
 // what exists is complete.

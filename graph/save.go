@@ -95,16 +95,31 @@ func Save(m *Model, path string, opts SaveOptions) (err error) {
 			return fmt.Errorf("save %s: %w", path, err)
 		}
 	}
-	// The side file goes into place first: a model file never refers to
-	// data that is not there.
+	if err = f.finish(); err != nil {
+		return fmt.Errorf("save %s: %w", path, err)
+	}
+	temps := []*atomicfile.Temp{f.tmp}
 	if side != nil {
-		if err = side.commit(); err != nil {
+		if err = side.finish(); err != nil {
 			f.abort()
 			return fmt.Errorf("save %s: %w", path, err)
 		}
+		temps = append(temps, side.tmp)
 	}
-	if err = f.commit(); err != nil {
-		return fmt.Errorf("save %s: %w", path, err)
+	// The side file goes into place first: a model file never refers to
+	// data that is not there. Both renames are one commit, so that an
+	// interrupt leaves both files or neither.
+	err = atomicfile.CommitAll(func() error {
+		if side != nil {
+			if err := os.Rename(side.f.Name(), side.path); err != nil {
+				return err
+			}
+		}
+		return os.Rename(f.f.Name(), f.path)
+	}, temps...)
+	if err != nil {
+		f.abort()
+		return fmt.Errorf("save %s: %w", path, unwrapPathError(err))
 	}
 	return nil
 }
@@ -157,15 +172,16 @@ type atomicFile struct {
 }
 
 func newAtomicFile(path string) (*atomicFile, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	f, tmp, err := atomicfile.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, unwrapPathError(err)
 	}
-	tmp := atomicfile.Track(func() { os.Remove(f.Name()) })
 	return &atomicFile{f: f, w: bufio.NewWriterSize(f, 1<<20), path: path, tmp: tmp}, nil
 }
 
-func (a *atomicFile) commit() error {
+// finish writes the file out and closes it, ready to be renamed; on
+// failure it is removed.
+func (a *atomicFile) finish() error {
 	err := a.w.Flush()
 	if err == nil {
 		err = a.f.Chmod(0o644)
@@ -175,9 +191,6 @@ func (a *atomicFile) commit() error {
 	}
 	if cerr := a.f.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		err = a.tmp.Commit(func() error { return os.Rename(a.f.Name(), a.path) })
 	}
 	if err != nil {
 		a.abort()

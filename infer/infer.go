@@ -171,11 +171,10 @@ func fileNames(names []string) []string {
 // moves the finished files into dir.
 func writeAll(dir string, tensors []*graph.Tensor) ([]Output, error) {
 	parent := filepath.Dir(filepath.Clean(dir))
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	tmp, temp, err := atomicfile.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
 	if err != nil {
 		return nil, fmt.Errorf("output folder %s: %w", dir, err)
 	}
-	temp := atomicfile.Track(func() { os.RemoveAll(tmp) })
 	defer func() {
 		os.RemoveAll(tmp)
 		temp.Drop()

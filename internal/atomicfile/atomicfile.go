@@ -12,11 +12,10 @@ import (
 // Write writes the parts, in order, to path (mode 0644). On failure
 // nothing is left behind and an existing file at path is untouched.
 func Write(path string, parts ...[]byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	f, tmp, err := CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return unwrap(err)
 	}
-	tmp := Track(func() { os.Remove(f.Name()) })
 	defer func() {
 		if err != nil {
 			f.Close()
