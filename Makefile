@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/optc
 EXAMPLE := testdata/models/mnist_cnn.onnx
 
-.PHONY: build demo test testdata ort fuzz bench bench-quick bench-io bench-passes bench-int8 vet
+.PHONY: build demo test race testdata ort fuzz bench bench-quick bench-io bench-big bench-passes bench-int8 vet
 
 build:
 	$(GO) build -o $(BIN) ./cmd/optc
@@ -16,10 +16,24 @@ demo: build ort
 	./$(BIN) build --config testdata/mnist/optc.yaml --force
 
 # Fetches what the tests need (cached, checksummed) and runs every test,
-# then a short fuzzing pass over the model loader.
+# then a short fuzzing pass over every parser.
 test: testdata ort vet
 	$(GO) test ./...
-	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=15s ./graph
+	$(MAKE) --no-print-directory race
+	$(MAKE) --no-print-directory fuzz FUZZTIME=8s
+
+# The tests of what runs in parallel, under the race detector: bench's
+# concurrent requests, build's interrupt path, temporaries registered by
+# parallel writers, concurrent reads of external data.
+race:
+	$(GO) test -race -run='^(TestConcurrent.*|TestBuildInterrupted|TestBuildFailureLeavesNothing)$$' \
+		./bench ./build ./graph ./internal/atomicfile
+
+# Every fuzz target, as package:Target. Their seeds are real files; the
+# inputs that once failed are kept under <package>/testdata/fuzz/<Target>/.
+FUZZ_TARGETS := graph:FuzzParse graph:FuzzParseTensor graph:FuzzLoadExternal \
+	data:FuzzReadNpyHeader data:FuzzReadNpy data:FuzzOpenNpz \
+	calibrate:FuzzReadCache export:FuzzReadTRTCalibCache config:FuzzDecode
 
 testdata:
 	scripts/fetch-testdata.sh
@@ -32,10 +46,13 @@ vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
 
-# A longer fuzzing run (FUZZTIME=10m make fuzz).
+# A longer fuzzing run, FUZZTIME per target (FUZZTIME=10m make fuzz).
 FUZZTIME ?= 2m
 fuzz:
-	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./graph
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $$t ($(FUZZTIME))"; \
+		$(GO) test -run='^$$' -fuzz="^$${t#*:}\$$" -fuzztime=$(FUZZTIME) ./$${t%%:*}; \
+	done
 
 # The benchmark suite (docs/BENCHMARKS.md): every row a ratio of two things
 # measured side by side, repeated; the table is printed and written with
@@ -50,6 +67,12 @@ bench-quick: testdata ort
 # Load+save throughput and peak memory on a 512 MiB synthetic model.
 bench-io:
 	$(GO) test -run='^$$' -bench=LoadSave -benchtime=3x ./graph
+
+# inspect, convert, optimize and build --int8 of a synthetic 2.1 GiB model
+# with external data: peak RSS, anonymous and file-backed memory, and time
+# of each (not part of make test).
+bench-big: ort
+	$(GO) test -run='^$$' -bench=BigModel -benchtime=1x -timeout=60m ./cmd
 
 # Pass pipeline cost on 10k/100k-node graphs, and ORT latency of each real
 # model optimized vs original (levels disable and all).

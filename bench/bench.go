@@ -76,7 +76,7 @@ func Run(opts Options) (*Result, error) {
 		opts.Warmup = 10
 	}
 	opts.Concurrency = max(opts.Concurrency, 1)
-	m, err := graph.LoadFile(opts.Model)
+	m, err := graph.LoadValid(opts.Model)
 	if err != nil {
 		return nil, err
 	}

@@ -249,6 +249,11 @@ func (b *builder) quantize() error {
 	}
 	if b.c.Calibration.Cache != "" {
 		if _, err := os.Stat(b.c.Calibration.Cache); err == nil {
+			// Checked here so that a broken file is named as the user gave
+			// it, not as the copy in the temporary folder.
+			if _, err := calibrate.ReadCache(b.c.Calibration.Cache); err != nil {
+				return err
+			}
 			if err := copyFile(b.c.Calibration.Cache, b.calibFile); err != nil {
 				return err
 			}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"optc/internal/atomicfile"
 )
 
 // folder is the build's working folder: a hidden temporary folder next to
@@ -14,6 +16,7 @@ import (
 type folder struct {
 	dest, tmp string
 	force     bool
+	temp      *atomicfile.Temp // removed if the process is interrupted
 	mu        sync.Mutex
 	done      bool // committed or removed
 }
@@ -36,11 +39,19 @@ func newFolder(dest string, force bool) (*folder, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("output folder %s: %w", dest, err)
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dest)+".tmp-")
+	f := &folder{dest: dest, force: force}
+	// Removed on an interrupt through f.remove, which also stops the
+	// stages from making sub-folders in it again.
+	temp, err := atomicfile.Create(func() (func(), error) {
+		tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dest)+".tmp-")
+		f.tmp = tmp
+		return f.remove, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("output folder %s: %w", dest, err)
 	}
-	return &folder{dest: dest, tmp: tmp, force: force}, nil
+	f.temp = temp
+	return f, nil
 }
 
 // path is where an artifact is written inside the working folder; sub
@@ -64,6 +75,10 @@ func (f *folder) tmpPath(rel string) string { return filepath.Join(f.tmp, filepa
 // commit renames the working folder to the destination, replacing an
 // existing one when force was given.
 func (f *folder) commit() error {
+	return f.temp.Commit(f.rename)
+}
+
+func (f *folder) rename() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.done {
@@ -95,6 +110,11 @@ func (f *folder) commit() error {
 
 // abort removes the working folder (a no-op after commit).
 func (f *folder) abort() {
+	f.remove()
+	f.temp.Drop()
+}
+
+func (f *folder) remove() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.done {

@@ -3,12 +3,9 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -25,7 +22,8 @@ type BuildOptions struct {
 	Config      config.Config // the effective configuration: defaults, file, flags
 	PrintConfig bool
 	JSON        bool
-	// Context is cancelled on Ctrl-C or SIGTERM (tests pass their own).
+	// Context cancels the build (tests); Ctrl-C and SIGTERM end the process
+	// through ExitOnSignal instead.
 	Context context.Context
 }
 
@@ -239,9 +237,9 @@ func buildRun(opts *BuildOptions) error {
 	}
 	ctx := opts.Context
 	if ctx == nil {
-		var stop context.CancelFunc
-		ctx, stop = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
+		// Ctrl-C and SIGTERM end the process (ExitOnSignal), which removes
+		// the working folder.
+		ctx = context.Background()
 	}
 	bo := build.Options{Config: opts.Config, Version: Version, Finish: report.Finish}
 	if isTerminal(opts.IO.ErrOut) {

@@ -55,7 +55,7 @@ func convertRun(opts *ConvertOptions) error {
 	if opts.SizeThreshold < 0 {
 		return usageError{fmt.Errorf("convert: --size-threshold must not be negative")}
 	}
-	m, err := loadValid(opts.Input)
+	m, err := graph.LoadValid(opts.Input)
 	if err != nil {
 		return err
 	}

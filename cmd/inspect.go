@@ -42,7 +42,7 @@ one JSON object (fields: docs/inspect.md).`,
 }
 
 func inspectRun(opts *InspectOptions) error {
-	m, err := loadValid(opts.Model)
+	m, err := graph.LoadValid(opts.Model)
 	if err != nil {
 		return err
 	}

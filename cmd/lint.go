@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"optc/graph"
 	"optc/lint"
 )
 
@@ -51,7 +52,7 @@ nothing. --json prints the findings as one JSON object.`,
 }
 
 func lintRun(opts *LintOptions) error {
-	m, err := loadValid(opts.Model)
+	m, err := graph.LoadValid(opts.Model)
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	"optc/graph"
 )
 
 // Version is optc's version, set at link time (-ldflags "-X optc/cmd.Version=...").
@@ -105,18 +103,4 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// loadValid loads a model and verifies it: what every command that reads
-// a model without running it starts with.
-func loadValid(path string) (*graph.Model, error) {
-	m, err := graph.LoadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := m.Verify(); err != nil {
-		m.Close()
-		return nil, fmt.Errorf("%s: invalid model: %w", path, err)
-	}
-	return m, nil
 }

@@ -209,7 +209,7 @@ func load(path string, b []byte) (*graph.Model, error) {
 	if b != nil {
 		return graph.Parse(b, "")
 	}
-	return graph.LoadFile(path)
+	return graph.LoadValid(path)
 }
 
 func source(path string, b []byte, ins, outs []ort.IO) ort.Source {

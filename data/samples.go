@@ -147,10 +147,34 @@ func pick(where string, n int, opts Options) (first int, order []int, total int,
 
 // drawOrder draws, from seed, which of n samples are read and in what
 // order: the first total of a seeded permutation. Every format with
-// Options.Shuffle draws the same way.
+// Options.Shuffle draws the same way. Past maxPermutation samples (a
+// header may claim up to 2^40 empty ones) it draws the same way in
+// O(total) time and memory: a partial Fisher-Yates shuffle whose swaps are
+// kept in a map.
 func drawOrder(seed int64, n, total int) []int {
-	return rand.New(rand.NewPCG(uint64(seed), 0x73687566666c65)).Perm(n)[:total]
+	r := rand.New(rand.NewPCG(uint64(seed), 0x73687566666c65))
+	if n <= maxPermutation {
+		return r.Perm(n)[:total]
+	}
+	swapped := make(map[int]int, total)
+	at := func(i int) int {
+		if v, ok := swapped[i]; ok {
+			return v
+		}
+		return i
+	}
+	order := make([]int, total)
+	for i := range order {
+		j := i + r.IntN(n-i)
+		order[i] = at(j)
+		swapped[j] = at(i)
+	}
+	return order
 }
+
+// maxPermutation is the most samples drawOrder permutes in full (an int
+// each).
+const maxPermutation = 1 << 24
 
 // Next returns the next batch of samples.
 func (s *sampleSource) Next() (*Batch, error) {

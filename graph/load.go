@@ -78,3 +78,18 @@ func unwrapPathError(err error) error {
 	}
 	return err
 }
+
+// LoadValid is LoadFile followed by Verify, for commands that hand the
+// model to a runtime: a broken model fails with a message naming the node
+// or tensor at fault, not with the runtime's.
+func LoadValid(path string) (*Model, error) {
+	m, err := LoadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Verify(); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("%s: invalid model: %w", path, err)
+	}
+	return m, nil
+}

@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+
+	"optc/internal/atomicfile"
 )
 
 // ExternalMode says where Save puts tensor data.
@@ -93,16 +95,31 @@ func Save(m *Model, path string, opts SaveOptions) (err error) {
 			return fmt.Errorf("save %s: %w", path, err)
 		}
 	}
-	// The side file goes into place first: a model file never refers to
-	// data that is not there.
+	if err = f.finish(); err != nil {
+		return fmt.Errorf("save %s: %w", path, err)
+	}
+	temps := []*atomicfile.Temp{f.tmp}
 	if side != nil {
-		if err = side.commit(); err != nil {
+		if err = side.finish(); err != nil {
 			f.abort()
 			return fmt.Errorf("save %s: %w", path, err)
 		}
+		temps = append(temps, side.tmp)
 	}
-	if err = f.commit(); err != nil {
-		return fmt.Errorf("save %s: %w", path, err)
+	// The side file goes into place first: a model file never refers to
+	// data that is not there. Both renames are one commit, so that an
+	// interrupt leaves both files or neither.
+	err = atomicfile.CommitAll(func() error {
+		if side != nil {
+			if err := os.Rename(side.f.Name(), side.path); err != nil {
+				return err
+			}
+		}
+		return os.Rename(f.f.Name(), f.path)
+	}, temps...)
+	if err != nil {
+		f.abort()
+		return fmt.Errorf("save %s: %w", path, unwrapPathError(err))
 	}
 	return nil
 }
@@ -151,17 +168,20 @@ type atomicFile struct {
 	f    *os.File
 	w    *bufio.Writer
 	path string
+	tmp  *atomicfile.Temp // removed if the process is interrupted
 }
 
 func newAtomicFile(path string) (*atomicFile, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	f, tmp, err := atomicfile.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, unwrapPathError(err)
 	}
-	return &atomicFile{f: f, w: bufio.NewWriterSize(f, 1<<20), path: path}, nil
+	return &atomicFile{f: f, w: bufio.NewWriterSize(f, 1<<20), path: path, tmp: tmp}, nil
 }
 
-func (a *atomicFile) commit() error {
+// finish writes the file out and closes it, ready to be renamed; on
+// failure it is removed.
+func (a *atomicFile) finish() error {
 	err := a.w.Flush()
 	if err == nil {
 		err = a.f.Chmod(0o644)
@@ -172,11 +192,8 @@ func (a *atomicFile) commit() error {
 	if cerr := a.f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(a.f.Name(), a.path)
-	}
 	if err != nil {
-		os.Remove(a.f.Name())
+		a.abort()
 		return unwrapPathError(err)
 	}
 	return nil
@@ -185,4 +202,5 @@ func (a *atomicFile) commit() error {
 func (a *atomicFile) abort() {
 	a.f.Close()
 	os.Remove(a.f.Name())
+	a.tmp.Drop()
 }

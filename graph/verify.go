@@ -76,6 +76,13 @@ func (v *verifier) graph(g *Graph) {
 		if !v.imported[canonicalDomain(n.Domain)] {
 			v.problem("node %s%s: domain %q is not imported by the model", n, where, n.Domain)
 		}
+		if canonicalDomain(n.Domain) == "" {
+			for _, name := range requiredAttrs[n.OpType] {
+				if n.Attr(name) == nil {
+					v.problem("node %s%s: %s needs attribute %q", n, where, n.OpType, name)
+				}
+			}
+		}
 		for i, in := range n.inputs {
 			if in == nil {
 				continue
@@ -135,6 +142,26 @@ func (v *verifier) graph(g *Graph) {
 	v.order(g, where)
 }
 
+// requiredAttrs are the attributes of ai.onnx operators that every opset
+// since the first requires (ONNX's operator schemas): a node without one
+// cannot run, and a pass must not be left to guess a default.
+var requiredAttrs = map[string][]string{
+	"AveragePool":   {"kernel_shape"},
+	"Cast":          {"to"},
+	"DepthToSpace":  {"blocksize"},
+	"Einsum":        {"equation"},
+	"If":            {"then_branch", "else_branch"},
+	"LRN":           {"size"},
+	"Loop":          {"body"},
+	"LpPool":        {"kernel_shape"},
+	"MaxPool":       {"kernel_shape"},
+	"MaxRoiPool":    {"pooled_shape"},
+	"RandomNormal":  {"shape"},
+	"RandomUniform": {"shape"},
+	"Scan":          {"body", "num_scan_inputs"},
+	"SpaceToDepth":  {"blocksize"},
+}
+
 // checkConst compares an initializer's data with its declared type.
 func (v *verifier) checkConst(x *Value, where string) {
 	t := x.Const
@@ -147,7 +174,9 @@ func (v *verifier) checkConst(x *Value, where string) {
 		return
 	}
 	if t.storage == storageRaw && t.DType != String {
-		if want, ok := t.DType.ByteSize(mustElements(t)); ok && int64(len(t.raw)) != want {
+		if want, ok := t.DType.ByteSize(mustElements(t)); !ok {
+			v.problem("initializer %q%s: %s%v is too large to hold in memory", x.Name, where, t.DType, t.Dims)
+		} else if int64(len(t.raw)) != want {
 			v.problem("initializer %q%s: %d bytes of data, but %s%v needs %d", x.Name, where, len(t.raw), t.DType, t.Dims, want)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"optc/data"
 	"optc/graph"
+	"optc/internal/atomicfile"
 	"optc/ort"
 )
 
@@ -53,7 +54,7 @@ func Run(opts Options) (*Result, error) {
 	if _, err := ort.Init(opts.ORTLib); err != nil {
 		return nil, err
 	}
-	m, err := graph.LoadFile(opts.Model)
+	m, err := graph.LoadValid(opts.Model)
 	if err != nil {
 		return nil, err
 	}
@@ -170,11 +171,14 @@ func fileNames(names []string) []string {
 // moves the finished files into dir.
 func writeAll(dir string, tensors []*graph.Tensor) ([]Output, error) {
 	parent := filepath.Dir(filepath.Clean(dir))
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	tmp, temp, err := atomicfile.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
 	if err != nil {
 		return nil, fmt.Errorf("output folder %s: %w", dir, err)
 	}
-	defer os.RemoveAll(tmp)
+	defer func() {
+		os.RemoveAll(tmp)
+		temp.Drop()
+	}()
 	names := make([]string, len(tensors))
 	for i, t := range tensors {
 		names[i] = t.Name
@@ -190,10 +194,17 @@ func writeAll(dir string, tensors []*graph.Tensor) ([]Output, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("output folder %s: %w", dir, err)
 	}
-	for _, f := range files {
-		if err := os.Rename(filepath.Join(tmp, f), filepath.Join(dir, f)); err != nil {
-			return nil, fmt.Errorf("output folder %s: %w", dir, err)
+	// All files or none: an interrupt waits for the renames.
+	err = temp.Commit(func() error {
+		for _, f := range files {
+			if err := os.Rename(filepath.Join(tmp, f), filepath.Join(dir, f)); err != nil {
+				return fmt.Errorf("output folder %s: %w", dir, err)
+			}
 		}
+		return os.Remove(tmp)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return outs, nil
 }

@@ -86,7 +86,7 @@ func Run(opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := graph.LoadFile(opts.Input)
+	m, err := graph.LoadValid(opts.Input)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"optc/bench"
 	"optc/compare"
 	"optc/graph"
+	"optc/internal/atomicfile"
 	"optc/ort"
 	"optc/passes"
 	"optc/prune"
@@ -172,11 +173,11 @@ func without(xs []string, x string) []string {
 
 // latency measures both models in ORT at level all, batch 1.
 func latency(opts Options, unpruned, pruned []byte) (*LatencyDelta, error) {
-	dir, err := os.MkdirTemp("", "optc-prune-")
+	dir, cleanup, err := atomicfile.ScratchDir("optc-prune-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer cleanup()
 	d := &LatencyDelta{Batch: 1}
 	for i, b := range [][]byte{unpruned, pruned} {
 		path := filepath.Join(dir, fmt.Sprintf("m%d.onnx", i))

@@ -1,6 +1,7 @@
 package prune
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -65,19 +66,31 @@ func Check24(m *graph.Model) []Layer {
 			continue
 		}
 		l := w.layer()
-		vals, err := w.tensor.Float32s()
+		// The weights are read where they lie (Bytes aliases the mapped
+		// file), not converted: inspect must not copy a model's weights.
+		b, err := w.tensor.Bytes()
+		if err == nil && int64(len(b)) != 4*l.Params {
+			err = fmt.Errorf("weight %q: %d bytes for %d float32 values", w.value.Name, len(b), l.Params)
+		}
 		if err != nil {
 			l.Skipped = err.Error()
 			out = append(out, l)
 			continue
 		}
-		l.Before = fraction(countZeros(vals), l.Params)
+		zero := func(i int64) bool { return binary.LittleEndian.Uint32(b[4*i:])&0x7fffffff == 0 }
+		var zeros int64
+		for i := range l.Params {
+			if zero(i) {
+				zeros++
+			}
+		}
+		l.Before = fraction(zeros, l.Params)
 		l.After = l.Before
 		axis, skip := reduction24(w)
 		switch {
 		case skip != "":
 			l.Skipped = skip
-		case !is24(vals, w.tensor.Dims, axis):
+		case !is24(zero, w.tensor.Dims, axis):
 			l.Skipped = "not 2:4"
 		}
 		out = append(out, l)
@@ -201,12 +214,12 @@ func apply24(vals []float32, dims []int64, axis int) bool {
 
 // is24 reports whether every group of 4 along axis has at most 2
 // non-zeros.
-func is24(vals []float32, dims []int64, axis int) bool {
+func is24(zero func(i int64) bool, dims []int64, axis int) bool {
 	ok := true
 	groups4(dims, axis, func(idx [4]int64) bool {
 		nz := 0
 		for _, i := range idx {
-			if vals[i] != 0 {
+			if !zero(i) {
 				nz++
 			}
 		}

@@ -134,7 +134,8 @@ func TestApply24Ties(t *testing.T) {
 	if !slices.Equal(vals, want) {
 		t.Errorf("got %v, want %v", vals, want)
 	}
-	if !is24(vals, []int64{12, 1}, 0) || is24([]float32{1, 1, 1, 0}, []int64{4}, 0) {
+	zeroIn := func(vs []float32) func(int64) bool { return func(i int64) bool { return vs[i] == 0 } }
+	if !is24(zeroIn(vals), []int64{12, 1}, 0) || is24(zeroIn([]float32{1, 1, 1, 0}), []int64{4}, 0) {
 		t.Error("is24 is wrong")
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"optc/compare"
 	"optc/data"
 	"optc/graph"
+	"optc/internal/atomicfile"
 	"optc/ort"
 	"optc/passes"
 	"optc/placement"
@@ -125,7 +126,7 @@ func Run(opts Options) (*Result, error) {
 	if _, err := ort.Init(opts.ORTLib); err != nil {
 		return nil, err
 	}
-	m, err := graph.LoadFile(opts.Input)
+	m, err := graph.LoadValid(opts.Input)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +249,7 @@ func calibrationRanges(opts Options, m *graph.Model, float []byte) (map[string]c
 	tensors := calibrate.DefaultTensors(m)
 	stats, err := calibrate.Collect(m, src, tensors, opts.Calib)
 	if err != nil {
-		return nil, nil, fmt.Errorf("calibrating %s: %w", opts.Input, err)
+		return nil, nil, fmt.Errorf("calibrating on %s: %w", opts.CalibData, err)
 	}
 	cache, err := stats.Cache(opts.Method, opts.Calib)
 	if err != nil {
@@ -265,11 +266,11 @@ func calibrationRanges(opts Options, m *graph.Model, float []byte) (map[string]c
 
 // latency measures both models at batch 1 and 8 on random inputs.
 func latency(opts Options, float, int8Model []byte) ([]LatencyRow, error) {
-	dir, err := os.MkdirTemp("", "optc-ptq-")
+	dir, cleanup, err := atomicfile.ScratchDir("optc-ptq-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer cleanup()
 	paths := [2]string{filepath.Join(dir, "float.onnx"), filepath.Join(dir, "int8.onnx")}
 	for i, b := range [][]byte{float, int8Model} {
 		if err := os.WriteFile(paths[i], b, 0o644); err != nil {

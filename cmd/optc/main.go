@@ -8,5 +8,6 @@ import (
 )
 
 func main() {
+	cmd.ExitOnSignal(os.Stderr)
 	os.Exit(cmd.Main(os.Args[1:], cmd.StdIO()))
 }

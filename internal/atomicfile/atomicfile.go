@@ -12,7 +12,7 @@ import (
 // Write writes the parts, in order, to path (mode 0644). On failure
 // nothing is left behind and an existing file at path is untouched.
 func Write(path string, parts ...[]byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	f, tmp, err := CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return unwrap(err)
 	}
@@ -20,6 +20,7 @@ func Write(path string, parts ...[]byte) (err error) {
 		if err != nil {
 			f.Close()
 			os.Remove(f.Name())
+			tmp.Drop()
 			err = unwrap(err)
 		}
 	}()
@@ -37,7 +38,7 @@ func Write(path string, parts ...[]byte) (err error) {
 	if err = f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(f.Name(), path)
+	return tmp.Commit(func() error { return os.Rename(f.Name(), path) })
 }
 
 // unwrap drops the os.PathError wrapping so that messages name the

@@ -1,0 +1,31 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"optc/internal/atomicfile"
+)
+
+// ExitOnSignal makes Ctrl-C (SIGINT) and SIGTERM remove the temporary files
+// and folders being written (atomicfile.Create), print one line and exit
+// with status 128+signal, so that an interrupted command leaves neither a
+// partial output nor a temporary behind. Outputs appear only by rename, so
+// what exists is complete.
+func ExitOnSignal(errOut io.Writer) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		atomicfile.RemoveTemps()
+		fmt.Fprintf(errOut, "optc: interrupted by %v; temporary files removed, no partial output left\n", s)
+		code := 1
+		if n, ok := s.(syscall.Signal); ok {
+			code = 128 + int(n)
+		}
+		os.Exit(code)
+	}()
+}
