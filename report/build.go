@@ -56,6 +56,9 @@ func FromBuild(res *build.Result, dir string) (*Report, error) {
 			r.Quantization = append(r.Quantization, quantizationOf(q.target, q.model, q.res))
 		}
 	}
+	if res.INT8 != nil {
+		r.Placement = res.INT8.Placement
+	}
 	return r, nil
 }
 

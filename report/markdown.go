@@ -3,7 +3,10 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+
+	"optc/placement"
 )
 
 // sqnrRows is how many of the worst-represented tensors report.md lists.
@@ -98,10 +101,72 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 		p.f("\n</details>\n")
 	}
+	if r.Placement != nil {
+		writePlacement(p, r.Placement)
+	}
 	for _, n := range r.Notes {
 		p.f("\n> note: %s\n", n)
 	}
 	return p.err
+}
+
+// writePlacement is the ORT CPU artifact's choice: what it is and why,
+// how many regions stayed int8, and the whole-model timings behind it.
+func writePlacement(p *printer, f *placement.File) {
+	int8Regions := len(f.Regions) - len(f.KeepFloat())
+	p.f("\n<details><summary>ort-cpu artifact: %s</summary>\n\n", f.Reason)
+	p.f("INT8 placement (`placement.json`, %s): %d of %d regions int8, candidate %q; ", f.Mode, int8Regions, len(f.Regions), f.Chosen)
+	if f.Mode == placement.ModeAuto {
+		p.f("measured in %.1f s of a %.0f s budget", f.SearchSeconds, f.BudgetSeconds)
+		if f.BudgetExhausted {
+			p.f(" (budget exhausted)")
+		}
+	} else {
+		p.f("not measured")
+	}
+	p.f(", on %s (%s).\n", f.CPU, strings.Join(f.CPUFlags, " "))
+	if len(f.Timings) > 0 {
+		var names []string
+		for _, t := range f.Timings {
+			for n := range t.P50Ms {
+				if !slices.Contains(names, n) {
+					names = append(names, n)
+				}
+			}
+		}
+		slices.Sort(names)
+		p.f("\n| threads | batch |")
+		for _, n := range names {
+			p.f(" %s p50 |", n)
+		}
+		p.f("\n|---:|---:|%s\n", strings.Repeat("---:|", len(names)))
+		for _, t := range f.Timings {
+			batch := fmt.Sprint(t.Batch)
+			if t.Confirmation {
+				batch += " (confirmation)"
+			}
+			p.f("| %s | %s |", threadsText(t.Threads), batch)
+			for _, n := range names {
+				p.f(" %s |", msOrDash(t.P50Ms[n]))
+			}
+			p.f("\n")
+		}
+	}
+	p.f("\n</details>\n")
+}
+
+func threadsText(n int) string {
+	if n == 0 {
+		return "all"
+	}
+	return fmt.Sprint(n)
+}
+
+func msOrDash(ms float64) string {
+	if ms == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f ms", ms)
 }
 
 // printer keeps the first write error so that rendering reads straight.

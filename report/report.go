@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"optc/graph"
+	"optc/placement"
 )
 
 // Schema is the version of report.json's layout; readers refuse others.
@@ -27,6 +28,9 @@ type Report struct {
 	Models       []*Model        `json:"models"`
 	Passes       []Pass          `json:"passes,omitempty"`
 	Quantization []*Quantization `json:"quantization,omitempty"`
+	// Placement is where the ort-cpu INT8 model is int8 and what the ORT
+	// CPU artifact is, with the timings behind it (placement.json).
+	Placement *placement.File `json:"placement,omitempty"`
 	// EvalData is what accuracy was measured on; HeldOut says whether it is
 	// disjoint from the calibration data.
 	EvalData    string      `json:"eval_data,omitempty"`

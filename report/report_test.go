@@ -12,6 +12,7 @@ import (
 	"optc/bench"
 	"optc/config"
 	"optc/graph"
+	"optc/placement"
 )
 
 // sample is a small report with every section filled, latencies given as
@@ -37,7 +38,12 @@ func sample(inRuns, artRuns []float64, task, cosine float64) *Report {
 	return &Report{Schema: Schema, Kind: "build", Input: in.Name, Models: []*Model{in, art},
 		Passes:       []Pass{{Name: "fuse-conv-bn", Runs: 2, Removed: 4, Rewritten: 4}},
 		Quantization: []*Quantization{{Target: "ort-cpu", Model: "model.int8.onnx", Method: "percentile", CalibSamples: 200, Quantized: 4, SQNR: []TensorSQNR{{"a", 21.5}, {"b", 33}, {"c", 40}}}},
-		EvalData:     "eval.npy", HeldOut: true,
+		Placement: &placement.File{Schema: placement.SchemaVersion, Mode: placement.ModeAuto, Recommended: placement.RecommendFP32,
+			Chosen: placement.CandidateAllINT8, Reason: "FP32 (INT8 was 1.70x slower at batch 1)", CPU: "Test CPU", Level: "all",
+			Regions:       []placement.Region{{ID: "r0", Op: "Conv", Decision: placement.Float}, {ID: "r1", Op: "Conv", Decision: placement.INT8}},
+			Timings:       []placement.Timing{{Threads: 1, Batch: 1, P50Ms: map[string]float64{placement.CandidateFP32: 1, placement.CandidateAllINT8: 1.7}}},
+			SearchSeconds: 4.2, BudgetSeconds: 60},
+		EvalData: "eval.npy", HeldOut: true,
 		Environment: Environment{OS: "linux", Arch: "amd64", CPU: "Test CPU", CPUFeatures: []string{"avx2"}, Cores: 2, Level: "all", ORTVersion: "1.24.1"}}
 }
 
@@ -102,7 +108,8 @@ func TestDeltasAndMarkdown(t *testing.T) {
 	if err := r.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"1200 B (-70.0%)", "14 (+4)", "97.50% (-1.00 pt)", "2.00x", "| `a` | 21.5 dB |", "median of 5 runs"} {
+	for _, want := range []string{"1200 B (-70.0%)", "14 (+4)", "97.50% (-1.00 pt)", "2.00x", "| `a` | 21.5 dB |", "median of 5 runs",
+		"ort-cpu artifact: FP32 (INT8 was 1.70x slower at batch 1)", "1 of 2 regions int8", "measured in 4.2 s of a 60 s budget", "| 1 | 1 | 1.700 ms | 1.000 ms |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md.String())
 		}
