@@ -33,7 +33,8 @@ race:
 # inputs that once failed are kept under <package>/testdata/fuzz/<Target>/.
 FUZZ_TARGETS := graph:FuzzParse graph:FuzzParseTensor graph:FuzzLoadExternal \
 	data:FuzzReadNpyHeader data:FuzzReadNpy data:FuzzOpenNpz \
-	calibrate:FuzzReadCache export:FuzzReadTRTCalibCache config:FuzzDecode
+	calibrate:FuzzReadCache export:FuzzReadTRTCalibCache config:FuzzDecode \
+	report:FuzzParse
 
 testdata:
 	scripts/fetch-testdata.sh

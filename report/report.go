@@ -188,6 +188,11 @@ func Load(path string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Parse(b, path)
+}
+
+// Parse decodes report.json's bytes; path names the file in errors.
+func Parse(b []byte, path string) (*Report, error) {
 	var r Report
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("%s: not a report: %w", path, err)
@@ -200,5 +205,29 @@ func Load(path string) (*Report, error) {
 	case len(r.Models) == 0:
 		return nil, fmt.Errorf("%s: the report has no models", path)
 	}
+	if err := r.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	return &r, nil
+}
+
+// check is what readers of a report rely on: the input model first, every
+// model named and present.
+func (r *Report) check() error {
+	for i, m := range r.Models {
+		switch {
+		case m == nil:
+			return fmt.Errorf("models[%d] is null", i)
+		case (i == 0) != (m.Role == "input"):
+			return fmt.Errorf("models[%d] (%q) has role %q: the input model comes first, and only once", i, m.Name, m.Role)
+		case m.Role != "input" && m.Role != "artifact":
+			return fmt.Errorf("models[%d] (%q) has role %q, want input or artifact", i, m.Name, m.Role)
+		}
+	}
+	for i, q := range r.Quantization {
+		if q == nil {
+			return fmt.Errorf("quantization[%d] is null", i)
+		}
+	}
+	return nil
 }
