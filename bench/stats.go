@@ -34,27 +34,42 @@ func Summarize(ds []time.Duration) Latency {
 		ms[i] = float64(d) / float64(time.Millisecond)
 	}
 	slices.Sort(ms)
-	var sum float64
-	for _, v := range ms {
-		sum += v
-	}
-	mean := sum / float64(len(ms))
-	var sq float64
-	for _, v := range ms {
-		sq += (v - mean) * (v - mean)
-	}
-	std := 0.0
-	if len(ms) > 1 {
-		std = math.Sqrt(sq / float64(len(ms)-1))
-	}
-	l := Latency{
-		N: len(ms), Min: ms[0], Max: ms[len(ms)-1], Mean: mean, Stddev: std,
+	mean, std := MeanStddev(ms)
+	return Latency{
+		N: len(ms), Min: ms[0], Max: ms[len(ms)-1], Mean: mean, Stddev: std, CV: CV(ms),
 		P50: rank(ms, 0.50), P90: rank(ms, 0.90), P95: rank(ms, 0.95), P99: rank(ms, 0.99),
 	}
-	if mean > 0 {
-		l.CV = std / mean
+}
+
+// MeanStddev is the mean and sample standard deviation of xs (stddev 0
+// for fewer than two values).
+func MeanStddev(xs []float64) (mean, stddev float64) {
+	if len(xs) == 0 {
+		return 0, 0
 	}
-	return l
+	var sum float64
+	for _, v := range xs {
+		sum += v
+	}
+	mean = sum / float64(len(xs))
+	if len(xs) < 2 {
+		return mean, 0
+	}
+	var sq float64
+	for _, v := range xs {
+		sq += (v - mean) * (v - mean)
+	}
+	return mean, math.Sqrt(sq / float64(len(xs)-1))
+}
+
+// CV is the coefficient of variation of xs, stddev over mean (0 when the
+// mean is not positive or there is one value).
+func CV(xs []float64) float64 {
+	mean, std := MeanStddev(xs)
+	if mean <= 0 {
+		return 0
+	}
+	return std / mean
 }
 
 func rank(sorted []float64, q float64) float64 {

@@ -86,7 +86,7 @@ func Compare(old, new *Report, g config.Gates) *Diff {
 				}
 				ov, nv := runs(ob, g.Percentile), runs(&nb, g.Percentile)
 				md.Latency = append(md.Latency, LatencyChange{Batch: nb.Batch, OldMs: bench.Median(ov), NewMs: bench.Median(nv),
-					Ratio: ratioInterval(nv, ov), OldCV: cv(ov), NewCV: cv(nv), OldRuns: len(ov), NewRuns: len(nv)})
+					Ratio: ratioInterval(nv, ov), OldCV: bench.CV(ov), NewCV: bench.CV(nv), OldRuns: len(ov), NewRuns: len(nv)})
 			}
 		}
 		d.Models = append(d.Models, md)
@@ -275,26 +275,6 @@ func ratioInterval(num, den []float64) Interval {
 	slices.Sort(rs)
 	iv.Low, iv.High = rs[int(0.025*float64(len(rs)))], rs[int(0.975*float64(len(rs)))-1]
 	return iv
-}
-
-// cv is the coefficient of variation of the runs (0 for one run).
-func cv(xs []float64) float64 {
-	if len(xs) < 2 {
-		return 0
-	}
-	var sum float64
-	for _, x := range xs {
-		sum += x
-	}
-	mean := sum / float64(len(xs))
-	var sq float64
-	for _, x := range xs {
-		sq += (x - mean) * (x - mean)
-	}
-	if mean == 0 {
-		return 0
-	}
-	return math.Sqrt(sq/float64(len(xs)-1)) / mean
 }
 
 func pct(old, new float64) float64 {
