@@ -19,6 +19,9 @@ type Options struct {
 	// wrote from Model, which optc cannot parse); the inputs still come
 	// from Model.
 	RunModel string
+	// InMemory, when set, is the model serialized in memory (Model is then
+	// only its label).
+	InMemory graph.Serialized
 	Data     string // a data spec for data.Open; "random" for synthetic inputs
 	DataOpts data.Options
 	Batches  []int // batch sizes to sweep (default 1)
@@ -61,6 +64,14 @@ type BatchResult struct {
 	WallS      float64 `json:"wall_s"`
 }
 
+// load reads the model measured: from memory, or its file.
+func load(opts Options) (*graph.Model, error) {
+	if opts.InMemory.Bytes != nil {
+		return opts.InMemory.Parse()
+	}
+	return graph.LoadValid(opts.Model)
+}
+
 // Run measures opts.Model.
 func Run(opts Options) (*Result, error) {
 	if opts.Data == "" {
@@ -76,7 +87,7 @@ func Run(opts Options) (*Result, error) {
 		opts.Warmup = 10
 	}
 	opts.Concurrency = max(opts.Concurrency, 1)
-	m, err := graph.LoadValid(opts.Model)
+	m, err := load(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -101,11 +112,14 @@ func Run(opts Options) (*Result, error) {
 	res.ORTVersion, _ = ort.Version()
 	t := time.Now()
 	ins, outs := ort.Interface(m)
-	run := opts.Model
-	if opts.RunModel != "" {
-		run = opts.RunModel
+	src := ort.Source{Path: opts.Model, Inputs: ins, Outputs: outs}
+	switch {
+	case opts.RunModel != "":
+		src.Path = opts.RunModel
+	case opts.InMemory.Bytes != nil:
+		src = ort.SourceFrom(opts.InMemory, ins, outs)
 	}
-	sess, err := ort.NewSession(ort.Source{Path: run, Inputs: ins, Outputs: outs}, opts.Session)
+	sess, err := ort.NewSession(src, opts.Session)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.Model, err)
 	}

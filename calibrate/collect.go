@@ -34,12 +34,9 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
-	orig, err := graph.Marshal(m)
-	if err != nil {
+	if stats.ModelDigest, err = graph.Digest(m); err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
-	sum := sha256.Sum256(orig)
-	stats.ModelDigest = hex.EncodeToString(sum[:])
 
 	inputs, _ := ort.Interface(m)
 	inputIndex := map[string]int{}
@@ -64,11 +61,10 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 			return nil, fmt.Errorf("calibrate: value %q is %s, not a floating-point tensor", n, v.Type.Elem)
 		}
 	}
-	s := ort.Source{}
-	if s.Bytes, err = graph.Marshal(clone); err != nil {
+	s, err := ort.SourceOf(clone)
+	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
-	s.Inputs, s.Outputs = ort.Interface(clone)
 	clone = nil
 	sess, err := ort.NewSession(s, opts.Session)
 	s.Bytes = nil

@@ -108,7 +108,7 @@ type Stats struct {
 	Samples int64
 	Batches int
 	// ModelDigest is the hex SHA-256 of the serialized model that was
-	// calibrated (graph.Marshal of the model given to Collect).
+	// calibrated (graph.Digest of the model given to Collect).
 	ModelDigest string
 	// DataDigest is the hex SHA-256 over the input data streamed (per
 	// input: name, element type, per-sample dims and the raw bytes of all

@@ -87,10 +87,11 @@ func temporaries(t *testing.T, dir string) []string {
 }
 
 // interrupt starts the binary with args in dir (TMPDIR set to scratch),
-// waits until a temporary appears in watch (the command is working or
-// writing), sends sig, and returns the exit status and stderr. started
-// says whether the signal went out before the command ended by itself.
-func interrupt(t *testing.T, bin, dir, scratch, watch string, sig syscall.Signal, args ...string) (status int, stderr string, started bool) {
+// waits until a temporary appears in watch (the command is writing), or
+// with watch "" until after has passed (the command is working), sends
+// sig, and returns the exit status and stderr. started says whether the
+// signal went out before the command ended by itself.
+func interrupt(t *testing.T, bin, dir, scratch, watch string, after time.Duration, sig syscall.Signal, args ...string) (status int, stderr string, started bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), interruptTimeout)
 	defer cancel()
@@ -102,6 +103,7 @@ func interrupt(t *testing.T, bin, dir, scratch, watch string, sig syscall.Signal
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	exited := make(chan error, 1)
 	go func() { exited <- c.Wait() }()
 	var err error
@@ -112,7 +114,7 @@ poll:
 			break poll
 		default:
 		}
-		if len(temporaries(t, watch)) > 0 {
+		if (watch == "" && time.Since(start) > after) || (watch != "" && len(temporaries(t, watch)) > 0) {
 			started = c.Process.Signal(sig) == nil
 			err = <-exited
 			break
@@ -144,7 +146,7 @@ func TestInterruptedRuns(t *testing.T) {
 		name  string
 		sig   syscall.Signal
 		args  func(out string) []string
-		watch string // "out": the output folder; "scratch": TMPDIR
+		watch string // "out": signal once the output folder has a temporary; "": after a second
 	}{
 		{"build-sigint", syscall.SIGINT, func(out string) []string {
 			return []string{"build", "--config", "testdata/mnist/optc.yaml", "-o", filepath.Join(out, "mnist")}
@@ -154,7 +156,7 @@ func TestInterruptedRuns(t *testing.T) {
 		}, "out"},
 		{"quantize-while-measuring", syscall.SIGINT, func(out string) []string {
 			return []string{"quantize", mnist, "--calib-data", "random", "-o", filepath.Join(out, "q.onnx")}
-		}, "scratch"},
+		}, ""},
 		{"convert-while-writing", syscall.SIGINT, func(out string) []string {
 			return []string{"convert", big, "-o", filepath.Join(out, "big.onnx"), "--external-data"}
 		}, "out"},
@@ -166,11 +168,11 @@ func TestInterruptedRuns(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			out, scratch := t.TempDir(), t.TempDir()
 			before := snapshot(t, models)
-			watch := out
-			if c.watch == "scratch" {
-				watch = scratch
+			watch := ""
+			if c.watch == "out" {
+				watch = out
 			}
-			status, stderr, started := interrupt(t, bin, root, scratch, watch, c.sig, c.args(out)...)
+			status, stderr, started := interrupt(t, bin, root, scratch, watch, time.Second, c.sig, c.args(out)...)
 			if !started {
 				t.Fatalf("the command ended (status %d) before a temporary appeared: %s", status, stderr)
 			}

@@ -14,10 +14,10 @@ import (
 // Options say which models to compare on which data, and how to judge.
 type Options struct {
 	ModelA, ModelB string
-	// ABytes and BBytes, when set, are the models serialized in memory
-	// (ModelA and ModelB are then only labels): a model can be checked
-	// before it is written.
-	ABytes, BBytes []byte
+	// AInMemory and BInMemory, when set, are the models serialized in
+	// memory (ModelA and ModelB are then only labels): a model can be
+	// checked before it is written.
+	AInMemory, BInMemory graph.Serialized
 	// BRun, when set, is the file B's session runs (an .ort model ORT
 	// wrote from ModelB, which optc cannot parse); B's interface still
 	// comes from ModelB.
@@ -72,12 +72,12 @@ func Models(opts Options) (*Result, error) {
 	if _, err := ort.Init(opts.ORTLib); err != nil {
 		return nil, err
 	}
-	ma, err := load(opts.ModelA, opts.ABytes)
+	ma, err := load(opts.ModelA, opts.AInMemory)
 	if err != nil {
 		return nil, err
 	}
 	defer ma.Close()
-	mb, err := load(opts.ModelB, opts.BBytes)
+	mb, err := load(opts.ModelB, opts.BInMemory)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func Models(opts Options) (*Result, error) {
 			return nil, fmt.Errorf("--rtol names output %q, which the models do not share", name)
 		}
 	}
-	sa, err := ort.NewSession(source(opts.ModelA, opts.ABytes, insA, outsA), opts.Session)
+	sa, err := ort.NewSession(source(opts.ModelA, opts.AInMemory, insA, outsA), opts.Session)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.ModelA, err)
 	}
@@ -112,7 +112,7 @@ func Models(opts Options) (*Result, error) {
 	for i, in := range insA {
 		orderB[i] = insB[slices.IndexFunc(insB, func(x ort.IO) bool { return x.Name == in.Name })]
 	}
-	srcB := source(opts.ModelB, opts.BBytes, orderB, outsB)
+	srcB := source(opts.ModelB, opts.BInMemory, orderB, outsB)
 	if opts.BRun != "" {
 		srcB = ort.Source{Path: opts.BRun, Inputs: orderB, Outputs: outsB}
 	}
@@ -205,16 +205,16 @@ func Models(opts Options) (*Result, error) {
 }
 
 // load reads a model from its file, or from b when given.
-func load(path string, b []byte) (*graph.Model, error) {
-	if b != nil {
-		return graph.Parse(b, "")
+func load(path string, s graph.Serialized) (*graph.Model, error) {
+	if s.Bytes != nil {
+		return s.Parse()
 	}
 	return graph.LoadValid(path)
 }
 
-func source(path string, b []byte, ins, outs []ort.IO) ort.Source {
-	if b != nil {
-		return ort.Source{Bytes: b, Inputs: ins, Outputs: outs}
+func source(path string, s graph.Serialized, ins, outs []ort.IO) ort.Source {
+	if s.Bytes != nil {
+		return ort.SourceFrom(s, ins, outs)
 	}
 	return ort.Source{Path: path, Inputs: ins, Outputs: outs}
 }

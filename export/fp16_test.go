@@ -77,7 +77,7 @@ func TestToFloat16RealModels(t *testing.T) {
 				model []byte
 			}{{"float16", after}, {"float16 rounding emulated in float32", emulated}} {
 				// Level disable: ORT must not rewrite the rounding Casts away.
-				res, err := compare.Models(compare.Options{ModelA: tc.model, ModelB: run.name, BBytes: run.model,
+				res, err := compare.Models(compare.Options{ModelA: tc.model, ModelB: run.name, BInMemory: graph.Serialized{Bytes: run.model},
 					Data: tc.images, DataOpts: data.Options{Batch: tc.batch}, Labels: tc.labels,
 					Atol: map[string]float64{"": 1}, Session: ort.Options{Level: ort.LevelDisable}})
 				if err != nil {
@@ -357,7 +357,7 @@ func TestToFloat16Options(t *testing.T) {
 			if strings.Join(kept, ",") != strings.Join(tc.kept, ",") || rep.Converted != 11-len(tc.kept) {
 				t.Fatalf("kept %+v, %d converted; want %v kept", rep.Kept, rep.Converted, tc.kept)
 			}
-			res, err := compare.Models(compare.Options{ModelA: path, ModelB: tc.name, BBytes: marshal(t, m),
+			res, err := compare.Models(compare.Options{ModelA: path, ModelB: tc.name, BInMemory: graph.Serialized{Bytes: marshal(t, m)},
 				Data: filepath.Join(mnist, "test_images.npy"), DataOpts: data.Options{Batch: 500, Samples: 500},
 				Atol: map[string]float64{"": 1}})
 			if err != nil {

@@ -17,6 +17,11 @@ import (
 type encoder struct {
 	side      *sideWriter // where tensors at or above threshold go; nil: inline
 	threshold int64
+	// keepExternal leaves tensors that still lie in a loaded side file
+	// there (referenced, not inlined); externalDir is the folder of those
+	// files.
+	keepExternal bool
+	externalDir  string
 }
 
 // shallowClone copies the populated fields of src into a new message; the
@@ -333,6 +338,14 @@ func (e *encoder) tensor(t *Tensor) (*onnxpb.TensorProto, []byte, error) {
 			{Key: ptr("length"), Value: ptr(strconv.Itoa(len(data)))},
 		}
 		p.DataLocation = onnxpb.TensorProto_EXTERNAL.Enum()
+		return p, nil, nil
+	}
+	if e.keepExternal && t.storage == storageExternal {
+		// p keeps the external_data entries it was loaded with.
+		if e.externalDir != "" && e.externalDir != t.ext.src.dir {
+			return nil, nil, fmt.Errorf("tensor %q: its side file is in %s, others in %s: one folder only", t.Name, t.ext.src.dir, e.externalDir)
+		}
+		e.externalDir = t.ext.src.dir
 		return p, nil, nil
 	}
 	switch t.storage {

@@ -2,6 +2,8 @@ package graph_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -463,5 +465,68 @@ func TestExternalDataSharedFileWithoutLength(t *testing.T) {
 		if b, _ := v.Const.Bytes(); len(b) != 16 {
 			t.Errorf("%s saved with %d bytes", v.Name, len(b))
 		}
+	}
+}
+
+// A model over the protobuf limit is serialized with the tensors still in
+// its side file referenced there, and the bytes parse back to the same
+// data; tensors made since loading are inline. Its digest is the one of
+// the model with everything inline.
+func TestMarshalReferencing(t *testing.T) {
+	m := weightsModel(t, 4, 20000, 17000)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "model.onnx")
+	if err := graph.Save(m, path, graph.SaveOptions{External: graph.ExternalAlways}); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := graph.LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loaded.Close()
+	inline := mustMarshal(t, loaded)
+	wantDigest := sha256.Sum256(inline)
+	made, err := graph.NewFloat32Tensor("t2", []int64{2}, []float32{7, 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	small, err := graph.MarshalReferencing(loaded)
+	if err != nil || small.Dir != "" || !bytes.Equal(small.Bytes, inline) {
+		t.Fatalf("under the limit: dir %q, inline %v (%v)", small.Dir, bytes.Equal(small.Bytes, inline), err)
+	}
+	defer graph.SetProtobufLimit(4096)()
+	if _, err := graph.Marshal(loaded); !errors.Is(err, graph.ErrTooLarge) {
+		t.Fatalf("Marshal over the limit: %v", err)
+	}
+	digest, err := graph.Digest(loaded)
+	if err != nil || digest != hex.EncodeToString(wantDigest[:]) {
+		t.Errorf("digest %s, want %x (%v)", digest, wantDigest, err)
+	}
+	loaded.Graph.Initializers[2].Const = made
+	s, err := graph.MarshalReferencing(loaded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Dir != dir || len(s.Bytes) > 4096 {
+		t.Fatalf("over the limit: dir %q (want %q), %d bytes", s.Dir, dir, len(s.Bytes))
+	}
+	back, err := s.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+	for i, v := range back.Graph.Initializers {
+		want, _ := loaded.Graph.Initializers[i].Const.Bytes()
+		got, err := v.Const.Bytes()
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: bytes differ (%v)", v.Name, err)
+		}
+		if wantExt := i == 1; v.Const.IsExternal() != wantExt {
+			t.Errorf("%s: external %v, want %v", v.Name, v.Const.IsExternal(), wantExt)
+		}
+	}
+	if _, err := graph.Parse(s.Bytes, ""); err == nil {
+		t.Error("the referencing bytes parsed without their folder")
 	}
 }

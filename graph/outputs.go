@@ -3,13 +3,15 @@ package graph
 import "fmt"
 
 // Clone returns an independent copy of m, tensor data included (external
-// data is read in). Changes to the copy never reach m or its files.
+// data is read in, unless the model is over protobuf's 2 GiB limit: then
+// the copy reads it from the same side files). Changes to the copy never
+// reach m or its files.
 func (m *Model) Clone() (*Model, error) {
-	b, err := Marshal(m)
+	s, err := MarshalReferencing(m)
 	if err != nil {
 		return nil, fmt.Errorf("copy model: %w", err)
 	}
-	c, err := Parse(b, "")
+	c, err := s.Parse()
 	if err != nil {
 		return nil, fmt.Errorf("copy model: %w", err)
 	}

@@ -2,6 +2,9 @@ package graph
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -36,8 +39,9 @@ type SaveOptions struct {
 	Location string
 }
 
-// protobufLimit is the largest message protobuf implementations accept.
-const protobufLimit = math.MaxInt32
+// protobufLimit is the largest message protobuf implementations accept
+// (a variable so that tests can pass it with small models).
+var protobufLimit int64 = math.MaxInt32
 
 // sideAlign is the alignment of large tensors in side files, so that a
 // runtime can map them directly.
@@ -131,13 +135,58 @@ func Marshal(m *Model) ([]byte, error) {
 		return nil, err
 	}
 	if out.size > protobufLimit {
-		return nil, fmt.Errorf("the model is %d bytes, over protobuf's 2 GiB limit", out.size)
+		return nil, fmt.Errorf("the model is %d bytes, %w", out.size, ErrTooLarge)
 	}
-	b := make([]byte, 0, out.size)
+	return out.join(), nil
+}
+
+// ErrTooLarge is the error of Marshal for a model over protobuf's 2 GiB
+// limit.
+var ErrTooLarge = errors.New("over protobuf's 2 GiB limit")
+
+// Serialized is a model's protobuf bytes and the folder of the side files
+// they refer to ("" when the bytes hold every tensor).
+type Serialized struct {
+	Bytes []byte
+	Dir   string
+}
+
+// Parse decodes the bytes, reading side files from Dir.
+func (s Serialized) Parse() (*Model, error) { return Parse(s.Bytes, s.Dir) }
+
+// MarshalReferencing is Marshal for models of any size: when the model
+// does not fit in one protobuf message, the tensors that still lie in the
+// side file they were loaded from are referenced there, not copied, and Dir
+// is the folder those files are in (what a runtime needs to read them).
+// Tensors made or changed since loading are always inline, so they must fit.
+func MarshalReferencing(m *Model) (Serialized, error) {
+	b, err := Marshal(m)
+	if !errors.Is(err, ErrTooLarge) {
+		return Serialized{Bytes: b}, err
+	}
+	e := &encoder{keepExternal: true}
+	out, err := e.model(m)
+	if err != nil {
+		return Serialized{}, err
+	}
+	if out.size > protobufLimit {
+		return Serialized{}, fmt.Errorf("the model is %d bytes with its side-file tensors left where they are: tensors made by optc alone are %w", out.size, ErrTooLarge)
+	}
+	return Serialized{Bytes: out.join(), Dir: e.externalDir}, nil
+}
+
+// Digest is the hex SHA-256 of m serialized with every tensor inline (what
+// Marshal gives), computed without that size limit or a copy.
+func Digest(m *Model) (string, error) {
+	out, err := (&encoder{}).model(m)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
 	for _, p := range out.parts {
-		b = append(b, p...)
+		h.Write(p)
 	}
-	return b, nil
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // sideWriter appends tensor data to a side file and says where it went.

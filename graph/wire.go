@@ -149,6 +149,15 @@ type pieces struct {
 	size  int64
 }
 
+// join is the pieces in one slice.
+func (p *pieces) join() []byte {
+	b := make([]byte, 0, p.size)
+	for _, part := range p.parts {
+		b = append(b, part...)
+	}
+	return b
+}
+
 func (p *pieces) add(b []byte) {
 	if len(b) > 0 {
 		p.parts = append(p.parts, b)

@@ -68,12 +68,12 @@ func Run(opts Options) (*Result, error) {
 		if err := graph.ExposeValues(target, opts.Expose); err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Model, err)
 		}
-		if src.Bytes, err = graph.Marshal(target); err != nil {
+		if src, err = ort.SourceOf(target); err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Model, err)
 		}
-		src.Path = ""
+	} else {
+		src.Inputs, src.Outputs = ort.Interface(target)
 	}
-	src.Inputs, src.Outputs = ort.Interface(target)
 	sess, err := ort.NewSession(src, opts.Session)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.Model, err)

@@ -29,7 +29,7 @@ func TestCheckRefusesAChangedModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := check(Options{Input: in, Output: "out.onnx"}, b)
+	c, err := check(Options{Input: in, Output: "out.onnx"}, graph.Serialized{Bytes: b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestCheckRefusesAChangedModel(t *testing.T) {
 	orig, _ := graph.LoadFile(in)
 	defer orig.Close()
 	ob, _ := graph.Marshal(orig)
-	if c, err := check(Options{Input: in, Output: "out.onnx"}, ob); err != nil || !c.Pass {
+	if c, err := check(Options{Input: in, Output: "out.onnx"}, graph.Serialized{Bytes: ob}); err != nil || !c.Pass {
 		t.Errorf("the original failed its own check: %v %+v", err, c)
 	}
 }

@@ -111,7 +111,7 @@ func Run(opts Options) (*Result, error) {
 		return nil, fmt.Errorf("%s: %w", opts.Input, err)
 	}
 	if opts.Check {
-		b, err := graph.Marshal(m)
+		b, err := graph.MarshalReferencing(m)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Input, err)
 		}
@@ -155,7 +155,7 @@ func Run(opts Options) (*Result, error) {
 
 // check compares the original file with the optimized bytes in ORT at
 // level disable, so that ORT's own rewrites hide nothing.
-func check(opts Options, optimized []byte) (*CheckResult, error) {
+func check(opts Options, optimized graph.Serialized) (*CheckResult, error) {
 	c := &CheckResult{Samples: opts.CheckSamples, Atol: opts.CheckAtol, Rtol: opts.CheckRtol}
 	if c.Samples <= 0 {
 		c.Samples = 4
@@ -171,7 +171,7 @@ func check(opts Options, optimized []byte) (*CheckResult, error) {
 	sess := ort.DefaultOptions()
 	sess.Level = ort.LevelDisable
 	r, err := compare.Models(compare.Options{
-		ModelA: opts.Input, ModelB: opts.Output + " (optimized, not yet written)", BBytes: optimized,
+		ModelA: opts.Input, ModelB: opts.Output + " (optimized, not yet written)", BInMemory: optimized,
 		Data: "random", DataOpts: dopts,
 		Atol: map[string]float64{"": c.Atol}, Rtol: map[string]float64{"": c.Rtol},
 		Check: compare.StatMax, Session: sess, ORTLib: opts.ORTLib,

@@ -102,7 +102,7 @@ func cost(opts Options, unpruned, pruned []byte) (*compare.Result, error) {
 		}
 	}
 	r, err := compare.Models(compare.Options{
-		ModelA: "unpruned", ModelB: "pruned", ABytes: unpruned, BBytes: pruned,
+		ModelA: "unpruned", ModelB: "pruned", AInMemory: graph.Serialized{Bytes: unpruned}, BInMemory: graph.Serialized{Bytes: pruned},
 		Data: spec, DataOpts: dopts, Labels: opts.PruneLabels,
 		Atol: map[string]float64{"": 1e9}, Session: ort.DefaultOptions(), ORTLib: opts.ORTLib,
 	})

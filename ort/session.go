@@ -85,9 +85,28 @@ type IO struct {
 type Source struct {
 	Path  string
 	Bytes []byte
+	// ExternalDir is where the side files Bytes refers to are (see
+	// graph.MarshalReferencing); "" when Bytes holds every tensor.
+	ExternalDir string
 	// Inputs and Outputs are the model's interface, normally from the IR
 	// (see Interface); the session feeds and fetches them in this order.
 	Inputs, Outputs []IO
+}
+
+// SourceOf serializes m for a session: its bytes, with the tensors of a
+// model over protobuf's 2 GiB limit left in their side files.
+func SourceOf(m *graph.Model) (Source, error) {
+	s, err := graph.MarshalReferencing(m)
+	if err != nil {
+		return Source{}, err
+	}
+	ins, outs := Interface(m)
+	return SourceFrom(s, ins, outs), nil
+}
+
+// SourceFrom is a source for a serialized model with the given interface.
+func SourceFrom(s graph.Serialized, ins, outs []IO) Source {
+	return Source{Bytes: s.Bytes, ExternalDir: s.Dir, Inputs: ins, Outputs: outs}
 }
 
 // Interface returns the inputs a caller feeds (graph inputs without an
@@ -131,6 +150,11 @@ func NewSession(src Source, opts Options) (*Session, error) {
 	defer so.Destroy()
 	if err := configure(so, opts); err != nil {
 		return nil, err
+	}
+	if src.Path == "" && src.ExternalDir != "" {
+		if err := so.AddSessionConfigEntry("session.model_external_initializers_file_folder_path", src.ExternalDir); err != nil {
+			return nil, err
+		}
 	}
 	names := func(ios []IO) []string {
 		out := make([]string, len(ios))

@@ -156,3 +156,57 @@ func TestOptimizedModelFile(t *testing.T) {
 		}
 	}
 }
+
+// A model in memory whose weights stay in a side file (what
+// graph.MarshalReferencing gives for models over 2 GiB) runs when the
+// source names the side file's folder, and only then.
+func TestExternalDir(t *testing.T) {
+	ortenv.Require(t)
+	g := graph.NewGraph("g")
+	x, _ := g.NewValue("x")
+	w, _ := g.NewValue("w")
+	y, _ := g.NewValue("y")
+	x.Type = graph.TensorType(graph.Float, graph.StaticShape(1, 512))
+	vals := make([]float32, 512)
+	for i := range vals {
+		vals[i] = float32(i)
+	}
+	var err error
+	if w.Const, err = graph.NewFloat32Tensor("w", []int64{1, 512}, vals); err != nil {
+		t.Fatal(err)
+	}
+	g.Initializers = []*graph.Value{w}
+	g.Inputs, g.Outputs = []*graph.Value{x}, []*graph.Value{y}
+	if _, err := g.AddNode("Add", []*graph.Value{x, w}, []*graph.Value{y}); err != nil {
+		t.Fatal(err)
+	}
+	m := &graph.Model{IRVersion: 8, Opsets: []graph.OpsetImport{{Version: 17}}, Graph: g}
+	dir := t.TempDir()
+	path := dir + "/m.onnx"
+	if err := graph.Save(m, path, graph.SaveOptions{External: graph.ExternalAlways}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, outs := ort.Interface(m)
+	in, _ := graph.NewFloat32Tensor("x", []int64{1, 512}, make([]float32, 512))
+	s, err := ort.NewSession(ort.SourceFrom(graph.Serialized{Bytes: b, Dir: dir}, ins, outs), ort.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out, err := s.Run([]*graph.Tensor{in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := out[0].Float32s()
+	if got[511] != 511 {
+		t.Errorf("y[511] = %v, want 511 (read from the side file)", got[511])
+	}
+	if s, err := ort.NewSession(ort.SourceFrom(graph.Serialized{Bytes: b}, ins, outs), ort.DefaultOptions()); err == nil {
+		s.Close()
+		t.Error("the session opened without the side file's folder")
+	}
+}

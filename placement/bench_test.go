@@ -113,13 +113,13 @@ func placementRow(b *testing.B, dir string, c placementCase) {
 			acc = fmt.Sprintf("FP32 %.2f%%, all-INT8 %.2f%%, chosen INT8 %.2f%%", a.Accuracy.A, all.Accuracy.Accuracy.B, a.Accuracy.B)
 		}
 	}
-	var models [][]byte
+	var models []graph.Serialized
 	for _, path := range []string{c.model, allPath, autoPath} {
 		bs, err := os.ReadFile(path)
 		if err != nil {
 			b.Fatal(err)
 		}
-		models = append(models, bs)
+		models = append(models, graph.Serialized{Bytes: bs})
 	}
 	what := "INT8"
 	if p.Recommended == placement.RecommendFP32 {

@@ -74,7 +74,7 @@ func greedy(opts Options, fp, all *quantized, stop time.Time) (*quantized, []Ste
 		if err != nil {
 			return nil, nil, err
 		}
-		p50, err := TimeInterleaved([][]byte{cur.bytes, next.bytes}, opts.Session, opts.Shapes, 1, stop)
+		p50, err := TimeInterleaved([]graph.Serialized{cur.serialized, next.serialized}, opts.Session, opts.Shapes, 1, stop)
 		if err != nil {
 			return nil, nil, fmt.Errorf("greedy step %q: %w", k, err)
 		}
@@ -82,7 +82,7 @@ func greedy(opts Options, fp, all *quantized, stop time.Time) (*quantized, []Ste
 		if p50[1] < p50[0]*(1-noise) {
 			s.Kept = true
 			if opts.Accept != nil {
-				if s.Kept, err = opts.Accept(next.bytes); err != nil {
+				if s.Kept, err = opts.Accept(next.serialized); err != nil {
 					return nil, nil, err
 				}
 			}

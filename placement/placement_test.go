@@ -22,7 +22,7 @@ import (
 
 // prepared is a float model as ptq hands it over (passes run, opset 13)
 // with ranges calibrated on random data.
-func prepared(t testing.TB, m *graph.Model) ([]byte, map[string][2]float64) {
+func prepared(t testing.TB, m *graph.Model) (graph.Serialized, map[string][2]float64) {
 	t.Helper()
 	pipeline, _ := passes.Select(2, nil, nil)
 	if _, err := passes.Run(m, pipeline, passes.Options{Eval: &ort.NodeEvaluator{}}); err != nil {
@@ -33,7 +33,7 @@ func prepared(t testing.TB, m *graph.Model) ([]byte, map[string][2]float64) {
 			t.Fatal(err)
 		}
 	}
-	float, err := graph.Marshal(m)
+	float, err := graph.MarshalReferencing(m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,14 +70,14 @@ func mnistOptions(t testing.TB) Options {
 
 // run runs a model on one random batch at level disable (so that ORT's
 // fusions cannot hide a difference between graphs).
-func run(t *testing.T, model []byte, in []*graph.Tensor) []float32 {
+func run(t *testing.T, model graph.Serialized, in []*graph.Tensor) []float32 {
 	t.Helper()
-	m, err := graph.Parse(model, "")
+	m, err := model.Parse()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ins, outs := ort.Interface(m)
-	s, err := ort.NewSession(ort.Source{Bytes: model, Inputs: ins, Outputs: outs}, ort.Options{Level: ort.LevelDisable, IntraOpThreads: 1})
+	s, err := ort.NewSession(ort.SourceFrom(model, ins, outs), ort.Options{Level: ort.LevelDisable, IntraOpThreads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestRegions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := graph.Parse(opts.Float, "")
+	m, err := opts.Float.Parse()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestRegions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(allBytes, today) {
+	if !bytes.Equal(allBytes.Bytes, today) {
 		t.Error("all-int8 placement differs from quantize.Apply's model")
 	}
 	var ops []string
@@ -144,7 +144,7 @@ func TestRegions(t *testing.T) {
 			t.Fatalf("every region float, yet %s remains", n)
 		}
 	}
-	want, got := run(t, opts.Float, in), run(t, fp.bytes, in)
+	want, got := run(t, opts.Float, in), run(t, fp.serialized, in)
 	if !slices.Equal(want, got) {
 		t.Errorf("every region float: outputs %v, float model %v", got[:10], want[:10])
 	}
@@ -239,7 +239,7 @@ func TestSearchReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(replayed, model) || g.Mode != ModeReplay || !slices.Equal(g.Regions, f.Regions) {
+		if !bytes.Equal(replayed.Bytes, model.Bytes) || g.Mode != ModeReplay || !slices.Equal(g.Regions, f.Regions) {
 			t.Error("replay did not rebuild the searched model")
 		}
 	}

@@ -28,19 +28,19 @@ type traceEvent struct {
 // nodeTimes runs the model in ORT with the profiler on and returns the
 // median time per run of each node, in milliseconds, by the name ORT gives
 // it.
-func nodeTimes(model []byte, sess ort.Options, inputs []*graph.Tensor) (map[string]float64, error) {
+func nodeTimes(model graph.Serialized, sess ort.Options, inputs []*graph.Tensor) (map[string]float64, error) {
 	dir, err := os.MkdirTemp("", "optc-placement-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	m, err := graph.Parse(model, "")
+	m, err := model.Parse()
 	if err != nil {
 		return nil, err
 	}
 	ins, outs := ort.Interface(m)
 	sess.ProfilePrefix = filepath.Join(dir, "profile")
-	s, err := ort.NewSession(ort.Source{Bytes: model, Inputs: ins, Outputs: outs}, sess)
+	s, err := ort.NewSession(ort.SourceFrom(model, ins, outs), sess)
 	if err != nil {
 		return nil, err
 	}

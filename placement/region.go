@@ -48,9 +48,9 @@ type Region struct {
 // quantized is the INT8 model quantize.Apply makes from the float bytes,
 // with the regions it quantized (in graph order, every one int8).
 type quantized struct {
-	model   *graph.Model
-	bytes   []byte
-	regions []Region
+	model      *graph.Model
+	serialized graph.Serialized
+	regions    []Region
 	// nodes are the region nodes of model, by region.
 	nodes []*graph.Node
 }
@@ -58,8 +58,8 @@ type quantized struct {
 // quantizeKeeping quantizes a fresh copy of float with the regions whose
 // decision is Float kept float. With regions nil it finds the regions: the
 // nodes Apply rewrote.
-func quantizeKeeping(float []byte, ranges map[string][2]float64, opts quantize.Options, regions []Region) (*quantized, error) {
-	m, err := graph.Parse(float, "")
+func quantizeKeeping(float graph.Serialized, ranges map[string][2]float64, opts quantize.Options, regions []Region) (*quantized, error) {
+	m, err := float.Parse()
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func quantizeKeeping(float []byte, ranges map[string][2]float64, opts quantize.O
 			q.nodes = append(q.nodes, n)
 		}
 	}
-	if q.bytes, err = graph.Marshal(m); err != nil {
+	if q.serialized, err = graph.MarshalReferencing(m); err != nil {
 		return nil, err
 	}
 	return q, nil

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"time"
 
+	"optc/graph"
 	"optc/ort"
 	"optc/quantize"
 )
@@ -40,7 +41,7 @@ const noise = 0.05
 // Options say what to place and how to measure it.
 type Options struct {
 	// Float is the float model quantization starts from (opset >= 13).
-	Float  []byte
+	Float  graph.Serialized
 	Ranges map[string][2]float64
 	// Quant are the accuracy-valid INT8 settings (the layers accuracy
 	// control kept float already excluded); Target must be ort-cpu.
@@ -56,7 +57,7 @@ type Options struct {
 	Budget time.Duration
 	// Accept checks a candidate against the accuracy budget (nil: every
 	// candidate is accepted). All-INT8 is accepted already.
-	Accept func(int8Model []byte) (bool, error)
+	Accept func(int8Model graph.Serialized) (bool, error)
 	// CPU and CPUFlags are recorded in the file (the answer depends on the
 	// CPU).
 	CPU      string
@@ -102,55 +103,55 @@ type Timing struct {
 const SchemaVersion = 1
 
 // AllINT8 is today's behaviour: every region int8, nothing measured.
-func AllINT8(opts Options) (*File, []byte, error) {
+func AllINT8(opts Options) (*File, graph.Serialized, error) {
 	q, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, graph.Serialized{}, err
 	}
 	f := newFile(opts, ModeAllINT8, q.regions)
 	f.Recommended, f.Chosen = RecommendINT8, CandidateAllINT8
 	f.Reason = fmt.Sprintf("INT8 (all %d regions; --placement all-int8, not measured)", len(f.Regions))
-	return f, q.bytes, nil
+	return f, q.serialized, nil
 }
 
 // Replay builds the INT8 model a placement file describes, without
 // measuring. The file must list the regions this model and these
 // settings quantize.
-func Replay(opts Options, from *File) (*File, []byte, error) {
+func Replay(opts Options, from *File) (*File, graph.Serialized, error) {
 	if from.Schema != SchemaVersion {
-		return nil, nil, fmt.Errorf("placement file schema %d, want %d", from.Schema, SchemaVersion)
+		return nil, graph.Serialized{}, fmt.Errorf("placement file schema %d, want %d", from.Schema, SchemaVersion)
 	}
 	if from.Recommended != RecommendINT8 && from.Recommended != RecommendFP32 {
-		return nil, nil, fmt.Errorf("placement file recommends %q, want %q or %q", from.Recommended, RecommendINT8, RecommendFP32)
+		return nil, graph.Serialized{}, fmt.Errorf("placement file recommends %q, want %q or %q", from.Recommended, RecommendINT8, RecommendFP32)
 	}
 	all, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, graph.Serialized{}, err
 	}
 	if len(all.regions) != len(from.Regions) {
-		return nil, nil, fmt.Errorf("placement file lists %d regions, this model quantizes %d: it was made for another model or other quantization settings", len(from.Regions), len(all.regions))
+		return nil, graph.Serialized{}, fmt.Errorf("placement file lists %d regions, this model quantizes %d: it was made for another model or other quantization settings", len(from.Regions), len(all.regions))
 	}
 	for i, r := range from.Regions {
 		a := all.regions[i]
 		if r.ID != a.ID || r.Index != a.Index || r.Op != a.Op {
-			return nil, nil, fmt.Errorf("placement file region %d is %q (node %d, %s), this model's is %q (node %d, %s): it was made for another model or other quantization settings",
+			return nil, graph.Serialized{}, fmt.Errorf("placement file region %d is %q (node %d, %s), this model's is %q (node %d, %s): it was made for another model or other quantization settings",
 				i, r.ID, r.Index, r.Op, a.ID, a.Index, a.Op)
 		}
 		if r.Decision != INT8 && r.Decision != Float {
-			return nil, nil, fmt.Errorf("placement file region %q: decision %q, want %q or %q", r.ID, r.Decision, INT8, Float)
+			return nil, graph.Serialized{}, fmt.Errorf("placement file region %q: decision %q, want %q or %q", r.ID, r.Decision, INT8, Float)
 		}
 	}
 	q, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, from.Regions)
 	if err != nil {
-		return nil, nil, err
+		return nil, graph.Serialized{}, err
 	}
 	f := *from
 	f.Mode = ModeReplay
-	return &f, q.bytes, nil
+	return &f, q.serialized, nil
 }
 
 // Search measures and decides (see the package comment).
-func Search(opts Options) (*File, []byte, error) {
+func Search(opts Options) (*File, graph.Serialized, error) {
 	start := time.Now()
 	if opts.Budget <= 0 {
 		opts.Budget = time.Minute
@@ -161,29 +162,29 @@ func Search(opts Options) (*File, []byte, error) {
 	deadline := start.Add(opts.Budget)
 	all, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, graph.Serialized{}, err
 	}
 	if len(all.regions) == 0 {
-		return nil, nil, errors.New("placement: the INT8 model has no quantized region")
+		return nil, graph.Serialized{}, errors.New("placement: the INT8 model has no quantized region")
 	}
 	fp, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, withDecisions(all.regions, indices(all.regions, nil)))
 	if err != nil {
-		return nil, nil, err
+		return nil, graph.Serialized{}, err
 	}
 	in1, err := inputs(fp.model, opts.Shapes, 1)
 	if err != nil {
-		return nil, nil, err
+		return nil, graph.Serialized{}, err
 	}
 
 	// Per-region cost from ORT's profiler at batch 1.
 	f := newFile(opts, ModeAuto, all.regions)
-	fpTimes, err := nodeTimes(fp.bytes, opts.Session, in1)
+	fpTimes, err := nodeTimes(fp.serialized, opts.Session, in1)
 	if err != nil {
-		return nil, nil, fmt.Errorf("profiling the FP32 model: %w", err)
+		return nil, graph.Serialized{}, fmt.Errorf("profiling the FP32 model: %w", err)
 	}
-	int8Times, err := nodeTimes(all.bytes, opts.Session, in1)
+	int8Times, err := nodeTimes(all.serialized, opts.Session, in1)
 	if err != nil {
-		return nil, nil, fmt.Errorf("profiling the INT8 model: %w", err)
+		return nil, graph.Serialized{}, fmt.Errorf("profiling the INT8 model: %w", err)
 	}
 	fpCost, int8Cost := regionCosts(fp, fpTimes), regionCosts(all, int8Times)
 	slower := map[int]bool{}
@@ -199,12 +200,12 @@ func Search(opts Options) (*File, []byte, error) {
 	if len(slower) > 0 && len(slower) < len(all.regions) {
 		g, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, withDecisions(all.regions, slower))
 		if err != nil {
-			return nil, nil, err
+			return nil, graph.Serialized{}, err
 		}
 		ok := true
 		if opts.Accept != nil {
-			if ok, err = opts.Accept(g.bytes); err != nil {
-				return nil, nil, err
+			if ok, err = opts.Accept(g.serialized); err != nil {
+				return nil, graph.Serialized{}, err
 			}
 		}
 		if ok {
@@ -215,7 +216,7 @@ func Search(opts Options) (*File, []byte, error) {
 	// The greedy search gets half the budget left, the A/B timing the rest.
 	gr, steps, err := greedy(opts, fp, all, time.Now().Add(time.Until(deadline)/2))
 	if err != nil {
-		return nil, nil, err
+		return nil, graph.Serialized{}, err
 	}
 	f.Greedy = steps
 	if gr != nil {
@@ -224,9 +225,9 @@ func Search(opts Options) (*File, []byte, error) {
 
 	// Whole-model A/B at the artifact's threads, each batch size.
 	timeAt := func(threads, batch int, names []string) (*Timing, error) {
-		bs := make([][]byte, len(names))
+		bs := make([]graph.Serialized, len(names))
 		for i, n := range names {
-			bs[i] = models[n].bytes
+			bs[i] = models[n].serialized
 		}
 		sess := opts.Session
 		sess.IntraOpThreads = threads
@@ -247,7 +248,7 @@ func Search(opts Options) (*File, []byte, error) {
 		}
 		t, err := timeAt(opts.Session.IntraOpThreads, b, cands)
 		if err != nil {
-			return nil, nil, err
+			return nil, graph.Serialized{}, err
 		}
 		f.Timings = append(f.Timings, *t)
 	}
@@ -263,7 +264,7 @@ func Search(opts Options) (*File, []byte, error) {
 		for _, t := range f.Timings {
 			c, err := timeAt(t.Threads, t.Batch, []string{CandidateFP32, f.Chosen})
 			if err != nil {
-				return nil, nil, err
+				return nil, graph.Serialized{}, err
 			}
 			c.Confirmation = true
 			confirm = append(confirm, *c)
@@ -285,13 +286,13 @@ func Search(opts Options) (*File, []byte, error) {
 			}
 			t, err := timeAt(threads, b, []string{CandidateFP32, f.Chosen})
 			if err != nil {
-				return nil, nil, err
+				return nil, graph.Serialized{}, err
 			}
 			f.Timings = append(f.Timings, *t)
 		}
 	}
 	f.SearchSeconds = round(time.Since(start).Seconds())
-	return f, chosen.bytes, nil
+	return f, chosen.serialized, nil
 }
 
 // choose picks the fastest INT8 candidate (by the geometric mean of its

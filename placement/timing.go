@@ -31,8 +31,8 @@ func inputs(m *graph.Model, shapes map[string][]int64, b int) ([]*graph.Tensor, 
 // dynamic dims fixed by shapes), interleaved, and returns each one's median
 // latency in milliseconds. It stops taking turns at the deadline (after
 // minTurns).
-func TimeInterleaved(models [][]byte, sess ort.Options, shapes map[string][]int64, batch int, deadline time.Time) ([]float64, error) {
-	first, err := graph.Parse(models[0], "")
+func TimeInterleaved(models []graph.Serialized, sess ort.Options, shapes map[string][]int64, batch int, deadline time.Time) ([]float64, error) {
+	first, err := models[0].Parse()
 	if err != nil {
 		return nil, err
 	}
@@ -49,12 +49,12 @@ func TimeInterleaved(models [][]byte, sess ort.Options, shapes map[string][]int6
 		}
 	}()
 	for i, b := range models {
-		m, err := graph.Parse(b, "")
+		m, err := b.Parse()
 		if err != nil {
 			return nil, err
 		}
 		ins, outs := ort.Interface(m)
-		if sessions[i], err = ort.NewSession(ort.Source{Bytes: b, Inputs: ins, Outputs: outs}, sess); err != nil {
+		if sessions[i], err = ort.NewSession(ort.SourceFrom(b, ins, outs), sess); err != nil {
 			return nil, err
 		}
 		for range warmupRuns {

@@ -97,7 +97,7 @@ func TestChannelsMNIST(t *testing.T) {
 				if rep.ParamsAfter >= rep.ParamsBefore {
 					t.Errorf("params %d -> %d", rep.ParamsBefore, rep.ParamsAfter)
 				}
-				res, err := compare.Models(compare.Options{ModelA: path, ModelB: "pruned", BBytes: b,
+				res, err := compare.Models(compare.Options{ModelA: path, ModelB: "pruned", BInMemory: graph.Serialized{Bytes: b},
 					Data: images, DataOpts: data.Options{Batch: 64}, Labels: labels})
 				if err != nil {
 					t.Fatal(err)
@@ -129,7 +129,7 @@ func TestChannelsPaddleOCRCls(t *testing.T) {
 		t.Errorf("params %d -> %d: %.1f%% fewer, want at least 15%%", rep.ParamsBefore, rep.ParamsAfter, 100*fewer)
 	}
 	// Runs in ORT with outputs of the original's shapes.
-	res, err := compare.Models(compare.Options{ModelA: o2, ModelB: "pruned", BBytes: b,
+	res, err := compare.Models(compare.Options{ModelA: o2, ModelB: "pruned", BInMemory: graph.Serialized{Bytes: b},
 		Data: "random", DataOpts: data.Options{High: 1, Samples: 4, Shapes: dopts.Shapes},
 		Atol: map[string]float64{"": 1e9}, Rtol: map[string]float64{"": 1e9}})
 	if err != nil {

@@ -307,7 +307,7 @@ func TestMNISTAccuracy(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.Close()
-		res, err := compare.Models(compare.Options{ModelA: path, ModelB: method, BBytes: b, Data: images, DataOpts: data.Options{Batch: 256}, Labels: labels})
+		res, err := compare.Models(compare.Options{ModelA: path, ModelB: method, BInMemory: graph.Serialized{Bytes: b}, Data: images, DataOpts: data.Options{Batch: 256}, Labels: labels})
 		if err != nil {
 			t.Fatal(err)
 		}

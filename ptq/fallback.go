@@ -39,30 +39,31 @@ func minCosine(r *compare.Result) float64 {
 }
 
 // quantizeWith quantizes a fresh copy of the float model.
-func quantizeWith(float []byte, ranges map[string][2]float64, opts quantize.Options) (*graph.Model, []byte, *quantize.Report, error) {
-	q, err := graph.Parse(float, "")
+func quantizeWith(float graph.Serialized, ranges map[string][2]float64, opts quantize.Options) (*graph.Model, graph.Serialized, *quantize.Report, error) {
+	var none graph.Serialized
+	q, err := float.Parse()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, none, nil, err
 	}
 	rep, err := quantize.Apply(q, ranges, opts)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, none, nil, err
 	}
 	if err := q.Verify(); err != nil {
-		return nil, nil, nil, fmt.Errorf("quantized model is invalid (a bug in optc): %w", err)
+		return nil, none, nil, fmt.Errorf("quantized model is invalid (a bug in optc): %w", err)
 	}
-	b, err := graph.Marshal(q)
+	b, err := graph.MarshalReferencing(q)
 	return q, b, rep, err
 }
 
 // fallBack measures every named weighted layer quantized alone, then keeps
 // the most sensitive layers float, one more at a time, until the criteria
 // hold (or every layer is float, which is an error).
-func fallBack(opts Options, float []byte, ranges map[string][2]float64, res *Result,
-	measure func([]byte) (*compare.Result, error)) (*graph.Model, []byte, error) {
-	m, err := graph.Parse(float, "")
+func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64, res *Result,
+	measure func(graph.Serialized) (*compare.Result, error)) (*graph.Model, graph.Serialized, error) {
+	m, err := float.Parse()
 	if err != nil {
-		return nil, nil, err
+		return nil, graph.Serialized{}, err
 	}
 	var layers []string
 	for _, n := range m.Graph.Nodes {
@@ -74,11 +75,11 @@ func fallBack(opts Options, float []byte, ranges map[string][2]float64, res *Res
 	for _, l := range layers {
 		_, b, _, err := quantizeWith(float, ranges, exclude(without(layers, l)))
 		if err != nil {
-			return nil, nil, err
+			return nil, graph.Serialized{}, err
 		}
 		r, err := measure(b)
 		if err != nil {
-			return nil, nil, err
+			return nil, graph.Serialized{}, err
 		}
 		s := Sensitivity{Node: l, MinCosine: minCosine(r)}
 		if r.Accuracy != nil {
@@ -108,18 +109,18 @@ func fallBack(opts Options, float []byte, ranges map[string][2]float64, res *Res
 		}
 		q, b, rep, err := quantizeWith(float, ranges, exclude(kept))
 		if err != nil {
-			return nil, nil, err
+			return nil, graph.Serialized{}, err
 		}
 		r, err := measure(b)
 		if err != nil {
-			return nil, nil, err
+			return nil, graph.Serialized{}, err
 		}
 		if opts.meets(r) {
 			res.Quantize, res.Accuracy, res.FellBack = rep, r, kept
 			return q, b, nil
 		}
 	}
-	return nil, nil, fmt.Errorf("no INT8 model meets the accuracy criterion with any layer quantized (layer sensitivities: %v)", res.Sensitivity)
+	return nil, graph.Serialized{}, fmt.Errorf("no INT8 model meets the accuracy criterion with any layer quantized (layer sensitivities: %v)", res.Sensitivity)
 }
 
 // excluding is q with the named nodes kept float (exact names).

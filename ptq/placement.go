@@ -13,13 +13,13 @@ import (
 // as it is, auto measures, anything else is a placement.json to replay. A
 // placement that keeps more regions float is re-measured so that the
 // reported accuracy is the written model's.
-func place(opts Options, float []byte, ranges map[string][2]float64, res *Result,
-	measure func([]byte) (*compare.Result, error)) (*graph.Model, []byte, error) {
+func place(opts Options, float graph.Serialized, ranges map[string][2]float64, res *Result,
+	measure func(graph.Serialized) (*compare.Result, error)) (*graph.Model, graph.Serialized, error) {
 	po := placement.Options{Float: float, Ranges: ranges, Quant: excluding(opts.Quant, res.FellBack),
 		Session: opts.Session, Shapes: opts.LatencyShapes, Budget: opts.PlacementBudget,
 		CPU: opts.CPU, CPUFlags: opts.CPUFlags}
 	if opts.wantsControl() {
-		po.Accept = func(b []byte) (bool, error) {
+		po.Accept = func(b graph.Serialized) (bool, error) {
 			r, err := measure(b)
 			return err == nil && opts.meets(r), err
 		}
@@ -38,22 +38,22 @@ func place(opts Options, float []byte, ranges map[string][2]float64, res *Result
 		}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("placement: %w", err)
+		return nil, graph.Serialized{}, fmt.Errorf("placement: %w", err)
 	}
 	res.Placement = f
 	quant := po.Quant
 	quant.KeepFloat = f.KeepFloat()
 	q, b, rep, err := quantizeWith(float, ranges, quant)
 	if err != nil {
-		return nil, nil, err
+		return nil, graph.Serialized{}, err
 	}
 	res.Quantize = rep
 	if res.Accuracy != nil && len(quant.KeepFloat) > 0 {
 		if res.Accuracy, err = measure(b); err != nil {
-			return nil, nil, err
+			return nil, graph.Serialized{}, err
 		}
 		if opts.wantsControl() && !opts.meets(res.Accuracy) {
-			return nil, nil, fmt.Errorf("placement: the INT8 model with %d regions kept float misses the accuracy criterion", len(quant.KeepFloat))
+			return nil, graph.Serialized{}, fmt.Errorf("placement: the INT8 model with %d regions kept float misses the accuracy criterion", len(quant.KeepFloat))
 		}
 	}
 	return q, b, nil

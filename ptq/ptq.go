@@ -7,12 +7,9 @@
 package ptq
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"optc/bench"
@@ -20,7 +17,6 @@ import (
 	"optc/compare"
 	"optc/data"
 	"optc/graph"
-	"optc/internal/atomicfile"
 	"optc/ort"
 	"optc/passes"
 	"optc/placement"
@@ -141,14 +137,14 @@ func Run(opts Options) (*Result, error) {
 			return nil, fmt.Errorf("%s: per-channel Q/DQ needs opset 13: %w", opts.Input, err)
 		}
 	}
-	float, err := graph.Marshal(m)
+	float, err := graph.MarshalReferencing(m)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkFloat(opts, float); err != nil {
 		return nil, err
 	}
-	ranges, info, err := calibrationRanges(opts, m, float)
+	ranges, info, err := calibrationRanges(opts, m)
 	if err != nil {
 		return nil, err
 	}
@@ -172,9 +168,9 @@ func Run(opts Options) (*Result, error) {
 	if eval == "" {
 		eval, evalOpts = opts.CalibData, opts.CalibOpts
 	}
-	measure := func(b []byte) (*compare.Result, error) {
+	measure := func(b graph.Serialized) (*compare.Result, error) {
 		r, err := compare.Models(compare.Options{
-			ModelA: "float", ModelB: "int8", ABytes: float, BBytes: b,
+			ModelA: "float", ModelB: "int8", AInMemory: float, BInMemory: b,
 			Data: eval, DataOpts: evalOpts, Labels: opts.EvalLabels,
 			Atol: map[string]float64{"": 1e9}, Session: opts.Session, ORTLib: opts.ORTLib,
 		})
@@ -198,7 +194,7 @@ func Run(opts Options) (*Result, error) {
 			return nil, fmt.Errorf("%s: %w", opts.Input, err)
 		}
 	}
-	res.FloatBytes, res.Int8Bytes = int64(len(float)), int64(len(int8Model))
+	res.FloatBytes, res.Int8Bytes = int64(len(float.Bytes)), int64(len(int8Model.Bytes))
 	if eval != "" {
 		if res.TensorSQNR, err = tensorSQNR(opts, float, int8Model, eval, evalOpts); err != nil {
 			return nil, fmt.Errorf("per-tensor SQNR: %w", err)
@@ -218,10 +214,12 @@ func Run(opts Options) (*Result, error) {
 // calibrationRanges reads the cache when it matches the model, else
 // collects statistics over the calibration data (and writes the cache
 // when a path was given).
-func calibrationRanges(opts Options, m *graph.Model, float []byte) (map[string]calibrate.Range, *CalibrationInfo, error) {
+func calibrationRanges(opts Options, m *graph.Model) (map[string]calibrate.Range, *CalibrationInfo, error) {
 	info := &CalibrationInfo{Method: string(opts.Method), Cache: opts.CalibCache}
-	sum := sha256.Sum256(float)
-	digest := hex.EncodeToString(sum[:])
+	digest, err := graph.Digest(m)
+	if err != nil {
+		return nil, nil, err
+	}
 	if opts.CalibCache != "" {
 		if _, err := os.Stat(opts.CalibCache); err == nil {
 			c, err := calibrate.ReadCache(opts.CalibCache)
@@ -265,23 +263,12 @@ func calibrationRanges(opts Options, m *graph.Model, float []byte) (map[string]c
 }
 
 // latency measures both models at batch 1 and 8 on random inputs.
-func latency(opts Options, float, int8Model []byte) ([]LatencyRow, error) {
-	dir, cleanup, err := atomicfile.ScratchDir("optc-ptq-")
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
-	paths := [2]string{filepath.Join(dir, "float.onnx"), filepath.Join(dir, "int8.onnx")}
-	for i, b := range [][]byte{float, int8Model} {
-		if err := os.WriteFile(paths[i], b, 0o644); err != nil {
-			return nil, err
-		}
-	}
+func latency(opts Options, float, int8Model graph.Serialized) ([]LatencyRow, error) {
 	var rows []LatencyRow
 	for _, batch := range []int{1, 8} {
 		row := LatencyRow{Batch: batch}
-		for i, p := range paths {
-			r, err := bench.Run(bench.Options{Model: p, Data: "random",
+		for i, m := range []graph.Serialized{float, int8Model} {
+			r, err := bench.Run(bench.Options{Model: [2]string{"float", "int8"}[i], InMemory: m, Data: "random",
 				DataOpts: data.Options{High: 1, Shapes: opts.LatencyShapes}, Batches: []int{batch},
 				Session: opts.Session, Duration: time.Second, ORTLib: opts.ORTLib})
 			if err != nil {
@@ -302,7 +289,7 @@ func latency(opts Options, float, int8Model []byte) ([]LatencyRow, error) {
 // checkFloat runs the input model and the float model quantization starts
 // from (after the passes and any opset upgrade) on a few samples: every
 // rewrite is checked before the INT8 numbers build on it.
-func checkFloat(opts Options, float []byte) error {
+func checkFloat(opts Options, float graph.Serialized) error {
 	spec, dopts := opts.CalibData, opts.CalibOpts
 	if spec == "" {
 		spec, dopts = "random", data.Options{High: 1, Shapes: opts.LatencyShapes}
@@ -311,7 +298,7 @@ func checkFloat(opts Options, float []byte) error {
 	sess := ort.DefaultOptions()
 	sess.Level = ort.LevelDisable
 	r, err := compare.Models(compare.Options{
-		ModelA: opts.Input, ModelB: "optimized", BBytes: float, Data: spec, DataOpts: dopts,
+		ModelA: opts.Input, ModelB: "optimized", BInMemory: float, Data: spec, DataOpts: dopts,
 		Atol: map[string]float64{"": 1e-4}, Rtol: map[string]float64{"": 1e-3}, Session: sess, ORTLib: opts.ORTLib,
 	})
 	if err != nil {

@@ -30,12 +30,12 @@ const sqnrSamples = 32
 // tensorSQNR pairs every activation Q/DQ of the INT8 model with the float
 // tensor it quantizes, runs both models on one batch of the evaluation data
 // with those values exposed, and returns the SQNR of each, worst first.
-func tensorSQNR(opts Options, float, int8Model []byte, spec string, dopts data.Options) ([]TensorSQNR, error) {
-	fm, err := graph.Parse(float, "")
+func tensorSQNR(opts Options, float, int8Model graph.Serialized, spec string, dopts data.Options) ([]TensorSQNR, error) {
+	fm, err := float.Parse()
 	if err != nil {
 		return nil, err
 	}
-	qm, err := graph.Parse(int8Model, "")
+	qm, err := int8Model.Parse()
 	if err != nil {
 		return nil, err
 	}
@@ -108,12 +108,11 @@ func tensorSQNR(opts Options, float, int8Model []byte, spec string, dopts data.O
 
 // runExposed runs m on one batch and returns the named outputs as float32.
 func runExposed(m *graph.Model, batch *data.Batch, names []string, sess ort.Options) ([][]float32, error) {
-	b, err := graph.Marshal(m)
+	src, err := ort.SourceOf(m)
 	if err != nil {
 		return nil, err
 	}
-	ins, outs := ort.Interface(m)
-	s, err := ort.NewSession(ort.Source{Bytes: b, Inputs: ins, Outputs: outs}, sess)
+	s, err := ort.NewSession(src, sess)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +123,7 @@ func runExposed(m *graph.Model, batch *data.Batch, names []string, sess ort.Opti
 	}
 	res := make([][]float32, len(names))
 	for i, name := range names {
-		k := slices.IndexFunc(outs, func(o ort.IO) bool { return o.Name == name })
+		k := slices.IndexFunc(src.Outputs, func(o ort.IO) bool { return o.Name == name })
 		if res[i], err = got[k].Float32s(); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}

@@ -117,7 +117,7 @@ func TestMNIST(t *testing.T) {
 		}
 		q := marshal(t, m)
 		m.Close()
-		res, err := compare.Models(compare.Options{ModelA: fp32, ModelB: "quantized", BBytes: q, Data: test,
+		res, err := compare.Models(compare.Options{ModelA: fp32, ModelB: "quantized", BInMemory: graph.Serialized{Bytes: q}, Data: test,
 			DataOpts: data.Options{Batch: 100}, Labels: labels, Session: ort.Options{Level: r.level, Provider: "cpu"},
 			Atol: map[string]float64{"": 1}})
 		if err != nil {

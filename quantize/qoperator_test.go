@@ -376,7 +376,7 @@ func TestMNISTQOperator(t *testing.T) {
 	for _, level := range []ort.Level{ort.LevelDisable, ort.LevelAll} {
 		acc := map[Format]float64{}
 		for f, b := range models {
-			res, err := compare.Models(compare.Options{ModelA: fp32, ModelB: string(f), BBytes: b, Data: test,
+			res, err := compare.Models(compare.Options{ModelA: fp32, ModelB: string(f), BInMemory: graph.Serialized{Bytes: b}, Data: test,
 				DataOpts: data.Options{Batch: 100}, Labels: labels, Session: ort.Options{Level: level, Provider: "cpu"},
 				Atol: map[string]float64{"": 1}})
 			if err != nil {

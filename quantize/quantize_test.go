@@ -535,7 +535,7 @@ func TestRunsInORT(t *testing.T) {
 				if err := difftest.Compare(before, after, difftest.Options{Atol: 0.1, Rtol: 0.05, Level: level, DataOpts: data.Options{Samples: 8, Seed: 4, High: 1}}); err != nil {
 					t.Errorf("level %v: %v", level, err)
 				}
-				res, err := compare.Models(compare.Options{ModelA: "float", ABytes: before, ModelB: "quantized", BBytes: after,
+				res, err := compare.Models(compare.Options{ModelA: "float", AInMemory: graph.Serialized{Bytes: before}, ModelB: "quantized", BInMemory: graph.Serialized{Bytes: after},
 					Data: "random", DataOpts: data.Options{Samples: 8, Seed: 5, High: 1}, Session: ort.Options{Level: level}})
 				if err != nil {
 					t.Fatal(err)
