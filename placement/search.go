@@ -50,7 +50,8 @@ type Options struct {
 	Session ort.Options
 	// Shapes fix dynamic dims of the random timing inputs.
 	Shapes map[string][]int64
-	// Batches to time (default 1 and 8).
+	// Batches to time (default 1 and 8); regions are profiled and the
+	// greedy search runs at the first.
 	Batches []int
 	// Budget bounds the search (default 60s); the first batch size is
 	// always timed, so that there is a decision.
@@ -171,7 +172,7 @@ func Search(opts Options) (*File, graph.Serialized, error) {
 	if err != nil {
 		return nil, graph.Serialized{}, err
 	}
-	in1, err := inputs(fp.model, opts.Shapes, 1)
+	in1, err := inputs(fp.model, opts.Shapes, opts.Batches[0])
 	if err != nil {
 		return nil, graph.Serialized{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"optc/calibrate"
 	"optc/data"
@@ -50,5 +51,40 @@ func BenchmarkConvStackInt8(b *testing.B) {
 				b.ReportMetric(a.Outputs[0].Cosine, fmt.Sprintf("cosine-t%d", threads))
 			}
 		}
+	}
+}
+
+// A model with a fixed batch size of 1 quantizes with its per-tensor SQNR
+// and latency measured, and its INT8 placement searched, at that batch
+// size (they used to ask for batches of 32 and 8).
+func TestStaticBatchOne(t *testing.T) {
+	ortenv.Require(t)
+	m, err := convstack.Model(8, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range m.Graph.Inputs {
+		in.Type.Shape[0] = graph.Dim{Kind: graph.DimStatic, Value: 1}
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "static.onnx")
+	if err := graph.Save(m, in, graph.SaveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ptq.Run(ptq.Options{Input: in, Output: filepath.Join(dir, "q.onnx"),
+		CalibData: "random", CalibOpts: data.Options{High: 1, Samples: 8, Seed: 1},
+		Method: calibrate.Percentile, Quant: quantize.Options{Target: quantize.TargetORTCPU}, Session: ort.DefaultOptions(),
+		Placement: "auto", PlacementBudget: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.TensorSQNR) == 0 {
+		t.Error("no per-tensor SQNR")
+	}
+	if p := res.Placement; p == nil || len(p.Timings) == 0 || p.Timings[0].Batch != 1 {
+		t.Errorf("placement %+v, want timings at batch 1", p)
+	}
+	if len(res.Latency) != 1 || res.Latency[0].Batch != 1 {
+		t.Errorf("latency rows %+v, want batch 1 only", res.Latency)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"optc/compare"
+	"optc/data"
 	"optc/graph"
 	"optc/placement"
 )
@@ -18,6 +19,14 @@ func place(opts Options, float graph.Serialized, ranges map[string][2]float64, r
 	po := placement.Options{Float: float, Ranges: ranges, Quant: excluding(opts.Quant, res.FellBack),
 		Session: opts.Session, Shapes: opts.LatencyShapes, Budget: opts.PlacementBudget,
 		CPU: opts.CPU, CPUFlags: opts.CPUFlags}
+	m, err := float.Parse()
+	if err != nil {
+		return nil, graph.Serialized{}, err
+	}
+	if b := staticBatch(data.GraphInputs(m.Graph)); b > 0 {
+		po.Batches = []int{b}
+	}
+	m.Close()
 	if opts.wantsControl() {
 		po.Accept = func(b graph.Serialized) (bool, error) {
 			r, err := measure(b)
@@ -25,7 +34,6 @@ func place(opts Options, float graph.Serialized, ranges map[string][2]float64, r
 		}
 	}
 	var f *placement.File
-	var err error
 	switch opts.Placement {
 	case placement.ModeAllINT8:
 		f, _, err = placement.AllINT8(po)

@@ -262,10 +262,20 @@ func calibrationRanges(opts Options, m *graph.Model) (map[string]calibrate.Range
 	return cache.Ranges(), info, nil
 }
 
-// latency measures both models at batch 1 and 8 on random inputs.
+// latency measures both models at batch 1 and 8 (or the batch size the
+// model fixes) on random inputs.
 func latency(opts Options, float, int8Model graph.Serialized) ([]LatencyRow, error) {
+	m, err := float.Parse()
+	if err != nil {
+		return nil, err
+	}
+	batches := []int{1, 8}
+	if b := staticBatch(data.GraphInputs(m.Graph)); b > 0 {
+		batches = []int{b}
+	}
+	m.Close()
 	var rows []LatencyRow
-	for _, batch := range []int{1, 8} {
+	for _, batch := range batches {
 		row := LatencyRow{Batch: batch}
 		for i, m := range []graph.Serialized{float, int8Model} {
 			r, err := bench.Run(bench.Options{Model: [2]string{"float", "int8"}[i], InMemory: m, Data: "random",
