@@ -92,6 +92,25 @@ func trtConv(t *testing.T) (*builder, *graph.Node) {
 	return b, conv
 }
 
+// qdqOnX builds, at opset, the input x [1, 4] through qdq("x") with scale
+// 0.02 and a zero point of type zp holding zpVal, as the graph's output:
+// the model a rule on Q/DQ types and zero points sees.
+func qdqOnX(opset int64, zp graph.DataType, zpVal byte) func(*testing.T) *graph.Model {
+	return func(t *testing.T) *graph.Model {
+		b := newBuilder(t, opset)
+		return b.returning(b.qdq("x", b.Input("x", 1, 4), 0.02, zp, zpVal))
+	}
+}
+
+// weightedOp builds quantizedX(xDims...) -> op (node name) with the weight
+// weightDQ("w", axis, wDims...): the model a rule on weight scales sees.
+func weightedOp(name, op string, xDims, wDims []int64, axis int64) func(*testing.T) *graph.Model {
+	return func(t *testing.T) *graph.Model {
+		b := newBuilder(t, 13)
+		return b.returning(b.Node(name, op, b.quantizedX(xDims...), b.weightDQ("w", axis, wDims...).Output(0)))
+	}
+}
+
 // trtBlock is trtConv without its Relu, then Q/DQ "r" on the conv's output
 // and a second Conv, conv2, reading r: a residual block short of its Add.
 // The graph has no outputs yet.
@@ -139,23 +158,14 @@ func TestTensorRTRules(t *testing.T) {
 		build func(t *testing.T) *graph.Model
 		want  string // rules(TensorRT(m))
 	}{
-		{"uint8 activation with a zero point", func(t *testing.T) *graph.Model {
-			b := newBuilder(t, 13)
-			return b.returning(b.qdq("x", b.Input("x", 1, 4), 0.02, graph.Uint8, 128))
-		}, "qdq-type error x_dq; qdq-type error x_q; qdq-zero-point error x_dq; qdq-zero-point error x_q"},
+		{"uint8 activation with a zero point", qdqOnX(13, graph.Uint8, 128), "qdq-type error x_dq; qdq-type error x_q; qdq-zero-point error x_dq; qdq-zero-point error x_q"},
 		{"uint8 by default, without a zero point", func(t *testing.T) *graph.Model {
 			b := newBuilder(t, 13)
 			x, s := b.Input("x", 1, 4), b.Floats("s", nil, 0.5)
 			return b.returning(b.qThenDQ(x, s, s, nil))
 		}, "qdq-type error dq; qdq-type error q"},
-		{"int8 zero point not 0", func(t *testing.T) *graph.Model {
-			b := newBuilder(t, 13)
-			return b.returning(b.qdq("x", b.Input("x", 1, 4), 0.02, graph.Int8, 3))
-		}, "qdq-zero-point error x_dq; qdq-zero-point error x_q"},
-		{"float8 is fine", func(t *testing.T) *graph.Model {
-			b := newBuilder(t, 19)
-			return b.returning(b.qdq("x", b.Input("x", 1, 4), 0.02, graph.Float8E4M3FN, 0))
-		}, ""},
+		{"int8 zero point not 0", qdqOnX(13, graph.Int8, 3), "qdq-zero-point error x_dq; qdq-zero-point error x_q"},
+		{"float8 is fine", qdqOnX(19, graph.Float8E4M3FN, 0), ""},
 		{"zero and NaN scales", func(t *testing.T) *graph.Model {
 			b := newBuilder(t, 13)
 			d := b.qdq("x", b.Input("x", 1, 4), 0, graph.Int8, 0)
@@ -187,18 +197,9 @@ func TestTensorRTRules(t *testing.T) {
 			b.Model.Opsets[0].Version = 11
 			return b.Model
 		}, "qdq-opset error w_dq"},
-		{"Conv weight scales along axis 1", func(t *testing.T) *graph.Model {
-			b := newBuilder(t, 13)
-			return b.returning(b.Node("conv", "Conv", b.quantizedX(1, 3, 8, 8), b.weightDQ("w", 1, 4, 3, 3, 3).Output(0)))
-		}, "qdq-axis error w_dq"},
-		{"ConvTranspose weight scales along axis 1", func(t *testing.T) *graph.Model {
-			b := newBuilder(t, 13)
-			return b.returning(b.Node("deconv", "ConvTranspose", b.quantizedX(1, 3, 8, 8), b.weightDQ("w", 1, 3, 4, 3, 3).Output(0)))
-		}, ""},
-		{"ConvTranspose weight scales along axis 0", func(t *testing.T) *graph.Model {
-			b := newBuilder(t, 13)
-			return b.returning(b.Node("deconv", "ConvTranspose", b.quantizedX(1, 3, 8, 8), b.weightDQ("w", 0, 3, 4, 3, 3).Output(0)))
-		}, "qdq-axis error w_dq"},
+		{"Conv weight scales along axis 1", weightedOp("conv", "Conv", []int64{1, 3, 8, 8}, []int64{4, 3, 3, 3}, 1), "qdq-axis error w_dq"},
+		{"ConvTranspose weight scales along axis 1", weightedOp("deconv", "ConvTranspose", []int64{1, 3, 8, 8}, []int64{3, 4, 3, 3}, 1), ""},
+		{"ConvTranspose weight scales along axis 0", weightedOp("deconv", "ConvTranspose", []int64{1, 3, 8, 8}, []int64{3, 4, 3, 3}, 0), "qdq-axis error w_dq"},
 		{"MatMul weight [K, N] along N (axis -1)", func(t *testing.T) *graph.Model {
 			b := newBuilder(t, 13)
 			in := b.quantizedX(2, 6)
@@ -206,10 +207,7 @@ func TestTensorRTRules(t *testing.T) {
 			w.SetAttr(&graph.Attr{Name: "axis", Type: graph.AttrInt, Int: -1})
 			return b.returning(b.Node("mm", "MatMul", in, w.Output(0)))
 		}, ""},
-		{"MatMul weight [K, N] along K", func(t *testing.T) *graph.Model {
-			b := newBuilder(t, 13)
-			return b.returning(b.Node("mm", "MatMul", b.quantizedX(2, 6), b.weightDQ("w", 0, 6, 5).Output(0)))
-		}, "qdq-axis error w_dq"},
+		{"MatMul weight [K, N] along K", weightedOp("mm", "MatMul", []int64{2, 6}, []int64{6, 5}, 0), "qdq-axis error w_dq"},
 		{"Conv with a float weight", func(t *testing.T) *graph.Model {
 			b := newBuilder(t, 13)
 			return b.returning(b.Node("conv", "Conv", b.quantizedX(1, 3, 8, 8), b.Floats("w", []int64{1, 3, 1, 1}, 1, 1, 1)))
