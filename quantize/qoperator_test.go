@@ -185,26 +185,27 @@ func runExposed(t *testing.T, model []byte, level ort.Level, x *graph.Tensor, na
 // tensorValues reads a float32 or uint8 tensor as float64s.
 func tensorValues(t *testing.T, x *graph.Tensor) []float64 {
 	t.Helper()
-	var out []float64
 	switch x.DType {
 	case graph.Float:
 		f, err := x.Float32s()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range f {
-			out = append(out, float64(v))
-		}
+		return float64s(t, f, err)
 	case graph.Uint8:
 		b, err := x.Bytes()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range b {
-			out = append(out, float64(v))
-		}
-	default:
-		t.Fatalf("%s: unexpected %s", x.Name, x.DType)
+		return float64s(t, b, err)
+	}
+	t.Fatalf("%s: unexpected %s", x.Name, x.DType)
+	return nil
+}
+
+// float64s widens vals, read with error err, to float64s.
+func float64s[T float32 | byte](t *testing.T, vals []T, err error) []float64 {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float64, len(vals))
+	for i, v := range vals {
+		out[i] = float64(v)
 	}
 	return out
 }
