@@ -13,6 +13,7 @@ import (
 	"optc/graph"
 	"optc/internal/ortenv"
 	"optc/internal/testenv"
+	"optc/internal/testgraph"
 	"optc/ort"
 	"optc/shapes"
 )
@@ -126,53 +127,6 @@ func TestToFloat16Deterministic(t *testing.T) {
 	}
 }
 
-// tiny builds hand-made models for the rule tests.
-type tiny struct {
-	t *testing.T
-	m *graph.Model
-	g *graph.Graph
-}
-
-func newTiny(t *testing.T, opset int64) *tiny {
-	g := graph.NewGraph("tiny")
-	return &tiny{t: t, g: g, m: &graph.Model{IRVersion: 8, Opsets: []graph.OpsetImport{{Version: opset}}, Graph: g}}
-}
-
-func (b *tiny) value(name string, dt graph.DataType, dims ...int64) *graph.Value {
-	b.t.Helper()
-	v, err := b.g.NewValue(name)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	if dt != graph.Undefined {
-		v.Type = graph.TensorType(dt, graph.StaticShape(dims...))
-	}
-	return v
-}
-
-func (b *tiny) constant(name string, dims []int64, vals ...float32) *graph.Value {
-	b.t.Helper()
-	tn, err := graph.NewFloat32Tensor(name, dims, vals)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	v, err := b.g.AddInitializer(tn)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return v
-}
-
-func (b *tiny) node(name, op string, out *graph.Value, ins ...*graph.Value) *graph.Node {
-	b.t.Helper()
-	n, err := b.g.AddNode(op, ins, []*graph.Value{out})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	n.Name = name
-	return n
-}
-
 // run runs model bytes in ORT on one float32 input and returns all its
 // outputs, which must be float32, end to end.
 func run(t *testing.T, model []byte, x *graph.Tensor) []float32 {
@@ -212,19 +166,18 @@ func run(t *testing.T, model []byte, x *graph.Tensor) []float32 {
 // inputs are values float16 holds, so both outputs equal float32's.
 func TestToFloat16OverflowingConstant(t *testing.T) {
 	ortenv.Require(t)
-	b := newTiny(t, 13)
-	x := b.value("x", graph.Float, 1, 4)
-	b.g.Inputs = append(b.g.Inputs, x)
-	r := b.value("r", graph.Undefined)
-	b.node("relu", "Relu", r, x)
-	y := b.value("y", graph.Float, 1, 4)
-	b.node("scale", "Mul", y, r, b.constant("big", []int64{1}, 70000))
-	z := b.value("z", graph.Float, 1, 4)
-	b.node("shift", "Add", z, r, b.constant("one", []int64{1}, 1))
-	b.g.Outputs = append(b.g.Outputs, y, z)
-	before := marshal(t, b.m)
+	b := testgraph.New(t, "tiny", 13)
+	x := b.Input("x", 1, 4)
+	r := b.Value("r")
+	b.NodeTo("relu", "Relu", r, x)
+	y := b.TypedValue("y", graph.Float, 1, 4)
+	b.NodeTo("scale", "Mul", y, r, b.Floats("big", []int64{1}, 70000))
+	z := b.TypedValue("z", graph.Float, 1, 4)
+	b.NodeTo("shift", "Add", z, r, b.Floats("one", []int64{1}, 1))
+	b.Graph.Outputs = append(b.Graph.Outputs, y, z)
+	before := marshal(t, b.Model)
 
-	rep, err := ToFloat16(b.m, FP16Options{})
+	rep, err := ToFloat16(b.Model, FP16Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,21 +188,21 @@ func TestToFloat16OverflowingConstant(t *testing.T) {
 	if rep.Converted != 2 || rep.ConstantsConverted != 1 || rep.ConstantsKept != 1 || rep.Casts != 3 {
 		t.Errorf("report %+v: want Relu and Add converted, one constant each way, 3 casts", rep)
 	}
-	if big := b.g.Value("big").Const; big.DType != graph.Float {
+	if big := b.Graph.Value("big").Const; big.DType != graph.Float {
 		t.Errorf("the overflowing constant is now %s", big.DType)
 	}
-	if one := b.g.Value("one").Const; one.DType != graph.Float16 {
+	if one := b.Graph.Value("one").Const; one.DType != graph.Float16 {
 		t.Errorf("the Add's constant is %s, want float16", one.DType)
 	}
 	for _, name := range []string{"x", "y", "z"} {
-		if v := b.g.Value(name); v.Type.Elem != graph.Float {
+		if v := b.Graph.Value(name); v.Type.Elem != graph.Float {
 			t.Errorf("graph interface value %q is now %s", name, v.Type)
 		}
 	}
-	if v := b.g.Value("r"); v.Producer().OpType != "Relu" || b.g.Value("z").Producer().OpType != "Cast" {
-		t.Errorf("unexpected wiring: r from %s, z from %s", v.Producer(), b.g.Value("z").Producer())
+	if v := b.Graph.Value("r"); v.Producer().OpType != "Relu" || b.Graph.Value("z").Producer().OpType != "Cast" {
+		t.Errorf("unexpected wiring: r from %s, z from %s", v.Producer(), b.Graph.Value("z").Producer())
 	}
-	after := marshal(t, b.m)
+	after := marshal(t, b.Model)
 
 	in, err := graph.NewFloat32Tensor("x", []int64{1, 4}, []float32{-2, 0.5, 3, 0.25})
 	if err != nil {
@@ -267,24 +220,16 @@ func TestToFloat16OverflowingConstant(t *testing.T) {
 }
 
 // qdqModel is x -> QuantizeLinear -> DequantizeLinear -> y at opset.
-func qdqModel(t *testing.T, opset int64) *tiny {
-	b := newTiny(t, opset)
-	x := b.value("x", graph.Float, 1, 4)
-	b.g.Inputs = append(b.g.Inputs, x)
-	scale := b.constant("scale", nil, 0.05)
-	zt, err := graph.NewTensor("zp", graph.Uint8, nil, []byte{128})
-	if err != nil {
-		t.Fatal(err)
-	}
-	zp, err := b.g.AddInitializer(zt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := b.value("q", graph.Undefined)
-	b.node("quantize", "QuantizeLinear", q, x, scale, zp)
-	y := b.value("y", graph.Float, 1, 4)
-	b.node("dequantize", "DequantizeLinear", y, q, scale, zp)
-	b.g.Outputs = append(b.g.Outputs, y)
+func qdqModel(t *testing.T, opset int64) *testgraph.Builder {
+	b := testgraph.New(t, "tiny", opset)
+	x := b.Input("x", 1, 4)
+	scale := b.Floats("scale", nil, 0.05)
+	zp := b.Init("zp", graph.Uint8, nil, []byte{128})
+	q := b.Value("q")
+	b.NodeTo("quantize", "QuantizeLinear", q, x, scale, zp)
+	y := b.TypedValue("y", graph.Float, 1, 4)
+	b.NodeTo("dequantize", "DequantizeLinear", y, q, scale, zp)
+	b.Graph.Outputs = append(b.Graph.Outputs, y)
 	return b
 }
 
@@ -304,7 +249,7 @@ func TestToFloat16Schema(t *testing.T) {
 		{19, nil, 0, "blocked: quantization scales"},
 	} {
 		b := qdqModel(t, tc.opset)
-		rep, err := ToFloat16(b.m, FP16Options{Block: tc.block})
+		rep, err := ToFloat16(b.Model, FP16Options{Block: tc.block})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -316,7 +261,7 @@ func TestToFloat16Schema(t *testing.T) {
 				t.Errorf("opset %d, block %v: %s kept because %q, want %q", tc.opset, tc.block, k.Node, k.Reason, tc.reason)
 			}
 		}
-		scale := b.g.Value("scale").Const.DType
+		scale := b.Graph.Value("scale").Const.DType
 		if wantScale := map[bool]graph.DataType{true: graph.Float16, false: graph.Float}[tc.converted > 0]; scale != wantScale {
 			t.Errorf("opset %d, block %v: scale is %s, want %s", tc.opset, tc.block, scale, wantScale)
 		}
@@ -374,19 +319,19 @@ func TestToFloat16Options(t *testing.T) {
 // errors that say what is wrong, and leave the model as it was.
 func TestToFloat16Refusals(t *testing.T) {
 	b := qdqModel(t, 19)
-	if _, err := ToFloat16(b.m, FP16Options{KeepFloat32: []string{"Conv("}}); err == nil || !strings.Contains(err.Error(), `"Conv("`) {
+	if _, err := ToFloat16(b.Model, FP16Options{KeepFloat32: []string{"Conv("}}); err == nil || !strings.Contains(err.Error(), `"Conv("`) {
 		t.Errorf("bad pattern: got %v", err)
 	}
 
-	b = newTiny(t, 17)
-	x := b.value("x", graph.Float, 4)
-	cond := b.value("cond", graph.Bool)
-	b.g.Inputs = append(b.g.Inputs, x, cond)
-	y := b.value("y", graph.Float, 4)
-	ifn := b.node("choose", "If", y, cond)
+	b = testgraph.New(t, "tiny", 17)
+	x := b.Input("x", 4)
+	cond := b.TypedValue("cond", graph.Bool)
+	b.Graph.Inputs = append(b.Graph.Inputs, cond)
+	y := b.TypedValue("y", graph.Float, 4)
+	ifn := b.NodeTo("choose", "If", y, cond)
 	for _, name := range []string{"then_branch", "else_branch"} {
 		sg := graph.NewGraph(name)
-		sg.Parent, sg.Owner = b.g, ifn
+		sg.Parent, sg.Owner = b.Graph, ifn
 		r, err := sg.NewValue(name + "_out")
 		if err != nil {
 			t.Fatal(err)
@@ -397,16 +342,16 @@ func TestToFloat16Refusals(t *testing.T) {
 		sg.Outputs = append(sg.Outputs, r)
 		ifn.SetAttr(&graph.Attr{Name: name, Type: graph.AttrGraph, Graph: sg})
 	}
-	b.g.Outputs = append(b.g.Outputs, y)
-	if err := b.m.Verify(); err != nil {
+	b.Graph.Outputs = append(b.Graph.Outputs, y)
+	if err := b.Model.Verify(); err != nil {
 		t.Fatal(err)
 	}
-	before := marshal(t, b.m)
-	_, err := ToFloat16(b.m, FP16Options{})
+	before := marshal(t, b.Model)
+	_, err := ToFloat16(b.Model, FP16Options{})
 	if err == nil || !strings.Contains(err.Error(), `"choose" (If)`) || !strings.Contains(err.Error(), "subgraphs") {
 		t.Errorf("If model: got %v", err)
 	}
-	if !bytes.Equal(before, marshal(t, b.m)) {
+	if !bytes.Equal(before, marshal(t, b.Model)) {
 		t.Error("a refused conversion changed the model")
 	}
 }
@@ -509,19 +454,18 @@ func widened(t *testing.T, t16 *graph.Tensor) *graph.Tensor {
 // no further Cast. Names are the value's name with a suffix.
 func TestToFloat16BorderNames(t *testing.T) {
 	ortenv.Require(t)
-	b := newTiny(t, 13)
-	x := b.value("x", graph.Float, 1, 4)
-	b.g.Inputs = append(b.g.Inputs, x)
-	r := b.value("r", graph.Float, 1, 4)
-	b.node("relu", "Relu", r, x)
-	z := b.value("z", graph.Float, 1, 4)
-	add := b.node("add", "Add", z, r, b.constant("one", []int64{1}, 1))
-	s := b.value("s", graph.Float, 1, 1)
-	sum := b.node("sum", "ReduceSum", s, r)
-	b.g.Outputs = append(b.g.Outputs, r, z, s)
-	before := marshal(t, b.m)
+	b := testgraph.New(t, "tiny", 13)
+	x := b.Input("x", 1, 4)
+	r := b.TypedValue("r", graph.Float, 1, 4)
+	b.NodeTo("relu", "Relu", r, x)
+	z := b.TypedValue("z", graph.Float, 1, 4)
+	add := b.NodeTo("add", "Add", z, r, b.Floats("one", []int64{1}, 1))
+	s := b.TypedValue("s", graph.Float, 1, 1)
+	sum := b.NodeTo("sum", "ReduceSum", s, r)
+	b.Graph.Outputs = append(b.Graph.Outputs, r, z, s)
+	before := marshal(t, b.Model)
 
-	rep, err := ToFloat16(b.m, FP16Options{})
+	rep, err := ToFloat16(b.Model, FP16Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,7 +473,7 @@ func TestToFloat16BorderNames(t *testing.T) {
 		t.Fatalf("report %+v: want 3 casts, Relu and Add converted, ReduceSum kept", rep)
 	}
 	var casts []string
-	for _, n := range b.g.Nodes {
+	for _, n := range b.Graph.Nodes {
 		if n.OpType == "Cast" {
 			casts = append(casts, n.Input(0).Name+"->"+n.Output(0).Name)
 		}
@@ -540,14 +484,14 @@ func TestToFloat16BorderNames(t *testing.T) {
 	if add.Input(0).Name != "r_fp16" || sum.Input(0).Name != "r" {
 		t.Errorf("the Add reads %q, the ReduceSum %q", add.Input(0).Name, sum.Input(0).Name)
 	}
-	if ty := b.g.Value("r_fp16").Type; ty.String() != "float16[1,4]" {
+	if ty := b.Graph.Value("r_fp16").Type; ty.String() != "float16[1,4]" {
 		t.Errorf("r_fp16 declared %s", ty)
 	}
 	in, err := graph.NewFloat32Tensor("x", []int64{1, 4}, []float32{-2, 0.5, 3, 0.25})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want, got := run(t, before, in), run(t, marshal(t, b.m), in); !slices.Equal(want, got) {
+	if want, got := run(t, before, in), run(t, marshal(t, b.Model), in); !slices.Equal(want, got) {
 		t.Errorf("outputs %v, want %v", got, want)
 	}
 }
@@ -556,15 +500,14 @@ func TestToFloat16BorderNames(t *testing.T) {
 // largest value ("no limit") stays float32 with its constants; a Clip
 // with a float16-sized max converts.
 func TestToFloat16ClipWithoutLimit(t *testing.T) {
-	b := newTiny(t, 13)
-	x := b.value("x", graph.Float, 2)
-	b.g.Inputs = append(b.g.Inputs, x)
-	r := b.value("r", graph.Undefined)
-	b.node("relu6", "Clip", r, x, b.constant("lo", nil, 0), b.constant("six", nil, 6))
-	y := b.value("y", graph.Float, 2)
-	b.node("floor_only", "Clip", y, r, b.constant("zero", nil, 0), b.constant("nolimit", nil, math.MaxFloat32))
-	b.g.Outputs = append(b.g.Outputs, y)
-	rep, err := ToFloat16(b.m, FP16Options{})
+	b := testgraph.New(t, "tiny", 13)
+	x := b.Input("x", 2)
+	r := b.Value("r")
+	b.NodeTo("relu6", "Clip", r, x, b.Floats("lo", nil, 0), b.Floats("six", nil, 6))
+	y := b.TypedValue("y", graph.Float, 2)
+	b.NodeTo("floor_only", "Clip", y, r, b.Floats("zero", nil, 0), b.Floats("nolimit", nil, math.MaxFloat32))
+	b.Graph.Outputs = append(b.Graph.Outputs, y)
+	rep, err := ToFloat16(b.Model, FP16Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -572,7 +515,7 @@ func TestToFloat16ClipWithoutLimit(t *testing.T) {
 		t.Fatalf("report %+v: want relu6 converted, floor_only kept for its max", rep)
 	}
 	for name, want := range map[string]graph.DataType{"lo": graph.Float16, "six": graph.Float16, "zero": graph.Float, "nolimit": graph.Float} {
-		if dt := b.g.Value(name).Const.DType; dt != want {
+		if dt := b.Graph.Value(name).Const.DType; dt != want {
 			t.Errorf("constant %q is %s, want %s", name, dt, want)
 		}
 	}

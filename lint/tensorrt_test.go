@@ -1,91 +1,66 @@
 package lint
 
 import (
-	"encoding/binary"
 	"math"
 	"strings"
 	"testing"
 
 	"optc/graph"
+	"optc/internal/testgraph"
 )
 
-// builder makes small models node by node.
-type builder struct {
-	t *testing.T
-	m *graph.Model
-	g *graph.Graph
-}
+// builder makes small models node by node, with the Q/DQ helpers the
+// TensorRT rules are about.
+type builder struct{ *testgraph.Builder }
 
 func newBuilder(t *testing.T, opset int64) *builder {
-	g := graph.NewGraph("lint")
-	return &builder{t: t, g: g, m: &graph.Model{IRVersion: 8, Opsets: []graph.OpsetImport{{Version: opset}}, Graph: g}}
-}
-
-func (b *builder) value(name string) *graph.Value {
-	b.t.Helper()
-	v, err := b.g.NewValue(name)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return v
-}
-
-func (b *builder) input(name string, dims ...int64) *graph.Value {
-	v := b.value(name)
-	v.Type = graph.TensorType(graph.Float, graph.StaticShape(dims...))
-	b.g.Inputs = append(b.g.Inputs, v)
-	return v
-}
-
-func (b *builder) init(name string, dt graph.DataType, dims []int64, data []byte) *graph.Value {
-	b.t.Helper()
-	t, err := graph.NewTensor(name, dt, dims, data)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	v, err := b.g.AddInitializer(t)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return v
-}
-
-func (b *builder) floats(name string, dims []int64, vals ...float32) *graph.Value {
-	data := make([]byte, 4*len(vals))
-	for i, v := range vals {
-		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
-	}
-	return b.init(name, graph.Float, dims, data)
-}
-
-// node adds node name computing op; its output is called name+"_out".
-func (b *builder) node(name, op string, ins ...*graph.Value) *graph.Node {
-	b.t.Helper()
-	n, err := b.g.AddNode(op, ins, []*graph.Value{b.value(name + "_out")})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	n.Name = name
-	return n
+	return &builder{testgraph.New(t, "lint", opset)}
 }
 
 // qdq quantizes and dequantizes x with one scale and zero point of type zp
 // holding zpVal; it returns the DequantizeLinear.
 func (b *builder) qdq(name string, x *graph.Value, scale float32, zp graph.DataType, zpVal byte) *graph.Node {
-	s := b.floats(name+"_scale", nil, scale)
-	z := b.init(name+"_zp", zp, nil, []byte{zpVal})
-	q := b.node(name+"_q", "QuantizeLinear", x, s, z)
-	return b.node(name+"_dq", "DequantizeLinear", q.Output(0), s, z)
+	s := b.Floats(name+"_scale", nil, scale)
+	z := b.Init(name+"_zp", zp, nil, []byte{zpVal})
+	q := b.Node(name+"_q", "QuantizeLinear", x, s, z)
+	return b.Node(name+"_dq", "DequantizeLinear", q.Output(0), s, z)
 }
 
-// weightDQ is a constant int8 Conv weight [4, 3, 3, 3] with per-channel
+// quantizedX adds the float input x of shape dims and its int8 Q/DQ
+// (scale 0.02, zero point 0); it returns the DequantizeLinear's output.
+func (b *builder) quantizedX(dims ...int64) *graph.Value {
+	return b.qdq("x", b.Input("x", dims...), 0.02, graph.Int8, 0).Output(0)
+}
+
+// qThenDQ is x -> QuantizeLinear "q" with scale qScale -> DequantizeLinear
+// "dq" with scale dqScale, both with the zero point zp, or none when zp is
+// nil; it returns the DequantizeLinear.
+func (b *builder) qThenDQ(x, qScale, dqScale, zp *graph.Value) *graph.Node {
+	withZP := func(ins ...*graph.Value) []*graph.Value {
+		if zp != nil {
+			ins = append(ins, zp)
+		}
+		return ins
+	}
+	q := b.Node("q", "QuantizeLinear", withZP(x, qScale)...)
+	return b.Node("dq", "DequantizeLinear", withZP(q.Output(0), dqScale)...)
+}
+
+// returning makes n's output the graph's only output and returns the
+// model.
+func (b *builder) returning(n *graph.Node) *graph.Model {
+	b.Graph.Outputs = []*graph.Value{n.Output(0)}
+	return b.Model
+}
+
+// weightDQ is a constant int8 weight of shape dims with per-channel
 // scales along axis (one scale when axis < 0) and its DequantizeLinear.
 func (b *builder) weightDQ(name string, axis int64, dims ...int64) *graph.Node {
 	n := int64(1)
 	for _, d := range dims {
 		n *= d
 	}
-	w := b.init(name+"_int8", graph.Int8, dims, make([]byte, n))
+	w := b.Init(name+"_int8", graph.Int8, dims, make([]byte, n))
 	var sdims []int64
 	count := int64(1)
 	if axis >= 0 {
@@ -96,9 +71,9 @@ func (b *builder) weightDQ(name string, axis int64, dims ...int64) *graph.Node {
 	for i := range scales {
 		scales[i] = 0.01
 	}
-	s := b.floats(name+"_scale", sdims, scales...)
-	z := b.init(name+"_zp", graph.Int8, sdims, make([]byte, count))
-	dq := b.node(name+"_dq", "DequantizeLinear", w, s, z)
+	s := b.Floats(name+"_scale", sdims, scales...)
+	z := b.Init(name+"_zp", graph.Int8, sdims, make([]byte, count))
+	dq := b.Node(name+"_dq", "DequantizeLinear", w, s, z)
 	if axis >= 0 {
 		dq.SetAttr(&graph.Attr{Name: "axis", Type: graph.AttrInt, Int: axis})
 	}
@@ -110,13 +85,45 @@ func (b *builder) weightDQ(name string, axis int64, dims ...int64) *graph.Node {
 // float bias.
 func trtConv(t *testing.T) (*builder, *graph.Node) {
 	b := newBuilder(t, 13)
-	x := b.input("x", 1, 3, 8, 8)
-	in := b.qdq("x", x, 0.02, graph.Int8, 0)
+	in := b.quantizedX(1, 3, 8, 8)
 	w := b.weightDQ("w", 0, 4, 3, 3, 3)
-	conv := b.node("conv", "Conv", in.Output(0), w.Output(0), b.floats("bias", []int64{4}, 0, 0, 0, 0))
-	relu := b.node("relu", "Relu", conv.Output(0))
-	b.g.Outputs = []*graph.Value{relu.Output(0)}
+	conv := b.Node("conv", "Conv", in, w.Output(0), b.Floats("bias", []int64{4}, 0, 0, 0, 0))
+	b.returning(b.Node("relu", "Relu", conv.Output(0)))
 	return b, conv
+}
+
+// qdqOnX builds, at opset, the input x [1, 4] through qdq("x") with scale
+// 0.02 and a zero point of type zp holding zpVal, as the graph's output:
+// the model a rule on Q/DQ types and zero points sees.
+func qdqOnX(opset int64, zp graph.DataType, zpVal byte) func(*testing.T) *graph.Model {
+	return func(t *testing.T) *graph.Model {
+		b := newBuilder(t, opset)
+		return b.returning(b.qdq("x", b.Input("x", 1, 4), 0.02, zp, zpVal))
+	}
+}
+
+// weightedOp builds quantizedX(xDims...) -> op (node name) with the weight
+// weightDQ("w", axis, wDims...): the model a rule on weight scales sees.
+func weightedOp(name, op string, xDims, wDims []int64, axis int64) func(*testing.T) *graph.Model {
+	return func(t *testing.T) *graph.Model {
+		b := newBuilder(t, 13)
+		return b.returning(b.Node(name, op, b.quantizedX(xDims...), b.weightDQ("w", axis, wDims...).Output(0)))
+	}
+}
+
+// trtBlock is trtConv without its Relu, then Q/DQ "r" on the conv's output
+// and a second Conv, conv2, reading r: a residual block short of its Add.
+// The graph has no outputs yet.
+func trtBlock(t *testing.T) (b *builder, conv1, r, conv2 *graph.Node) {
+	b, conv1 = trtConv(t)
+	relu := b.Graph.Outputs[0].Producer()
+	b.Graph.Outputs = nil
+	if err := b.Graph.RemoveNode(relu); err != nil {
+		t.Fatal(err)
+	}
+	r = b.qdq("r", conv1.Output(0), 0.1, graph.Int8, 0)
+	conv2 = b.Node("conv2", "Conv", r.Output(0), b.weightDQ("w2", 0, 4, 4, 1, 1).Output(0))
+	return b, conv1, r, conv2
 }
 
 // rules returns "rule severity node" for each finding.
@@ -130,18 +137,17 @@ func rules(fs []Finding) string {
 
 func TestTensorRTClean(t *testing.T) {
 	b, _ := trtConv(t)
-	if err := b.m.Verify(); err != nil {
+	if err := b.Model.Verify(); err != nil {
 		t.Fatal(err)
 	}
-	if fs := TensorRT(b.m); len(fs) != 0 {
+	if fs := TensorRT(b.Model); len(fs) != 0 {
 		t.Errorf("findings on a clean model: %+v", fs)
 	}
 	// A float model: no Q/DQ, nothing to say about placements.
 	f := newBuilder(t, 13)
-	x := f.input("x", 1, 3, 8, 8)
-	conv := f.node("conv", "Conv", x, f.floats("w", []int64{1, 3, 1, 1}, 1, 1, 1))
-	f.g.Outputs = []*graph.Value{conv.Output(0)}
-	if fs := TensorRT(f.m); len(fs) != 0 {
+	x := f.Input("x", 1, 3, 8, 8)
+	m := f.returning(f.Node("conv", "Conv", x, f.Floats("w", []int64{1, 3, 1, 1}, 1, 1, 1)))
+	if fs := TensorRT(m); len(fs) != 0 {
 		t.Errorf("findings on a float model: %+v", fs)
 	}
 }
@@ -152,210 +158,117 @@ func TestTensorRTRules(t *testing.T) {
 		build func(t *testing.T) *graph.Model
 		want  string // rules(TensorRT(m))
 	}{
-		{"uint8 activation with a zero point", func(t *testing.T) *graph.Model {
-			b := newBuilder(t, 13)
-			x := b.input("x", 1, 4)
-			b.g.Outputs = []*graph.Value{b.qdq("x", x, 0.02, graph.Uint8, 128).Output(0)}
-			return b.m
-		}, "qdq-type error x_dq; qdq-type error x_q; qdq-zero-point error x_dq; qdq-zero-point error x_q"},
+		{"uint8 activation with a zero point", qdqOnX(13, graph.Uint8, 128), "qdq-type error x_dq; qdq-type error x_q; qdq-zero-point error x_dq; qdq-zero-point error x_q"},
 		{"uint8 by default, without a zero point", func(t *testing.T) *graph.Model {
 			b := newBuilder(t, 13)
-			x := b.input("x", 1, 4)
-			s := b.floats("s", nil, 0.5)
-			q := b.node("q", "QuantizeLinear", x, s)
-			b.g.Outputs = []*graph.Value{b.node("dq", "DequantizeLinear", q.Output(0), s).Output(0)}
-			return b.m
+			x, s := b.Input("x", 1, 4), b.Floats("s", nil, 0.5)
+			return b.returning(b.qThenDQ(x, s, s, nil))
 		}, "qdq-type error dq; qdq-type error q"},
-		{"int8 zero point not 0", func(t *testing.T) *graph.Model {
-			b := newBuilder(t, 13)
-			x := b.input("x", 1, 4)
-			b.g.Outputs = []*graph.Value{b.qdq("x", x, 0.02, graph.Int8, 3).Output(0)}
-			return b.m
-		}, "qdq-zero-point error x_dq; qdq-zero-point error x_q"},
-		{"float8 is fine", func(t *testing.T) *graph.Model {
-			b := newBuilder(t, 19)
-			x := b.input("x", 1, 4)
-			b.g.Outputs = []*graph.Value{b.qdq("x", x, 0.02, graph.Float8E4M3FN, 0).Output(0)}
-			return b.m
-		}, ""},
+		{"int8 zero point not 0", qdqOnX(13, graph.Int8, 3), "qdq-zero-point error x_dq; qdq-zero-point error x_q"},
+		{"float8 is fine", qdqOnX(19, graph.Float8E4M3FN, 0), ""},
 		{"zero and NaN scales", func(t *testing.T) *graph.Model {
 			b := newBuilder(t, 13)
-			x := b.input("x", 1, 4)
-			d := b.qdq("x", x, 0, graph.Int8, 0)
-			b.g.Outputs = []*graph.Value{b.qdq("y", d.Output(0), float32(math.NaN()), graph.Int8, 0).Output(0)}
-			return b.m
+			d := b.qdq("x", b.Input("x", 1, 4), 0, graph.Int8, 0)
+			return b.returning(b.qdq("y", d.Output(0), float32(math.NaN()), graph.Int8, 0))
 		}, "qdq-scale error x_dq; qdq-scale error x_q; qdq-scale error y_dq; qdq-scale error y_q"},
 		{"scale computed at run time", func(t *testing.T) *graph.Model {
 			b := newBuilder(t, 13)
-			x := b.input("x", 1, 4)
-			s := b.input("s")
-			z := b.init("z", graph.Int8, nil, []byte{0})
-			q := b.node("q", "QuantizeLinear", x, s, z)
-			b.g.Outputs = []*graph.Value{b.node("dq", "DequantizeLinear", q.Output(0), b.floats("s2", nil, 1), z).Output(0)}
-			return b.m
+			x, s, z := b.Input("x", 1, 4), b.Input("s"), b.Init("z", graph.Int8, nil, []byte{0})
+			return b.returning(b.qThenDQ(x, s, b.Floats("s2", nil, 1), z))
 		}, "qdq-pair-mismatch error dq; qdq-scale error q"},
 		{"Q and DQ with different scales", func(t *testing.T) *graph.Model {
 			b := newBuilder(t, 13)
-			x := b.input("x", 1, 4)
-			z := b.init("z", graph.Int8, nil, []byte{0})
-			q := b.node("q", "QuantizeLinear", x, b.floats("s1", nil, 0.5), z)
-			b.g.Outputs = []*graph.Value{b.node("dq", "DequantizeLinear", q.Output(0), b.floats("s2", nil, 0.25), z).Output(0)}
-			return b.m
+			x, z := b.Input("x", 1, 4), b.Init("z", graph.Int8, nil, []byte{0})
+			return b.returning(b.qThenDQ(x, b.Floats("s1", nil, 0.5), b.Floats("s2", nil, 0.25), z))
 		}, "qdq-pair-mismatch error dq"},
 		{"Q and DQ with equal scales in two initializers", func(t *testing.T) *graph.Model {
 			b := newBuilder(t, 13)
-			x := b.input("x", 1, 4)
-			z := b.init("z", graph.Int8, nil, []byte{0})
-			q := b.node("q", "QuantizeLinear", x, b.floats("s1", nil, 0.5), z)
-			b.g.Outputs = []*graph.Value{b.node("dq", "DequantizeLinear", q.Output(0), b.floats("s2", nil, 0.5), z).Output(0)}
-			return b.m
+			x, z := b.Input("x", 1, 4), b.Init("z", graph.Int8, nil, []byte{0})
+			return b.returning(b.qThenDQ(x, b.Floats("s1", nil, 0.5), b.Floats("s2", nil, 0.5), z))
 		}, ""},
 		{"per-channel activation", func(t *testing.T) *graph.Model {
 			b := newBuilder(t, 13)
-			x := b.input("x", 1, 2)
-			s := b.floats("s", []int64{2}, 0.5, 0.25)
-			z := b.init("z", graph.Int8, []int64{2}, []byte{0, 0})
-			q := b.node("q", "QuantizeLinear", x, s, z)
-			b.g.Outputs = []*graph.Value{b.node("dq", "DequantizeLinear", q.Output(0), s, z).Output(0)}
-			return b.m
+			x := b.Input("x", 1, 2)
+			s, z := b.Floats("s", []int64{2}, 0.5, 0.25), b.Init("z", graph.Int8, []int64{2}, []byte{0, 0})
+			return b.returning(b.qThenDQ(x, s, s, z))
 		}, "qdq-per-channel-activation error dq; qdq-per-channel-activation error q"},
 		{"per-channel weight below opset 13", func(t *testing.T) *graph.Model {
 			b, _ := trtConv(t)
-			b.m.Opsets[0].Version = 11
-			return b.m
+			b.Model.Opsets[0].Version = 11
+			return b.Model
 		}, "qdq-opset error w_dq"},
-		{"Conv weight scales along axis 1", func(t *testing.T) *graph.Model {
-			b := newBuilder(t, 13)
-			x := b.input("x", 1, 3, 8, 8)
-			in := b.qdq("x", x, 0.02, graph.Int8, 0)
-			conv := b.node("conv", "Conv", in.Output(0), b.weightDQ("w", 1, 4, 3, 3, 3).Output(0))
-			b.g.Outputs = []*graph.Value{conv.Output(0)}
-			return b.m
-		}, "qdq-axis error w_dq"},
-		{"ConvTranspose weight scales along axis 1", func(t *testing.T) *graph.Model {
-			b := newBuilder(t, 13)
-			x := b.input("x", 1, 3, 8, 8)
-			in := b.qdq("x", x, 0.02, graph.Int8, 0)
-			conv := b.node("deconv", "ConvTranspose", in.Output(0), b.weightDQ("w", 1, 3, 4, 3, 3).Output(0))
-			b.g.Outputs = []*graph.Value{conv.Output(0)}
-			return b.m
-		}, ""},
-		{"ConvTranspose weight scales along axis 0", func(t *testing.T) *graph.Model {
-			b := newBuilder(t, 13)
-			x := b.input("x", 1, 3, 8, 8)
-			in := b.qdq("x", x, 0.02, graph.Int8, 0)
-			conv := b.node("deconv", "ConvTranspose", in.Output(0), b.weightDQ("w", 0, 3, 4, 3, 3).Output(0))
-			b.g.Outputs = []*graph.Value{conv.Output(0)}
-			return b.m
-		}, "qdq-axis error w_dq"},
+		{"Conv weight scales along axis 1", weightedOp("conv", "Conv", []int64{1, 3, 8, 8}, []int64{4, 3, 3, 3}, 1), "qdq-axis error w_dq"},
+		{"ConvTranspose weight scales along axis 1", weightedOp("deconv", "ConvTranspose", []int64{1, 3, 8, 8}, []int64{3, 4, 3, 3}, 1), ""},
+		{"ConvTranspose weight scales along axis 0", weightedOp("deconv", "ConvTranspose", []int64{1, 3, 8, 8}, []int64{3, 4, 3, 3}, 0), "qdq-axis error w_dq"},
 		{"MatMul weight [K, N] along N (axis -1)", func(t *testing.T) *graph.Model {
 			b := newBuilder(t, 13)
-			x := b.input("x", 2, 6)
-			in := b.qdq("x", x, 0.02, graph.Int8, 0)
+			in := b.quantizedX(2, 6)
 			w := b.weightDQ("w", 1, 6, 5)
 			w.SetAttr(&graph.Attr{Name: "axis", Type: graph.AttrInt, Int: -1})
-			b.g.Outputs = []*graph.Value{b.node("mm", "MatMul", in.Output(0), w.Output(0)).Output(0)}
-			return b.m
+			return b.returning(b.Node("mm", "MatMul", in, w.Output(0)))
 		}, ""},
-		{"MatMul weight [K, N] along K", func(t *testing.T) *graph.Model {
-			b := newBuilder(t, 13)
-			x := b.input("x", 2, 6)
-			in := b.qdq("x", x, 0.02, graph.Int8, 0)
-			b.g.Outputs = []*graph.Value{b.node("mm", "MatMul", in.Output(0), b.weightDQ("w", 0, 6, 5).Output(0)).Output(0)}
-			return b.m
-		}, "qdq-axis error w_dq"},
+		{"MatMul weight [K, N] along K", weightedOp("mm", "MatMul", []int64{2, 6}, []int64{6, 5}, 0), "qdq-axis error w_dq"},
 		{"Conv with a float weight", func(t *testing.T) *graph.Model {
 			b := newBuilder(t, 13)
-			x := b.input("x", 1, 3, 8, 8)
-			in := b.qdq("x", x, 0.02, graph.Int8, 0)
-			conv := b.node("conv", "Conv", in.Output(0), b.floats("w", []int64{1, 3, 1, 1}, 1, 1, 1))
-			b.g.Outputs = []*graph.Value{conv.Output(0)}
-			return b.m
+			return b.returning(b.Node("conv", "Conv", b.quantizedX(1, 3, 8, 8), b.Floats("w", []int64{1, 3, 1, 1}, 1, 1, 1)))
 		}, "weighted-op-float-input warning conv"},
 		{"Q between Conv and Relu", func(t *testing.T) *graph.Model {
 			b, conv := trtConv(t)
-			relu := b.g.Outputs[0].Producer()
+			relu := b.Graph.Outputs[0].Producer()
 			d := b.qdq("c", conv.Output(0), 0.1, graph.Int8, 0)
 			relu.SetInput(0, d.Output(0))
-			return b.m
+			return b.Model
 		}, "q-before-activation warning c_q"},
 		{"Q after Relu", func(t *testing.T) *graph.Model {
 			b, _ := trtConv(t)
-			d := b.qdq("r", b.g.Outputs[0], 0.1, graph.Int8, 0)
-			b.g.Outputs = []*graph.Value{d.Output(0)}
-			return b.m
+			return b.returning(b.qdq("r", b.Graph.Outputs[0], 0.1, graph.Int8, 0))
 		}, ""},
 		{"residual Add without Q/DQ", func(t *testing.T) *graph.Model {
 			b, conv := trtConv(t)
-			skip := b.input("skip", 1, 4, 6, 6)
-			add := b.node("add", "Add", conv.Output(0), skip)
-			b.g.Outputs = []*graph.Value{add.Output(0)}
-			return b.m
+			skip := b.Input("skip", 1, 4, 6, 6)
+			return b.returning(b.Node("add", "Add", conv.Output(0), skip))
 		}, "residual-add-unquantized warning add"},
 		{"residual Add with Q/DQ", func(t *testing.T) *graph.Model {
 			b, conv := trtConv(t)
-			skip := b.qdq("skip", b.input("skip", 1, 4, 6, 6), 0.1, graph.Int8, 0)
-			add := b.node("add", "Add", skip.Output(0), conv.Output(0))
-			b.g.Outputs = []*graph.Value{add.Output(0)}
-			return b.m
+			skip := b.qdq("skip", b.Input("skip", 1, 4, 6, 6), 0.1, graph.Int8, 0)
+			return b.returning(b.Node("add", "Add", skip.Output(0), conv.Output(0)))
 		}, ""},
 		{"block: Q/DQ on the residual, the Add fuses into the last conv", func(t *testing.T) *graph.Model {
-			b, conv1 := trtConv(t)
-			relu := b.g.Outputs[0].Producer()
-			b.g.Outputs = nil
-			if err := b.g.RemoveNode(relu); err != nil {
-				t.Fatal(err)
-			}
-			r := b.qdq("r", conv1.Output(0), 0.1, graph.Int8, 0)
-			conv2 := b.node("conv2", "Conv", r.Output(0), b.weightDQ("w2", 0, 4, 4, 1, 1).Output(0))
-			add := b.node("add", "Add", r.Output(0), conv2.Output(0))
-			b.g.Outputs = []*graph.Value{add.Output(0)}
-			return b.m
+			b, _, r, conv2 := trtBlock(t)
+			return b.returning(b.Node("add", "Add", r.Output(0), conv2.Output(0)))
 		}, ""},
 		{"block: Q/DQ between the last conv and the Add", func(t *testing.T) *graph.Model {
-			b, conv1 := trtConv(t)
-			relu := b.g.Outputs[0].Producer()
-			b.g.Outputs = nil
-			if err := b.g.RemoveNode(relu); err != nil {
-				t.Fatal(err)
-			}
-			r := b.qdq("r", conv1.Output(0), 0.1, graph.Int8, 0)
-			conv2 := b.node("conv2", "Conv", r.Output(0), b.weightDQ("w2", 0, 4, 4, 1, 1).Output(0))
+			b, conv1, _, conv2 := trtBlock(t)
 			c := b.qdq("c", conv2.Output(0), 0.1, graph.Int8, 0)
-			add := b.node("add", "Add", conv1.Output(0), c.Output(0))
-			b.g.Outputs = []*graph.Value{add.Output(0)}
-			return b.m
+			return b.returning(b.Node("add", "Add", conv1.Output(0), c.Output(0)))
 		}, "q-before-activation warning c_q"},
 		{"omitted inputs are not a panic", func(t *testing.T) *graph.Model {
 			b := newBuilder(t, 13)
-			x := b.input("x", 1, 4)
-			q := b.node("q", "QuantizeLinear", nil, nil)
-			dq := b.node("dq", "DequantizeLinear", q.Output(0))
-			conv := b.node("conv", "Conv", nil, dq.Output(0))
-			add := b.node("add", "Add", conv.Output(0), x)
-			b.g.Outputs = []*graph.Value{add.Output(0)}
-			return b.m
+			x := b.Input("x", 1, 4)
+			q := b.Node("q", "QuantizeLinear", nil, nil)
+			dq := b.Node("dq", "DequantizeLinear", q.Output(0))
+			conv := b.Node("conv", "Conv", nil, dq.Output(0))
+			add := b.Node("add", "Add", conv.Output(0), x)
+			return b.returning(add)
 		}, "qdq-scale error dq; qdq-type error dq"},
 		{"ops TensorRT does not import", func(t *testing.T) *graph.Model {
 			b := newBuilder(t, 13)
-			b.m.Opsets = append(b.m.Opsets, graph.OpsetImport{Domain: "com.microsoft", Version: 1}, graph.OpsetImport{Domain: "trt.plugins", Version: 1})
-			x := b.input("x", 1, 4)
-			g := b.node("gelu", "Gelu", x)
+			b.Model.Opsets = append(b.Model.Opsets, graph.OpsetImport{Domain: "com.microsoft", Version: 1}, graph.OpsetImport{Domain: "trt.plugins", Version: 1})
+			x := b.Input("x", 1, 4)
+			g := b.Node("gelu", "Gelu", x)
 			g.Domain = "com.microsoft"
-			p := b.node("plugin", "MyPlugin", g.Output(0))
+			p := b.Node("plugin", "MyPlugin", g.Output(0))
 			p.Domain = "trt.plugins"
-			seq := b.node("", "SplitToSequence", p.Output(0))
-			b.g.Outputs = []*graph.Value{seq.Output(0)}
-			return b.m
+			seq := b.Node("", "SplitToSequence", p.Output(0))
+			return b.returning(seq)
 		}, "unsupported-op error SplitToSequence -> _out; unsupported-op error gelu"},
 		{"sequence and string values", func(t *testing.T) *graph.Model {
 			b := newBuilder(t, 13)
-			x := b.input("x", 1, 4)
+			x := b.Input("x", 1, 4)
 			x.Type = graph.TensorType(graph.String, graph.StaticShape(1, 4))
-			id := b.node("id", "Identity", x)
+			id := b.Node("id", "Identity", x)
 			id.Output(0).Type = &graph.Type{Kind: graph.KindSequence}
-			b.g.Outputs = []*graph.Value{id.Output(0)}
-			return b.m
+			return b.returning(id)
 		}, "unsupported-type error ; unsupported-type error id"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -376,11 +289,10 @@ func TestTensorRTRules(t *testing.T) {
 // order of the nodes.
 func TestTensorRTSorted(t *testing.T) {
 	b, conv := trtConv(t)
-	skip := b.input("skip", 1, 4, 6, 6)
-	add := b.node("add", "Add", conv.Output(0), skip)
+	skip := b.Input("skip", 1, 4, 6, 6)
+	add := b.Node("add", "Add", conv.Output(0), skip)
 	u := b.qdq("u", add.Output(0), 0.1, graph.Uint8, 7)
-	b.g.Outputs = []*graph.Value{u.Output(0)}
-	fs := TensorRT(b.m)
+	fs := TensorRT(b.returning(u))
 	want := "qdq-type error u_dq; qdq-type error u_q; qdq-zero-point error u_dq; qdq-zero-point error u_q; residual-add-unquantized warning add"
 	if got := rules(fs); got != want {
 		t.Errorf("findings\n  %s\nwant\n  %s", got, want)

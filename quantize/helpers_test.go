@@ -11,58 +11,24 @@ import (
 	"optc/data"
 	"optc/graph"
 	"optc/internal/ortenv"
+	"optc/internal/testgraph"
 	"optc/ort"
 )
 
-// builder makes small models node by node.
+// builder makes small models node by node, with random weights from a
+// fixed seed.
 type builder struct {
-	t   testing.TB
-	m   *graph.Model
-	g   *graph.Graph
+	*testgraph.Builder
 	rng *rand.Rand
 }
 
 func newBuilder(t testing.TB, opset int64) *builder {
-	g := graph.NewGraph("test")
-	return &builder{t: t, g: g, rng: rand.New(rand.NewSource(1)),
-		m: &graph.Model{IRVersion: 8, Opsets: []graph.OpsetImport{{Domain: "", Version: opset}}, Graph: g}}
-}
-
-func (b *builder) value(name string) *graph.Value {
-	b.t.Helper()
-	v, err := b.g.NewValue(name)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return v
-}
-
-func (b *builder) input(name string, dims ...int64) *graph.Value {
-	v := b.value(name)
-	v.Type = graph.TensorType(graph.Float, graph.StaticShape(dims...))
-	b.g.Inputs = append(b.g.Inputs, v)
-	return v
-}
-
-func (b *builder) output(v *graph.Value, dims ...int64) {
-	v.Type = graph.TensorType(graph.Float, graph.StaticShape(dims...))
-	b.g.Outputs = append(b.g.Outputs, v)
-}
-
-// node adds node name computing op; its output is called name+"_out".
-func (b *builder) node(name, op string, ins ...*graph.Value) *graph.Node {
-	b.t.Helper()
-	n, err := b.g.AddNode(op, ins, []*graph.Value{b.value(name + "_out")})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	n.Name = name
-	return n
+	return &builder{Builder: testgraph.New(t, "test", opset), rng: rand.New(rand.NewSource(1))}
 }
 
 // weight adds a float32 initializer of random values in [-scale, scale).
 func (b *builder) weight(name string, scale float64, dims ...int64) *graph.Value {
-	b.t.Helper()
+	b.T.Helper()
 	n := int64(1)
 	for _, d := range dims {
 		n *= d
@@ -71,15 +37,16 @@ func (b *builder) weight(name string, scale float64, dims ...int64) *graph.Value
 	for i := range vals {
 		vals[i] = float32((2*b.rng.Float64() - 1) * scale)
 	}
-	t, err := graph.NewFloat32Tensor(name, dims, vals)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	v, err := b.g.AddInitializer(t)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return v
+	return b.Floats(name, dims, vals...)
+}
+
+// paddedConv adds Conv node name reading ins, padded by 1 on every side
+// (a 3x3 kernel keeps the spatial size).
+func (b *builder) paddedConv(name string, ins ...*graph.Value) *graph.Node {
+	b.T.Helper()
+	n := b.Node(name, "Conv", ins...)
+	n.SetAttr(ints("pads", 1, 1, 1, 1))
+	return n
 }
 
 func ints(name string, vs ...int64) *graph.Attr {
@@ -101,9 +68,10 @@ func marshal(t testing.TB, m *graph.Model) []byte {
 
 func boolp(b bool) *bool { return &b }
 
-// measure runs model (bytes) in ORT at level disable on src's batches with
-// names exposed and returns each value's [min, max].
-func measure(t testing.TB, model []byte, spec string, opts data.Options, names []string) map[string][2]float64 {
+// exposedSession opens model (bytes) in ORT with names exposed as outputs
+// after the model's own; it returns the model as parsed, the session and
+// its outputs. The caller closes the session.
+func exposedSession(t testing.TB, model []byte, names []string, opts ort.Options) (*graph.Model, *ort.Session, []ort.IO) {
 	t.Helper()
 	ortenv.Require(t)
 	m, err := graph.Parse(model, "")
@@ -114,10 +82,18 @@ func measure(t testing.TB, model []byte, spec string, opts data.Options, names [
 		t.Fatal(err)
 	}
 	ins, outs := ort.Interface(m)
-	s, err := ort.NewSession(ort.Source{Bytes: marshal(t, m), Inputs: ins, Outputs: outs}, ort.Options{})
+	s, err := ort.NewSession(ort.Source{Bytes: marshal(t, m), Inputs: ins, Outputs: outs}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m, s, outs
+}
+
+// measure runs model (bytes) in ORT at level disable on src's batches with
+// names exposed and returns each value's [min, max].
+func measure(t testing.TB, model []byte, spec string, opts data.Options, names []string) map[string][2]float64 {
+	t.Helper()
+	m, s, outs := exposedSession(t, model, names, ort.Options{})
 	defer s.Close()
 	src, err := data.Open(spec, data.GraphInputs(m.Graph), opts)
 	if err != nil {

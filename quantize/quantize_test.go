@@ -17,21 +17,19 @@ import (
 // -> flatten -> gemm (transB, bias) -> y -> matmul -> z.
 func convNet(t testing.TB) *builder {
 	b := newBuilder(t, 13)
-	x := b.input("x", 1, 2, 6, 6)
-	c1 := b.node("conv1", "Conv", x, b.weight("W1", 0.5, 4, 2, 3, 3), b.weight("b1", 0.3, 4))
-	c1.SetAttr(ints("pads", 1, 1, 1, 1))
-	r1 := b.node("relu1", "Relu", c1.Output(0))
-	c2 := b.node("conv2", "Conv", r1.Output(0), b.weight("W2", 0.4, 3, 4, 3, 3), b.weight("b2", 0.2, 3))
-	c2.SetAttr(ints("pads", 1, 1, 1, 1))
+	x := b.Input("x", 1, 2, 6, 6)
+	c1 := b.paddedConv("conv1", x, b.weight("W1", 0.5, 4, 2, 3, 3), b.weight("b1", 0.3, 4))
+	r1 := b.Node("relu1", "Relu", c1.Output(0))
+	c2 := b.paddedConv("conv2", r1.Output(0), b.weight("W2", 0.4, 3, 4, 3, 3), b.weight("b2", 0.2, 3))
 	c2.SetAttr(ints("strides", 2, 2))
-	fl := b.node("flatten", "Flatten", c2.Output(0))
-	gm := b.node("gemm", "Gemm", fl.Output(0), b.weight("B", 0.3, 5, 27), b.weight("C", 0.1, 5))
+	fl := b.Node("flatten", "Flatten", c2.Output(0))
+	gm := b.Node("gemm", "Gemm", fl.Output(0), b.weight("B", 0.3, 5, 27), b.weight("C", 0.1, 5))
 	gm.SetAttr(intAttr("transB", 1))
-	if err := b.g.Rename(gm.Output(0), "y"); err != nil {
+	if err := b.Graph.Rename(gm.Output(0), "y"); err != nil {
 		t.Fatal(err)
 	}
-	mm := b.node("matmul", "MatMul", gm.Output(0), b.weight("M", 0.5, 5, 4))
-	b.output(mm.Output(0), 1, 4)
+	mm := b.Node("matmul", "MatMul", gm.Output(0), b.weight("M", 0.5, 5, 4))
+	b.Output(mm.Output(0), 1, 4)
 	return b
 }
 
@@ -174,14 +172,14 @@ func TestORTCPUPlacementAndValues(t *testing.T) {
 			qmax = 63
 		}
 		b := convNet(t)
-		g := b.g
+		g := b.Graph
 		orig := originals(t, g, "W1", "b1", "W2", "b2", "B", "C", "M")
 		x, r1, c2, fl, y := v(t, g, "x"), v(t, g, "relu1_out"), v(t, g, "conv2_out"), v(t, g, "flatten_out"), v(t, g, "y")
-		rep, err := Apply(b.m, convNetRanges, Options{Target: TargetORTCPU, ReduceRange: boolp(rr)})
+		rep, err := Apply(b.Model, convNetRanges, Options{Target: TargetORTCPU, ReduceRange: boolp(rr)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.m.Verify(); err != nil {
+		if err := b.Model.Verify(); err != nil {
 			t.Fatal(err)
 		}
 		if rep.ReduceRange != rr || len(rep.Quantized) != 5 || len(rep.Skipped) != 0 || rep.QDQPairs != 5 || rep.Weights != 4 || rep.Biases != 3 {
@@ -225,12 +223,12 @@ func TestORTCPUPlacementAndValues(t *testing.T) {
 
 func TestGemmWithoutTransB(t *testing.T) {
 	b := newBuilder(t, 13)
-	x := b.input("x", 2, 6)
-	gm := b.node("gemm", "Gemm", x, b.weight("B", 0.5, 6, 3), b.weight("C", 0.2, 3))
-	b.output(gm.Output(0), 2, 3)
-	orig := originals(t, b.g, "B", "C")
+	x := b.Input("x", 2, 6)
+	gm := b.Node("gemm", "Gemm", x, b.weight("B", 0.5, 6, 3), b.weight("C", 0.2, 3))
+	b.Output(gm.Output(0), 2, 3)
+	orig := originals(t, b.Graph, "B", "C")
 	ranges := map[string][2]float64{"x": {-1, 3}, "gemm_out": {-2, 2}}
-	if _, err := Apply(b.m, ranges, Options{ReduceRange: boolp(false)}); err != nil {
+	if _, err := Apply(b.Model, ranges, Options{ReduceRange: boolp(false)}); err != nil {
 		t.Fatal(err)
 	}
 	s, z := uint8Params(ranges["x"])
@@ -244,11 +242,11 @@ func TestGemmWithoutTransB(t *testing.T) {
 
 func TestPerTensor(t *testing.T) {
 	b := convNet(t)
-	orig := originals(t, b.g, "W1")
-	if _, err := Apply(b.m, convNetRanges, Options{PerChannel: boolp(false), ReduceRange: boolp(false)}); err != nil {
+	orig := originals(t, b.Graph, "W1")
+	if _, err := Apply(b.Model, convNetRanges, Options{PerChannel: boolp(false), ReduceRange: boolp(false)}); err != nil {
 		t.Fatal(err)
 	}
-	dq := dqOf(t, node(t, b.g, "conv1").Input(1))
+	dq := dqOf(t, node(t, b.Graph, "conv1").Input(1))
 	amax := 0.0
 	for _, w := range orig["W1"] {
 		amax = max(amax, math.Abs(float64(w)))
@@ -256,7 +254,7 @@ func TestPerTensor(t *testing.T) {
 	if dq.Attr("axis") != nil || f32s(t, dq.Input(1))[0] != float32(amax/127) || len(dq.Input(1).Const.Dims) != 0 {
 		t.Errorf("per-tensor weight: axis %v, scale %v want %v", dq.Attr("axis"), f32s(t, dq.Input(1)), float32(amax/127))
 	}
-	bq := dqOf(t, node(t, b.g, "conv1").Input(2))
+	bq := dqOf(t, node(t, b.Graph, "conv1").Input(2))
 	if bq.Attr("axis") != nil || len(f32s(t, bq.Input(1))) != 1 {
 		t.Error("per-tensor bias has an axis or several scales")
 	}
@@ -274,7 +272,7 @@ func TestReduceRangeAutomatic(t *testing.T) {
 		}
 	}
 	b := convNet(t)
-	rep, err := Apply(b.m, convNetRanges, Options{})
+	rep, err := Apply(b.Model, convNetRanges, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,18 +287,17 @@ func TestReduceRangeAutomatic(t *testing.T) {
 	}
 }
 
-func newConvNetModel(t testing.TB) *graph.Model { return convNet(t).m }
+func newConvNetModel(t testing.TB) *graph.Model { return convNet(t).Model }
 
 // residualNet: x -> conv1 (bias) -> Add(conv1_out, x) -> relu -> conv2 -> out.
 func residualNet(t testing.TB) *builder {
 	b := newBuilder(t, 13)
-	x := b.input("x", 1, 4, 6, 6)
-	c1 := b.node("conv1", "Conv", x, b.weight("Wa", 0.3, 4, 4, 3, 3), b.weight("ba", 0.2, 4))
-	c1.SetAttr(ints("pads", 1, 1, 1, 1))
-	add := b.node("add", "Add", c1.Output(0), x)
-	r := b.node("relu", "Relu", add.Output(0))
-	c2 := b.node("conv2", "Conv", r.Output(0), b.weight("Wb", 0.5, 2, 4, 1, 1))
-	b.output(c2.Output(0), 1, 2, 6, 6)
+	x := b.Input("x", 1, 4, 6, 6)
+	c1 := b.paddedConv("conv1", x, b.weight("Wa", 0.3, 4, 4, 3, 3), b.weight("ba", 0.2, 4))
+	add := b.Node("add", "Add", c1.Output(0), x)
+	r := b.Node("relu", "Relu", add.Output(0))
+	c2 := b.Node("conv2", "Conv", r.Output(0), b.weight("Wb", 0.5, 2, 4, 1, 1))
+	b.Output(c2.Output(0), 1, 2, 6, 6)
 	return b
 }
 
@@ -308,15 +305,15 @@ var residualRanges = map[string][2]float64{"x": {-0.5, 1}, "conv1_out": {-2, 2},
 
 func TestTensorRT(t *testing.T) {
 	b := residualNet(t)
-	g := b.g
+	g := b.Graph
 	orig := originals(t, g, "Wa", "Wb")
 	ba := v(t, g, "ba")
 	x, c1out, r := v(t, g, "x"), v(t, g, "conv1_out"), v(t, g, "relu_out")
-	rep, err := Apply(b.m, residualRanges, Options{Target: TargetTensorRT})
+	rep, err := Apply(b.Model, residualRanges, Options{Target: TargetTensorRT})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.m.Verify(); err != nil {
+	if err := b.Model.Verify(); err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Quantized) != 3 || rep.QDQPairs != 2 || rep.Biases != 0 || rep.ReduceRange {
@@ -350,7 +347,7 @@ func TestTensorRT(t *testing.T) {
 func TestSkipsLeaveNodesUntouched(t *testing.T) {
 	t.Run("exclude and missing ranges", func(t *testing.T) {
 		b := convNet(t)
-		g := b.g
+		g := b.Graph
 		ranges := map[string][2]float64{}
 		for k, r := range convNetRanges {
 			if k != "y" {
@@ -362,11 +359,11 @@ func TestSkipsLeaveNodesUntouched(t *testing.T) {
 		for _, n := range []*graph.Node{conv2, gemm, mm} {
 			before[n] = slices.Clone(n.Inputs())
 		}
-		rep, err := Apply(b.m, ranges, Options{Exclude: []string{"^conv2$"}, ReduceRange: boolp(true)})
+		rep, err := Apply(b.Model, ranges, Options{Exclude: []string{"^conv2$"}, ReduceRange: boolp(true)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.m.Verify(); err != nil {
+		if err := b.Model.Verify(); err != nil {
 			t.Fatal(err)
 		}
 		for n, ins := range before {
@@ -397,10 +394,10 @@ func TestSkipsLeaveNodesUntouched(t *testing.T) {
 	})
 	t.Run("keep float by index", func(t *testing.T) {
 		b := convNet(t)
-		g := b.g
+		g := b.Graph
 		conv2 := node(t, g, "conv2")
 		before := slices.Clone(conv2.Inputs())
-		rep, err := Apply(b.m, convNetRanges, Options{KeepFloat: []int{slices.Index(g.Nodes, conv2)}})
+		rep, err := Apply(b.Model, convNetRanges, Options{KeepFloat: []int{slices.Index(g.Nodes, conv2)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -413,9 +410,9 @@ func TestSkipsLeaveNodesUntouched(t *testing.T) {
 	})
 	t.Run("keep first and last", func(t *testing.T) {
 		b := convNet(t)
-		g := b.g
+		g := b.Graph
 		x := v(t, g, "x")
-		rep, err := Apply(b.m, convNetRanges, Options{KeepFirstLast: true, Exclude: []string{"Flatten"}})
+		rep, err := Apply(b.Model, convNetRanges, Options{KeepFirstLast: true, Exclude: []string{"Flatten"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -434,10 +431,10 @@ func TestSkipsLeaveNodesUntouched(t *testing.T) {
 
 func TestRefusals(t *testing.T) {
 	b := newBuilder(t, 12)
-	x := b.input("x", 1, 2)
-	mm := b.node("mm", "MatMul", x, b.weight("M", 1, 2, 2))
-	b.output(mm.Output(0), 1, 2)
-	_, err := Apply(b.m, map[string][2]float64{"x": {0, 1}, "mm_out": {0, 1}}, Options{})
+	x := b.Input("x", 1, 2)
+	mm := b.Node("mm", "MatMul", x, b.weight("M", 1, 2, 2))
+	b.Output(mm.Output(0), 1, 2)
+	_, err := Apply(b.Model, map[string][2]float64{"x": {0, 1}, "mm_out": {0, 1}}, Options{})
 	if err == nil || !strings.Contains(err.Error(), "opset 12") || !strings.Contains(err.Error(), ">= 13") {
 		t.Errorf("opset 12: %v", err)
 	}
@@ -466,19 +463,11 @@ func TestRefusals(t *testing.T) {
 // MatMul whose weight is a Constant node -> out.
 func moreOpsNet(t testing.TB) *builder {
 	b := newBuilder(t, 13)
-	x := b.input("x", 1, 2, 5, 5)
-	mp := b.node("pool", "MaxPool", x)
+	x := b.Input("x", 1, 2, 5, 5)
+	mp := b.Node("pool", "MaxPool", x)
 	mp.SetAttr(ints("kernel_shape", 2, 2))
-	ct := b.node("convT", "ConvTranspose", mp.Output(0), b.weight("Wt", 0.4, 2, 3, 3, 3))
-	shape, err := graph.NewInt64Tensor("shape", []int64{2}, []int64{1, 108})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sv, err := b.g.AddInitializer(shape)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs := b.node("reshape", "Reshape", ct.Output(0), sv)
+	ct := b.Node("convT", "ConvTranspose", mp.Output(0), b.weight("Wt", 0.4, 2, 3, 3, 3))
+	rs := b.Node("reshape", "Reshape", ct.Output(0), b.Int64s("shape", []int64{2}, 1, 108))
 	vals := make([]float32, 108*3)
 	for i := range vals {
 		vals[i] = float32(b.rng.Float64() - 0.5)
@@ -487,10 +476,10 @@ func moreOpsNet(t testing.TB) *builder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cn := b.node("wconst", "Constant")
+	cn := b.Node("wconst", "Constant")
 	cn.SetAttr(&graph.Attr{Name: "value", Type: graph.AttrTensor, Tensor: wt})
-	mm := b.node("matmul", "MatMul", rs.Output(0), cn.Output(0))
-	b.output(mm.Output(0), 1, 3)
+	mm := b.Node("matmul", "MatMul", rs.Output(0), cn.Output(0))
+	b.Output(mm.Output(0), 1, 3)
 	return b
 }
 
@@ -512,25 +501,25 @@ func TestRunsInORT(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := c.build(t)
-			before := marshal(t, b.m)
+			before := marshal(t, b.Model)
 			dopts := data.Options{Samples: 256, Seed: 3}
-			ranges := measure(t, before, "random", dopts, activationNames(b.m))
-			rep, err := Apply(b.m, ranges, c.opts)
+			ranges := measure(t, before, "random", dopts, activationNames(b.Model))
+			rep, err := Apply(b.Model, ranges, c.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(rep.Skipped) > 0 || rep.QDQPairs == 0 {
 				t.Fatalf("report %+v", rep)
 			}
-			for _, n := range b.g.Nodes {
+			for _, n := range b.Graph.Nodes {
 				if n.OpType == "ConvTranspose" && dqOf(t, n.Input(1)).AttrInt("axis", -1) != 1 {
 					t.Error("ConvTranspose weight is not per-channel on axis 1")
 				}
 			}
-			if countOps(b.g, "Constant") != 0 {
+			if countOps(b.Graph, "Constant") != 0 {
 				t.Error("the Constant node holding the float weight was kept")
 			}
-			after := marshal(t, b.m)
+			after := marshal(t, b.Model)
 			for _, level := range []ort.Level{ort.LevelDisable, ort.LevelAll} {
 				if err := difftest.Compare(before, after, difftest.Options{Atol: 0.1, Rtol: 0.05, Level: level, DataOpts: data.Options{Samples: 8, Seed: 4, High: 1}}); err != nil {
 					t.Errorf("level %v: %v", level, err)

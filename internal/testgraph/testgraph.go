@@ -1,0 +1,110 @@
+// Package testgraph builds small models by hand for tests: a Builder adds
+// values, initializers and nodes one at a time and fails the test on any
+// error, so that a test reads as the graph it makes.
+package testgraph
+
+import (
+	"testing"
+
+	"optc/graph"
+)
+
+// Builder makes a model node by node. Model is the model being built,
+// Graph its main graph, and T the test that any error fails.
+type Builder struct {
+	T     testing.TB
+	Model *graph.Model
+	Graph *graph.Graph
+}
+
+// New returns a builder of an empty model (IR version 8, the default
+// domain at opset) whose main graph is called name.
+func New(t testing.TB, name string, opset int64) *Builder {
+	g := graph.NewGraph(name)
+	return &Builder{T: t, Graph: g, Model: &graph.Model{IRVersion: 8, Opsets: []graph.OpsetImport{{Version: opset}}, Graph: g}}
+}
+
+// Value adds a value called name, without a type.
+func (b *Builder) Value(name string) *graph.Value {
+	b.T.Helper()
+	v, err := b.Graph.NewValue(name)
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	return v
+}
+
+// TypedValue adds a value called name, declared a dt tensor of static
+// shape dims.
+func (b *Builder) TypedValue(name string, dt graph.DataType, dims ...int64) *graph.Value {
+	b.T.Helper()
+	v := b.Value(name)
+	v.Type = graph.TensorType(dt, graph.StaticShape(dims...))
+	return v
+}
+
+// Input adds a float32 graph input of static shape dims.
+func (b *Builder) Input(name string, dims ...int64) *graph.Value {
+	b.T.Helper()
+	v := b.TypedValue(name, graph.Float, dims...)
+	b.Graph.Inputs = append(b.Graph.Inputs, v)
+	return v
+}
+
+// Output declares v a float32 tensor of static shape dims and appends it
+// to the graph outputs.
+func (b *Builder) Output(v *graph.Value, dims ...int64) {
+	v.Type = graph.TensorType(graph.Float, graph.StaticShape(dims...))
+	b.Graph.Outputs = append(b.Graph.Outputs, v)
+}
+
+// Init adds an initializer of type dt and shape dims holding data, the
+// little-endian bytes of its elements.
+func (b *Builder) Init(name string, dt graph.DataType, dims []int64, data []byte) *graph.Value {
+	b.T.Helper()
+	return b.initializer(graph.NewTensor(name, dt, dims, data))
+}
+
+// Floats adds a float32 initializer of shape dims holding vals.
+func (b *Builder) Floats(name string, dims []int64, vals ...float32) *graph.Value {
+	b.T.Helper()
+	return b.initializer(graph.NewFloat32Tensor(name, dims, vals))
+}
+
+// Int64s adds an int64 initializer of shape dims holding vals.
+func (b *Builder) Int64s(name string, dims []int64, vals ...int64) *graph.Value {
+	b.T.Helper()
+	return b.initializer(graph.NewInt64Tensor(name, dims, vals))
+}
+
+// initializer adds t, the result of a tensor constructor that failed when
+// err is not nil.
+func (b *Builder) initializer(t *graph.Tensor, err error) *graph.Value {
+	b.T.Helper()
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	v, err := b.Graph.AddInitializer(t)
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	return v
+}
+
+// Node adds node name computing op from ins; its one output is a new
+// value called name+"_out".
+func (b *Builder) Node(name, op string, ins ...*graph.Value) *graph.Node {
+	b.T.Helper()
+	return b.NodeTo(name, op, b.Value(name+"_out"), ins...)
+}
+
+// NodeTo adds node name computing op from ins into out, its one output.
+func (b *Builder) NodeTo(name, op string, out *graph.Value, ins ...*graph.Value) *graph.Node {
+	b.T.Helper()
+	n, err := b.Graph.AddNode(op, ins, []*graph.Value{out})
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	n.Name = name
+	return n
+}
