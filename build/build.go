@@ -75,7 +75,7 @@ func (r *Result) Config() config.Config { return r.opts }
 type Artifact struct {
 	Path      string `json:"path"` // relative to the output folder
 	Target    string `json:"target"`
-	Kind      string `json:"kind"`                // model, ort-model, model-copy, calibration, placement, script, config, settings, lint
+	Kind      string `json:"kind"`                // model, external-data, ort-model, model-copy, calibration, placement, script, config, settings, lint
 	Precision string `json:"precision,omitempty"` // fp32, fp16, int8 (models only)
 	From      string `json:"from,omitempty"`      // the model an .ort file was written from
 	Bytes     int64  `json:"bytes"`
@@ -90,6 +90,14 @@ type Artifact struct {
 // add records an artifact written into the working folder.
 func (b *builder) add(rel, target, kind, precision, from string) {
 	b.res.Artifacts = append(b.res.Artifacts, &Artifact{Path: rel, Target: target, Kind: kind, Precision: precision, From: from})
+	if kind == "model" || kind == "model-copy" {
+		// A model over protobuf's 2 GiB limit was saved with its tensors
+		// in a side file next to it (graph.Save's default location).
+		side := rel + ".data"
+		if _, err := os.Stat(filepath.Join(b.dir.tmp, filepath.FromSlash(side))); err == nil {
+			b.res.Artifacts = append(b.res.Artifacts, &Artifact{Path: side, Target: target, Kind: "external-data", Precision: precision, From: rel})
+		}
+	}
 }
 
 // Stage is one step of the build and its wall time.

@@ -92,13 +92,13 @@ func (b *builder) exportTriton() error {
 // and measured, so a deployment can run them the same way.
 type SessionSettings struct {
 	Model              string `json:"model"`
-	ORTModel           string `json:"ort_model"`
+	ORTModel           string `json:"ort_model,omitempty"`
 	GraphOptimization  string `json:"graph_optimization_level"`
 	IntraOpThreads     int    `json:"intra_op_threads"` // 0: ORT's default, one per core
 	InterOpThreads     int    `json:"inter_op_threads"`
 	ExecutionProvider  string `json:"execution_provider"`
 	ORTVersion         string `json:"ort_version"`
-	SaveModelFormatKey string `json:"ort_model_session_config"`
+	SaveModelFormatKey string `json:"ort_model_session_config,omitempty"`
 	// Portable is false at level all (and extended): ORT then writes
 	// layout-specific kernels (NCHWc) that are only valid on a CPU with the
 	// same instruction set; load the .onnx with the same level elsewhere.
@@ -109,6 +109,9 @@ type SessionSettings struct {
 // optimizes and serializes it at the runtime level) and the session
 // settings.
 func (b *builder) exportORT() error {
+	if _, err := os.Stat(b.ortModel + ".data"); err == nil {
+		return b.skipORTFormat()
+	}
 	ortPath, err := b.dir.path("ort/model.ort")
 	if err != nil {
 		return err
@@ -145,6 +148,21 @@ func (b *builder) exportORT() error {
 	b.add("ort/model.ort", "ort", "ort-model", precision, rel(b, b.ortModel))
 	b.add("ort/session.json", "ort", "settings", "", "")
 	return writeJSONFile(b, "ort/session.json", settings)
+}
+
+// skipORTFormat is exportORT for a model whose tensors are in a side file
+// (over protobuf's 2 GiB limit): the ORT format is one flatbuffer, which
+// cannot hold it, so only the session settings are written.
+func (b *builder) skipORTFormat() error {
+	so := b.session()
+	version, _ := ort.Version()
+	b.res.Notes = append(b.res.Notes, fmt.Sprintf("ort: %s keeps its tensors in a side file (over 2 GiB), which the ORT format cannot hold: no ort/model.ort; deploy the .onnx with its .data file", rel(b, b.ortModel)))
+	b.add("ort/session.json", "ort", "settings", "", "")
+	return writeJSONFile(b, "ort/session.json", SessionSettings{
+		Model: rel(b, b.ortModel), GraphOptimization: so.Level.String(),
+		IntraOpThreads: so.IntraOpThreads, InterOpThreads: so.InterOpThreads, ExecutionProvider: "CPUExecutionProvider",
+		ORTVersion: version, Portable: true,
+	})
 }
 
 // rel is path relative to the working folder, with forward slashes.

@@ -27,7 +27,7 @@ import (
 const interruptTimeout = 5 * time.Minute
 
 // buildOptc compiles the optc binary into a test folder.
-func buildOptc(t *testing.T) string {
+func buildOptc(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "optc")
 	out, err := exec.Command("go", "build", "-o", bin, "optc/cmd/optc").CombinedOutput()

@@ -5,6 +5,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 
 	"optc/graph"
 	"optc/kernels"
@@ -174,6 +175,9 @@ type fp16Converter struct {
 	home  map[*graph.Value]graph.DataType
 	twins map[twinKey]*graph.Value
 	rep   *FP16Report
+	// nodeNames are the node names in use, so that a Cast named after its
+	// output does not take the name of the node that produced it before.
+	nodeNames map[string]bool
 }
 
 // elem is v's element type as inferred before the conversion (Undefined
@@ -497,6 +501,23 @@ func (c *fp16Converter) newTwin(v *graph.Value, dt graph.DataType, prefix string
 	return tw, nil
 }
 
+// freeNodeName is name, or name with a suffix when a node has it already,
+// and marks it used: ONNX Runtime refuses two nodes of one name.
+func (c *fp16Converter) freeNodeName(name string) string {
+	if c.nodeNames == nil {
+		c.nodeNames = map[string]bool{}
+		for _, n := range c.g.Nodes {
+			c.nodeNames[n.Name] = true
+		}
+	}
+	free := name
+	for i := 1; c.nodeNames[free]; i++ {
+		free = name + "_cast" + strconv.Itoa(i)
+	}
+	c.nodeNames[free] = true
+	return free
+}
+
 // addCast inserts Cast(from) -> to before anchor (at the end when nil),
 // named after its output.
 func (c *fp16Converter) addCast(from, to *graph.Value, dt graph.DataType, anchor *graph.Node) error {
@@ -510,7 +531,7 @@ func (c *fp16Converter) addCast(from, to *graph.Value, dt graph.DataType, anchor
 	if err != nil {
 		return fmt.Errorf("float16: cast of %q: %w", from.Name, err)
 	}
-	n.Name = to.Name
+	n.Name = c.freeNodeName(to.Name)
 	n.SetAttr(&graph.Attr{Name: "to", Type: graph.AttrInt, Int: int64(dt)})
 	c.rep.Casts++
 	return nil

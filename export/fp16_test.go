@@ -499,6 +499,37 @@ func TestToFloat16BorderNames(t *testing.T) {
 // TestToFloat16ClipWithoutLimit: a Clip whose max input is float32's
 // largest value ("no limit") stays float32 with its constants; a Clip
 // with a float16-sized max converts.
+// TestToFloat16NodeNamedAfterOutput: exporters often name a node after
+// its output. The Cast that writes the float32 graph output y is named
+// after y, which the Relu producing it already is: the Cast gets a suffix,
+// and ONNX Runtime (which refuses two nodes of one name) runs the model.
+func TestToFloat16NodeNamedAfterOutput(t *testing.T) {
+	ortenv.Require(t)
+	b := testgraph.New(t, "tiny", 13)
+	x := b.Input("x", 1, 4)
+	y := b.TypedValue("y", graph.Float, 1, 4)
+	b.NodeTo("y", "Relu", y, x)
+	b.Graph.Outputs = append(b.Graph.Outputs, y)
+	before := marshal(t, b.Model)
+	if _, err := ToFloat16(b.Model, FP16Options{}); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, n := range b.Graph.Nodes {
+		if names[n.Name] {
+			t.Errorf("two nodes named %q", n.Name)
+		}
+		names[n.Name] = true
+	}
+	in, err := graph.NewFloat32Tensor("x", []int64{1, 4}, []float32{-2, 0.5, 3, 0.25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, got := run(t, before, in), run(t, marshal(t, b.Model), in); !slices.Equal(want, got) {
+		t.Errorf("outputs %v, want %v", got, want)
+	}
+}
+
 func TestToFloat16ClipWithoutLimit(t *testing.T) {
 	b := testgraph.New(t, "tiny", 13)
 	x := b.Input("x", 2)

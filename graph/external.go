@@ -127,7 +127,7 @@ func (s *externalSource) mapped(location string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, unmap, err := mapFile(path)
+	b, unmap, err := mapShared(path)
 	if err != nil {
 		return nil, fmt.Errorf("external data: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"optc/internal/atomicfile"
 )
@@ -39,9 +40,17 @@ type SaveOptions struct {
 	Location string
 }
 
-// protobufLimit is the largest message protobuf implementations accept
-// (a variable so that tests can pass it with small models).
-var protobufLimit int64 = math.MaxInt32
+// protobufLimit is the largest message protobuf implementations accept.
+// OPTC_PROTOBUF_LIMIT lowers it (bytes), so that tests can take the paths
+// of models over 2 GiB with small ones.
+var protobufLimit = limitFromEnv()
+
+func limitFromEnv() int64 {
+	if n, err := strconv.ParseInt(os.Getenv("OPTC_PROTOBUF_LIMIT"), 10, 64); err == nil && n > 0 && n < math.MaxInt32 {
+		return n
+	}
+	return math.MaxInt32
+}
 
 // sideAlign is the alignment of large tensors in side files, so that a
 // runtime can map them directly.
