@@ -208,7 +208,7 @@ var quantizedOps = map[string]bool{"Conv": true, "ConvTranspose": true, "Gemm": 
 var outputOps = map[string]bool{
 	"Relu": true, "Clip": true, "Add": true, "Mul": true, "Concat": true,
 	"MaxPool": true, "AveragePool": true, "GlobalAveragePool": true,
-	"Resize": true, "HardSigmoid": true, "Sigmoid": true, "HardSwish": true,
+	"Resize": true, "HardSigmoid": true, "Sigmoid": true, "HardSwish": true, "LeakyRelu": true,
 }
 
 // DefaultTensors returns the values of m's main graph that quantization

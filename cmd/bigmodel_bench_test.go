@@ -178,7 +178,7 @@ func BenchmarkBigModel(b *testing.B) {
 		name string
 		args []string
 	}{
-		{"run", []string{"run", model, "--data", "random"}}, // ORT's own need: one session
+		{"run", []string{"run", model, "--data", "random", "-o", filepath.Join(out, "run")}}, // ORT's own need: one session
 		{"inspect", []string{"inspect", model}},
 		{"convert", []string{"convert", model, "-o", filepath.Join(out, "c.onnx"), "--external-data"}},
 		{"optimize", []string{"optimize", model, "-o", filepath.Join(out, "o.onnx"), "--no-check"}},

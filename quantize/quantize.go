@@ -93,8 +93,12 @@ type Entry struct {
 
 var (
 	weightedOps    = []string{"Conv", "ConvTranspose", "Gemm", "MatMul"}
+	// passThroughOps are quantized at their inputs for ort-cpu, so that
+	// INT8 runs across them: ORT has integer kernels for each (QLinearAdd,
+	// QLinearSigmoid, QLinearLeakyRelu, ...) or moves them into the int8
+	// domain (Reshape, Transpose, MaxPool, Resize).
 	passThroughOps = []string{"Add", "Mul", "Concat", "MaxPool", "AveragePool", "GlobalAveragePool",
-		"Resize", "Reshape", "Transpose", "Flatten"}
+		"Resize", "Reshape", "Transpose", "Flatten", "Sigmoid", "LeakyRelu"}
 )
 
 // plan is what Apply decided for one quantized node.

@@ -483,6 +483,23 @@ func moreOpsNet(t testing.TB) *builder {
 	return b
 }
 
+// gatesNet: x[1,3,6,6] -> Conv -> LeakyRelu -> Conv -> Sigmoid, and the
+// second conv's output times the Sigmoid (a gate) -> Conv: INT8 runs
+// across LeakyRelu and Sigmoid.
+func gatesNet(t testing.TB) *builder {
+	b := newBuilder(t, 13)
+	x := b.Input("x", 1, 3, 6, 6)
+	c1 := b.paddedConv("conv1", x, b.weight("Wa", 0.4, 4, 3, 3, 3), b.weight("ba", 0.2, 4))
+	lr := b.Node("leaky", "LeakyRelu", c1.Output(0))
+	lr.SetAttr(&graph.Attr{Name: "alpha", Type: graph.AttrFloat, Float: 0.1})
+	c2 := b.Node("conv2", "Conv", lr.Output(0), b.weight("Wb", 0.5, 4, 4, 1, 1))
+	sg := b.Node("gate", "Sigmoid", c2.Output(0))
+	mul := b.Node("mul", "Mul", c2.Output(0), sg.Output(0))
+	c3 := b.Node("conv3", "Conv", mul.Output(0), b.weight("Wc", 0.5, 2, 4, 1, 1))
+	b.Output(c3.Output(0), 1, 2, 6, 6)
+	return b
+}
+
 // TestRunsInORT quantizes convNet and residualNet with ranges measured in
 // ORT and runs the results: outputs must stay close to the float model's.
 func TestRunsInORT(t *testing.T) {
@@ -498,6 +515,7 @@ func TestRunsInORT(t *testing.T) {
 		{"residual tensorrt", residualNet, Options{Target: TargetTensorRT}},
 		{"more ops ort-cpu", moreOpsNet, Options{ReduceRange: boolp(true)}},
 		{"more ops tensorrt", moreOpsNet, Options{Target: TargetTensorRT}},
+		{"gates ort-cpu", gatesNet, Options{ReduceRange: boolp(false)}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := c.build(t)
@@ -512,6 +530,9 @@ func TestRunsInORT(t *testing.T) {
 				t.Fatalf("report %+v", rep)
 			}
 			for _, n := range b.Graph.Nodes {
+				if isOp(n, "Sigmoid", "LeakyRelu") && !isOp(n.Input(0).Producer(), "DequantizeLinear") {
+					t.Errorf("%s does not read a DequantizeLinear: INT8 stops before it", n)
+				}
 				if n.OpType == "ConvTranspose" && dqOf(t, n.Input(1)).AttrInt("axis", -1) != 1 {
 					t.Error("ConvTranspose weight is not per-channel on axis 1")
 				}
