@@ -92,7 +92,7 @@ type Entry struct {
 }
 
 var (
-	weightedOps    = []string{"Conv", "ConvTranspose", "Gemm", "MatMul"}
+	weightedOps = []string{"Conv", "ConvTranspose", "Gemm", "MatMul"}
 	// passThroughOps are quantized at their inputs for ort-cpu, so that
 	// INT8 runs across them: ORT has integer kernels for each (QLinearAdd,
 	// QLinearSigmoid, QLinearLeakyRelu, ...) or moves them into the int8
