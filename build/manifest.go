@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/cpu"
 
 	"optc/config"
+	"optc/graph"
 	"optc/ort"
 )
 
@@ -22,15 +23,18 @@ import (
 // and the accuracy each artifact kept. It holds no timings, so two builds
 // of the same inputs give the same manifest (timings are in report.json).
 type Manifest struct {
-	Schema      int               `json:"schema"`
-	OptcVersion string            `json:"optc_version"`
-	GoVersion   string            `json:"go_version"`
-	ORTVersion  string            `json:"ort_version"`
-	Input       FileDigest        `json:"input"`
-	Data        []FileDigest      `json:"data"` // calibration and evaluation data, labels
-	Options     config.Config     `json:"options"`
-	Artifacts   []ManifestEntry   `json:"artifacts"`
-	Accuracy    map[string]*Check `json:"accuracy"` // per model artifact
+	Schema      int        `json:"schema"`
+	OptcVersion string     `json:"optc_version"`
+	GoVersion   string     `json:"go_version"`
+	ORTVersion  string     `json:"ort_version"`
+	Input       FileDigest `json:"input"`
+	// InputSideFiles are the files the input model keeps tensors in
+	// (external data), relative to its folder.
+	InputSideFiles []FileDigest      `json:"input_side_files,omitempty"`
+	Data           []FileDigest      `json:"data"` // calibration and evaluation data, labels
+	Options        config.Config     `json:"options"`
+	Artifacts      []ManifestEntry   `json:"artifacts"`
+	Accuracy       map[string]*Check `json:"accuracy"` // per model artifact
 }
 
 // FileDigest is a file's (or a folder's) sha256 and size.
@@ -85,6 +89,9 @@ func (b *builder) report() error {
 		return err
 	}
 	man.Input.Role, man.Input.Path = "model", b.c.Model
+	if man.InputSideFiles, err = sideFileDigests(b.c.Model); err != nil {
+		return err
+	}
 	for _, d := range []struct{ role, path string }{
 		{"calibration", b.c.Calibration.Data}, {"eval", b.c.Eval.Data}, {"eval_labels", b.c.Eval.Labels},
 	} {
@@ -139,6 +146,25 @@ func (b *builder) checkFolder() error {
 		}
 		return nil
 	})
+}
+
+// sideFileDigests digests the external-data files of the model at path.
+func sideFileDigests(path string) ([]FileDigest, error) {
+	m, err := graph.LoadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	var out []FileDigest
+	for _, loc := range m.SideFiles() {
+		fd, err := digest(filepath.Join(filepath.Dir(path), filepath.FromSlash(loc)))
+		if err != nil {
+			return nil, err
+		}
+		fd.Path = loc
+		out = append(out, fd)
+	}
+	return out, nil
 }
 
 // digest hashes a file, or a folder's files in sorted path order (each

@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -17,12 +19,19 @@ import (
 // quantization, the checks and the timing read its weights where they lie;
 // float artifacts get side files, recorded in the manifest; the deployed
 // FP32 model gets no .ort (a flatbuffer cannot hold it) and its Triton copy
-// keeps its side file. make bench-big runs the real 2.1 GiB case.
+// keeps its side file; the manifest digests the input's side file too.
+// make bench-big runs the real 2.1 GiB case.
 func TestBuildOverProtobufLimit(t *testing.T) {
 	ortenv.Require(t)
 	bin := buildOptc(t)
 	dir := t.TempDir()
 	model, _ := writeBigExternalModel(t, dir, 512) // w1: float32[1024,512], 2 MiB
+	weights, err := os.ReadFile(filepath.Join(dir, "weights.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(weights)
+	weightsDigest := hex.EncodeToString(sum[:])
 	for _, c := range []struct {
 		name  string
 		args  []string
@@ -48,7 +57,8 @@ func TestBuildOverProtobufLimit(t *testing.T) {
 				t.Fatalf("optc build: %v: %s", err, stderr)
 			}
 			var man struct {
-				Artifacts []struct{ Path, Kind string }
+				Artifacts      []struct{ Path, Kind string }
+				InputSideFiles []struct{ Path, SHA256 string } `json:"input_side_files"`
 			}
 			b, err := os.ReadFile(filepath.Join(out, "manifest.json"))
 			if err != nil {
@@ -56,6 +66,9 @@ func TestBuildOverProtobufLimit(t *testing.T) {
 			}
 			if err := json.Unmarshal(b, &man); err != nil {
 				t.Fatal(err)
+			}
+			if len(man.InputSideFiles) != 1 || man.InputSideFiles[0].Path != "weights.bin" || man.InputSideFiles[0].SHA256 != weightsDigest {
+				t.Errorf("input side files %+v, want weights.bin with sha256 %s", man.InputSideFiles, weightsDigest)
 			}
 			recorded := map[string]string{}
 			for _, a := range man.Artifacts {

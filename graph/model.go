@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"slices"
+
 	"optc/onnxpb"
 )
 
@@ -61,6 +63,19 @@ func (m *Model) Close() error {
 	}
 	m.closers = nil
 	return first
+}
+
+// SideFiles are the external-data locations the main graph's initializers
+// refer to, sorted, each once.
+func (m *Model) SideFiles() []string {
+	var locs []string
+	for _, v := range m.Graph.Initializers {
+		if e := v.Const.External(); e != nil && !slices.Contains(locs, e.Location) {
+			locs = append(locs, e.Location)
+		}
+	}
+	slices.Sort(locs)
+	return locs
 }
 
 func canonicalDomain(d string) string {
