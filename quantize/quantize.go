@@ -310,11 +310,8 @@ func isOp(n *graph.Node, ops ...string) bool {
 
 // floatConst returns v's data when it is a constant float32 tensor.
 func floatConst(v *graph.Value) (*graph.Tensor, []float32) {
-	if v == nil {
-		return nil, nil
-	}
-	t := v.ConstantTensor()
-	if t == nil || t.DType != graph.Float {
+	t := floatTensor(v)
+	if t == nil {
 		return nil, nil
 	}
 	f, err := t.Float32s()
@@ -324,10 +321,22 @@ func floatConst(v *graph.Value) (*graph.Tensor, []float32) {
 	return t, f
 }
 
+// floatTensor returns v's tensor when it is a constant float32 tensor,
+// without reading its data (weights can be gigabytes).
+func floatTensor(v *graph.Value) *graph.Tensor {
+	if v == nil {
+		return nil
+	}
+	if t := v.ConstantTensor(); t != nil && t.DType == graph.Float {
+		return t
+	}
+	return nil
+}
+
 // weightedPlan checks a Conv/ConvTranspose/Gemm/MatMul: constant float
 // weight, the channel axis, and whether its bias can be stored as int32.
 func (q *quantizer) weightedPlan(n *graph.Node, perChannel bool) (*plan, string) {
-	wt, _ := floatConst(n.Input(1))
+	wt := floatTensor(n.Input(1))
 	if wt == nil {
 		return nil, "input 1 (the weight) is not a constant float32 tensor"
 	}
@@ -371,7 +380,7 @@ func (q *quantizer) weightedPlan(n *graph.Node, perChannel bool) (*plan, string)
 		p.detail = fmt.Sprintf("weight int8 per-channel (axis %d)", p.axis)
 	}
 	if q.target == TargetORTCPU && n.Input(2) != nil {
-		bt, _ := floatConst(n.Input(2))
+		bt := floatTensor(n.Input(2))
 		channels := int64(1)
 		if p.axis >= 0 {
 			channels = wt.Dims[p.axis]
@@ -588,12 +597,12 @@ func (q *quantizer) weight(w *graph.Value, axis int, reader *graph.Node) (*graph
 	if dq := q.wq[weightKey{w, axis}]; dq != nil {
 		return dq, q.scales[dq], nil
 	}
-	t, vals := floatConst(w)
-	scales, qs := quantizeWeights(vals, t.Dims, axis, q.qmax)
-	data := make([]byte, len(qs))
-	for i, x := range qs {
-		data[i] = byte(x)
+	t := floatTensor(w)
+	raw, err := t.Bytes()
+	if err != nil {
+		return nil, nil, err
 	}
+	scales, data := quantizeWeights(raw, t.Dims, axis, q.qmax)
 	qv, err := q.init(w.Name+"_int8", graph.Int8, t.Dims, data)
 	if err != nil {
 		return nil, nil, err
@@ -633,8 +642,12 @@ func (q *quantizer) weight(w *graph.Value, axis int, reader *graph.Node) (*graph
 
 // quantizeWeights returns per-channel (axis >= 0) or per-tensor scales
 // max|w|/qmax and the weights round(w/scale) clamped to ±qmax.
-func quantizeWeights(vals []float32, dims []int64, axis int, qmax float64) ([]float32, []int8) {
-	channels, inner := 1, len(vals)
+func quantizeWeights(raw []byte, dims []int64, axis int, qmax float64) ([]float32, []byte) {
+	n := len(raw) / 4
+	// The float32s are read where they lie (a mapped file for big models),
+	// not copied.
+	val := func(i int) float64 { return float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))) }
+	channels, inner := 1, n
 	if axis >= 0 {
 		channels = int(dims[axis])
 		inner = 1
@@ -644,9 +657,9 @@ func quantizeWeights(vals []float32, dims []int64, axis int, qmax float64) ([]fl
 	}
 	amax := make([]float64, channels)
 	chanOf := func(i int) int { return (i / inner) % channels }
-	for i, x := range vals {
+	for i := range n {
 		c := chanOf(i)
-		amax[c] = math.Max(amax[c], math.Abs(float64(x)))
+		amax[c] = math.Max(amax[c], math.Abs(val(i)))
 	}
 	scales := make([]float32, channels)
 	for c, a := range amax {
@@ -655,10 +668,10 @@ func quantizeWeights(vals []float32, dims []int64, axis int, qmax float64) ([]fl
 			scales[c] = 1
 		}
 	}
-	qs := make([]int8, len(vals))
-	for i, x := range vals {
-		r := math.RoundToEven(float64(x) / float64(scales[chanOf(i)]))
-		qs[i] = int8(math.Max(-qmax, math.Min(qmax, r)))
+	qs := make([]byte, n)
+	for i := range n {
+		r := math.RoundToEven(val(i) / float64(scales[chanOf(i)]))
+		qs[i] = byte(int8(math.Max(-qmax, math.Min(qmax, r))))
 	}
 	return scales, qs
 }
