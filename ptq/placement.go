@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"optc/compare"
-	"optc/data"
 	"optc/graph"
 	"optc/placement"
 )
@@ -14,19 +13,12 @@ import (
 // as it is, auto measures, anything else is a placement.json to replay. A
 // placement that keeps more regions float is re-measured so that the
 // reported accuracy is the written model's.
-func place(opts Options, float graph.Serialized, ranges map[string][2]float64, res *Result,
+func place(opts Options, float graph.Serialized, ranges map[string][2]float64, batches []int, res *Result,
 	measure func(graph.Serialized) (*compare.Result, error)) (*graph.Model, graph.Serialized, error) {
 	po := placement.Options{Float: float, Ranges: ranges, Quant: excluding(opts.Quant, res.FellBack),
 		Session: opts.Session, Shapes: opts.LatencyShapes, Budget: opts.PlacementBudget,
-		CPU: opts.CPU, CPUFlags: opts.CPUFlags}
-	m, err := float.Parse()
-	if err != nil {
-		return nil, graph.Serialized{}, err
-	}
-	if b := staticBatch(data.GraphInputs(m.Graph)); b > 0 {
-		po.Batches = []int{b}
-	}
-	m.Close()
+		CPU: opts.CPU, CPUFlags: opts.CPUFlags, Batches: batches}
+	var err error
 	if opts.wantsControl() {
 		po.Accept = func(b graph.Serialized) (bool, error) {
 			r, err := measure(b)

@@ -137,6 +137,11 @@ func Run(opts Options) (*Result, error) {
 			return nil, fmt.Errorf("%s: per-channel Q/DQ needs opset 13: %w", opts.Input, err)
 		}
 	}
+	// Timings run at batch 1 and 8, or at the batch size the model fixes.
+	batches := []int{1, 8}
+	if b := staticBatch(data.GraphInputs(m.Graph)); b > 0 {
+		batches = []int{b}
+	}
 	float, err := graph.MarshalReferencing(m)
 	if err != nil {
 		return nil, err
@@ -190,7 +195,7 @@ func Run(opts Options) (*Result, error) {
 		}
 	}
 	if opts.Placement != "" && opts.Quant.Target == quantize.TargetORTCPU {
-		if q, int8Model, err = place(opts, float, plain, res, measure); err != nil {
+		if q, int8Model, err = place(opts, float, plain, batches, res, measure); err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Input, err)
 		}
 	}
@@ -201,7 +206,7 @@ func Run(opts Options) (*Result, error) {
 		}
 	}
 	if !opts.NoLatency {
-		if res.Latency, err = latency(opts, float, int8Model); err != nil {
+		if res.Latency, err = latency(opts, float, int8Model, batches); err != nil {
 			return nil, err
 		}
 	}
@@ -262,18 +267,8 @@ func calibrationRanges(opts Options, m *graph.Model) (map[string]calibrate.Range
 	return cache.Ranges(), info, nil
 }
 
-// latency measures both models at batch 1 and 8 (or the batch size the
-// model fixes) on random inputs.
-func latency(opts Options, float, int8Model graph.Serialized) ([]LatencyRow, error) {
-	m, err := float.Parse()
-	if err != nil {
-		return nil, err
-	}
-	batches := []int{1, 8}
-	if b := staticBatch(data.GraphInputs(m.Graph)); b > 0 {
-		batches = []int{b}
-	}
-	m.Close()
+// latency measures both models at each of batches on random inputs.
+func latency(opts Options, float, int8Model graph.Serialized, batches []int) ([]LatencyRow, error) {
 	var rows []LatencyRow
 	for _, batch := range batches {
 		row := LatencyRow{Batch: batch}
