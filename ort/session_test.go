@@ -38,8 +38,14 @@ func oneNode(t *testing.T, op string, dims []int64, outType *graph.Type, attrs .
 
 func runOne(t *testing.T, m *graph.Model, b []byte, in *graph.Tensor) *graph.Tensor {
 	t.Helper()
+	return runSerialized(t, m, graph.Serialized{Bytes: b}, in)
+}
+
+// runSerialized runs s (with m's interface) on in and returns its output.
+func runSerialized(t *testing.T, m *graph.Model, ser graph.Serialized, in *graph.Tensor) *graph.Tensor {
+	t.Helper()
 	ins, outs := ort.Interface(m)
-	s, err := ort.NewSession(ort.Source{Bytes: b, Inputs: ins, Outputs: outs}, ort.DefaultOptions())
+	s, err := ort.NewSession(ort.SourceFrom(ser, ins, outs), ort.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,21 +196,12 @@ func TestExternalDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ins, outs := ort.Interface(m)
 	in, _ := graph.NewFloat32Tensor("x", []int64{1, 512}, make([]float32, 512))
-	s, err := ort.NewSession(ort.SourceFrom(graph.Serialized{Bytes: b, Dir: dir}, ins, outs), ort.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	out, err := s.Run([]*graph.Tensor{in})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := out[0].Float32s()
+	got, _ := runSerialized(t, m, graph.Serialized{Bytes: b, Dir: dir}, in).Float32s()
 	if got[511] != 511 {
 		t.Errorf("y[511] = %v, want 511 (read from the side file)", got[511])
 	}
+	ins, outs := ort.Interface(m)
 	if s, err := ort.NewSession(ort.SourceFrom(graph.Serialized{Bytes: b}, ins, outs), ort.DefaultOptions()); err == nil {
 		s.Close()
 		t.Error("the session opened without the side file's folder")
