@@ -237,7 +237,7 @@ func (b *builder) passes() error {
 	b.res.Optimize, err = optimize.Run(optimize.Options{
 		Input: b.c.Model, Output: out, Level: b.c.OptLevel, Check: true,
 		CheckAtol: optimize.DefaultCheckAtol, CheckRtol: optimize.DefaultCheckRtol,
-		DataOpts: data.Options{Shapes: b.c.Shapes, High: 1, Seed: 1}, ORTLib: b.c.Runtime.ORTLib,
+		DataOpts: data.Options{Spec: b.c.Inputs(), High: 1, Seed: 1}, ORTLib: b.c.Runtime.ORTLib,
 	})
 	if err != nil {
 		return err
@@ -305,7 +305,7 @@ func (b *builder) ptqOptions(target quantize.Target, out string) ptq.Options {
 		Calib:     calibrate.Options{Percentile: c.Calibration.Percentile, MovingAverage: c.Calibration.MovingAverage},
 		Quant: quantize.Options{Target: target, Exclude: c.Quantize.Exclude,
 			KeepFirstLast: c.Quantize.KeepFirstLast, PerChannel: &c.Quantize.PerChannel},
-		EvalData: b.eval.spec, EvalOpts: b.eval.opts, EvalLabels: c.Eval.Labels, Session: b.session(), LatencyShapes: c.Shapes, NoLatency: true,
+		EvalData: b.eval.spec, EvalOpts: b.eval.opts, EvalLabels: c.Eval.Labels, Session: b.session(), Inputs: c.Inputs(), NoLatency: true,
 		ORTLib: c.Runtime.ORTLib, MaxAccuracyDrop: c.Quantize.MaxAccuracyDrop, MinCosine: c.Quantize.MinCosine,
 	}
 	if !b.res.EvalHeldOut {
@@ -332,9 +332,9 @@ func (b *builder) ptqOptions(target quantize.Target, out string) ptq.Options {
 // dataOptions reads a data file: shapes only fix random data (files carry
 // their own), samples bound what is read.
 func (b *builder) dataOptions(spec string, batch, samples int) data.Options {
-	o := data.Options{Batch: batch, Samples: samples, Seed: b.c.Calibration.Seed, High: 1, Image: b.c.ImageOptions()}
-	if spec == "random" {
-		o.Shapes = b.c.Shapes
+	o := data.Options{Batch: batch, Samples: samples, Seed: b.c.Calibration.Seed, High: 1, Image: b.c.ImageOptions(), Spec: b.c.Inputs()}
+	if spec != "random" {
+		o.Shapes = nil
 	}
 	return o
 }

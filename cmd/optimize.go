@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -88,7 +89,7 @@ before/after table and per-pass statistics.`,
 				o.PruneOpts.Exclude = strings.Split(pruneExclude, ",")
 			}
 			if cost.spec != "" {
-				cost.shapes, cost.seed, cost.rng = df.shapes, df.seed, df.rng
+				cost.inherit(&df)
 				if o.PruneDataOpts, err = cost.options(); err != nil {
 					return err
 				}
@@ -124,19 +125,20 @@ before/after table and per-pass statistics.`,
 	fs.Int64Var(&o.PruneOpts.MinElements, "prune-min-elements", 0, "leave weights with fewer elements alone (0: 1024 for magnitude and 2:4, no minimum for channels)")
 	fs.Int64Var(&o.PruneOpts.ChannelMultiple, "prune-channel-multiple", 8, "channels:R keeps a multiple of this many channels per layer (ORT's kernels block by 8; 1 for exact counts)")
 	fs.StringVar(&cost.spec, "data", "", "data to measure what pruning costs (default: the check's random inputs)")
-	fs.IntVar(&cost.batch, "batch", 64, "batch size for --data")
+	cost.batchVar(fs, "batch", 64, "batch size for --data")
 	fs.IntVar(&cost.samples, "samples", 0, "use at most this many samples of --data")
 	fs.StringVar(&o.PruneLabels, "labels", "", "a .npy of class ids for --data: measures the accuracy drop of pruning")
 	fs.Float64Var(&o.MaxAccuracyDrop, "max-accuracy-drop", 0, "accuracy budget in points: spare the most sensitive layers until pruning costs no more")
-	fs.StringArrayVar(&df.shapes, "shape", nil, "fix a dynamic input's dims for the check: name:d0,d1,... (repeatable)")
+	df.registerSpec(fs)
 	fs.Int64Var(&df.seed, "seed", 1, "seed of the check's random inputs")
-	fs.StringVar(&df.rng, "range", "0,1", "value range LO,HI of the check's random inputs")
-	df.batch = 1
 	return c
 }
 
 func optimizeRun(opts *OptimizeOptions) error {
 	res, err := optimize.Run(opts.Optimize)
+	if errors.Is(err, optimize.ErrCheck) {
+		err = fmt.Errorf("%w; --no-check writes the model without it", err)
+	}
 	if res != nil && (err == nil || res.Check != nil) {
 		if opts.JSON {
 			if jerr := writeJSON(opts.IO.Out, res); jerr != nil {

@@ -101,9 +101,11 @@ left in QDQ form with the reason.`,
 				o.CalibOpts.Shuffle = calib.samples > 0 && calib.spec != "random"
 			}
 			if eval.spec != "" {
-				eval.seed, eval.rng, eval.image = calib.seed, calib.rng, calib.image
-				if eval.spec == "random" {
-					eval.shapes = calib.shapes
+				shapes := eval.shapes
+				eval.inherit(&calib)
+				eval.image = calib.image
+				if eval.spec != "random" {
+					eval.shapes = shapes
 				}
 				if o.EvalOpts, err = eval.options(); err != nil {
 					return err
@@ -112,7 +114,7 @@ left in QDQ form with the reason.`,
 			}
 			// --shape gives one sample's dims for random data and the
 			// latency runs; data files carry their own shapes.
-			o.LatencyShapes = o.CalibOpts.Shapes
+			o.Inputs = o.CalibOpts.Spec
 			if calib.spec != "random" {
 				o.CalibOpts.Shapes = nil
 			}
@@ -128,7 +130,7 @@ left in QDQ form with the reason.`,
 	fs := c.Flags()
 	fs.StringVarP(&o.Output, "output", "o", "", "where to write the INT8 model (required)")
 	fs.StringVar(&calib.spec, "calib-data", "", "calibration data: .npy, .npz, .pb folder(s), a folder of PNG/JPEG images (see --image-*), or random (not advised)")
-	fs.IntVar(&calib.batch, "calib-batch", 32, "calibration batch size")
+	calib.batchVar(fs, "calib-batch", 32, "calibration batch size (a model with a static batch runs at that size)")
 	fs.IntVar(&calib.samples, "calib-samples", 0, "calibrate on N samples drawn at random (seeded by --seed) from --calib-data")
 	fs.StringVar(&o.CalibCache, "calib-cache", "", "calibration file: reused when it matches the model, else written")
 	fs.StringVar(&method, "method", "percentile", "range method: minmax, percentile, entropy or mse")
@@ -141,13 +143,12 @@ left in QDQ form with the reason.`,
 	fs.StringArrayVar(&o.Quant.Exclude, "exclude", nil, "keep nodes float: a regexp on node name or op type (repeatable)")
 	fs.BoolVar(&o.Quant.KeepFirstLast, "keep-first-last", false, "keep the first and last weighted layers float")
 	fs.StringVar(&eval.spec, "eval-data", "", "evaluation data (default: the calibration data, reported as not held out)")
-	fs.IntVar(&eval.batch, "eval-batch", 64, "evaluation batch size")
+	eval.batchVar(fs, "eval-batch", 64, "evaluation batch size (a model with a static batch runs at that size)")
 	fs.StringVar(&o.EvalLabels, "eval-labels", "", "a .npy of class ids for --eval-data: accuracy of float and INT8")
 	fs.Float64Var(&o.MaxAccuracyDrop, "max-accuracy-drop", 0, "accuracy budget in points (needs --eval-labels): the most sensitive layers fall back to float until it holds")
 	fs.Float64Var(&o.MinCosine, "min-cosine", 0, "lowest cosine similarity to float allowed on every output: the most sensitive layers fall back to float until it holds")
-	fs.StringArrayVar(&calib.shapes, "shape", nil, "fix an input's dynamic dims: name:d0,d1,... (repeatable)")
+	calib.registerSpec(fs)
 	fs.Int64Var(&calib.seed, "seed", 1, "seed for random data")
-	fs.StringVar(&calib.rng, "range", "0,1", "value range LO,HI for random data")
 	fs.BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
 	fs.StringVar(&opts.Report, "report", "", "also write report.json, report.md and report.html into this folder (docs/report.md)")
 	calib.image.register(fs) // for --calib-data and --eval-data alike

@@ -199,7 +199,7 @@ func TestFoldRealModels(t *testing.T) {
 			path, opts := testenv.Model("mnist_cnn.onnx"), difftest.Options{}
 			if c.path != "" {
 				path = testenv.Data(t, filepath.Join("ocr-models", c.path))
-				opts.DataOpts = data.Options{Shapes: map[string][]int64{"x": c.shape}}
+				opts.DataOpts = data.Options{Spec: data.Spec{Shapes: map[string][]int64{"x": c.shape}}}
 			}
 			fm := runFusions(t, path, []*Pass{foldConstants, deadCode}, false)
 			t.Logf("%d nodes -> %d", fm.opsBefore["(nodes)"], len(fm.m.Graph.Nodes))

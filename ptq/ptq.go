@@ -42,8 +42,9 @@ type Options struct {
 	// Session is how the float and INT8 models are measured (default:
 	// level all, the level the artifact runs at).
 	Session ort.Options
-	// LatencyShapes fix dynamic dims for the latency runs (random data).
-	LatencyShapes map[string][]int64
+	// Inputs is the input specification (--shape, --batch-axis, --value,
+	// --range) for the runs on random data: latency and placement.
+	Inputs data.Spec
 	// NoLatency skips the latency runs (optc build times every artifact
 	// itself).
 	NoLatency bool
@@ -139,7 +140,7 @@ func Run(opts Options) (*Result, error) {
 	}
 	// Timings run at batch 1 and 8, or at the batch size the model fixes.
 	batches := []int{1, 8}
-	if b := staticBatch(data.GraphInputs(m.Graph)); b > 0 {
+	if b := data.StaticBatch(data.GraphInputs(m.Graph), opts.Inputs); b > 0 {
 		batches = []int{b}
 	}
 	float, err := graph.MarshalReferencing(m)
@@ -274,7 +275,7 @@ func latency(opts Options, float, int8Model graph.Serialized, batches []int) ([]
 		row := LatencyRow{Batch: batch}
 		for i, m := range []graph.Serialized{float, int8Model} {
 			r, err := bench.Run(bench.Options{Model: [2]string{"float", "int8"}[i], InMemory: m, Data: "random",
-				DataOpts: data.Options{High: 1, Shapes: opts.LatencyShapes}, Batches: []int{batch},
+				DataOpts: data.Options{High: 1, Spec: opts.Inputs}, Batches: []int{batch},
 				Session: opts.Session, Duration: time.Second, ORTLib: opts.ORTLib})
 			if err != nil {
 				return nil, fmt.Errorf("measuring latency: %w", err)
@@ -297,7 +298,7 @@ func latency(opts Options, float, int8Model graph.Serialized, batches []int) ([]
 func checkFloat(opts Options, float graph.Serialized) error {
 	spec, dopts := opts.CalibData, opts.CalibOpts
 	if spec == "" {
-		spec, dopts = "random", data.Options{High: 1, Shapes: opts.LatencyShapes}
+		spec, dopts = "random", data.Options{High: 1, Spec: opts.Inputs}
 	}
 	dopts.Samples = 8
 	sess := ort.DefaultOptions()

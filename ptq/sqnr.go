@@ -60,7 +60,7 @@ func tensorSQNR(opts Options, float, int8Model graph.Serialized, spec string, do
 		return nil, err
 	}
 	dopts.Samples, dopts.Batch = sqnrSamples, sqnrSamples
-	if b := staticBatch(data.GraphInputs(fm.Graph)); b > 0 {
+	if b := data.StaticBatch(data.GraphInputs(fm.Graph), dopts.Spec); b > 0 {
 		// A model with a fixed batch size gets one batch of that size.
 		dopts.Samples, dopts.Batch = b, b
 	}
@@ -135,13 +135,3 @@ func runExposed(m *graph.Model, batch *data.Batch, names []string, sess ort.Opti
 	return res, nil
 }
 
-// staticBatch is the batch size the inputs fix (their first dimension when
-// it is static), or 0 when it is dynamic.
-func staticBatch(inputs []data.Input) int {
-	for _, in := range inputs {
-		if d := in.Shape.Dims(); len(d) > 0 && d[0] > 0 {
-			return int(d[0])
-		}
-	}
-	return 0
-}
