@@ -134,4 +134,3 @@ func runExposed(m *graph.Model, batch *data.Batch, names []string, sess ort.Opti
 	}
 	return res, nil
 }
-
