@@ -317,10 +317,10 @@ type quantizer struct {
 	target Target
 	rep    *Report
 	qmax   float64
-	dq     map[actKey]*graph.Value       // activation -> its DequantizeLinear output
-	wq     map[weightKey]*graph.Value    // float weight -> its DequantizeLinear output
-	scales map[*graph.Value][]float32    // weight DQ output -> its scales
-	old    []*graph.Value                // float constants possibly left unused
+	dq     map[actKey]*graph.Value    // activation -> its DequantizeLinear output
+	wq     map[weightKey]*graph.Value // float weight -> its DequantizeLinear output
+	scales map[*graph.Value][]float32 // weight DQ output -> its scales
+	old    []*graph.Value             // float constants possibly left unused
 }
 
 func isOp(n *graph.Node, ops ...string) bool {
