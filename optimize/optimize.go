@@ -197,7 +197,13 @@ func check(opts Options, optimized graph.Serialized) (*CheckResult, error) {
 		if s.Pass {
 			continue
 		}
-		if scale := math.Max(1, s.MaxRef); s.NaNMismatch == 0 && s.Value <= c.Atol*scale {
+		if s.Mismatch == 0 && s.Elements == 0 {
+			// Both models are NaN/Inf at the same places and nothing
+			// else: the rewrite changed nothing that can be measured.
+			c.Scaled = append(c.Scaled, fmt.Sprintf("%s (no finite values; NaN/Inf identical)", s.Name))
+			continue
+		}
+		if scale := math.Max(1, float64(s.MaxRef)); s.Mismatch == 0 && float64(s.Value) <= c.Atol*scale {
 			c.Scaled = append(c.Scaled, fmt.Sprintf("%s (atol x %.3g)", s.Name, scale))
 			continue
 		}

@@ -1,6 +1,7 @@
 package ptq
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -9,16 +10,18 @@ import (
 
 	"optc/data"
 	"optc/graph"
+	"optc/internal/jsonfloat"
 	"optc/ort"
 )
 
 // TensorSQNR is how faithfully one quantized activation is represented:
 // 10 log10(sum x^2 / sum (x - dq(q(x)))^2) over evaluation samples, where x
 // is the float model's tensor and dq(q(x)) what the INT8 model computes at
-// the same place. Identical tensors are capped at MaxSQNR.
+// the same place. Identical tensors are capped at MaxSQNR; a tensor that
+// is zero in float but not in INT8 is -Inf, one with NaN values NaN.
 type TensorSQNR struct {
-	Tensor string  `json:"tensor"`
-	SQNRdB float64 `json:"sqnr_db"`
+	Tensor string          `json:"tensor"`
+	SQNRdB jsonfloat.Float `json:"sqnr_db"`
 }
 
 // MaxSQNR stands for an exact match (infinite SQNR).
@@ -96,16 +99,10 @@ func tensorSQNR(opts Options, float, int8Model graph.Serialized, spec string, do
 		if noise > 0 {
 			s = min(MaxSQNR, 10*math.Log10(sig/noise))
 		}
-		out[i] = TensorSQNR{Tensor: xs[i], SQNRdB: s}
+		out[i] = TensorSQNR{Tensor: xs[i], SQNRdB: jsonfloat.Float(s)}
 	}
 	slices.SortStableFunc(out, func(a, b TensorSQNR) int {
-		switch {
-		case a.SQNRdB < b.SQNRdB:
-			return -1
-		case a.SQNRdB > b.SQNRdB:
-			return 1
-		}
-		return 0
+		return cmp.Compare(a.SQNRdB, b.SQNRdB) // NaN first
 	})
 	return out, nil
 }

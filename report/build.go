@@ -96,7 +96,8 @@ func accuracyOf(c *build.Check) *Accuracy {
 		a.Task = &acc
 	}
 	for _, o := range c.Outputs {
-		a.Outputs = append(a.Outputs, OutputAccuracy{Name: o.Name, Cosine: o.Cosine, SNRdB: o.SNRdB, MaxAbs: o.MaxAbs,
+		a.Outputs = append(a.Outputs, OutputAccuracy{Name: o.Name, Elements: o.Elements, FinitePairs: o.FinitePairs,
+			NaN: o.NaN, Inf: o.Inf, NonFinite: o.NonFinite, Cosine: o.Cosine, SNRdB: o.SNRdB, MaxAbs: o.MaxAbs,
 			MeanAbs: o.MeanAbs, Top1Agree: o.Top1Agree, Top5Agree: o.Top5Agree})
 	}
 	return a
