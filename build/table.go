@@ -31,13 +31,13 @@ func WriteTable(w io.Writer, r *Result) error {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	batches := r.Baseline.Batches
-	head := "artifact\tprecision\tbytes\tcosine\ttop-1 agree\taccuracy\tcold ms\t"
+	head := "artifact\tprecision\tbytes\tcosine\tNaN/Inf\ttop-1 agree\taccuracy\tcold ms\t"
 	for _, b := range batches {
 		head += fmt.Sprintf("p50 b%d ms\tp99 b%d ms\tspeed-up b%d\t", b.Batch, b.Batch, b.Batch)
 	}
 	fmt.Fprintln(tw, head)
-	row := func(name, precision, bytes, cos, top1, acc string, t *Timing) {
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t", name, precision, bytes, cos, top1, acc)
+	row := func(name, precision, bytes, cos, bad, top1, acc string, t *Timing) {
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t", name, precision, bytes, cos, bad, top1, acc)
 		if t == nil {
 			fmt.Fprintln(tw, line)
 			return
@@ -59,7 +59,7 @@ func WriteTable(w io.Writer, r *Result) error {
 			break
 		}
 	}
-	row(r.Input+" (input)", "fp32", "", "", "", baseAcc, r.Baseline)
+	row(r.Input+" (input)", "fp32", "", "", "", "", baseAcc, r.Baseline)
 	for _, a := range r.Artifacts {
 		if a.Check == nil {
 			continue
@@ -71,10 +71,20 @@ func WriteTable(w io.Writer, r *Result) error {
 		if a.Check.Accuracy != nil {
 			acc = fmt.Sprintf("%.2f%%", a.Check.Accuracy.B)
 		}
-		row(a.Path, a.Precision, fmt.Sprint(a.Bytes), fmt.Sprintf("%.5f", a.Check.MinCosine), top1, acc, a.Timing)
+		bad := "-"
+		if a.Check.NonFinite > 0 {
+			bad = fmt.Sprintf("%d NEW!", a.Check.NonFinite)
+		}
+		row(a.Path, a.Precision, fmt.Sprint(a.Bytes), a.Check.MinCosine.Text("%.5f"), bad, top1, acc, a.Timing)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, a := range r.Artifacts {
+		if a.Check != nil && a.Check.NonFinite > 0 {
+			fmt.Fprintf(w, "NaN/Inf: %s is NaN or infinite where the input model is finite, so its figures are over the finite pairs only; do not deploy it: %s\n",
+				a.Path, a.Check.nonFiniteText())
+		}
 	}
 	for _, a := range r.Artifacts {
 		if a.Check == nil {
