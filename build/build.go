@@ -57,6 +57,9 @@ type Result struct {
 	// disjoint from the calibration data.
 	EvalData    string `json:"eval_data"`
 	EvalHeldOut bool   `json:"eval_held_out"`
+	// Caveats are what the checks rest on: random calibration, checks on
+	// the calibration samples themselves or on few samples.
+	Caveats ptq.Caveats `json:"caveats"`
 	// TensorRT is the TensorRT target's fp16 report, lint findings and
 	// engine measurement (or why there is none).
 	TensorRT *TensorRTResult `json:"tensorrt,omitempty"`
@@ -135,6 +138,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	b := &builder{ctx: ctx, opts: opts, c: c, dir: dir, targets: targets,
 		res: &Result{Input: c.Model, Output: c.Output, Targets: targets, opts: c}}
 	b.eval.spec, b.eval.opts = b.evalData()
+	b.res.Caveats.RandomCalibration = c.INT8 && c.Calibration.Data == "random"
 	// The stages run apart so that an interrupt returns at once (the
 	// working folder is already gone) instead of after the current stage.
 	done := make(chan error, 1)

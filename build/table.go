@@ -25,6 +25,9 @@ func WriteTable(w io.Writer, r *Result) error {
 		held = "not held out"
 	}
 	fmt.Fprintf(w, "checked on %s (%s)\n", r.EvalData, held)
+	for _, l := range r.Caveats.Lines() {
+		fmt.Fprintf(w, "warning: %s\n", l)
+	}
 	if n := len(r.Baseline.Repeats); n > 1 {
 		fmt.Fprintf(w, "latency: medians of %d timing runs per batch size\n", n)
 	}

@@ -87,6 +87,9 @@ func (b *builder) verify() error {
 			return fmt.Errorf("%s: %w", a.Path, err)
 		}
 		a.Check = checkOf(r)
+		if n := &b.res.Caveats.CheckSamples; *n == 0 || r.Samples < *n {
+			*n = r.Samples
+		}
 		if a.Timing, err = b.timing(path, runPath); err != nil {
 			return fmt.Errorf("%s: %w", a.Path, err)
 		}
@@ -113,6 +116,7 @@ func (b *builder) evalData() (string, data.Options) {
 		return c.Calibration.Data, o
 	case c.Calibration.Data != "":
 		b.res.EvalData = c.Calibration.Data
+		b.res.Caveats.OnCalibrationData = c.INT8
 		b.note(notHeldOut)
 		return c.Calibration.Data, b.dataOptions(c.Calibration.Data, c.Eval.Batch, 0)
 	}

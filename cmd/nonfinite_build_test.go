@@ -66,7 +66,9 @@ func TestBuildNonFiniteINT8IsFlaggedAndNotDeployed(t *testing.T) {
 	}
 	t.Logf("\n%s", stdout)
 	for _, want := range []string{"NaN/Inf", "NEW!", "NaN/Inf: model.int8.onnx is NaN or infinite where the input model is finite",
-		"ort-cpu: the INT8 model is NaN/Inf at", "so it is not deployed"} {
+		"ort-cpu: the INT8 model is NaN/Inf at", "so it is not deployed",
+		// 16 calibration samples, checked on themselves: thin and not held out.
+		"warning: checked on the calibration samples themselves", "warning: checked on only 16 samples (fewer than 32)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}
@@ -74,6 +76,9 @@ func TestBuildNonFiniteINT8IsFlaggedAndNotDeployed(t *testing.T) {
 	r, err := report.Load(out)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c := r.Caveats; !c.OnCalibrationData || c.CheckSamples != 16 || c.RandomCalibration {
+		t.Errorf("report caveats %+v", c)
 	}
 	if r.Placement == nil || r.Placement.Recommended != "fp32" || !strings.Contains(r.Placement.Reason, "NaN/Inf") {
 		t.Errorf("placement %+v", r.Placement)
@@ -87,7 +92,40 @@ func TestBuildNonFiniteINT8IsFlaggedAndNotDeployed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(md), "**NaN/Inf: `model.int8.onnx`") {
-		t.Errorf("report.md does not flag the INT8 model:\n%s", md)
+	for _, want := range []string{"**NaN/Inf: `model.int8.onnx`", "> **warning: checked on only 16 samples"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// Ranges from random data, checked on those same few random samples: optc
+// quantize, its report and a diff against it all say so.
+func TestQuantizeOnRandomDataWarns(t *testing.T) {
+	ortenv.Require(t)
+	dir := t.TempDir()
+	model, out, rep := filepath.Join(dir, "recip.onnx"), filepath.Join(dir, "int8.onnx"), filepath.Join(dir, "report")
+	reciprocalModel(t, model)
+	status, stdout, stderr := run(t, "quantize", model, "-o", out, "--calib-data", "random", "--calib-batch", "1",
+		"--eval-batch", "1", "--range", "1,2", "--report", rep)
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	for _, want := range []string{"warning: calibrated on random data: ranges do not reflect real inputs",
+		"warning: checked on the calibration samples themselves", "warning: checked on only 1 samples"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("quantize output lacks %q:\n%s", want, stdout)
+		}
+	}
+	r, err := report.Load(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := r.Caveats; !c.RandomCalibration || !c.OnCalibrationData || c.CheckSamples != 1 {
+		t.Errorf("report caveats %+v", c)
+	}
+	status, stdout, stderr = run(t, "diff", rep, rep)
+	if status != 0 || !strings.Contains(stdout, "new: warning: calibrated on random data") {
+		t.Errorf("diff: status %d %s\n%s", status, stderr, stdout)
 	}
 }

@@ -89,6 +89,9 @@ type Result struct {
 	// Placement is the latency-aware placement (placement.json; ort-cpu
 	// with Options.Placement set).
 	Placement *placement.File `json:"placement,omitempty"`
+	// Caveats are what the figures above rest on (random calibration,
+	// checks on the calibration samples or on few samples).
+	Caveats Caveats `json:"caveats"`
 }
 
 // CalibrationInfo says where the ranges came from.
@@ -214,6 +217,7 @@ func Run(opts Options) (*Result, error) {
 	if err := graph.Save(q, opts.Output, graph.SaveOptions{}); err != nil {
 		return nil, err
 	}
+	res.Caveats = res.caveats(opts)
 	return res, nil
 }
 

@@ -16,7 +16,7 @@ import (
 func FromBuild(res *build.Result, dir string) (*Report, error) {
 	c := res.Config()
 	r := &Report{Schema: Schema, Kind: "build", Input: res.Input, Output: res.Output,
-		EvalData: res.EvalData, HeldOut: res.EvalHeldOut, Notes: res.Notes, Details: res}
+		EvalData: res.EvalData, HeldOut: res.EvalHeldOut, Caveats: res.Caveats, Notes: res.Notes, Details: res}
 	r.Environment = environmentFrom(res.Environment, c.Runtime.Threads, c.Runtime.Level)
 
 	in := &Model{Name: res.Input, Role: "input", Precision: "fp32", Latency: latencyOf(res.Baseline)}

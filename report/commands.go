@@ -48,7 +48,7 @@ func FromQuantize(res *ptq.Result, level string, threads int) (*Report, error) {
 	}
 	out.Delta = delta(in, out)
 	r := &Report{Schema: Schema, Kind: "quantize", Input: res.Input, Output: res.Output, Models: []*Model{in, out},
-		HeldOut: res.HeldOut, Quantization: []*Quantization{quantizationOf(targetOf(res), res.Output, res)},
+		HeldOut: res.HeldOut, Caveats: res.Caveats, Quantization: []*Quantization{quantizationOf(targetOf(res), res.Output, res)},
 		Details: res, Environment: environmentOf(threads, level)}
 	if res.Accuracy != nil {
 		r.EvalData = res.Accuracy.Data

@@ -178,6 +178,14 @@ func (d *Diff) Failed() []GateResult {
 func (d *Diff) Write(w io.Writer) error {
 	p := &printer{w: w}
 	p.f("old: %s (%s)\nnew: %s (%s)\n", d.Old.Input, d.Old.Environment.short(), d.New.Input, d.New.Environment.short())
+	for _, side := range []struct {
+		name string
+		r    *Report
+	}{{"old", d.Old}, {"new", d.New}} {
+		for _, l := range side.r.Caveats.Lines() {
+			p.f("%s: warning: %s\n", side.name, l)
+		}
+	}
 	for _, m := range d.Models {
 		if m.Old == nil {
 			p.f("\n%s: new (%d bytes)\n", m.Name, m.New.Bytes)

@@ -66,6 +66,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	p.f("\nAccuracy measured on %s (%s); latency is the median of %s on %s.\n",
 		r.EvalData, heldOut(r.HeldOut), repeatsText(in), r.Environment.text())
+	for _, l := range r.Caveats.Lines() {
+		p.f("\n> **warning: %s**\n", l)
+	}
 	for _, m := range r.Models {
 		if n := m.nonFinite(); n > 0 {
 			p.f("\n> **NaN/Inf: `%s` is NaN or infinite at %d output values where the input model is finite (%s); its statistics are over the finite pairs only. Do not deploy it.**\n",

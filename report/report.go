@@ -14,6 +14,7 @@ import (
 	"optc/graph"
 	"optc/internal/jsonfloat"
 	"optc/placement"
+	"optc/ptq"
 )
 
 // Schema is the version of report.json's layout; readers refuse others.
@@ -35,8 +36,11 @@ type Report struct {
 	Placement *placement.File `json:"placement,omitempty"`
 	// EvalData is what accuracy was measured on; HeldOut says whether it is
 	// disjoint from the calibration data.
-	EvalData    string      `json:"eval_data,omitempty"`
-	HeldOut     bool        `json:"eval_held_out"`
+	EvalData string `json:"eval_data,omitempty"`
+	HeldOut  bool   `json:"eval_held_out"`
+	// Caveats are what the accuracy figures rest on: random calibration,
+	// checks on the calibration samples themselves or on fewer than 32.
+	Caveats     ptq.Caveats `json:"caveats"`
 	Environment Environment `json:"environment"`
 	Notes       []string    `json:"notes,omitempty"`
 	// Details is the command's own result, everything it measured
