@@ -112,3 +112,27 @@ func TestComparePartlyInfiniteFails(t *testing.T) {
 		t.Errorf("cosine over the finite pairs %v", o.Cosine)
 	}
 }
+
+// A model whose output is NaN wherever it is run optimizes: the check
+// finds the optimized model NaN at the same places, which is no change.
+func TestOptimizeKeepsIdenticalNaN(t *testing.T) {
+	ortenv.Require(t)
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "log.onnx"), filepath.Join(dir, "opt.onnx")
+	b := testgraph.New(t, "log", 13)
+	x := b.Input("x", 1, 16)
+	// log(x - 5) of x in [0, 1): NaN everywhere; the Add of 0 is folded.
+	shifted := b.Node("shift", "Sub", x, b.Floats("five", []int64{1}, 5)).Outputs()[0]
+	zero := b.Node("zero", "Add", shifted, b.Floats("z", []int64{1}, 0)).Outputs()[0]
+	b.Output(b.NodeTo("log", "Log", b.Value("y"), zero).Outputs()[0], 1, 16)
+	if err := graph.Save(b.Model, in, graph.SaveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	status, stdout, stderr := run(t, "optimize", in, "-o", out)
+	if status != 0 {
+		t.Fatalf("status %d: %s\n%s", status, stderr, stdout)
+	}
+	if !strings.Contains(stdout, "no finite values; NaN/Inf identical") {
+		t.Errorf("output does not say the check had nothing finite:\n%s", stdout)
+	}
+}

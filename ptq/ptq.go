@@ -315,6 +315,9 @@ func checkFloat(opts Options, float graph.Serialized) error {
 		return fmt.Errorf("checking the float model: %w", err)
 	}
 	for _, s := range r.Outputs {
+		if s.Mismatch > 0 {
+			return fmt.Errorf("the float model after the passes differs from %s on output %q: %s: a bug in optc", opts.Input, s.Name, s.Failure())
+		}
 		if !s.Pass && s.Value > 1e-4*max(1, s.MaxRef) {
 			return fmt.Errorf("the float model after the passes differs from %s on output %q (max abs error %.3g): a bug in optc", opts.Input, s.Name, s.MaxAbs)
 		}
