@@ -34,7 +34,7 @@ func WriteTable(w io.Writer, r *Result) error {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	batches := r.Baseline.Batches
-	head := "artifact\tprecision\tbytes\tcosine\tNaN/Inf\ttop-1 agree\taccuracy\tcold ms\t"
+	head := "artifact\tprecision\tbytes\tcosine\tNaN/Inf in/art\ttop-1 agree\taccuracy\tcold ms\t"
 	for _, b := range batches {
 		head += fmt.Sprintf("p50 b%d ms\tp99 b%d ms\tspeed-up b%d\t", b.Batch, b.Batch, b.Batch)
 	}
@@ -74,10 +74,7 @@ func WriteTable(w io.Writer, r *Result) error {
 		if a.Check.Accuracy != nil {
 			acc = fmt.Sprintf("%.2f%%", a.Check.Accuracy.B)
 		}
-		bad := "-"
-		if a.Check.NonFinite > 0 {
-			bad = fmt.Sprintf("%d NEW!", a.Check.NonFinite)
-		}
+		bad := a.Check.nonFiniteCell()
 		row(a.Path, a.Precision, fmt.Sprint(a.Bytes), a.Check.MinCosine.Text("%.5f"), bad, top1, acc, a.Timing)
 	}
 	if err := tw.Flush(); err != nil {

@@ -194,14 +194,31 @@ func checkOf(r *compare.Result) *Check {
 	return c
 }
 
+// nonFiniteCell is the table's NaN/Inf column: "-" when neither model has
+// any, else the NaN and Inf values of the input and of the artifact, with
+// NEW! when the artifact has them where the input is finite.
+func (c *Check) nonFiniteCell() string {
+	var in, art int64
+	for _, o := range c.Outputs {
+		in, art = in+o.NaN.A+o.Inf.A, art+o.NaN.B+o.Inf.B
+	}
+	switch {
+	case in == 0 && art == 0:
+		return "-"
+	case c.NonFinite > 0:
+		return fmt.Sprintf("%d/%d NEW!", in, art)
+	}
+	return fmt.Sprintf("%d/%d", in, art)
+}
+
 // nonFiniteText says where an artifact is NaN or infinite and the input
 // model is not, output by output, for the table's warning lines.
 func (c *Check) nonFiniteText() string {
 	var parts []string
 	for _, o := range c.Outputs {
 		if o.NonFinite > 0 {
-			parts = append(parts, fmt.Sprintf("%s: %d of %d values (NaN %d, Inf %d; cosine over %d finite pairs)",
-				o.Name, o.NonFinite, o.Elements, o.NaN.B, o.Inf.B, o.FinitePairs))
+			parts = append(parts, fmt.Sprintf("%s: %d of %d values (NaN %d, Inf %d); figures over %d of %d finite pairs",
+				o.Name, o.NonFinite, o.Elements, o.NaN.B, o.Inf.B, o.FinitePairs, o.Elements))
 		}
 	}
 	return strings.Join(parts, "; ")

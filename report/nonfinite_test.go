@@ -69,6 +69,9 @@ func TestNonFiniteRoundTrip(t *testing.T) {
 	}
 	html, _ := os.ReadFile(filepath.Join(dir, "report.html"))
 	checkSelfContained(t, string(html))
+	if !strings.Contains(string(html), "<strong>NaN/Inf: <code>model.int8.onnx</code> is NaN or infinite") {
+		t.Error("report.html does not show the NaN/Inf warning in bold")
+	}
 	if strings.Contains(string(html), `="NaN"`) || strings.Contains(string(html), `="+Inf"`) {
 		t.Error("report.html draws with a non-finite coordinate")
 	}
