@@ -108,15 +108,6 @@ func (s *OutputStats) FinitePairs() string {
 	return fmt.Sprintf("%d of %d", s.Elements, s.Total)
 }
 
-// NonFinite says how many NaN and infinite values each side has, for
-// tables: "-" when none.
-func (s *OutputStats) NonFinite() string {
-	if s.NaN == (Sides{}) && s.Inf == (Sides{}) {
-		return "-"
-	}
-	return fmt.Sprintf("NaN %d/%d, Inf %d/%d", s.NaN.A, s.NaN.B, s.Inf.A, s.Inf.B)
-}
-
 // Failure says why the output failed, in one phrase ("" when it passed).
 func (s *OutputStats) Failure() string {
 	switch {
