@@ -132,7 +132,7 @@ func TestOptimizeKeepsIdenticalNaN(t *testing.T) {
 	if status != 0 {
 		t.Fatalf("status %d: %s\n%s", status, stderr, stdout)
 	}
-	if !strings.Contains(stdout, "no finite values; NaN/Inf identical") {
+	if !strings.Contains(stdout, "y: NaN/Inf at the same places in both models and finite nowhere") {
 		t.Errorf("output does not say the check had nothing finite:\n%s", stdout)
 	}
 }
