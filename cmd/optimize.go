@@ -204,10 +204,14 @@ func printOptimize(out io.Writer, r *optimize.Result) {
 		}
 		fmt.Fprintf(out, "\ncheck of the passes in ORT (level disable, %d random inputs, atol %.3g, rtol %.3g): %s\n", c.Samples, c.Atol, c.Rtol, verdict)
 		for _, s := range c.Outputs {
-			fmt.Fprintf(out, "  %s: max abs error %.3g, max |a| %.3g, cosine %.6f\n", s.Name, s.MaxAbs, s.MaxRef, s.Cosine)
+			fmt.Fprintf(out, "  %s: max abs error %s, max |a| %s, cosine %s (over %s finite pairs)\n", s.Name, s.MaxAbs.Text("%.3g"),
+				s.MaxRef.Text("%.3g"), s.Cosine.Text("%.6f"), s.FinitePairs())
 		}
 		for _, s := range c.Scaled {
 			fmt.Fprintf(out, "  passed with atol scaled to the output's magnitude: %s\n", s)
+		}
+		for _, s := range c.NonFiniteOnly {
+			fmt.Fprintf(out, "  %s: NaN/Inf at the same places in both models and finite nowhere: unchanged, nothing to measure\n", s)
 		}
 	}
 }
@@ -260,7 +264,7 @@ func printPrune(out io.Writer, p *optimize.PruneResult) {
 			if s.Classifier {
 				top = fmt.Sprintf(", top-1 agreement %.2f%%", 100*s.Top1Agree)
 			}
-			fmt.Fprintf(out, "  %s: cosine %.6f, max abs error %.3g%s\n", s.Name, s.Cosine, s.MaxAbs, top)
+			fmt.Fprintf(out, "  %s: cosine %s, max abs error %s%s\n", s.Name, s.Cosine.Text("%.6f"), s.MaxAbs.Text("%.3g"), top)
 		}
 		if a := c.Accuracy; a != nil {
 			fmt.Fprintf(out, "  accuracy %.2f%% -> %.2f%% (drop %.2f points)\n", a.A, a.B, a.DropPoints)

@@ -208,14 +208,14 @@ func printQuantize(out io.Writer, r *ptq.Result) {
 	if len(r.Sensitivity) > 0 {
 		fmt.Fprintf(out, "sensitivity (each layer quantized alone):\n")
 		for _, s := range r.Sensitivity {
-			fmt.Fprintf(out, "  %s: drop %.2f points, min cosine %.5f\n", s.Node, s.DropPoints, s.MinCosine)
+			fmt.Fprintf(out, "  %s: drop %.2f points, min cosine %s\n", s.Node, s.DropPoints, s.MinCosine.Text("%.5f"))
 		}
 		fmt.Fprintf(out, "fell back to float to meet the accuracy criterion: %s\n", strings.Join(r.FellBack, ", "))
 	}
 	if len(r.TensorSQNR) > 0 {
 		fmt.Fprintf(out, "per-tensor SQNR, worst first (of %d):", len(r.TensorSQNR))
 		for _, s := range r.TensorSQNR[:min(5, len(r.TensorSQNR))] {
-			fmt.Fprintf(out, " %s %.1f dB;", s.Tensor, s.SQNRdB)
+			fmt.Fprintf(out, " %s %s;", s.Tensor, s.SQNRdB.Text("%.1f dB"))
 		}
 		fmt.Fprintln(out)
 	}
@@ -232,7 +232,13 @@ func printQuantize(out io.Writer, r *ptq.Result) {
 			if s.Classifier {
 				agree = fmt.Sprintf(", top-1 agreement %.2f%%", 100*s.Top1Agree)
 			}
-			fmt.Fprintf(w, "%s\t\t\tcosine %.5f, max abs error %.3g%s\n", s.Name, s.Cosine, s.MaxAbs, agree)
+			if s.Elements != s.Total {
+				agree += fmt.Sprintf("; over %s finite pairs (NaN %d/%d, Inf %d/%d float/int8)", s.FinitePairs(), s.NaN.A, s.NaN.B, s.Inf.A, s.Inf.B)
+			}
+			if s.NewNonFinite > 0 {
+				agree += fmt.Sprintf("; NaN/Inf in int8 where float is finite: %d values", s.NewNonFinite)
+			}
+			fmt.Fprintf(w, "%s\t\t\tcosine %s, max abs error %s%s\n", s.Name, s.Cosine.Text("%.5f"), s.MaxAbs.Text("%.3g"), agree)
 		}
 	}
 	for _, l := range r.Latency {
@@ -240,7 +246,13 @@ func printQuantize(out io.Writer, r *ptq.Result) {
 		fmt.Fprintf(w, "samples/s batch %d\t%.0f\t%.0f\t\n", l.Batch, l.FloatPerSecond, l.Int8PerSecond)
 	}
 	w.Flush()
-	if r.Accuracy != nil && !r.HeldOut {
-		fmt.Fprintf(out, "\nmeasured on the calibration data, which is not held out: give --eval-data for an honest figure\n")
+	if lines := r.Caveats.Lines(); len(lines) > 0 {
+		fmt.Fprintln(out)
+		for _, l := range lines {
+			fmt.Fprintf(out, "warning: %s\n", l)
+		}
+	}
+	if r.Caveats.OnCalibrationData {
+		fmt.Fprintf(out, "measured on the calibration data, which is not held out: give --eval-data for an honest figure\n")
 	}
 }

@@ -1,20 +1,22 @@
 package ptq
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
 
 	"optc/compare"
 	"optc/graph"
+	"optc/internal/jsonfloat"
 	"optc/quantize"
 )
 
 // Sensitivity is what quantizing one layer alone costs.
 type Sensitivity struct {
-	Node       string  `json:"node"`
-	DropPoints float64 `json:"drop_points"` // 0 without labels
-	MinCosine  float64 `json:"min_cosine"`  // over the outputs
+	Node       string          `json:"node"`
+	DropPoints float64         `json:"drop_points"` // 0 without labels
+	MinCosine  jsonfloat.Float `json:"min_cosine"`  // over the outputs; NaN when one had no finite pair
 }
 
 func (o Options) wantsControl() bool { return o.MaxAccuracyDrop > 0 || o.MinCosine > 0 }
@@ -24,14 +26,21 @@ func (o Options) meets(r *compare.Result) bool {
 	if r == nil {
 		return false
 	}
+	for _, s := range r.Outputs {
+		if s.NewNonFinite > 0 {
+			return false // NaN/Inf where float is finite meets no criterion
+		}
+	}
 	if o.MaxAccuracyDrop > 0 && (r.Accuracy == nil || r.Accuracy.DropPoints > o.MaxAccuracyDrop) {
 		return false
 	}
-	return o.MinCosine <= 0 || minCosine(r) >= o.MinCosine
+	return o.MinCosine <= 0 || float64(minCosine(r)) >= o.MinCosine
 }
 
-func minCosine(r *compare.Result) float64 {
-	c := 1.0
+// minCosine is the worst cosine over the outputs: NaN (no finite pair)
+// stays NaN, meets no criterion and sorts as the most sensitive.
+func minCosine(r *compare.Result) jsonfloat.Float {
+	c := jsonfloat.Float(1)
 	for _, s := range r.Outputs {
 		c = min(c, s.Cosine)
 	}
@@ -95,12 +104,8 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 				return -1
 			}
 			return 1
-		case a.MinCosine < b.MinCosine:
-			return -1
-		case a.MinCosine > b.MinCosine:
-			return 1
 		}
-		return 0
+		return cmp.Compare(a.MinCosine, b.MinCosine) // NaN first
 	})
 	for k := 1; k < len(order); k++ {
 		var kept []string

@@ -89,6 +89,9 @@ type Result struct {
 	// Placement is the latency-aware placement (placement.json; ort-cpu
 	// with Options.Placement set).
 	Placement *placement.File `json:"placement,omitempty"`
+	// Caveats are what the figures above rest on (random calibration,
+	// checks on the calibration samples or on few samples).
+	Caveats Caveats `json:"caveats"`
 }
 
 // CalibrationInfo says where the ranges came from.
@@ -214,6 +217,7 @@ func Run(opts Options) (*Result, error) {
 	if err := graph.Save(q, opts.Output, graph.SaveOptions{}); err != nil {
 		return nil, err
 	}
+	res.Caveats = res.caveats(opts)
 	return res, nil
 }
 
@@ -311,6 +315,9 @@ func checkFloat(opts Options, float graph.Serialized) error {
 		return fmt.Errorf("checking the float model: %w", err)
 	}
 	for _, s := range r.Outputs {
+		if s.Mismatch > 0 {
+			return fmt.Errorf("the float model after the passes differs from %s on output %q: %s: a bug in optc", opts.Input, s.Name, s.Failure())
+		}
 		if !s.Pass && s.Value > 1e-4*max(1, s.MaxRef) {
 			return fmt.Errorf("the float model after the passes differs from %s on output %q (max abs error %.3g): a bug in optc", opts.Input, s.Name, s.MaxAbs)
 		}

@@ -253,7 +253,7 @@ func judge(m benchModel, path string) (*Quality, error) {
 	}
 	q := &Quality{Data: filepath.Base(m.eval), Samples: r.Samples, Top1Agree: -1, MinCosine: 1}
 	for _, o := range r.Outputs {
-		q.MinCosine = min(q.MinCosine, o.Cosine)
+		q.MinCosine = min(q.MinCosine, float64(o.Cosine))
 		if o.Classifier && (q.Top1Agree < 0 || o.Top1Agree < q.Top1Agree) {
 			q.Top1Agree = o.Top1Agree
 		}
