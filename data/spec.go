@@ -324,3 +324,20 @@ func StaticBatch(inputs []Input, spec Spec) int {
 	}
 	return b
 }
+
+// ResolveShapes is the shape of each input in one run of opts.Batch
+// samples: static dims, --shape, a dynamic batch axis at opts.Batch, and
+// dims shared by name across inputs resolved once. It is what a runtime
+// profile (TensorRT min/opt/max) is made of.
+func ResolveShapes(inputs []Input, opts Options) ([][]int64, error) {
+	bind := symbolBindings(inputs, opts)
+	out := make([][]int64, len(inputs))
+	for i, in := range inputs {
+		s, err := resolveShape(in, opts, bind)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = s
+	}
+	return out, nil
+}
