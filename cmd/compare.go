@@ -169,4 +169,7 @@ func printComparison(io *IO, r *compare.Result) {
 		}
 		fmt.Fprintf(io.Out, "\naccuracy on %d labels (%s): A %.2f%%, B %.2f%%, drop %.2f points\n", a.Labels, a.Output, a.A, a.B, drop)
 	}
+	for _, s := range r.Skipped {
+		fmt.Fprintf(io.Out, "not compared: %s\n", s)
+	}
 }

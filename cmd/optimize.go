@@ -199,7 +199,10 @@ func printOptimize(out io.Writer, r *optimize.Result) {
 	}
 	if c := r.Check; c != nil {
 		verdict := "same outputs"
-		if !c.Pass {
+		switch {
+		case c.NotExpressible != "":
+			verdict = "NOT EXPRESSIBLE (nothing compared): " + c.NotExpressible
+		case !c.Pass:
 			verdict = "DIFFERENT outputs"
 		}
 		fmt.Fprintf(out, "\ncheck of the passes in ORT (level disable, %d random inputs, atol %.3g, rtol %.3g): %s\n", c.Samples, c.Atol, c.Rtol, verdict)
@@ -212,6 +215,9 @@ func printOptimize(out io.Writer, r *optimize.Result) {
 		}
 		for _, s := range c.NonFiniteOnly {
 			fmt.Fprintf(out, "  %s: NaN/Inf at the same places in both models and finite nowhere: unchanged, nothing to measure\n", s)
+		}
+		for _, s := range c.Skipped {
+			fmt.Fprintf(out, "  not compared: %s\n", s)
 		}
 	}
 }

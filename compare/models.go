@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"optc/data"
 	"optc/graph"
@@ -45,7 +46,24 @@ type Result struct {
 	Outputs  []*OutputStats `json:"outputs"`
 	Accuracy *Accuracy      `json:"accuracy,omitempty"`
 	Pass     bool           `json:"pass"`
+	// Skipped says, one line each, which outputs were not compared
+	// because optc cannot fetch them through the ORT binding (sequences,
+	// maps, optionals, string tensors).
+	Skipped []string `json:"skipped,omitempty"`
 }
+
+// NotExpressibleError is the outcome when the models cannot be compared
+// at all through the ORT binding: an input it cannot feed, or no output
+// it can fetch. It wraps ort.ErrNotExpressible.
+type NotExpressibleError struct {
+	Reasons []string // one line per value, e.g. `output "y" is a sequence: ...`
+}
+
+func (e *NotExpressibleError) Error() string {
+	return "nothing to compare: " + strings.Join(e.Reasons, "; ")
+}
+
+func (e *NotExpressibleError) Unwrap() error { return ort.ErrNotExpressible }
 
 // Accuracy is task accuracy against labels.
 type Accuracy struct {
@@ -88,6 +106,28 @@ func Models(opts Options) (*Result, error) {
 	}
 	insA, outsA := ort.Interface(ma)
 	insB, outsB := ort.Interface(mb)
+	// Values the binding cannot carry must never reach a run (fetching an
+	// empty optional crashes it): inputs make the comparison impossible,
+	// outputs are left out with a note.
+	var noFeed []string
+	for _, in := range insA {
+		if what := in.NotExpressible(); what != "" {
+			noFeed = append(noFeed, fmt.Sprintf("input %q is %s: %s", in.Name, what, ort.ErrNotExpressible))
+		}
+	}
+	if noFeed != nil {
+		return nil, &NotExpressibleError{Reasons: noFeed}
+	}
+	outsA, skipped := ort.SplitOutputs(outsA)
+	outsB, skippedB := ort.SplitOutputs(outsB)
+	for _, s := range skippedB {
+		if !slices.Contains(skipped, s) {
+			skipped = append(skipped, s)
+		}
+	}
+	if len(outsA) == 0 || len(outsB) == 0 {
+		return nil, &NotExpressibleError{Reasons: skipped}
+	}
 	pairs, err := pairOutputs(outsA, outsB)
 	if err != nil {
 		return nil, fmt.Errorf("%s and %s: %w", opts.ModelA, opts.ModelB, err)
@@ -145,7 +185,7 @@ func Models(opts Options) (*Result, error) {
 	for i, p := range pairs {
 		accs[i] = NewAccumulator(p.name, tol(opts.Atol, p.name, DefaultAtol), tol(opts.Rtol, p.name, DefaultRtol), opts.Check)
 	}
-	res := &Result{ModelA: opts.ModelA, ModelB: opts.ModelB, Data: opts.Data}
+	res := &Result{ModelA: opts.ModelA, ModelB: opts.ModelB, Data: opts.Data, Skipped: skipped}
 	scorer := newScorer(labels, opts.LabelsOutput)
 	for {
 		batch, err := src.Next()

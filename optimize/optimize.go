@@ -83,6 +83,13 @@ type CheckResult struct {
 	// NonFiniteOnly lists the outputs that are NaN/Inf at the same places
 	// in both models and finite nowhere: unchanged, with nothing to measure.
 	NonFiniteOnly []string `json:"nonfinite_only,omitempty"`
+	// Skipped lists, one line each, the outputs the check left out:
+	// values optc cannot fetch through the ORT binding.
+	Skipped []string `json:"skipped,omitempty"`
+	// NotExpressible, when set, says why the check could compare nothing
+	// (an input it cannot feed, or no output it can fetch); Pass is then
+	// false and nothing is written.
+	NotExpressible string `json:"not_expressible,omitempty"`
 }
 
 // Run optimizes opts.Input into opts.Output.
@@ -122,6 +129,10 @@ func Run(opts Options) (*Result, error) {
 		}
 		if res.Check, err = check(opts, b); err != nil {
 			return nil, err
+		}
+		if res.Check.NotExpressible != "" {
+			return res, notExpressibleError(fmt.Sprintf("%s: the check cannot run: %s; nothing was written",
+				opts.Input, res.Check.NotExpressible))
 		}
 		if !res.Check.Pass {
 			err := fmt.Errorf("the optimized model differs from the original: %s; nothing was written (see the table)", firstFailure(res.Check))
@@ -193,10 +204,15 @@ func check(opts Options, optimized graph.Serialized) (*CheckResult, error) {
 		Atol: map[string]float64{"": c.Atol}, Rtol: map[string]float64{"": c.Rtol},
 		Check: compare.StatMax, Session: sess, ORTLib: opts.ORTLib,
 	})
+	var nx *compare.NotExpressibleError
+	if errors.As(err, &nx) {
+		c.NotExpressible = strings.Join(nx.Reasons, "; ")
+		return c, nil
+	}
 	if err != nil {
 		return nil, checkError{fmt.Errorf("checking the result: %w", err)}
 	}
-	c.Outputs, c.Pass, c.Samples = r.Outputs, true, int(r.Samples) // a static batch rounds the samples up to whole runs
+	c.Outputs, c.Skipped, c.Pass, c.Samples = r.Outputs, r.Skipped, true, int(r.Samples) // a static batch rounds the samples up to whole runs
 	for _, s := range r.Outputs {
 		if s.Pass {
 			continue
@@ -215,6 +231,14 @@ func check(opts Options, optimized graph.Serialized) (*CheckResult, error) {
 	}
 	return c, nil
 }
+
+// notExpressibleError is a check that could compare nothing: Is(ErrCheck)
+// and ort.ErrNotExpressible, without repeating the latter's text.
+type notExpressibleError string
+
+func (e notExpressibleError) Error() string        { return string(e) }
+func (e notExpressibleError) Unwrap() error        { return ort.ErrNotExpressible }
+func (e notExpressibleError) Is(target error) bool { return target == ErrCheck }
 
 func firstFailure(c *CheckResult) string {
 	for _, s := range c.Outputs {

@@ -125,7 +125,7 @@ func nodeModel(n *graph.Node, inputs []*graph.Tensor, opsets []graph.OpsetImport
 		g.Inputs = append(g.Inputs, v)
 		ins[i] = v
 		feeds = append(feeds, t)
-		src.Inputs = append(src.Inputs, IO{Name: v.Name, DType: t.DType, Shape: t.Dims})
+		src.Inputs = append(src.Inputs, IO{Name: v.Name, Kind: graph.KindTensor, DType: t.DType, Shape: t.Dims})
 	}
 	// Trailing omitted outputs are left off; an omitted output followed
 	// by a present one is refused: ORT 1.24 crashes running such a Split.
@@ -147,7 +147,7 @@ func nodeModel(n *graph.Node, inputs []*graph.Tensor, opsets []graph.OpsetImport
 		}
 		g.Outputs = append(g.Outputs, v)
 		outs[i] = v
-		src.Outputs = append(src.Outputs, IO{Name: v.Name})
+		src.Outputs = append(src.Outputs, IO{Name: v.Name, Kind: graph.KindTensor}) // checked in ORT's view before a run
 	}
 	c, err := g.AddNode(n.OpType, ins, outs)
 	if err != nil {
@@ -164,7 +164,7 @@ func nodeModel(n *graph.Node, inputs []*graph.Tensor, opsets []graph.OpsetImport
 			return src, nil, nil, err
 		}
 		g.Outputs = append(g.Outputs, s)
-		shapes = append(shapes, IO{Name: s.Name, DType: graph.Int64, Shape: []int64{-1}})
+		shapes = append(shapes, IO{Name: s.Name, Kind: graph.KindTensor, DType: graph.Int64, Shape: []int64{-1}})
 	}
 	m := &graph.Model{IRVersion: irVersionFor(opsets), Opsets: withDefaultDomain(opsets), Graph: g, ProducerName: "optc"}
 	if src.Bytes, err = graph.Marshal(m); err != nil {

@@ -2,6 +2,7 @@ package ort
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -75,9 +76,52 @@ func DefaultOptions() Options { return Options{Level: LevelAll, Provider: "cpu"}
 
 // IO describes a session input or output.
 type IO struct {
-	Name  string
+	Name string
+	// Kind is tensor, or sequence, map, optional...; KindUnknown when the
+	// model does not declare a type (NewSession then asks ORT).
+	Kind  graph.TypeKind
 	DType graph.DataType
 	Shape []int64 // -1 for a dynamic dimension; nil when the rank is unknown
+}
+
+// ErrNotExpressible is wrapped by the errors for a value optc cannot pass
+// through the ORT binding: anything but a non-string tensor.
+var ErrNotExpressible = errors.New("not expressible through the ORT binding")
+
+// NotExpressible says what io is when optc cannot feed or fetch it through
+// the binding ("a sequence", "a string tensor"), and "" when it can.
+// onnxruntime_go v1.27.0 crashes the process (SIGSEGV) fetching an empty
+// optional output, so such outputs must never reach a run.
+func (io IO) NotExpressible() string {
+	switch io.Kind {
+	case graph.KindTensor, graph.KindUnknown:
+		if io.DType == graph.String {
+			return "a string tensor"
+		}
+		return ""
+	case graph.KindSparseTensor:
+		return "a sparse tensor"
+	case graph.KindSequence:
+		return "a sequence"
+	case graph.KindMap:
+		return "a map"
+	case graph.KindOptional:
+		return "an optional"
+	}
+	return "an opaque value"
+}
+
+// SplitOutputs returns the outputs the binding can fetch and, for each it
+// cannot, one line saying why.
+func SplitOutputs(outs []IO) (kept []IO, skipped []string) {
+	for _, o := range outs {
+		if what := o.NotExpressible(); what != "" {
+			skipped = append(skipped, fmt.Sprintf("output %q is %s: %s", o.Name, what, ErrNotExpressible))
+			continue
+		}
+		kept = append(kept, o)
+	}
+	return kept, skipped
 }
 
 // Source is a model to open a session on: a file (needed when the model
@@ -126,6 +170,7 @@ func Interface(m *graph.Model) (inputs, outputs []IO) {
 func ioOf(v *graph.Value) IO {
 	io := IO{Name: v.Name}
 	if v.Type != nil {
+		io.Kind = v.Type.Kind
 		io.DType = v.Type.Elem
 		io.Shape = v.Type.Shape.Dims()
 	}
@@ -141,6 +186,9 @@ type Session struct {
 // NewSession opens a session. Init must have succeeded.
 func NewSession(src Source, opts Options) (*Session, error) {
 	if _, err := Version(); err != nil {
+		return nil, err
+	}
+	if err := checkKinds(src); err != nil {
 		return nil, err
 	}
 	so, err := ortgo.NewSessionOptions()
@@ -173,6 +221,71 @@ func NewSession(src Source, opts Options) (*Session, error) {
 		return nil, fmt.Errorf("ONNX Runtime cannot load the model: %s", oneLine(err))
 	}
 	return &Session{Inputs: src.Inputs, Outputs: src.Outputs, s: s}, nil
+}
+
+// checkKinds refuses a source with an input or output the binding cannot
+// carry, before any run can crash on it. Values the model does not type are
+// looked up in ORT's own view of the model.
+func checkKinds(src Source) error {
+	kinds := map[string]graph.TypeKind{}
+	for _, io := range append(append([]IO{}, src.Inputs...), src.Outputs...) {
+		if io.Kind == graph.KindUnknown {
+			kinds = ortKinds(src)
+			break
+		}
+	}
+	check := func(what string, ios []IO) error {
+		for _, io := range ios {
+			if io.Kind == graph.KindUnknown {
+				io.Kind = kinds[io.Name]
+			}
+			if k := io.NotExpressible(); k != "" {
+				return fmt.Errorf("%s %q is %s: %w", what, io.Name, k, ErrNotExpressible)
+			}
+		}
+		return nil
+	}
+	if err := check("input", src.Inputs); err != nil {
+		return err
+	}
+	return check("output", src.Outputs)
+}
+
+// ortKinds returns the kind of each input and output as ORT sees the
+// model, or nothing when it cannot tell (the load error comes later).
+func ortKinds(src Source) map[string]graph.TypeKind {
+	var ins, outs []ortgo.InputOutputInfo
+	var err error
+	switch {
+	case src.Path != "":
+		ins, outs, err = ortgo.GetInputOutputInfo(src.Path)
+	case src.ExternalDir == "":
+		ins, outs, err = ortgo.GetInputOutputInfoWithONNXData(src.Bytes)
+	default:
+		return nil
+	}
+	if err != nil {
+		return nil
+	}
+	kinds := map[string]graph.TypeKind{}
+	for _, io := range append(ins, outs...) {
+		switch io.OrtValueType {
+		case ortgo.ONNXTypeTensor:
+			kinds[io.Name] = graph.KindTensor
+		case ortgo.ONNXTypeSparseTensor:
+			kinds[io.Name] = graph.KindSparseTensor
+		case ortgo.ONNXTypeSequence:
+			kinds[io.Name] = graph.KindSequence
+		case ortgo.ONNXTypeMap:
+			kinds[io.Name] = graph.KindMap
+		case ortgo.ONNXTypeOptional:
+			kinds[io.Name] = graph.KindOptional
+		case ortgo.ONNXTypeUnknown:
+		default:
+			kinds[io.Name] = graph.KindOpaque
+		}
+	}
+	return kinds
 }
 
 func configure(so *ortgo.SessionOptions, opts Options) error {
@@ -257,7 +370,7 @@ func (s *Session) Run(inputs []*graph.Tensor) (res []*graph.Tensor, err error) {
 		}
 	}()
 	if len(s.Inputs) == 0 || len(s.Outputs) == 0 {
-		return nil, fmt.Errorf("models without inputs or outputs are not supported by the ORT binding")
+		return nil, fmt.Errorf("models without inputs or outputs are %w", ErrNotExpressible)
 	}
 	if len(inputs) != len(s.Inputs) {
 		return nil, fmt.Errorf("the model has %d inputs, %d given", len(s.Inputs), len(inputs))
@@ -307,7 +420,7 @@ func destroyAll(vs []ortgo.Value) {
 // toORT wraps a tensor's bytes for ORT without copying them.
 func toORT(t *graph.Tensor) (ortgo.Value, error) {
 	if t.DType == graph.String {
-		return nil, fmt.Errorf("string tensors are not supported")
+		return nil, fmt.Errorf("string tensors are %w", ErrNotExpressible)
 	}
 	data, err := t.Bytes()
 	if err != nil {
@@ -357,7 +470,7 @@ func scalar(dt graph.DataType, b []byte) (ortgo.Value, error) {
 	case graph.Uint64:
 		return ortgo.NewScalar(le.Uint64(b))
 	}
-	return nil, fmt.Errorf("scalar %s inputs are not supported by the ORT binding", dt)
+	return nil, fmt.Errorf("scalar %s inputs are %w", dt, ErrNotExpressible)
 }
 
 func emptyTensor(dt graph.DataType, s ortgo.Shape) (ortgo.Value, error) {
@@ -385,7 +498,7 @@ func emptyTensor(dt graph.DataType, s ortgo.Shape) (ortgo.Value, error) {
 	case graph.Uint64:
 		return ortgo.NewEmptyTensor[uint64](s)
 	}
-	return nil, fmt.Errorf("empty %s tensors are not supported by the ORT binding", dt)
+	return nil, fmt.Errorf("empty %s tensors are %w", dt, ErrNotExpressible)
 }
 
 // preallocate returns the value ORT should write output o into, or nil to
@@ -408,7 +521,7 @@ func preallocate(o IO) (ortgo.Value, error) {
 	n := int64(1)
 	for _, d := range o.Shape {
 		if d < 0 {
-			return nil, fmt.Errorf("%s outputs need a static shape (the ORT binding cannot return them otherwise); declared %v", o.DType, o.Shape)
+			return nil, fmt.Errorf("%s outputs need a static shape (the ORT binding cannot return them otherwise); declared %v: %w", o.DType, o.Shape, ErrNotExpressible)
 		}
 		n *= d
 	}
@@ -465,7 +578,7 @@ func fromORT(name string, v ortgo.Value) (*graph.Tensor, error) {
 		if err != nil {
 			// onnxruntime_go v1.27.0 copies one byte per element for the
 			// types it has no Go type for, so wider ones come back short.
-			return nil, fmt.Errorf("%s outputs cannot be read through the ORT binding (it returns %d bytes for %v)", dt, len(data), shape)
+			return nil, fmt.Errorf("%s outputs cannot be read through the ORT binding (it returns %d bytes for %v): %w", dt, len(data), shape, ErrNotExpressible)
 		}
 		return out, nil
 	case *ortgo.Scalar[float32]:
@@ -491,7 +604,7 @@ func fromORT(name string, v ortgo.Value) (*graph.Tensor, error) {
 	case *ortgo.Scalar[uint64]:
 		return scalarTensor(name, graph.Uint64, t)
 	}
-	return nil, fmt.Errorf("outputs of this kind (%T) are not supported", v)
+	return nil, fmt.Errorf("outputs of this kind (%T) are %w", v, ErrNotExpressible)
 }
 
 func scalarTensor[T ortgo.TensorData](name string, dt graph.DataType, s *ortgo.Scalar[T]) (*graph.Tensor, error) {
