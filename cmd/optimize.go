@@ -219,6 +219,9 @@ func printOptimize(out io.Writer, r *optimize.Result) {
 		for _, s := range c.Skipped {
 			fmt.Fprintf(out, "  not compared: %s\n", s)
 		}
+		for _, s := range c.Notes {
+			fmt.Fprintf(out, "  note: %s\n", s)
+		}
 	}
 }
 

@@ -115,6 +115,9 @@ func Models(opts Options) (*Result, error) {
 			noFeed = append(noFeed, fmt.Sprintf("input %q is %s: %s", in.Name, what, ort.ErrNotExpressible))
 		}
 	}
+	if len(insA) == 0 {
+		noFeed = append(noFeed, fmt.Sprintf("the model has no inputs: %s", ort.ErrNotExpressible))
+	}
 	if noFeed != nil {
 		return nil, &NotExpressibleError{Reasons: noFeed}
 	}

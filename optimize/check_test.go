@@ -1,12 +1,15 @@
 package optimize
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"optc/data"
 	"optc/graph"
 	"optc/internal/ortenv"
 	"optc/internal/testenv"
+	"optc/internal/testgraph"
 )
 
 // TestCheckRefusesAChangedModel: the check is what stops a wrong result
@@ -29,7 +32,7 @@ func TestCheckRefusesAChangedModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := check(Options{Input: in, Output: "out.onnx"}, graph.Serialized{Bytes: b})
+	c, err := check(Options{Input: in, Output: "out.onnx"}, m, graph.Serialized{Bytes: b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +46,40 @@ func TestCheckRefusesAChangedModel(t *testing.T) {
 	orig, _ := graph.LoadFile(in)
 	defer orig.Close()
 	ob, _ := graph.Marshal(orig)
-	if c, err := check(Options{Input: in, Output: "out.onnx"}, graph.Serialized{Bytes: ob}); err != nil || !c.Pass {
+	if c, err := check(Options{Input: in, Output: "out.onnx"}, orig, graph.Serialized{Bytes: ob}); err != nil || !c.Pass {
 		t.Errorf("the original failed its own check: %v %+v", err, c)
+	}
+}
+
+// TestCheckAvoidsIntegerDivisionByZero: the check's default random
+// integers are all 0, and ORT's integer Div kills the process (SIGFPE) on
+// a zero divisor. The check draws from [1, 2) instead and says so; a range
+// the user gave that holds 0 is refused with one line.
+func TestCheckAvoidsIntegerDivisionByZero(t *testing.T) {
+	ortenv.Require(t)
+	b := testgraph.New(t, "div", 17)
+	x, y := b.Value("x"), b.Value("y")
+	for _, v := range []*graph.Value{x, y} {
+		v.Type = graph.TensorType(graph.Int32, graph.Shape{graph.SymbolicDim("N"), graph.StaticDim(3)})
+		b.Graph.Inputs = append(b.Graph.Inputs, v)
+	}
+	q := b.Node("q", "Div", x, y).Output(0)
+	q.Type = x.Type.Clone()
+	b.Graph.Outputs = []*graph.Value{q}
+	in := filepath.Join(t.TempDir(), "div.onnx")
+	if err := graph.Save(b.Model, in, graph.SaveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Input: in, Output: filepath.Join(t.TempDir(), "out.onnx"), Level: 2, Check: true}
+	res, err := Run(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Check.Notes) != 1 || !strings.Contains(res.Check.Notes[0], "[1, 2)") {
+		t.Errorf("notes %q, want one about the range", res.Check.Notes)
+	}
+	opts.DataOpts = data.Options{Low: -5, High: 5}
+	if _, err := Run(opts); err == nil || !strings.Contains(err.Error(), "--range") {
+		t.Errorf("a range holding 0: got %v, want a refusal naming --range", err)
 	}
 }

@@ -83,6 +83,8 @@ type CheckResult struct {
 	// NonFiniteOnly lists the outputs that are NaN/Inf at the same places
 	// in both models and finite nowhere: unchanged, with nothing to measure.
 	NonFiniteOnly []string `json:"nonfinite_only,omitempty"`
+	// Notes say how the check departed from its defaults, and why.
+	Notes []string `json:"notes,omitempty"`
 	// Skipped lists, one line each, the outputs the check left out:
 	// values optc cannot fetch through the ORT binding.
 	Skipped []string `json:"skipped,omitempty"`
@@ -127,7 +129,7 @@ func Run(opts Options) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Input, err)
 		}
-		if res.Check, err = check(opts, b); err != nil {
+		if res.Check, err = check(opts, m, b); err != nil {
 			return nil, err
 		}
 		if res.Check.NotExpressible != "" {
@@ -181,9 +183,9 @@ func (e checkError) Error() string        { return e.err.Error() }
 func (e checkError) Unwrap() error        { return e.err }
 func (e checkError) Is(target error) bool { return target == ErrCheck }
 
-// check compares the original file with the optimized bytes in ORT at
-// level disable, so that ORT's own rewrites hide nothing.
-func check(opts Options, optimized graph.Serialized) (*CheckResult, error) {
+// check compares the original file with the optimized bytes (of m) in ORT
+// at level disable, so that ORT's own rewrites hide nothing.
+func check(opts Options, m *graph.Model, optimized graph.Serialized) (*CheckResult, error) {
 	c := &CheckResult{Samples: opts.CheckSamples, Atol: opts.CheckAtol, Rtol: opts.CheckRtol}
 	if c.Samples <= 0 {
 		c.Samples = 4
@@ -195,6 +197,13 @@ func check(opts Options, optimized graph.Serialized) (*CheckResult, error) {
 	dopts.Samples, dopts.Batch = c.Samples, 1
 	if dopts.High == 0 && dopts.Low == 0 {
 		dopts.High = 1
+	}
+	dopts, note, err := divisorSafeRange(m, dopts)
+	if err != nil {
+		return nil, fmt.Errorf("checking the result: %w", err)
+	}
+	if note != "" {
+		c.Notes = append(c.Notes, note)
 	}
 	sess := ort.DefaultOptions()
 	sess.Level = ort.LevelDisable
