@@ -1,0 +1,58 @@
+package ort_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"optc/graph"
+	"optc/internal/ortenv"
+	"optc/internal/testenv"
+	"optc/ort"
+)
+
+// TestNonTensorOutputIsRefused: test_if_opt returns an empty optional,
+// and onnxruntime_go v1.27.0 crashes the process (SIGSEGV) fetching one.
+// A session must refuse such an output, named, before any run; also when
+// the interface it is given leaves the type open and only ORT knows it.
+func TestNonTensorOutputIsRefused(t *testing.T) {
+	ortenv.Require(t)
+	path := testenv.Data(t, "onnx-testdata/node/test_if_opt/model.onnx")
+	m, err := graph.LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ins, outs := ort.Interface(m)
+	kept, skipped := ort.SplitOutputs(outs)
+	if len(kept) != 0 || len(skipped) != 1 || !strings.Contains(skipped[0], `"sequence" is an optional`) {
+		t.Errorf("SplitOutputs: kept %v, skipped %q", kept, skipped)
+	}
+	untyped := []ort.IO{{Name: outs[0].Name}}
+	for _, o := range [][]ort.IO{outs, untyped} {
+		s, err := ort.NewSession(ort.Source{Path: path, Inputs: ins, Outputs: o}, ort.DefaultOptions())
+		if err == nil {
+			s.Close()
+			t.Fatalf("outputs %+v: a session was opened", o)
+		}
+		if !errors.Is(err, ort.ErrNotExpressible) || !strings.Contains(err.Error(), `output "sequence" is an optional`) {
+			t.Errorf("outputs %+v: got %v", o, err)
+		}
+	}
+}
+
+// TestSequenceInputIsRefused: a sequence input cannot be fed.
+func TestSequenceInputIsRefused(t *testing.T) {
+	ortenv.Require(t)
+	path := testenv.Data(t, "onnx-testdata/node/test_sequence_insert_at_back/model.onnx")
+	m, err := graph.LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ins, outs := ort.Interface(m)
+	_, err = ort.NewSession(ort.Source{Path: path, Inputs: ins, Outputs: outs}, ort.DefaultOptions())
+	if !errors.Is(err, ort.ErrNotExpressible) || !strings.Contains(err.Error(), `input "sequence" is a sequence`) {
+		t.Errorf("got %v", err)
+	}
+}
