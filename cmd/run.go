@@ -75,5 +75,8 @@ func runRun(opts *RunOptions) error {
 		fmt.Fprintf(w, "%s\t%s\t%v\t%s\n", f.Name, f.DType, f.Shape, f.File)
 	}
 	fmt.Fprintf(w, "\n%d samples in %d runs\n", res.Samples, res.Batches)
+	for _, s := range res.Skipped {
+		fmt.Fprintf(w, "not run: %s\n", s)
+	}
 	return w.Flush()
 }

@@ -36,6 +36,10 @@ type Result struct {
 	Samples int64    `json:"samples"`
 	Batches int      `json:"batches"`
 	Files   []Output `json:"outputs"`
+	// Skipped says, one line each, which outputs were not run: values
+	// optc cannot fetch through the ORT binding (sequences, maps,
+	// optionals, string tensors).
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // Output is one written output.
@@ -74,6 +78,11 @@ func Run(opts Options) (*Result, error) {
 	} else {
 		src.Inputs, src.Outputs = ort.Interface(target)
 	}
+	res := &Result{}
+	src.Outputs, res.Skipped = ort.SplitOutputs(src.Outputs)
+	if len(src.Outputs) == 0 {
+		return nil, fmt.Errorf("%s: no output to run: %s", opts.Model, strings.Join(res.Skipped, "; "))
+	}
 	sess, err := ort.NewSession(src, opts.Session)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.Model, err)
@@ -85,7 +94,6 @@ func Run(opts Options) (*Result, error) {
 	}
 	defer in.Close()
 
-	res := &Result{}
 	collected := make([][]*graph.Tensor, len(src.Outputs))
 	for {
 		batch, err := in.Next()
