@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"optc/export"
@@ -126,7 +127,7 @@ func (b *builder) exportORT() error {
 	so.OptimizedModelPath = ortPath
 	sess, err := ort.NewSession(ort.Source{Path: b.ortModel, Inputs: ins, Outputs: outs}, so)
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", ortPath, err)
+		return fmt.Errorf("writing %s: %w%s", ortPath, err, nonTensorNote(ins, outs))
 	}
 	if err := sess.Close(); err != nil {
 		return err
@@ -153,6 +154,18 @@ func (b *builder) exportORT() error {
 // skipORTFormat is exportORT for a model whose tensors are in a side file
 // (over protobuf's 2 GiB limit): the ORT format is one flatbuffer, which
 // cannot hold it, so only the session settings are written.
+// nonTensorNote names the first value of the interface that is not a
+// tensor, which is what the ORT format fails on ("We do not support type
+// [9]" for an optional), or says nothing.
+func nonTensorNote(ins, outs []ort.IO) string {
+	for _, io := range append(slices.Clone(ins), outs...) {
+		if io.Kind != graph.KindTensor && io.Kind != graph.KindUnknown {
+			return fmt.Sprintf(" (%q is %s, not a tensor)", io.Name, io.NotExpressible())
+		}
+	}
+	return ""
+}
+
 func (b *builder) skipORTFormat() error {
 	so := b.session()
 	version, _ := ort.Version()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -183,13 +184,18 @@ type Session struct {
 	s               *ortgo.DynamicAdvancedSession
 }
 
-// NewSession opens a session. Init must have succeeded.
+// NewSession opens a session. Init must have succeeded. An input the
+// binding cannot feed is refused here; an output it cannot fetch (see
+// IO.NotExpressible) may be named, but Run refuses it.
 func NewSession(src Source, opts Options) (*Session, error) {
 	if _, err := Version(); err != nil {
 		return nil, err
 	}
-	if err := checkKinds(src); err != nil {
-		return nil, err
+	src = resolveKinds(src)
+	for _, in := range src.Inputs {
+		if what := in.NotExpressible(); what != "" {
+			return nil, fmt.Errorf("input %q is %s: %w", in.Name, what, ErrNotExpressible)
+		}
 	}
 	so, err := ortgo.NewSessionOptions()
 	if err != nil {
@@ -223,32 +229,25 @@ func NewSession(src Source, opts Options) (*Session, error) {
 	return &Session{Inputs: src.Inputs, Outputs: src.Outputs, s: s}, nil
 }
 
-// checkKinds refuses a source with an input or output the binding cannot
-// carry, before any run can crash on it. Values the model does not type are
-// looked up in ORT's own view of the model.
-func checkKinds(src Source) error {
-	kinds := map[string]graph.TypeKind{}
-	for _, io := range append(append([]IO{}, src.Inputs...), src.Outputs...) {
-		if io.Kind == graph.KindUnknown {
-			kinds = ortKinds(src)
-			break
-		}
-	}
-	check := func(what string, ios []IO) error {
-		for _, io := range ios {
-			if io.Kind == graph.KindUnknown {
-				io.Kind = kinds[io.Name]
+// resolveKinds returns src with the kinds of the values the model does not
+// type taken from ORT's own view of the model.
+func resolveKinds(src Source) Source {
+	var kinds map[string]graph.TypeKind
+	resolve := func(ios []IO) []IO {
+		out := slices.Clone(ios)
+		for i := range out {
+			if out[i].Kind != graph.KindUnknown {
+				continue
 			}
-			if k := io.NotExpressible(); k != "" {
-				return fmt.Errorf("%s %q is %s: %w", what, io.Name, k, ErrNotExpressible)
+			if kinds == nil {
+				kinds = ortKinds(src)
 			}
+			out[i].Kind = kinds[out[i].Name]
 		}
-		return nil
+		return out
 	}
-	if err := check("input", src.Inputs); err != nil {
-		return err
-	}
-	return check("output", src.Outputs)
+	src.Inputs, src.Outputs = resolve(src.Inputs), resolve(src.Outputs)
+	return src
 }
 
 // ortKinds returns the kind of each input and output as ORT sees the
@@ -262,12 +261,12 @@ func ortKinds(src Source) map[string]graph.TypeKind {
 	case src.ExternalDir == "":
 		ins, outs, err = ortgo.GetInputOutputInfoWithONNXData(src.Bytes)
 	default:
-		return nil
+		return map[string]graph.TypeKind{}
 	}
 	if err != nil {
-		return nil
+		return map[string]graph.TypeKind{}
 	}
-	kinds := map[string]graph.TypeKind{}
+	kinds := map[string]graph.TypeKind{} // not nil: asked once
 	for _, io := range append(ins, outs...) {
 		switch io.OrtValueType {
 		case ortgo.ONNXTypeTensor:
@@ -374,6 +373,13 @@ func (s *Session) Run(inputs []*graph.Tensor) (res []*graph.Tensor, err error) {
 	}
 	if len(inputs) != len(s.Inputs) {
 		return nil, fmt.Errorf("the model has %d inputs, %d given", len(s.Inputs), len(inputs))
+	}
+	// A session may name such an output (ORT writes an optimized model
+	// without running it), but fetching one can crash the binding.
+	for _, o := range s.Outputs {
+		if what := o.NotExpressible(); what != "" {
+			return nil, fmt.Errorf("output %q is %s: %w", o.Name, what, ErrNotExpressible)
+		}
 	}
 	in := make([]ortgo.Value, len(inputs))
 	defer destroyAll(in)
