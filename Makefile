@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/optc
 EXAMPLE := testdata/models/mnist_cnn.onnx
 
-.PHONY: build demo test race testdata ort fuzz bench bench-quick bench-io bench-big bench-passes bench-int8 vet
+.PHONY: build demo test race testdata ort fuzz bench bench-quick bench-io bench-big bench-passes bench-int8 vet sweep
 
 build:
 	$(GO) build -o $(BIN) ./cmd/optc
@@ -48,6 +48,13 @@ ort:
 vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
+
+# What `optc optimize` does, default check included, over every ONNX backend
+# test model (about 1,070), classified: ran, not expressible, ORT cannot run
+# the original, static-batch, failed (must be 0). Prints the table that
+# docs/optimize.md records. `go test ./cmd` runs a subset of it.
+sweep: testdata ort
+	OPTC_SWEEP=full $(GO) test -count=1 -timeout=30m -run='^TestBackendSweep$$' -v ./cmd
 
 # A longer fuzzing run, FUZZTIME per target (FUZZTIME=10m make fuzz).
 FUZZTIME ?= 2m

@@ -198,7 +198,7 @@ func check(opts Options, m *graph.Model, optimized graph.Serialized) (*CheckResu
 	if dopts.High == 0 && dopts.Low == 0 {
 		dopts.High = 1
 	}
-	dopts, note, err := divisorSafeRange(m, dopts)
+	dopts, note, err := zeroSafeRange(m, dopts)
 	if err != nil {
 		return nil, fmt.Errorf("checking the result: %w", err)
 	}
