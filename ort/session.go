@@ -169,13 +169,41 @@ func Interface(m *graph.Model) (inputs, outputs []IO) {
 }
 
 func ioOf(v *graph.Value) IO {
-	io := IO{Name: v.Name}
+	io := IO{Name: v.Name, Kind: kindOf(v)}
 	if v.Type != nil {
-		io.Kind = v.Type.Kind
 		io.DType = v.Type.Elem
 		io.Shape = v.Type.Shape.Dims()
 	}
 	return io
+}
+
+// kindOf is v's declared kind or, for an untyped value (an exposed
+// intermediate, a value a rewrite added), what its producer tells: a
+// constant or the output of an op that makes only tensors is a tensor.
+// Otherwise it is unknown, and NewSession asks ORT, at the cost of
+// loading the model once more.
+func kindOf(v *graph.Value) graph.TypeKind {
+	if v.Type != nil && v.Type.Kind != graph.KindUnknown {
+		return v.Type.Kind
+	}
+	if v.Const != nil {
+		return graph.KindTensor
+	}
+	n := v.Producer()
+	if n == nil {
+		return graph.KindUnknown
+	}
+	switch n.Domain {
+	case "", "ai.onnx", "com.microsoft":
+	default:
+		return graph.KindUnknown
+	}
+	switch n.OpType {
+	case "If", "Loop", "Identity", "Optional", "OptionalGetElement", "SequenceConstruct", "SequenceEmpty",
+		"SequenceInsert", "SequenceErase", "SplitToSequence", "SequenceMap":
+		return graph.KindUnknown
+	}
+	return graph.KindTensor
 }
 
 // Session is an ONNX Runtime inference session.
