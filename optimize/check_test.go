@@ -1,6 +1,7 @@
 package optimize
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,11 +76,21 @@ func TestCheckAvoidsIntegerDivisionByZero(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Check.Notes) != 1 || !strings.Contains(res.Check.Notes[0], "[1, 2)") {
-		t.Errorf("notes %q, want one about the range", res.Check.Notes)
+	if len(res.Check.Notes) != 1 || !strings.Contains(res.Check.Notes[0], `"y" drawn from [1, 2)`) {
+		t.Errorf("notes %q, want one about the range of the divisor y", res.Check.Notes)
 	}
 	opts.DataOpts = data.Options{Low: -5, High: 5}
-	if _, err := Run(opts); err == nil || !strings.Contains(err.Error(), "--range") {
-		t.Errorf("a range holding 0: got %v, want a refusal naming --range", err)
+	if _, err := Run(opts); err == nil || !strings.Contains(err.Error(), "--range y:1,10") || !errors.Is(err, ErrCheck) {
+		t.Errorf("a range holding 0: got %v, want a check error naming --range", err)
+	}
+	// A divisor that only a shape feeds is no hazard.
+	b = testgraph.New(t, "div-by-shape", 17)
+	x = b.Value("x")
+	x.Type = graph.TensorType(graph.Int64, graph.Shape{graph.SymbolicDim("N"), graph.StaticDim(3)})
+	b.Graph.Inputs = []*graph.Value{x}
+	q = b.Node("q", "Div", x, b.Node("s", "Shape", x).Output(0)).Output(0)
+	b.Graph.Outputs = []*graph.Value{q}
+	if n, _, _, _ := zeroHazard(b.Model); n != nil {
+		t.Errorf("Div by a shape: hazard %s", n)
 	}
 }

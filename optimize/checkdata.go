@@ -2,61 +2,157 @@ package optimize
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
+	"strconv"
+	"strings"
 
 	"optc/data"
 	"optc/graph"
 )
 
 // zeroHazard returns a node of m (subgraphs included) that ONNX Runtime
-// mishandles when an integer input the check feeds is 0, and what happens
-// then; nil when there is none. The check's default random integers, from
-// [0, 1), are all 0.
+// mishandles when an integer it reads is 0 and that integer comes from
+// the check's random inputs, what happens then, and the inputs it comes
+// from; nil when there is none. The check's default random integers, from
+// [0, 1), are all 0 (and so are floats in [0, 1) cast to integers).
 //   - Div and Mod on integers divide without a check: a zero divisor kills
 //     the process with SIGFPE, which no error handling can catch (crash).
 //   - ReverseSequence skips a batch entry whose sequence length is 0 and
 //     leaves its output unwritten, so two runs differ.
-func zeroHazard(m *graph.Model) (n *graph.Node, what string, crash bool) {
+func zeroHazard(m *graph.Model) (n *graph.Node, what string, crash bool, inputs []string) {
+	fed := map[*graph.Value]bool{}
+	for _, v := range m.Graph.Inputs {
+		if v.Const == nil {
+			fed[v] = true
+		}
+	}
 	m.Graph.Walk(func(g *graph.Graph) {
 		for _, x := range g.Nodes {
 			if n != nil || x.Domain != "" && x.Domain != "ai.onnx" {
 				continue
 			}
+			var from []string
 			switch {
-			case (x.OpType == "Div" || x.OpType == "Mod") && fedInteger(x.Input(1)):
-				n, what, crash = x, "divides integers, and ONNX Runtime crashes on an integer division by zero", true
-			case x.OpType == "ReverseSequence" && fedInteger(x.Input(1)):
-				n, what = x, "takes sequence lengths, and ONNX Runtime leaves the output of a length 0 unwritten"
+			case (x.OpType == "Div" || x.OpType == "Mod") && integer(x.Input(1)):
+				if from = inputsBehind(x.Input(1), fed); from != nil {
+					n, what, crash = x, "divides integers, and ONNX Runtime crashes on an integer division by zero", true
+				}
+			case x.OpType == "ReverseSequence" && x.Input(1) != nil:
+				if from = inputsBehind(x.Input(1), fed); from != nil {
+					n, what = x, "takes sequence lengths, and ONNX Runtime leaves the output of a length 0 unwritten"
+				}
 			}
+			inputs = from
 		}
 	})
-	return n, what, crash
+	return n, what, crash, inputs
 }
 
-// fedInteger reports whether v is not a constant (so it may come from the
-// check's inputs) and may be an integer (an undeclared type may be one).
-func fedInteger(v *graph.Value) bool {
-	if v == nil || v.ConstantTensor() != nil {
-		return false
+// integer reports whether v may be an integer tensor (an undeclared type
+// may be one).
+func integer(v *graph.Value) bool {
+	return v != nil && (v.Type == nil || v.Type.Kind != graph.KindTensor || v.Type.Elem == graph.Undefined || !v.Type.Elem.IsFloat())
+}
+
+// inputsBehind returns the fed inputs of the main graph whose values v is
+// computed from, not counting paths through Shape or Size (a shape is not
+// random data); nil when there are none. A value of a subgraph that no
+// node makes (a Loop or Scan body input) counts as fed by every input.
+func inputsBehind(v *graph.Value, fed map[*graph.Value]bool) []string {
+	seen := map[*graph.Value]bool{}
+	found := map[string]bool{}
+	var walk func(v *graph.Value)
+	walk = func(v *graph.Value) {
+		if v == nil || seen[v] || v.Const != nil {
+			return
+		}
+		seen[v] = true
+		if fed[v] {
+			found[v.Name] = true
+			return
+		}
+		p := v.Producer()
+		if p == nil {
+			if v.Graph() != nil && v.Graph().Parent != nil {
+				for f := range fed {
+					found[f.Name] = true
+				}
+			}
+			return
+		}
+		if p.OpType == "Shape" || p.OpType == "Size" {
+			return
+		}
+		for _, in := range p.Inputs() {
+			walk(in)
+		}
 	}
-	return v.Type == nil || v.Type.Kind != graph.KindTensor || v.Type.Elem == graph.Undefined || !v.Type.Elem.IsFloat()
+	walk(v)
+	if len(found) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(found))
 }
 
 // zeroSafeRange returns the data options for the check's random inputs of
-// m: when m has a zero hazard, the default range [0, 1) (integers all 0)
-// becomes [1, 2), with a note; a range the user gave that holds the
-// integer 0 is an error where 0 would crash the process.
+// m. When a zero hazard reads an input that the default range [0, 1)
+// would make 0, that input gets [1, 2) instead, with a note; an input the
+// user gave a range or value holding 0 is an error where 0 would crash the
+// process.
 func zeroSafeRange(m *graph.Model, dopts data.Options) (data.Options, string, error) {
-	n, what, crash := zeroHazard(m)
-	if n == nil || !(math.Ceil(dopts.Low) <= 0 && 0 < dopts.High) {
+	n, what, crash, inputs := zeroHazard(m)
+	if n == nil {
 		return dopts, "", nil
 	}
-	if dopts.Low == 0 && dopts.High == 1 {
-		dopts.Low, dopts.High = 1, 2
-		return dopts, fmt.Sprintf("random inputs drawn from [1, 2) instead of [0, 1): %s %s", n, what), nil
+	var moved []string
+	for _, name := range inputs {
+		// Integers are drawn from the integers in [lo, hi); floats may be
+		// cast to integers, which truncates (-1, 1) to 0.
+		holdsZero := func(lo, hi float64) bool { return lo < 1 && hi > -1 }
+		if in := inputNamed(m, name); in != nil && integer(in) {
+			holdsZero = func(lo, hi float64) bool { return math.Ceil(lo) <= 0 && 0 < hi }
+		}
+		var zero, given bool
+		if v, ok := dopts.Values[name]; ok {
+			zero, given = math.Trunc(v) == 0, true
+		} else if r, ok := dopts.Ranges[name]; ok {
+			zero, given = holdsZero(r[0], r[1]), true
+		} else {
+			zero, given = holdsZero(dopts.Low, dopts.High), !(dopts.Low == 0 && dopts.High == 1)
+		}
+		switch {
+		case !zero:
+		case given && crash:
+			return dopts, "", fmt.Errorf("%s %s, and input %q, which it reads, gets the integer 0 from the range or value given; give it a range without 0 (--range %s:1,10)", n, what, name, name)
+		case !given:
+			moved = append(moved, name)
+		}
 	}
-	if !crash {
+	if len(moved) == 0 {
 		return dopts, "", nil
 	}
-	return dopts, "", fmt.Errorf("%s %s, and the check's random integer inputs in [%g, %g) include 0; give --range without the integer 0 (e.g. 1,10) or --no-check", n, what, dopts.Low, dopts.High)
+	ranges := maps.Clone(dopts.Ranges)
+	if ranges == nil {
+		ranges = map[string][2]float64{}
+	}
+	for _, name := range moved {
+		ranges[name] = [2]float64{1, 2}
+	}
+	dopts.Ranges = ranges
+	quoted := make([]string, len(moved))
+	for i, name := range moved {
+		quoted[i] = strconv.Quote(name)
+	}
+	return dopts, fmt.Sprintf("random values of %s drawn from [1, 2) instead of [0, 1): %s %s", strings.Join(quoted, ", "), n, what), nil
+}
+
+func inputNamed(m *graph.Model, name string) *graph.Value {
+	for _, v := range m.Graph.Inputs {
+		if v.Name == name {
+			return v
+		}
+	}
+	return nil
 }

@@ -200,7 +200,7 @@ func check(opts Options, m *graph.Model, optimized graph.Serialized) (*CheckResu
 	}
 	dopts, note, err := zeroSafeRange(m, dopts)
 	if err != nil {
-		return nil, fmt.Errorf("checking the result: %w", err)
+		return nil, checkError{fmt.Errorf("checking the result: %w", err)}
 	}
 	if note != "" {
 		c.Notes = append(c.Notes, note)
