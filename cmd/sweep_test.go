@@ -26,7 +26,7 @@ const (
 	sweepRan            = "ran"
 	sweepNotExpressible = "not expressible"
 	sweepCannotRun      = "ORT cannot run the original"
-	sweepStaticBatch    = "static-batch (being fixed elsewhere)"
+	sweepStaticBatch    = "static-batch (data cannot feed it)"
 	sweepFailed         = "failed"
 )
 
