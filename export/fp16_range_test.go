@@ -239,7 +239,8 @@ func TestFP16Tensors(t *testing.T) {
 // TestToFloat16Subgraphs converts backend test models holding If, Loop
 // and Scan bodies and runs each against its original in ORT on its
 // recorded inputs: the variant loads, runs, and agrees (every output
-// within 1e-2 relative or 1e-3 absolute, float16's rounding).
+// within 1e-2 relative or 1e-3 absolute, float16's rounding), and so does
+// its float16 emulation (EmulateFloat16 rounds inside bodies too).
 func TestToFloat16Subgraphs(t *testing.T) {
 	ortenv.Require(t)
 	root := testenv.Data(t, "onnx-testdata/node")
@@ -270,8 +271,11 @@ func TestToFloat16Subgraphs(t *testing.T) {
 			if rep.Subgraphs == 0 {
 				t.Errorf("no bodies seen: %+v", rep)
 			}
+			emulateHalf(t, m)
+			emulated := runModel(t, marshal(t, m), ort.Options{Level: ort.LevelDisable}, xs...)
 			for i := range want {
 				closeTensors(t, want[i], got[i])
+				closeTensors(t, want[i], emulated[i])
 			}
 		})
 	}

@@ -15,7 +15,6 @@ import (
 	"optc/internal/testenv"
 	"optc/internal/testgraph"
 	"optc/ort"
-	"optc/shapes"
 )
 
 // fp16Case is a real model and the labelled data its float16 variant is
@@ -328,96 +327,12 @@ func TestToFloat16Refusals(t *testing.T) {
 	}
 }
 
-// emulateHalf turns a float16 variant into a float32 model that rounds
-// like it: ORT's CPU provider runs float16 graphs by casting whole regions
-// up to float32, so a float16 activation is never rounded there. Here
-// every float16 constant holds its rounded values as float32, and every
-// float16 activation is rounded by a Cast to float16 and back, which the
-// converted nodes read in float32. What stays unmeasured is rounding
-// inside an operator (accumulation order and width).
+// emulateHalf is EmulateFloat16, failing t on an error.
 func emulateHalf(t *testing.T, m *graph.Model) {
 	t.Helper()
-	g := m.Graph
-	widen := func(v *graph.Value) {
-		if v.Type != nil {
-			v.Type = graph.TensorType(graph.Float, v.Type.Shape)
-		}
-	}
-	inferred, err := shapes.Infer(m)
-	if err != nil {
+	if err := EmulateFloat16(m); err != nil {
 		t.Fatal(err)
 	}
-	half := func(v *graph.Value) bool {
-		ty := inferred.Types[v]
-		return v != nil && ty != nil && ty.Elem == graph.Float16
-	}
-	c := &fp16Converter{rep: &FP16Report{}} // for its Cast helpers
-	cast := func(anchor *graph.Node, from, to *graph.Value, dt graph.DataType) {
-		if err := c.addCast(g, from, to, dt, anchor); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, n := range slices.Clone(g.Nodes) {
-		if n.OpType == "Constant" {
-			if t16 := n.Output(0).ConstantTensor(); t16 != nil && t16.DType == graph.Float16 {
-				n.SetAttr(&graph.Attr{Name: "value", Type: graph.AttrTensor, Tensor: widened(t, t16)})
-				widen(n.Output(0))
-			}
-			continue
-		}
-		for i, v := range n.Outputs() {
-			if !half(v) || n.OpType == "Cast" {
-				continue
-			}
-			raw, err := g.NewValue(g.UniqueName(v.Name + "_unrounded"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := n.SetOutput(i, raw); err != nil {
-				t.Fatal(err)
-			}
-			cast(nodeAfter(n), raw, v, graph.Float16)
-		}
-	}
-	for _, v := range g.Initializers {
-		if v.Const.DType == graph.Float16 {
-			v.Const = widened(t, v.Const)
-			widen(v)
-		}
-	}
-	for _, n := range slices.Clone(g.Nodes) {
-		if n.OpType == "Cast" {
-			continue
-		}
-		for i, v := range n.Inputs() {
-			if !half(v) || v.IsConstant() {
-				continue
-			}
-			up, err := g.NewValue(g.UniqueName(v.Name + "_rounded"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cast(n, v, up, graph.Float)
-			n.SetInput(i, up)
-		}
-	}
-	if err := m.Verify(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// widened is t16's values as float32.
-func widened(t *testing.T, t16 *graph.Tensor) *graph.Tensor {
-	t.Helper()
-	f, err := t16.Float32s()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := graph.NewFloat32Tensor(t16.Name, t16.Dims, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w
 }
 
 // TestToFloat16BorderNames: r = Relu(x) is a graph output and is read by
