@@ -110,6 +110,9 @@ type FP16Report struct {
 	// magnitude exceeds FP16SafeMax: they stay float32, and the nodes
 	// reading or writing them are in Kept with the reason.
 	OutOfRange []RangedValue `json:"out_of_range_float32,omitempty"`
+	// KeptForRange counts the nodes of Kept that stay float32 because
+	// they read or write an OutOfRange value.
+	KeptForRange int `json:"kept_for_range"`
 	// Subgraphs counts the If/Loop/Scan bodies whose nodes were
 	// converted.
 	Subgraphs int `json:"subgraphs_converted,omitempty"`
@@ -337,8 +340,11 @@ func (c *fp16Converter) decide(n *graph.Node) {
 			Reason: "holds subgraphs: its float inputs and outputs stay float32, its bodies' nodes are converted inside"})
 		return
 	}
-	if why := c.keepReason(n); why != "" {
+	if why, ranged := c.keepReason(n); why != "" {
 		c.state[n] = stateKept
+		if ranged {
+			c.rep.KeptForRange++
+		}
 		c.rep.Kept = append(c.rep.Kept, KeptNode{Node: n.Name, Op: n.OpType, Reason: why})
 		return
 	}
@@ -351,8 +357,19 @@ func (c *fp16Converter) decide(n *graph.Node) {
 	}
 }
 
-// keepReason says why n must stay float32, or "" when it may convert.
-func (c *fp16Converter) keepReason(n *graph.Node) string {
+// keepReason says why n must stay float32, or "" when it may convert;
+// ranged says the reason is a measured range.
+func (c *fp16Converter) keepReason(n *graph.Node) (why string, ranged bool) {
+	why = c.ruleReason(n)
+	if why != "" {
+		return why, false
+	}
+	why = c.rangeReason(n)
+	return why, why != ""
+}
+
+// ruleReason says which op rule keeps n float32, or "".
+func (c *fp16Converter) ruleReason(n *graph.Node) string {
 	if n.Domain != "" && n.Domain != "ai.onnx" {
 		return fmt.Sprintf("domain %q: optc has no float16 rules for it", n.Domain)
 	}
@@ -388,7 +405,7 @@ func (c *fp16Converter) keepReason(n *graph.Node) string {
 			}
 		}
 	}
-	return c.rangeReason(n)
+	return ""
 }
 
 // rangeReason says which measured value n reads or writes beyond

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -18,54 +17,6 @@ import (
 	"optc/internal/testgraph"
 	"optc/ort"
 )
-
-// audioSamples is the length of the audio front-end's input; with a
-// kernel of 64 and a stride of 16 it makes 253 frames of 16 bins.
-const audioSamples = 4096
-
-// audioModel is an audio front-end: an STFT-like Conv (16 random filters
-// of 64 taps, stride 16, sum of squared taps 1 per filter), its power
-// (Pow 2), a floor (Add 1e-6), the energy per frame (ReduceSum over the
-// bins), its magnitude (Sqrt) and a log (Log): float32[1,1,4096] ->
-// float32[1,1,253]. On audio in ±3000 the Conv stays below ±16376 and its
-// square does not; at ±32767 the Conv itself passes float16's 65504.
-func audioModel(t *testing.T) *testgraph.Builder {
-	b := testgraph.New(t, "audio", 17)
-	x := b.Input("audio", 1, 1, audioSamples)
-	const filters, taps = 16, 64
-	r := rand.New(rand.NewPCG(7, 7))
-	w := make([]float32, filters*taps)
-	for i := range w {
-		w[i] = float32(r.NormFloat64() / 8) // E[sum of 64 squares] = 1
-	}
-	conv := b.Node("stft", "Conv", x, b.Floats("stft_w", []int64{filters, 1, taps}, w...))
-	conv.SetAttr(&graph.Attr{Name: "strides", Type: graph.AttrInts, Ints: []int64{16}})
-	pow := b.Node("power", "Pow", conv.Output(0), b.Floats("two", nil, 2))
-	add := b.Node("floor", "Add", pow.Output(0), b.Floats("eps", nil, 1e-6))
-	sum := b.Node("energy", "ReduceSum", add.Output(0), b.Int64s("bins", []int64{1}, 1))
-	sqrt := b.Node("magnitude", "Sqrt", sum.Output(0))
-	lg := b.Node("log", "Log", sqrt.Output(0))
-	frames := int64((audioSamples-taps)/16 + 1)
-	b.Output(lg.Output(0), 1, 1, frames)
-	if err := b.Model.Verify(); err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// audio is one clip of uniform noise in ±amplitude.
-func audio(t *testing.T, seed uint64, amplitude float64) *graph.Tensor {
-	r := rand.New(rand.NewPCG(seed, 1))
-	vals := make([]float32, audioSamples)
-	for i := range vals {
-		vals[i] = float32(amplitude * (2*r.Float64() - 1))
-	}
-	x, err := graph.NewFloat32Tensor("audio", []int64{1, 1, audioSamples}, vals)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return x
-}
 
 // runExact runs model bytes in ORT at level disable on one float32 input
 // and returns its float32 outputs, end to end.
@@ -154,7 +105,8 @@ func agreement(want, got []float32) (nonFinite int, cosine float64) {
 	return nonFinite, dot / math.Sqrt(ww*gg)
 }
 
-// TestToFloat16MeasuredRanges is the audio front-end of issue 17 in ORT:
+// TestToFloat16MeasuredRanges is the audio front-end of issue 17
+// (testgraph.Audio) in ORT:
 // with the op rules alone the float16 variant casts the float32 power
 // straight back to float16 and overflows; with the ranges measured on
 // other clips of the same amplitude, every value beyond ±16376 stays
@@ -174,14 +126,14 @@ func TestToFloat16MeasuredRanges(t *testing.T) {
 		{"pm32767", 32767, []string{"stft", "power", "floor", "energy", "magnitude", "log"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			float := marshal(t, audioModel(t).Model)
-			x := audio(t, 2, tc.amplitude)
+			float := marshal(t, testgraph.Audio(t).Model)
+			x := testgraph.AudioClips(t, 2, 1, tc.amplitude)
 			want := runExact(t, float, x)
 			for _, ranged := range []bool{false, true} {
-				b := audioModel(t)
+				b := testgraph.Audio(t)
 				var opts FP16Options
 				if ranged {
-					opts.Ranges = measuredRanges(t, b.Model, audio(t, 10, tc.amplitude), audio(t, 11, tc.amplitude))
+					opts.Ranges = measuredRanges(t, b.Model, testgraph.AudioClips(t, 10, 1, tc.amplitude), testgraph.AudioClips(t, 11, 1, tc.amplitude))
 				}
 				rep, err := ToFloat16(b.Model, opts)
 				if err != nil {
@@ -226,7 +178,7 @@ func TestToFloat16MeasuredRanges(t *testing.T) {
 // TestFP16Tensors lists the float32 graph inputs and node outputs, in
 // graph order, without constants.
 func TestFP16Tensors(t *testing.T) {
-	got, err := FP16Tensors(audioModel(t).Model)
+	got, err := FP16Tensors(testgraph.Audio(t).Model)
 	if err != nil {
 		t.Fatal(err)
 	}
