@@ -134,6 +134,9 @@ func TestToFloat16MeasuredRanges(t *testing.T) {
 				var opts FP16Options
 				if ranged {
 					opts.Ranges = measuredRanges(t, b.Model, testgraph.AudioClips(t, 10, 1, tc.amplitude), testgraph.AudioClips(t, 11, 1, tc.amplitude))
+					for _, v := range []string{"stft_out", "power_out", "energy_out", "magnitude_out"} {
+						t.Logf("measured %s in [%.4g, %.4g]", v, opts.Ranges[v].Min, opts.Ranges[v].Max)
+					}
 				}
 				rep, err := ToFloat16(b.Model, opts)
 				if err != nil {
