@@ -13,9 +13,10 @@ import (
 // Runtime sees float16's overflow and rounding: ORT's CPU provider runs
 // float16 nodes in float32 and drops the rounding Casts between them, so
 // the float16 model itself agrees with float32 even where float16
-// overflows. Here every float16 constant holds its rounded values as
-// float32, and every float16 activation is rounded by a Cast to float16
-// and back, which the nodes read in float32; If/Loop/Scan bodies alike.
+// overflows. Here every float16 activation is rounded by a Cast to
+// float16 and back and every float16 constant read through a Cast to
+// float32, so the nodes compute in float32 on float16-rounded values;
+// If/Loop/Scan bodies alike.
 // What stays unmeasured is rounding inside an operator (accumulation
 // order and width). Run the result at ORT's level disable: optimization
 // levels above may fold the rounding Cast pairs away.
@@ -46,26 +47,12 @@ func EmulateFloat16(m *graph.Model) error {
 }
 
 // emulateGraph rounds g's float16 activations through Cast pairs and
-// widens its float16 constants.
+// has its nodes read float16 constants through a Cast to float32: the
+// constants stay where they are (a model over 2 GiB keeps them in its side
+// file), the Casts are small.
 func emulateGraph(c *fp16Converter, g *graph.Graph, half func(*graph.Value) bool) error {
-	widen := func(v *graph.Value) {
-		if v.Type != nil && v.Type.Kind == graph.KindTensor {
-			v.Type = graph.TensorType(graph.Float, v.Type.Shape)
-		}
-	}
 	for _, n := range slices.Clone(g.Nodes) {
-		if n.OpType == "Constant" {
-			if t16 := n.Output(0).ConstantTensor(); t16 != nil && t16.DType == graph.Float16 {
-				w, err := widened(t16)
-				if err != nil {
-					return fmt.Errorf("constant %q: %w", n.Output(0).Name, err)
-				}
-				n.SetAttr(&graph.Attr{Name: "value", Type: graph.AttrTensor, Tensor: w})
-				widen(n.Output(0))
-			}
-			continue
-		}
-		if n.OpType == "Cast" {
+		if n.OpType == "Cast" || n.OpType == "Constant" {
 			continue
 		}
 		for i, v := range n.Outputs() {
@@ -84,42 +71,28 @@ func emulateGraph(c *fp16Converter, g *graph.Graph, half func(*graph.Value) bool
 			}
 		}
 	}
-	for _, v := range g.Initializers {
-		if v.Const != nil && v.Const.DType == graph.Float16 {
-			w, err := widened(v.Const)
-			if err != nil {
-				return fmt.Errorf("initializer %q: %w", v.Name, err)
-			}
-			v.Const = w
-			widen(v)
-		}
-	}
+	wide := map[*graph.Value]*graph.Value{}
 	for _, n := range slices.Clone(g.Nodes) {
 		if n.OpType == "Cast" {
 			continue
 		}
 		for i, v := range n.Inputs() {
-			if !half(v) || v.IsConstant() {
+			if !half(v) {
 				continue
 			}
-			up, err := g.NewValue(g.UniqueName(v.Name + "_rounded"))
-			if err != nil {
-				return err
-			}
-			if err := c.addCast(g, v, up, graph.Float, n); err != nil {
-				return err
+			up, ok := wide[v]
+			if !ok {
+				var err error
+				if up, err = g.NewValue(g.UniqueName(v.Name + "_rounded")); err != nil {
+					return err
+				}
+				if err := c.addCast(g, v, up, graph.Float, n); err != nil {
+					return err
+				}
+				wide[v] = up
 			}
 			n.SetInput(i, up)
 		}
 	}
 	return nil
-}
-
-// widened is t16's values as float32.
-func widened(t16 *graph.Tensor) (*graph.Tensor, error) {
-	f, err := t16.Float32s()
-	if err != nil {
-		return nil, err
-	}
-	return graph.NewFloat32Tensor(t16.Name, t16.Dims, f)
 }
