@@ -148,13 +148,17 @@ func (b *builder) fp16Ranges(m *graph.Model) (map[string]calibrate.Range, error)
 		return nil, err
 	}
 	defer src.Close()
-	stats, err := calibrate.Collect(m, src, names, calibrate.Options{})
+	// Values the float model itself makes infinite (a log of 0) are not
+	// float16's concern: they are left out, not an error.
+	stats, err := calibrate.Collect(m, src, names, calibrate.Options{SkipNonFinite: true})
 	if err != nil {
 		return nil, fmt.Errorf("measuring float16 ranges on %s: %w", spec, err)
 	}
-	ranges, err := stats.Ranges(calibrate.MinMax, calibrate.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("measuring float16 ranges on %s: %w", spec, err)
+	ranges := map[string]calibrate.Range{}
+	for _, n := range names {
+		if s, ok := stats.Summary(n); ok && s.Count > 0 {
+			ranges[n] = calibrate.Range{Min: s.Min, Max: s.Max}
+		}
 	}
 	b.res.TensorRT.FP16Ranges = spec
 	return ranges, nil
