@@ -321,3 +321,33 @@ func closeTensors(t *testing.T, want, got *graph.Tensor) {
 		}
 	}
 }
+
+// TestToFloat16EverySubgraphModel converts every backend test model that
+// holds a subgraph (22 in ONNX 1.12's data: If, Loop, Scan, sequence
+// maps and the expanded functions built on them): each converts and
+// verifies.
+func TestToFloat16EverySubgraphModel(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join(testenv.Data(t, "onnx-testdata"), "*", "*", "model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range paths {
+		m, err := graph.LoadFile(p)
+		if err != nil {
+			continue // the loader's own tests cover these
+		}
+		nested := false
+		m.Graph.Walk(func(g *graph.Graph) { nested = nested || g != m.Graph })
+		if nested {
+			n++
+			if _, err := ToFloat16(m, FP16Options{}); err != nil {
+				t.Errorf("%s: %v", p, err)
+			}
+		}
+		m.Close()
+	}
+	if n < 20 {
+		t.Errorf("only %d models with subgraphs found", n)
+	}
+}
