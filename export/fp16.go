@@ -43,11 +43,14 @@ type FP16Options struct {
 // significant bits anywhere in its normal range).
 const FP16SafeMax = float16Max / 4
 
-// FP16Tensors returns the values of m's main graph that FP16Options.Ranges
-// is read for: the float32 graph inputs and node outputs (by inferred
-// type; constants aside), in graph order. Values inside If/Loop/Scan
-// bodies are not listed: calibrate exposes main-graph values only, and
-// body nodes follow the op rules.
+// FP16Tensors returns the values of m that FP16Options.Ranges is read
+// for: the float32 graph inputs and the float32 node outputs of the main
+// graph and of every If/Loop/Scan body (by inferred type; constants
+// aside), in graph order, main graph first. calibrate.Collect measures a
+// body's values over every iteration; a branch never taken has no values,
+// and its nodes follow the op rules. Scalars (rank 0) are left out: the
+// ORT binding cannot return an exposed scalar, and a scalar is a count or
+// a bound far more often than a signal.
 func FP16Tensors(m *graph.Model) ([]string, error) {
 	if m == nil || m.Graph == nil {
 		return nil, fmt.Errorf("float16: the model has no graph")
@@ -63,21 +66,23 @@ func FP16Tensors(m *graph.Model) ([]string, error) {
 			return
 		}
 		seen[v] = true
-		if t := inferred.Types[v]; t != nil && t.Kind == graph.KindTensor && t.Elem == graph.Float {
+		if t := inferred.Types[v]; t != nil && t.Kind == graph.KindTensor && t.Elem == graph.Float && (t.Shape == nil || len(t.Shape) > 0) {
 			out = append(out, v.Name)
 		}
 	}
 	for _, v := range m.Graph.Inputs {
 		add(v)
 	}
-	for _, n := range m.Graph.Nodes {
-		if n.OpType == "Constant" {
-			continue
+	m.Graph.Walk(func(g *graph.Graph) {
+		for _, n := range g.Nodes {
+			if n.OpType == "Constant" {
+				continue
+			}
+			for _, v := range n.Outputs() {
+				add(v)
+			}
 		}
-		for _, v := range n.Outputs() {
-			add(v)
-		}
-	}
+	})
 	return out, nil
 }
 
@@ -207,8 +212,8 @@ func ToFloat16(m *graph.Model, opts FP16Options) (*FP16Report, error) {
 	return c.rep, nil
 }
 
-// noteRanges counts the values of g (and its bodies) that have a range
-// and lists, in graph order, those out of float16's safe range.
+// noteRanges counts the values of g and its bodies that have a range and
+// lists, in graph order, those out of float16's safe range.
 func (c *fp16Converter) noteRanges(g *graph.Graph) {
 	if len(c.ranges) == 0 {
 		return
@@ -231,11 +236,13 @@ func (c *fp16Converter) noteRanges(g *graph.Graph) {
 	for _, v := range g.Inputs {
 		note(v)
 	}
-	for _, n := range g.Nodes {
-		for _, v := range n.Outputs() {
-			note(v)
+	g.Walk(func(s *graph.Graph) {
+		for _, n := range s.Nodes {
+			for _, v := range n.Outputs() {
+				note(v)
+			}
 		}
-	}
+	})
 }
 
 // magnitude is the largest |x| of a range.

@@ -57,16 +57,16 @@ func runModel(t *testing.T, model []byte, opts ort.Options, xs ...*graph.Tensor)
 	return y
 }
 
-// tensorSource yields the given batches of a one-input model.
-type tensorSource struct{ ts []*graph.Tensor }
+// tensorSource yields the given batches, each the model's input tensors.
+type tensorSource struct{ batches [][]*graph.Tensor }
 
 func (s *tensorSource) Next() (*data.Batch, error) {
-	if len(s.ts) == 0 {
+	if len(s.batches) == 0 {
 		return nil, io.EOF
 	}
-	t := s.ts[0]
-	s.ts = s.ts[1:]
-	return &data.Batch{Tensors: []*graph.Tensor{t}, Samples: 1}, nil
+	b := &data.Batch{Tensors: s.batches[0], Samples: 1}
+	s.batches = s.batches[1:]
+	return b, nil
 }
 
 func (s *tensorSource) Close() error { return nil }
@@ -79,7 +79,11 @@ func measuredRanges(t *testing.T, m *graph.Model, clips ...*graph.Tensor) map[st
 	if err != nil {
 		t.Fatal(err)
 	}
-	stats, err := calibrate.Collect(m, &tensorSource{clips}, names, calibrate.Options{})
+	var batches [][]*graph.Tensor
+	for _, c := range clips {
+		batches = append(batches, []*graph.Tensor{c})
+	}
+	stats, err := calibrate.Collect(m, &tensorSource{batches}, names, calibrate.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,8 +196,8 @@ func TestFP16Tensors(t *testing.T) {
 }
 
 // TestToFloat16Subgraphs converts backend test models holding If, Loop
-// and Scan bodies and runs each against its original in ORT on its
-// recorded inputs: the variant loads, runs, and agrees (every output
+// and Scan bodies, with ranges measured on their recorded inputs (body
+// values included), and runs each against its original in ORT there: the variant loads, runs, and agrees (every output
 // within 1e-2 relative or 1e-3 absolute, float16's rounding), and so does
 // its float16 emulation (EmulateFloat16 rounds inside bodies too).
 func TestToFloat16Subgraphs(t *testing.T) {
@@ -217,12 +221,26 @@ func TestToFloat16Subgraphs(t *testing.T) {
 				xs = append(xs, x)
 			}
 			want := runModel(t, marshal(t, m), ort.DefaultOptions(), xs...)
-			rep, err := ToFloat16(m, FP16Options{})
+			names, err := FP16Tensors(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stats, err := calibrate.Collect(m, &tensorSource{[][]*graph.Tensor{xs}}, names, calibrate.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ranges := map[string]calibrate.Range{}
+			for _, n := range names {
+				if s, ok := stats.Summary(n); ok && s.Count > 0 {
+					ranges[n] = calibrate.Range{Min: s.Min, Max: s.Max}
+				}
+			}
+			rep, err := ToFloat16(m, FP16Options{Ranges: ranges})
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := runModel(t, marshal(t, m), ort.DefaultOptions(), xs...)
-			t.Logf("%d bodies, %d nodes float16, %d kept, %d casts, %d constants float16", rep.Subgraphs, rep.Converted, len(rep.Kept), rep.Casts, rep.ConstantsConverted)
+			t.Logf("%d bodies, %d nodes float16, %d kept, %d casts, %d constants float16, %d of %d values measured", rep.Subgraphs, rep.Converted, len(rep.Kept), rep.Casts, rep.ConstantsConverted, rep.Ranged, len(names))
 			if rep.Subgraphs == 0 {
 				t.Errorf("no bodies seen: %+v", rep)
 			}
