@@ -86,6 +86,10 @@ type Artifact struct {
 	// Check is the artifact against the input model on the evaluation
 	// data (models ORT can run).
 	Check *Check `json:"check,omitempty"`
+	// CheckCalibration is a float16 artifact against the input model on
+	// the calibration data, when the eval data is other data: float16
+	// overflows on the deployment's range, which eval data may not reach.
+	CheckCalibration *Check `json:"check_calibration,omitempty"`
 	// Timing is its latency in ORT (models optc times).
 	Timing *Timing `json:"timing,omitempty"`
 }

@@ -21,6 +21,7 @@ import (
 	"optc/graph"
 	"optc/internal/ortenv"
 	"optc/internal/testenv"
+	"optc/internal/testgraph"
 	"optc/lint"
 	"optc/placement"
 )
@@ -459,4 +460,72 @@ func TestBuildChecksOnHeldOutCalibrationSamples(t *testing.T) {
 	if res.EvalHeldOut || len(res.Notes) == 0 || !strings.Contains(res.Notes[0], "not held out") {
 		t.Fatalf("held out %v, notes %v", res.EvalHeldOut, res.Notes)
 	}
+}
+
+// TestBuildFP16MeasuredRanges is issue 17's audio front-end built for
+// TensorRT without INT8: calibration clips in ±3000 (the deployment's
+// range), eval clips in ±1. The float16 variant keeps float32 what the
+// calibration clips take beyond 65504/4, the build says which, and the
+// variant is checked, float16 emulated, on both: finite and close.
+func TestBuildFP16MeasuredRanges(t *testing.T) {
+	ortenv.Require(t)
+	dir := t.TempDir()
+	model := filepath.Join(dir, "audio.onnx")
+	if err := graph.Save(testgraph.Audio(t).Model, model, graph.SaveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	calib, eval := filepath.Join(dir, "calib.npy"), filepath.Join(dir, "eval.npy")
+	for _, f := range []struct {
+		path      string
+		seed      uint64
+		amplitude float64
+	}{{calib, 1, 3000}, {eval, 2, 1}} {
+		if err := data.WriteNpy(f.path, testgraph.AudioClips(t, f.seed, 4, f.amplitude)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := config.Default()
+	c.Model, c.Output = model, filepath.Join(dir, "out")
+	c.Calibration.Data, c.Eval.Data = calib, eval
+	c.Targets = []string{"tensorrt"}
+	c.Latency.Duration = config.Duration{Duration: 20 * time.Millisecond}
+	c.Latency.Batches = []int{1} // the model's batch is static
+	res := run(t, c)
+	r := res.TensorRT
+	if r == nil || r.FP16 == nil || r.FP16Ranges != calib {
+		t.Fatalf("tensorrt result %+v", r)
+	}
+	var out []string
+	for _, v := range r.FP16.OutOfRange {
+		out = append(out, v.Value)
+	}
+	if strings.Join(out, " ") != "power_out floor_out energy_out" || r.FP16.KeptForRange != 2 {
+		t.Errorf("out of range %v, %d nodes kept for it; want power_out floor_out energy_out, 2 (floor, magnitude)", out, r.FP16.KeptForRange)
+	}
+	note := ""
+	for _, n := range res.Notes {
+		if strings.HasPrefix(n, "tensorrt fp16: 3 tensor(s) stay float32") {
+			note = n
+		}
+	}
+	if note == "" {
+		t.Errorf("no note on the tensors kept float32: %q", res.Notes)
+	}
+	t.Log(note)
+	for _, a := range res.Artifacts {
+		if a.Path != "tensorrt/model.fp16.onnx" {
+			continue
+		}
+		if a.Check == nil || a.CheckCalibration == nil || !a.CheckCalibration.Float16Emulated {
+			t.Fatalf("fp16 checks %+v %+v", a.Check, a.CheckCalibration)
+		}
+		for _, ch := range []*Check{a.Check, a.CheckCalibration} {
+			t.Logf("%d samples: min cosine %.7f, max abs error %.3g, %d not finite", ch.Samples, float64(ch.MinCosine), float64(ch.Outputs[0].MaxAbs), ch.NonFinite)
+			if ch.NonFinite > 0 || !(ch.MinCosine > 0.999) {
+				t.Errorf("fp16 artifact: cosine %.7f, %d not finite", float64(ch.MinCosine), ch.NonFinite)
+			}
+		}
+		return
+	}
+	t.Fatal("no tensorrt/model.fp16.onnx")
 }

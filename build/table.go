@@ -85,6 +85,10 @@ func WriteTable(w io.Writer, r *Result) error {
 			fmt.Fprintf(w, "NaN/Inf: %s is NaN or infinite where the input model is finite, so its figures are over the finite pairs only; do not deploy it: %s\n",
 				a.Path, a.Check.nonFiniteText())
 		}
+		if c := a.CheckCalibration; c != nil && c.NonFinite > 0 {
+			fmt.Fprintf(w, "NaN/Inf: %s is NaN or infinite on the calibration data where the input model is finite; do not deploy it: %s\n",
+				a.Path, c.nonFiniteText())
+		}
 	}
 	for _, a := range r.Artifacts {
 		if a.Check == nil {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"optc/calibrate"
 	"optc/data"
@@ -22,6 +23,9 @@ import (
 // TensorRTResult is what the TensorRT target made and found.
 type TensorRTResult struct {
 	FP16 *export.FP16Report `json:"fp16"`
+	// FP16Ranges names the data the float16 variant's value ranges were
+	// measured on; "" when there was none and the op rules alone decided.
+	FP16Ranges string `json:"fp16_ranges_from,omitempty"`
 	// Lint is `optc lint --target tensorrt` on the Q/DQ model (errors
 	// fail the build; warnings are reported).
 	Lint []lint.Finding `json:"lint,omitempty"`
@@ -43,9 +47,18 @@ func (b *builder) exportTensorRT() error {
 		return err
 	}
 	defer m.Close()
-	if r.FP16, err = export.ToFloat16(m, export.FP16Options{}); err != nil {
+	ranges, err := b.fp16Ranges(m)
+	if err != nil {
+		// The ranges refine the op rules; failing to measure them must
+		// not take the target down. The emulated check on the
+		// calibration data (verify) still shows an overflow.
+		b.note(fmt.Sprintf("tensorrt fp16: value ranges could not be measured, so float16 follows the op rules alone: %v", err))
+		ranges = nil
+	}
+	if r.FP16, err = export.ToFloat16(m, export.FP16Options{Ranges: ranges}); err != nil {
 		return fmt.Errorf("fp16 variant: %w", err)
 	}
+	b.noteFP16()
 	fp16, err := b.dir.path("tensorrt/model.fp16.onnx")
 	if err != nil {
 		return err
@@ -98,6 +111,82 @@ func (b *builder) exportTensorRT() error {
 		return err
 	}
 	return b.buildEngine("build_engine.sh")
+}
+
+// fp16Data is what the float16 variant's ranges are measured on and what
+// it is checked on besides the eval data: the calibration data (the
+// samples calibration draws: the deployment's range), else the eval
+// data; "" when there is neither.
+func (b *builder) fp16Data() (string, data.Options) {
+	c := b.c
+	switch {
+	case c.Calibration.Data != "":
+		o := b.dataOptions(c.Calibration.Data, c.Calibration.Batch, c.Calibration.Samples)
+		o.Shuffle = c.Calibration.Samples > 0
+		return c.Calibration.Data, o
+	case c.Eval.Data != "":
+		return c.Eval.Data, b.dataOptions(c.Eval.Data, c.Eval.Batch, c.Eval.Samples)
+	}
+	return "", data.Options{}
+}
+
+// fp16Ranges measures the min and max of every float32 value of the
+// float model (export.FP16Tensors) on fp16Data, for ToFloat16 to keep
+// what float16 cannot hold in float32. The INT8 calibration cannot serve:
+// it holds clipped ranges (percentile, entropy, mse) of the tensors
+// quantization needs, of the model ptq rewrote. Without data it returns
+// nil and says so: the op rules decide alone.
+func (b *builder) fp16Ranges(m *graph.Model) (map[string]calibrate.Range, error) {
+	spec, opts := b.fp16Data()
+	if spec == "" {
+		b.note("tensorrt fp16: no calibration or eval data to measure value ranges on, so float16 follows the op rules alone and overflow is not checked (give calibration.data with the deployment's range)")
+		return nil, nil
+	}
+	b.progress("measure float16 ranges on %s", spec)
+	names, err := export.FP16Tensors(m)
+	if err != nil {
+		return nil, err
+	}
+	src, err := data.Open(spec, data.GraphInputs(m.Graph), opts)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	// Values the float model itself makes infinite (a log of 0) are not
+	// float16's concern: they are left out, not an error.
+	stats, err := calibrate.Collect(m, src, names, calibrate.Options{SkipNonFinite: true})
+	if err != nil {
+		return nil, fmt.Errorf("measuring float16 ranges on %s: %w", spec, err)
+	}
+	ranges := map[string]calibrate.Range{}
+	for _, n := range names {
+		if s, ok := stats.Summary(n); ok && s.Count > 0 {
+			ranges[n] = calibrate.Range{Min: s.Min, Max: s.Max}
+		}
+	}
+	b.res.TensorRT.FP16Ranges = spec
+	return ranges, nil
+}
+
+// noteFP16 is the build output's line on the values the float16 variant
+// keeps float32 for their measured range (report.json has each node and
+// reason under tensorrt.fp16).
+func (b *builder) noteFP16() {
+	r := b.res.TensorRT
+	out := r.FP16.OutOfRange
+	if len(out) == 0 {
+		return
+	}
+	var names []string
+	for i, v := range out {
+		if i == 4 {
+			names = append(names, fmt.Sprintf("and %d more", len(out)-i))
+			break
+		}
+		names = append(names, fmt.Sprintf("%s (|x| up to %.3g)", v.Value, math.Max(math.Abs(v.Min), math.Abs(v.Max))))
+	}
+	b.note(fmt.Sprintf("tensorrt fp16: %d tensor(s) stay float32, measured beyond ±%g (float16's 65504/4) on %s: %s; %d node(s) beyond those the op rules keep run float32 for them (report.json: tensorrt.fp16)",
+		len(out), float64(export.FP16SafeMax), r.FP16Ranges, strings.Join(names, ", "), r.FP16.KeptForRange))
 }
 
 // writeTRTCache converts optc's calibration ranges into TensorRT's legacy

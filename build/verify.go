@@ -9,7 +9,10 @@ import (
 	"optc/bench"
 	"optc/compare"
 	"optc/data"
+	"optc/export"
+	"optc/graph"
 	"optc/internal/jsonfloat"
+	"optc/ort"
 )
 
 // Check is an artifact against the input model on the evaluation data.
@@ -26,6 +29,10 @@ type Check struct {
 	// artifact is flagged in every table and never deployed.
 	NonFinite int64         `json:"nonfinite_where_input_finite"`
 	Outputs   []OutputCheck `json:"outputs"`
+	// Float16Emulated says a float16 artifact was run as its emulation
+	// (export.EmulateFloat16 at level disable): ORT's CPU provider runs
+	// float16 nodes in float32 and would hide float16's overflow.
+	Float16Emulated bool `json:"float16_emulated,omitempty"`
 }
 
 // OutputCheck is one output's agreement with the input model. The
@@ -79,20 +86,75 @@ func (b *builder) verify() error {
 			path, runPath = b.dir.tmpPath(a.From), b.dir.tmpPath(a.Path)
 		}
 		b.progress("verify %s", a.Path)
-		r, err := compare.Models(compare.Options{
-			ModelA: b.c.Model, ModelB: path, BRun: runPath, Data: spec, DataOpts: dopts, Labels: b.c.Eval.Labels,
-			Atol: map[string]float64{"": math.Inf(1)}, Session: b.session(), ORTLib: b.c.Runtime.ORTLib,
-		})
-		if err != nil {
-			return fmt.Errorf("%s: %w", a.Path, err)
+		if a.Precision == "fp16" && a.Kind == "model" {
+			if err := b.verifyFP16(a, path); err != nil {
+				return fmt.Errorf("%s: %w", a.Path, err)
+			}
+		} else {
+			r, err := compare.Models(compare.Options{
+				ModelA: b.c.Model, ModelB: path, BRun: runPath, Data: spec, DataOpts: dopts, Labels: b.c.Eval.Labels,
+				Atol: map[string]float64{"": math.Inf(1)}, Session: b.session(), ORTLib: b.c.Runtime.ORTLib,
+			})
+			if err != nil {
+				return fmt.Errorf("%s: %w", a.Path, err)
+			}
+			a.Check = checkOf(r)
 		}
-		a.Check = checkOf(r)
-		if n := &b.res.Caveats.CheckSamples; *n == 0 || r.Samples < *n {
-			*n = r.Samples
+		if n := &b.res.Caveats.CheckSamples; *n == 0 || a.Check.Samples < *n {
+			*n = a.Check.Samples
 		}
+		var err error
 		if a.Timing, err = b.timing(path, runPath); err != nil {
 			return fmt.Errorf("%s: %w", a.Path, err)
 		}
+	}
+	return nil
+}
+
+// verifyFP16 checks a float16 artifact as its float16 emulation (see
+// Check.Float16Emulated) on the eval data and, when that is not the
+// calibration data, on the calibration data too: the data with the
+// deployment's range, where float16 overflows if it does.
+func (b *builder) verifyFP16(a *Artifact, path string) error {
+	m, err := graph.LoadFile(path)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if err := export.EmulateFloat16(m); err != nil {
+		return err
+	}
+	emulated, err := graph.MarshalReferencing(m)
+	if err != nil {
+		return err
+	}
+	session := b.session()
+	session.Level = ort.LevelDisable // keeps the rounding Casts
+	check := func(spec string, dopts data.Options, labels string) (*Check, error) {
+		r, err := compare.Models(compare.Options{
+			ModelA: b.c.Model, ModelB: a.Path + " (float16 emulated)", BInMemory: emulated, Data: spec, DataOpts: dopts, Labels: labels,
+			Atol: map[string]float64{"": math.Inf(1)}, Session: session, ORTLib: b.c.Runtime.ORTLib,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("on %s: %w", spec, err)
+		}
+		c := checkOf(r)
+		c.Float16Emulated = true
+		return c, nil
+	}
+	if a.Check, err = check(b.eval.spec, b.eval.opts, b.c.Eval.Labels); err != nil {
+		return err
+	}
+	if b.c.Calibration.Data == "" || !b.res.EvalHeldOut {
+		return nil // the eval data is the calibration data, or there is none
+	}
+	spec, dopts := b.fp16Data()
+	b.progress("verify %s on the calibration data", a.Path)
+	if a.CheckCalibration, err = check(spec, dopts, ""); err != nil {
+		return err
+	}
+	if cal, ev := float64(a.CheckCalibration.MinCosine), float64(a.Check.MinCosine); cal < ev {
+		b.note(fmt.Sprintf("%s: cosine to the input model %.6f on the calibration data (%s), %.6f on the eval data", a.Path, cal, spec, ev))
 	}
 	return nil
 }

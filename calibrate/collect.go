@@ -24,8 +24,9 @@ import (
 //
 // Only the per-tensor statistics are kept between batches, so memory does
 // not grow with the number of samples. A NaN or infinity in a tensor is an
-// error naming it and the batch; no batches at all is the error
-// "calibration data is empty".
+// error naming it and the batch (left out and counted instead with
+// opts.SkipNonFinite); no batches at all is the error "calibration data is
+// empty".
 func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*Stats, error) {
 	if len(tensors) == 0 {
 		return nil, fmt.Errorf("no tensors to calibrate")

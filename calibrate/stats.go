@@ -74,6 +74,11 @@ type Options struct {
 	// Progress, when set, is called after each batch with the number of
 	// samples seen so far.
 	Progress func(samples int64)
+	// SkipNonFinite makes NaN and infinities be left out of the
+	// statistics (and counted: Stats.NonFinite) instead of an error: for
+	// measuring where values are, as the float16 variant does, where a
+	// float32 model's own -Inf (a log of 0) is no concern.
+	SkipNonFinite bool
 }
 
 func (o Options) check() error {
@@ -115,7 +120,12 @@ type Stats struct {
 	// samples, in order). It does not depend on the batch size.
 	DataDigest string
 
+	// NonFinite counts the NaN and infinite elements left out under
+	// Options.SkipNonFinite.
+	NonFinite int64
+
 	movingAverage float64
+	skip          bool
 	names         []string
 	t             map[string]*tensorStats
 }
@@ -126,7 +136,7 @@ func NewStats(tensors []string, opts Options) (*Stats, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
-	s := &Stats{movingAverage: opts.MovingAverage, t: map[string]*tensorStats{}}
+	s := &Stats{movingAverage: opts.MovingAverage, skip: opts.SkipNonFinite, t: map[string]*tensorStats{}}
 	for _, n := range tensors {
 		if _, ok := s.t[n]; ok {
 			continue
@@ -167,21 +177,38 @@ func (s *Stats) observe(name string, n int, at func(int) float32) error {
 		return nil
 	}
 	bmin, bmax := math.Inf(1), math.Inf(-1)
+	skipped := 0
 	for i := range n {
 		f := float64(at(i))
 		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return fmt.Errorf("tensor %q, batch %d: element %d is %v", name, ts.batches, i, f)
+			if !s.skip {
+				return fmt.Errorf("tensor %q, batch %d: element %d is %v", name, ts.batches, i, f)
+			}
+			skipped++
+			continue
 		}
 		bmin = min(bmin, f)
 		bmax = max(bmax, f)
 	}
+	s.NonFinite += int64(skipped)
+	if skipped == n {
+		return nil
+	}
+	n -= skipped
 	ts.hist.grow(max(-bmin, bmax))
 	h := &ts.hist
-	if h.upper == 0 {
+	switch {
+	case h.upper == 0:
 		h.counts[0] += uint64(n)
-	} else {
+	case skipped == 0:
 		for i := range n {
 			h.counts[h.bin(math.Abs(float64(at(i))))]++
+		}
+	default:
+		for i := range n + skipped {
+			if a := math.Abs(float64(at(i))); !math.IsNaN(a) && !math.IsInf(a, 0) {
+				h.counts[h.bin(a)]++
+			}
 		}
 	}
 	if ts.batches == 0 {

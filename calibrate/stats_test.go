@@ -254,6 +254,29 @@ func TestNonFinite(t *testing.T) {
 	}
 }
 
+// TestSkipNonFinite: with SkipNonFinite, NaN and infinities are left out
+// of min, max, count and histogram, and counted.
+func TestSkipNonFinite(t *testing.T) {
+	s, err := NewStats([]string{"log_out"}, Options{SkipNonFinite: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := float32(math.Inf(-1))
+	for _, batch := range [][]float32{{inf, inf}, {-3, inf, 5, float32(math.NaN())}, {1}} {
+		if err := s.Observe("log_out", batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum, _ := s.Summary("log_out")
+	if sum.Min != -3 || sum.Max != 5 || sum.Count != 3 || s.NonFinite != 4 {
+		t.Errorf("summary %+v, %d non-finite; want [-3, 5], 3 values, 4 non-finite", sum, s.NonFinite)
+	}
+	rs, err := s.Ranges(Percentile, Options{Percentile: 100})
+	if err != nil || rs["log_out"].Max != 5 {
+		t.Errorf("ranges %v, %v", rs, err)
+	}
+}
+
 func TestEmpty(t *testing.T) {
 	s, err := NewStats([]string{"a", "b"}, Options{})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"optc/calibrate"
 	"optc/graph"
 	"optc/kernels"
 	"optc/shapes"
@@ -21,6 +22,68 @@ type FP16Options struct {
 	// admits float16. nil means DefaultFP16Block(); an empty list blocks
 	// nothing.
 	Block []string
+	// Ranges are the observed min and max of float32 values by name,
+	// measured on data with the deployment's range (calibrate.MinMax over
+	// the values FP16Tensors lists). A value whose magnitude exceeds
+	// FP16SafeMax stays float32, and so does every node that reads or
+	// writes it: out-of-range values never pass through float16, up to
+	// the consumers that bring them back into range (or the graph
+	// outputs). Values without a range (nil: all) fall back to the op
+	// rules alone.
+	Ranges map[string]calibrate.Range
+}
+
+// FP16SafeMax is the largest observed magnitude ToFloat16 lets into
+// float16: float16's 65504 over 4. Calibration data shows the range it
+// holds, not the largest input deployment will see, and the values that
+// overflow first grow faster than their inputs: a square (Pow 2, a
+// variance, a power spectrum) turns an input twice the calibrated
+// amplitude into an output 4 times the calibrated one. The margin of 4
+// (2 binades) covers that; precision does not shrink it (float16 keeps 11
+// significant bits anywhere in its normal range).
+const FP16SafeMax = float16Max / 4
+
+// FP16Tensors returns the values of m that FP16Options.Ranges is read
+// for: the float32 graph inputs and the float32 node outputs of the main
+// graph and of every If/Loop/Scan body (by inferred type; constants
+// aside), in graph order, main graph first. calibrate.Collect measures a
+// body's values over every iteration; a branch never taken has no values,
+// and its nodes follow the op rules. Scalars (rank 0) are left out: the
+// ORT binding cannot return an exposed scalar, and a scalar is a count or
+// a bound far more often than a signal.
+func FP16Tensors(m *graph.Model) ([]string, error) {
+	if m == nil || m.Graph == nil {
+		return nil, fmt.Errorf("float16: the model has no graph")
+	}
+	inferred, err := shapes.Infer(m)
+	if err != nil {
+		return nil, fmt.Errorf("float16: %w", err)
+	}
+	var out []string
+	seen := map[*graph.Value]bool{}
+	add := func(v *graph.Value) {
+		if v == nil || v.Name == "" || seen[v] || v.IsConstant() {
+			return
+		}
+		seen[v] = true
+		if t := inferred.Types[v]; t != nil && t.Kind == graph.KindTensor && t.Elem == graph.Float && (t.Shape == nil || len(t.Shape) > 0) {
+			out = append(out, v.Name)
+		}
+	}
+	for _, v := range m.Graph.Inputs {
+		add(v)
+	}
+	m.Graph.Walk(func(g *graph.Graph) {
+		for _, n := range g.Nodes {
+			if n.OpType == "Constant" {
+				continue
+			}
+			for _, v := range n.Outputs() {
+				add(v)
+			}
+		}
+	})
+	return out, nil
 }
 
 // FP16Report says what ToFloat16 did.
@@ -45,6 +108,26 @@ type FP16Report struct {
 	// float32 constants before and after.
 	ConstantBytesBefore int64 `json:"constant_bytes_before"`
 	ConstantBytesAfter  int64 `json:"constant_bytes_after"`
+	// Ranged counts the values a measured range was given for
+	// (FP16Options.Ranges); 0 means the op rules alone decided.
+	Ranged int `json:"values_with_range"`
+	// OutOfRange lists, in graph order, the values whose measured
+	// magnitude exceeds FP16SafeMax: they stay float32, and the nodes
+	// reading or writing them are in Kept with the reason.
+	OutOfRange []RangedValue `json:"out_of_range_float32,omitempty"`
+	// KeptForRange counts the nodes of Kept that stay float32 because
+	// they read or write an OutOfRange value.
+	KeptForRange int `json:"kept_for_range"`
+	// Subgraphs counts the If/Loop/Scan bodies whose nodes were
+	// converted.
+	Subgraphs int `json:"subgraphs_converted,omitempty"`
+}
+
+// RangedValue is a value kept float32 for its measured range.
+type RangedValue struct {
+	Value string  `json:"value"`
+	Min   float64 `json:"min"`
+	Max   float64 `json:"max"`
 }
 
 // KeptNode is a node that stays float32, and why.
@@ -62,13 +145,21 @@ const float16Max = 65504
 // are stored as float16 and float32 activations are computed in float16,
 // except where that overflows or loses meaning: blocked ops (see
 // DefaultFP16Block and the options), ops whose schema does not admit
-// float16 at the model's opset, and nodes reading a constant beyond
-// ±65504 stay float32 (docs/tensorrt.md has the rules). Graph inputs and
-// outputs keep their names and stay float32: Casts convert at the
-// borders, one per value and direction, named after the value with a
-// _fp16 or _fp32 suffix. Declared types follow. Models with subgraphs
-// (If, Loop, Scan) are refused, as are bad patterns, before anything
-// changes: the bodies read outer values whose type would change.
+// float16 at the model's opset, nodes reading a constant beyond ±65504,
+// and, given measured ranges (FP16Options.Ranges), nodes reading or
+// writing a value whose magnitude exceeds FP16SafeMax stay float32
+// (docs/tensorrt.md has the rules). Graph inputs and outputs keep their
+// names and stay float32: Casts convert at the borders, one per value,
+// direction and graph, named after the value with a _fp16 or _fp32
+// suffix. Declared types follow.
+//
+// The nodes inside If/Loop/Scan bodies are converted by the same rules.
+// The node holding a body keeps a float32 interface: its float inputs and
+// outputs, and its bodies' inputs and outputs, stay float32, with Casts
+// inside the body where a converted body node reads a body input or
+// writes a body output; a body node reading an outer value reads it as
+// the outer graph now types it, through a Cast in the body where it wants
+// the other type. A bad pattern is refused before anything changes.
 func ToFloat16(m *graph.Model, opts FP16Options) (*FP16Report, error) {
 	if m == nil || m.Graph == nil {
 		return nil, fmt.Errorf("float16: the model has no graph")
@@ -78,44 +169,84 @@ func ToFloat16(m *graph.Model, opts FP16Options) (*FP16Report, error) {
 		return nil, err
 	}
 	g := m.Graph
-	for _, n := range g.Nodes {
-		if len(n.Subgraphs()) > 0 {
-			return nil, fmt.Errorf("float16: node %s holds subgraphs; converting If/Loop/Scan bodies is not supported", n)
-		}
-	}
 	inferred, err := shapes.Infer(m)
 	if err != nil {
 		return nil, fmt.Errorf("float16: %w", err)
 	}
+	var graphs []*graph.Graph
+	g.Walk(func(s *graph.Graph) { graphs = append(graphs, s) })
 	c := &fp16Converter{
-		g:     g,
-		opset: m.OpsetVersion(""),
-		types: inferred.Types,
-		keep:  keep,
-		pats:  opts.KeepFloat32,
-		block: blockReasons(opts.Block),
-		state: map[*graph.Node]nodeState{},
-		home:  map[*graph.Value]graph.DataType{},
-		twins: map[twinKey]*graph.Value{},
-		rep:   &FP16Report{},
+		opset:  m.OpsetVersion(""),
+		types:  inferred.Types,
+		keep:   keep,
+		pats:   opts.KeepFloat32,
+		block:  blockReasons(opts.Block),
+		ranges: opts.Ranges,
+		state:  map[*graph.Node]nodeState{},
+		home:   map[*graph.Value]graph.DataType{},
+		twins:  map[twinKey]*graph.Value{},
+		rep:    &FP16Report{Subgraphs: len(graphs) - 1},
 	}
-	for _, n := range g.Nodes {
-		c.decide(n)
+	c.noteRanges(g)
+	for _, s := range graphs {
+		for _, n := range s.Nodes {
+			c.decide(n)
+		}
 	}
-	if err := c.convertConstants(); err != nil {
+	if err := c.convertConstants(graphs); err != nil {
 		return nil, err
 	}
-	if err := c.convertOutputs(); err != nil {
-		return nil, err
+	for _, s := range graphs {
+		if err := c.convertOutputs(s); err != nil {
+			return nil, err
+		}
 	}
-	if err := c.insertCasts(); err != nil {
-		return nil, err
+	for _, s := range graphs {
+		if err := c.insertCasts(s); err != nil {
+			return nil, err
+		}
 	}
 	if err := m.Verify(); err != nil {
 		return nil, fmt.Errorf("float16: the converted model is invalid: %w", err)
 	}
 	return c.rep, nil
 }
+
+// noteRanges counts the values of g and its bodies that have a range and
+// lists, in graph order, those out of float16's safe range.
+func (c *fp16Converter) noteRanges(g *graph.Graph) {
+	if len(c.ranges) == 0 {
+		return
+	}
+	seen := map[*graph.Value]bool{}
+	note := func(v *graph.Value) {
+		if v == nil || seen[v] {
+			return
+		}
+		seen[v] = true
+		r, ok := c.ranges[v.Name]
+		if !ok {
+			return
+		}
+		c.rep.Ranged++
+		if magnitude(r) > FP16SafeMax {
+			c.rep.OutOfRange = append(c.rep.OutOfRange, RangedValue{Value: v.Name, Min: r.Min, Max: r.Max})
+		}
+	}
+	for _, v := range g.Inputs {
+		note(v)
+	}
+	g.Walk(func(s *graph.Graph) {
+		for _, n := range s.Nodes {
+			for _, v := range n.Outputs() {
+				note(v)
+			}
+		}
+	})
+}
+
+// magnitude is the largest |x| of a range.
+func magnitude(r calibrate.Range) float64 { return math.Max(math.Abs(r.Min), math.Abs(r.Max)) }
 
 // compileAnchored compiles each pattern to match a whole string.
 func compileAnchored(patterns []string) ([]*regexp.Regexp, error) {
@@ -156,20 +287,24 @@ const (
 	stateConstant                   // a Constant node, decided with the constants
 )
 
-// twinKey names the Cast of value v to type dt.
+// twinKey names the Cast of value v to type dt made in graph g; g is nil
+// for the float16 twin of a returned value, made next to its producer,
+// which every graph may read.
 type twinKey struct {
+	g  *graph.Graph
 	v  *graph.Value
 	dt graph.DataType
 }
 
 type fp16Converter struct {
-	g     *graph.Graph
 	opset int64
 	types map[*graph.Value]*graph.Type // inferred, before any change
 	keep  []*regexp.Regexp
 	pats  []string // keep's source patterns, for the report
 	block map[string]string
-	state map[*graph.Node]nodeState
+	// ranges are the measured ranges by value name (nil: none).
+	ranges map[string]calibrate.Range
+	state  map[*graph.Node]nodeState
 	// home is the element type each originally float32 value has after
 	// the conversion (Float16 or Float).
 	home  map[*graph.Value]graph.DataType
@@ -177,7 +312,7 @@ type fp16Converter struct {
 	rep   *FP16Report
 	// nodeNames are the node names in use, so that a Cast named after its
 	// output does not take the name of the node that produced it before.
-	nodeNames map[string]bool
+	nodeNames map[*graph.Graph]map[string]bool
 }
 
 // elem is v's element type as inferred before the conversion (Undefined
@@ -206,9 +341,17 @@ func (c *fp16Converter) decide(n *graph.Node) {
 	case fp16Neutral[n.OpType] && (n.Domain == "" || n.Domain == "ai.onnx"):
 		c.state[n] = stateNeutral
 		return
-	}
-	if why := c.keepReason(n); why != "" {
+	case len(n.Subgraphs()) > 0:
 		c.state[n] = stateKept
+		c.rep.Kept = append(c.rep.Kept, KeptNode{Node: n.Name, Op: n.OpType,
+			Reason: "holds subgraphs: its float inputs and outputs stay float32, its bodies' nodes are converted inside"})
+		return
+	}
+	if why, ranged := c.keepReason(n); why != "" {
+		c.state[n] = stateKept
+		if ranged {
+			c.rep.KeptForRange++
+		}
 		c.rep.Kept = append(c.rep.Kept, KeptNode{Node: n.Name, Op: n.OpType, Reason: why})
 		return
 	}
@@ -221,8 +364,19 @@ func (c *fp16Converter) decide(n *graph.Node) {
 	}
 }
 
-// keepReason says why n must stay float32, or "" when it may convert.
-func (c *fp16Converter) keepReason(n *graph.Node) string {
+// keepReason says why n must stay float32, or "" when it may convert;
+// ranged says the reason is a measured range.
+func (c *fp16Converter) keepReason(n *graph.Node) (why string, ranged bool) {
+	why = c.ruleReason(n)
+	if why != "" {
+		return why, false
+	}
+	why = c.rangeReason(n)
+	return why, why != ""
+}
+
+// ruleReason says which op rule keeps n float32, or "".
+func (c *fp16Converter) ruleReason(n *graph.Node) string {
 	if n.Domain != "" && n.Domain != "ai.onnx" {
 		return fmt.Sprintf("domain %q: optc has no float16 rules for it", n.Domain)
 	}
@@ -257,6 +411,29 @@ func (c *fp16Converter) keepReason(n *graph.Node) string {
 				return fmt.Sprintf("constant %q holds |x| = %g, beyond float16's %d", v.Name, x, float16Max)
 			}
 		}
+	}
+	return ""
+}
+
+// rangeReason says which measured value n reads or writes beyond
+// FP16SafeMax, or "".
+func (c *fp16Converter) rangeReason(n *graph.Node) string {
+	if len(c.ranges) == 0 {
+		return ""
+	}
+	for i, v := range slices.Concat(n.Inputs(), n.Outputs()) {
+		if v == nil || c.elem(v) != graph.Float {
+			continue
+		}
+		r, ok := c.ranges[v.Name]
+		if !ok || magnitude(r) <= FP16SafeMax {
+			continue
+		}
+		role := "reads"
+		if i >= len(n.Inputs()) {
+			role = "writes"
+		}
+		return fmt.Sprintf("%s %q, measured in [%.6g, %.6g], beyond float16's safe %g (65504/4)", role, v.Name, r.Min, r.Max, float64(FP16SafeMax))
 	}
 	return ""
 }
@@ -300,11 +477,14 @@ func (c *fp16Converter) want(n *graph.Node, i int) graph.DataType {
 // convertConstants stores as float16 every float32 constant that only
 // float16 inputs read (a Cast would undo nothing for the others: they
 // keep their float32 data).
-func (c *fp16Converter) convertConstants() error {
-	consts := slices.Clone(c.g.Initializers)
-	for _, n := range c.g.Nodes {
-		if c.state[n] == stateConstant {
-			consts = append(consts, n.Output(0))
+func (c *fp16Converter) convertConstants(graphs []*graph.Graph) error {
+	var consts []*graph.Value
+	for _, g := range graphs {
+		consts = append(consts, g.Initializers...)
+		for _, n := range g.Nodes {
+			if c.state[n] == stateConstant {
+				consts = append(consts, n.Output(0))
+			}
 		}
 	}
 	for _, v := range consts {
@@ -337,9 +517,10 @@ func (c *fp16Converter) convertConstants() error {
 }
 
 // onlyHalfReaders reports whether v is read, only by inputs that want
-// float16 or take any type, and is no graph output.
+// float16 or take any type (in its graph or the bodies inside it), and is
+// no output of any graph.
 func (c *fp16Converter) onlyHalfReaders(v *graph.Value) bool {
-	if c.g.IsOutput(v) {
+	if v.IsReturned() {
 		return false
 	}
 	half := false
@@ -399,11 +580,12 @@ func (c *fp16Converter) retype(v *graph.Value, dt graph.DataType) {
 	}
 }
 
-// convertOutputs gives the float16 outputs of converted nodes their type;
-// a graph output keeps its name and float32 type behind a Cast from a new
+// convertOutputs gives the float16 outputs of g's converted nodes their
+// type; a value some graph returns (g's outputs, or a body returning an
+// outer value) keeps its name and float32 type behind a Cast from a new
 // float16 value.
-func (c *fp16Converter) convertOutputs() error {
-	for _, n := range slices.Clone(c.g.Nodes) {
+func (c *fp16Converter) convertOutputs(g *graph.Graph) error {
+	for _, n := range slices.Clone(g.Nodes) {
 		if c.state[n] != stateConverted {
 			continue
 		}
@@ -411,57 +593,62 @@ func (c *fp16Converter) convertOutputs() error {
 			if v == nil || c.home[v] != graph.Float16 {
 				continue
 			}
-			if !c.g.IsOutput(v) {
+			if !v.IsReturned() {
 				c.retype(v, graph.Float16)
 				continue
 			}
-			half, err := c.newTwin(v, graph.Float16, v.Name+"_fp16")
+			half, err := c.newTwin(g, v, graph.Float16, v.Name+"_fp16")
 			if err != nil {
 				return err
 			}
 			if err := n.SetOutput(i, half); err != nil {
 				return fmt.Errorf("float16: node %s: %w", n, err)
 			}
-			next := c.nodeAfter(n)
-			if err := c.addCast(half, v, graph.Float, next); err != nil {
+			if err := c.addCast(g, half, v, graph.Float, nodeAfter(n)); err != nil {
 				return err
 			}
 			c.home[half], c.home[v] = graph.Float16, graph.Float
-			c.twins[twinKey{v, graph.Float16}] = half
-			c.twins[twinKey{half, graph.Float}] = v
+			c.twins[twinKey{nil, v, graph.Float16}] = half
+			c.twins[twinKey{nil, half, graph.Float}] = v
 		}
 	}
 	return nil
 }
 
-// nodeAfter returns the node following n in g, or nil when n is last.
-func (c *fp16Converter) nodeAfter(n *graph.Node) *graph.Node {
-	i := slices.Index(c.g.Nodes, n)
-	if i+1 < len(c.g.Nodes) {
-		return c.g.Nodes[i+1]
+// nodeAfter returns the node following n in its graph, or nil when n is
+// last.
+func nodeAfter(n *graph.Node) *graph.Node {
+	nodes := n.Graph().Nodes
+	i := slices.Index(nodes, n)
+	if i+1 < len(nodes) {
+		return nodes[i+1]
 	}
 	return nil
 }
 
-// insertCasts makes every node input read the type it wants, through
-// one Cast per value and type, placed before its first reader.
-func (c *fp16Converter) insertCasts() error {
-	for _, n := range slices.Clone(c.g.Nodes) {
+// insertCasts makes every input of g's nodes read the type it wants,
+// through one Cast per value and type in g, placed before its first
+// reader there (a body reading an outer value casts it inside the body).
+func (c *fp16Converter) insertCasts(g *graph.Graph) error {
+	for _, n := range slices.Clone(g.Nodes) {
 		for i, v := range n.Inputs() {
 			dt := c.want(n, i)
 			if dt == graph.Undefined || c.typeOf(v) == dt {
 				continue
 			}
-			tw, ok := c.twins[twinKey{v, dt}]
+			tw, ok := c.twins[twinKey{nil, v, dt}]
+			if !ok {
+				tw, ok = c.twins[twinKey{g, v, dt}]
+			}
 			if !ok {
 				var err error
-				if tw, err = c.newTwin(v, dt, v.Name+suffix(dt)); err != nil {
+				if tw, err = c.newTwin(g, v, dt, v.Name+suffix(dt)); err != nil {
 					return err
 				}
-				if err := c.addCast(v, tw, dt, n); err != nil {
+				if err := c.addCast(g, v, tw, dt, n); err != nil {
 					return err
 				}
-				c.twins[twinKey{v, dt}] = tw
+				c.twins[twinKey{g, v, dt}] = tw
 			}
 			n.SetInput(i, tw)
 		}
@@ -484,10 +671,10 @@ func suffix(dt graph.DataType) string {
 	return "_fp32"
 }
 
-// newTwin creates a value named after prefix holding v's tensor as dt,
-// declared with v's inferred shape.
-func (c *fp16Converter) newTwin(v *graph.Value, dt graph.DataType, prefix string) (*graph.Value, error) {
-	tw, err := c.g.NewValue(c.g.UniqueName(prefix))
+// newTwin creates a value of g named after prefix holding v's tensor as
+// dt, declared with v's inferred shape.
+func (c *fp16Converter) newTwin(g *graph.Graph, v *graph.Value, dt graph.DataType, prefix string) (*graph.Value, error) {
+	tw, err := g.NewValue(g.UniqueName(prefix))
 	if err != nil {
 		return nil, fmt.Errorf("float16: %w", err)
 	}
@@ -496,42 +683,48 @@ func (c *fp16Converter) newTwin(v *graph.Value, dt graph.DataType, prefix string
 		shape = slices.Clone(t.Shape)
 	}
 	tw.Type = graph.TensorType(dt, shape)
-	c.g.ValueInfo = append(c.g.ValueInfo, tw)
+	g.ValueInfo = append(g.ValueInfo, tw)
 	c.home[tw] = dt
 	return tw, nil
 }
 
-// freeNodeName is name, or name with a suffix when a node has it already,
-// and marks it used: ONNX Runtime refuses two nodes of one name.
-func (c *fp16Converter) freeNodeName(name string) string {
+// freeNodeName is name, or name with a suffix when a node of g has it
+// already, and marks it used: ONNX Runtime refuses two nodes of one name
+// in a graph.
+func (c *fp16Converter) freeNodeName(g *graph.Graph, name string) string {
 	if c.nodeNames == nil {
-		c.nodeNames = map[string]bool{}
-		for _, n := range c.g.Nodes {
-			c.nodeNames[n.Name] = true
+		c.nodeNames = map[*graph.Graph]map[string]bool{}
+	}
+	used := c.nodeNames[g]
+	if used == nil {
+		used = map[string]bool{}
+		for _, n := range g.Nodes {
+			used[n.Name] = true
 		}
+		c.nodeNames[g] = used
 	}
 	free := name
-	for i := 1; c.nodeNames[free]; i++ {
+	for i := 1; used[free]; i++ {
 		free = name + "_cast" + strconv.Itoa(i)
 	}
-	c.nodeNames[free] = true
+	used[free] = true
 	return free
 }
 
-// addCast inserts Cast(from) -> to before anchor (at the end when nil),
-// named after its output.
-func (c *fp16Converter) addCast(from, to *graph.Value, dt graph.DataType, anchor *graph.Node) error {
+// addCast inserts Cast(from) -> to into g before anchor (at the end when
+// nil), named after its output.
+func (c *fp16Converter) addCast(g *graph.Graph, from, to *graph.Value, dt graph.DataType, anchor *graph.Node) error {
 	var n *graph.Node
 	var err error
 	if anchor == nil {
-		n, err = c.g.AddNode("Cast", []*graph.Value{from}, []*graph.Value{to})
+		n, err = g.AddNode("Cast", []*graph.Value{from}, []*graph.Value{to})
 	} else {
-		n, err = c.g.InsertNodeBefore(anchor, "Cast", []*graph.Value{from}, []*graph.Value{to})
+		n, err = g.InsertNodeBefore(anchor, "Cast", []*graph.Value{from}, []*graph.Value{to})
 	}
 	if err != nil {
-		return fmt.Errorf("float16: cast of %q: %w", from.Name, err)
+		return fmt.Errorf("float16: graph %q: cast of %q: %w", g.Name, from.Name, err)
 	}
-	n.Name = c.freeNodeName(to.Name)
+	n.Name = c.freeNodeName(g, to.Name)
 	n.SetAttr(&graph.Attr{Name: "to", Type: graph.AttrInt, Int: int64(dt)})
 	c.rep.Casts++
 	return nil

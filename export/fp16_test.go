@@ -15,7 +15,6 @@ import (
 	"optc/internal/testenv"
 	"optc/internal/testgraph"
 	"optc/ort"
-	"optc/shapes"
 )
 
 // fp16Case is a real model and the labelled data its float16 variant is
@@ -315,137 +314,25 @@ func TestToFloat16Options(t *testing.T) {
 	}
 }
 
-// TestToFloat16Refusals: a bad pattern and a model with subgraphs are
-// errors that say what is wrong, and leave the model as it was.
+// TestToFloat16Refusals: a bad pattern is an error that names it, and
+// leaves the model as it was.
 func TestToFloat16Refusals(t *testing.T) {
 	b := qdqModel(t, 19)
+	before := marshal(t, b.Model)
 	if _, err := ToFloat16(b.Model, FP16Options{KeepFloat32: []string{"Conv("}}); err == nil || !strings.Contains(err.Error(), `"Conv("`) {
 		t.Errorf("bad pattern: got %v", err)
-	}
-
-	b = testgraph.New(t, "tiny", 17)
-	x := b.Input("x", 4)
-	cond := b.TypedValue("cond", graph.Bool)
-	b.Graph.Inputs = append(b.Graph.Inputs, cond)
-	y := b.TypedValue("y", graph.Float, 4)
-	ifn := b.NodeTo("choose", "If", y, cond)
-	for _, name := range []string{"then_branch", "else_branch"} {
-		sg := graph.NewGraph(name)
-		sg.Parent, sg.Owner = b.Graph, ifn
-		r, err := sg.NewValue(name + "_out")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := sg.AddNode("Relu", []*graph.Value{x}, []*graph.Value{r}); err != nil {
-			t.Fatal(err)
-		}
-		sg.Outputs = append(sg.Outputs, r)
-		ifn.SetAttr(&graph.Attr{Name: name, Type: graph.AttrGraph, Graph: sg})
-	}
-	b.Graph.Outputs = append(b.Graph.Outputs, y)
-	if err := b.Model.Verify(); err != nil {
-		t.Fatal(err)
-	}
-	before := marshal(t, b.Model)
-	_, err := ToFloat16(b.Model, FP16Options{})
-	if err == nil || !strings.Contains(err.Error(), `"choose" (If)`) || !strings.Contains(err.Error(), "subgraphs") {
-		t.Errorf("If model: got %v", err)
 	}
 	if !bytes.Equal(before, marshal(t, b.Model)) {
 		t.Error("a refused conversion changed the model")
 	}
 }
 
-// emulateHalf turns a float16 variant into a float32 model that rounds
-// like it: ORT's CPU provider runs float16 graphs by casting whole regions
-// up to float32, so a float16 activation is never rounded there. Here
-// every float16 constant holds its rounded values as float32, and every
-// float16 activation is rounded by a Cast to float16 and back, which the
-// converted nodes read in float32. What stays unmeasured is rounding
-// inside an operator (accumulation order and width).
+// emulateHalf is EmulateFloat16, failing t on an error.
 func emulateHalf(t *testing.T, m *graph.Model) {
 	t.Helper()
-	g := m.Graph
-	widen := func(v *graph.Value) {
-		if v.Type != nil {
-			v.Type = graph.TensorType(graph.Float, v.Type.Shape)
-		}
-	}
-	inferred, err := shapes.Infer(m)
-	if err != nil {
+	if err := EmulateFloat16(m); err != nil {
 		t.Fatal(err)
 	}
-	half := func(v *graph.Value) bool {
-		ty := inferred.Types[v]
-		return v != nil && ty != nil && ty.Elem == graph.Float16
-	}
-	c := &fp16Converter{g: g, rep: &FP16Report{}} // for its Cast helpers
-	cast := func(anchor *graph.Node, from, to *graph.Value, dt graph.DataType) {
-		if err := c.addCast(from, to, dt, anchor); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, n := range slices.Clone(g.Nodes) {
-		if n.OpType == "Constant" {
-			if t16 := n.Output(0).ConstantTensor(); t16 != nil && t16.DType == graph.Float16 {
-				n.SetAttr(&graph.Attr{Name: "value", Type: graph.AttrTensor, Tensor: widened(t, t16)})
-				widen(n.Output(0))
-			}
-			continue
-		}
-		for i, v := range n.Outputs() {
-			if !half(v) || n.OpType == "Cast" {
-				continue
-			}
-			raw, err := g.NewValue(g.UniqueName(v.Name + "_unrounded"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := n.SetOutput(i, raw); err != nil {
-				t.Fatal(err)
-			}
-			cast(c.nodeAfter(n), raw, v, graph.Float16)
-		}
-	}
-	for _, v := range g.Initializers {
-		if v.Const.DType == graph.Float16 {
-			v.Const = widened(t, v.Const)
-			widen(v)
-		}
-	}
-	for _, n := range slices.Clone(g.Nodes) {
-		if n.OpType == "Cast" {
-			continue
-		}
-		for i, v := range n.Inputs() {
-			if !half(v) || v.IsConstant() {
-				continue
-			}
-			up, err := g.NewValue(g.UniqueName(v.Name + "_rounded"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cast(n, v, up, graph.Float)
-			n.SetInput(i, up)
-		}
-	}
-	if err := m.Verify(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// widened is t16's values as float32.
-func widened(t *testing.T, t16 *graph.Tensor) *graph.Tensor {
-	t.Helper()
-	f, err := t16.Float32s()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := graph.NewFloat32Tensor(t16.Name, t16.Dims, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w
 }
 
 // TestToFloat16BorderNames: r = Relu(x) is a graph output and is read by
