@@ -190,3 +190,42 @@ func TestGuardHoldsOut(t *testing.T) {
 		t.Errorf("guard %+v", res.Guard)
 	}
 }
+
+// TestAutoMethodMNIST: auto chooses per tensor among several candidates
+// and its held-out accuracy matches or beats the best fixed method within
+// noise (0.25 points: 5 of the 2,004 digits).
+func TestAutoMethodMNIST(t *testing.T) {
+	ortenv.Require(t)
+	dir := testenv.Data(t, "mnist")
+	testenv.Data(t, "mnist/train_images.npy")
+	acc := map[string]float64{}
+	var auto guardJSON
+	for _, m := range []string{"auto", "minmax", "percentile", "entropy", "mse"} {
+		var res guardJSON
+		decode(t, run2json(t, "quantize", testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(t.TempDir(), m+".onnx"),
+			"--calib-data", filepath.Join(dir, "train_images.npy"), "--calib-samples", "512", "--method", m,
+			"--eval-data", filepath.Join(dir, "test_images.npy"), "--eval-labels", filepath.Join(dir, "test_labels.npy"),
+			"--allow-accuracy-loss", "--json"), &res)
+		acc[m] = res.Accuracy.Accuracy.B
+		if m == "auto" {
+			auto = res
+		}
+	}
+	t.Logf("INT8 accuracy by method: %v; auto chose %v", acc, auto.Calibration.Choices)
+	best := 0.0
+	for m, a := range acc {
+		if m != "auto" {
+			best = max(best, a)
+		}
+	}
+	if acc["auto"] < best-0.25 {
+		t.Errorf("auto %.2f%%, best fixed method %.2f%%", acc["auto"], best)
+	}
+	n := 0
+	for _, c := range auto.Calibration.Choices {
+		n += c
+	}
+	if len(auto.Calibration.Choices) < 2 || n != 9 {
+		t.Errorf("auto chose %v for MNIST's 9 tensors, want several candidates", auto.Calibration.Choices)
+	}
+}
