@@ -155,15 +155,7 @@ func InputBatch(opts Options, inputs []data.Input, b int) ([]*graph.Tensor, erro
 func firstBatch(opts Options, inputs []data.Input, b int) ([]*graph.Tensor, error) {
 	dopts := opts.DataOpts
 	dopts.Batch = b
-	// A --shape gives the sample shape; axis 0 follows the sweep.
-	dopts.Shapes = map[string][]int64{}
-	for name, dims := range opts.DataOpts.Shapes {
-		dims = append([]int64{}, dims...)
-		if len(dims) > 0 {
-			dims[0] = int64(b)
-		}
-		dopts.Shapes[name] = dims
-	}
+	// A --shape never pins a dynamic batch axis: it follows the sweep.
 	if opts.Data == "random" && dopts.Samples == 0 {
 		dopts.Samples = b
 	}

@@ -57,6 +57,9 @@ type Result struct {
 	// disjoint from the calibration data.
 	EvalData    string `json:"eval_data"`
 	EvalHeldOut bool   `json:"eval_held_out"`
+	// Caveats are what the checks rest on: random calibration, checks on
+	// the calibration samples themselves or on few samples.
+	Caveats ptq.Caveats `json:"caveats"`
 	// TensorRT is the TensorRT target's fp16 report, lint findings and
 	// engine measurement (or why there is none).
 	TensorRT *TensorRTResult `json:"tensorrt,omitempty"`
@@ -135,6 +138,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	b := &builder{ctx: ctx, opts: opts, c: c, dir: dir, targets: targets,
 		res: &Result{Input: c.Model, Output: c.Output, Targets: targets, opts: c}}
 	b.eval.spec, b.eval.opts = b.evalData()
+	b.res.Caveats.RandomCalibration = c.INT8 && c.Calibration.Data == "random"
 	// The stages run apart so that an interrupt returns at once (the
 	// working folder is already gone) instead of after the current stage.
 	done := make(chan error, 1)
@@ -237,7 +241,7 @@ func (b *builder) passes() error {
 	b.res.Optimize, err = optimize.Run(optimize.Options{
 		Input: b.c.Model, Output: out, Level: b.c.OptLevel, Check: true,
 		CheckAtol: optimize.DefaultCheckAtol, CheckRtol: optimize.DefaultCheckRtol,
-		DataOpts: data.Options{Shapes: b.c.Shapes, High: 1, Seed: 1}, ORTLib: b.c.Runtime.ORTLib,
+		DataOpts: data.Options{Spec: b.c.Inputs(), High: 1, Seed: 1}, ORTLib: b.c.Runtime.ORTLib,
 	})
 	if err != nil {
 		return err
@@ -278,6 +282,7 @@ func (b *builder) quantize() error {
 		}
 		b.ortModel = out
 		b.add("model.int8.onnx", "ort", "model", "int8", "")
+		b.disqualifyNonFinite()
 		if err := b.writePlacement(); err != nil {
 			return err
 		}
@@ -312,7 +317,7 @@ func (b *builder) ptqOptions(target quantize.Target, out string) ptq.Options {
 		Calib:     calibrate.Options{Percentile: c.Calibration.Percentile, MovingAverage: c.Calibration.MovingAverage},
 		Quant: quantize.Options{Target: target, Exclude: c.Quantize.Exclude,
 			KeepFirstLast: c.Quantize.KeepFirstLast, PerChannel: &c.Quantize.PerChannel},
-		EvalData: b.eval.spec, EvalOpts: b.eval.opts, EvalLabels: c.Eval.Labels, Session: b.session(), LatencyShapes: c.Shapes, NoLatency: true,
+		EvalData: b.eval.spec, EvalOpts: b.eval.opts, EvalLabels: c.Eval.Labels, Session: b.session(), Inputs: c.Inputs(), NoLatency: true,
 		ORTLib: c.Runtime.ORTLib, MaxAccuracyDrop: c.Quantize.MaxAccuracyDrop, MinCosine: c.Quantize.MinCosine,
 		AllowAccuracyLoss: c.Quantize.AllowAccuracyLoss,
 	}
@@ -340,9 +345,9 @@ func (b *builder) ptqOptions(target quantize.Target, out string) ptq.Options {
 // dataOptions reads a data file: shapes only fix random data (files carry
 // their own), samples bound what is read.
 func (b *builder) dataOptions(spec string, batch, samples int) data.Options {
-	o := data.Options{Batch: batch, Samples: samples, Seed: b.c.Calibration.Seed, High: 1, Image: b.c.ImageOptions()}
-	if spec == "random" {
-		o.Shapes = b.c.Shapes
+	o := data.Options{Batch: batch, Samples: samples, Seed: b.c.Calibration.Seed, High: 1, Image: b.c.ImageOptions(), Spec: b.c.Inputs()}
+	if spec != "random" {
+		o.Shapes = nil
 	}
 	return o
 }
@@ -383,7 +388,7 @@ func (b *builder) writePlacement() error {
 	if p == nil {
 		return nil
 	}
-	if p.Recommended == placement.RecommendFP32 {
+	if p.Recommended == placement.RecommendFP32 && b.ortModel != b.float {
 		b.ortModel = b.float
 		b.res.Notes = append(b.res.Notes, "ort-cpu: INT8 does not pay on this CPU, so the ORT and Triton artifacts are FP32; model.int8.onnx holds the fastest INT8 placement (placement.json)")
 	}
@@ -397,4 +402,28 @@ func (b *builder) writePlacement() error {
 	}
 	b.add("placement.json", "ort", "placement", "", "")
 	return atomicfile.Write(path, js)
+}
+
+// disqualifyNonFinite deploys the float model for ORT and Triton when the
+// INT8 model is NaN or infinite anywhere the float model is finite, on
+// the data ptq measured it on: no speed makes up for that. The placement
+// (when there is one) then recommends FP32 and says why.
+func (b *builder) disqualifyNonFinite() {
+	acc := b.res.INT8.Accuracy
+	if acc == nil {
+		return
+	}
+	var n, total int64
+	for _, o := range acc.Outputs {
+		n, total = n+o.NewNonFinite, total+o.Total
+	}
+	if n == 0 {
+		return
+	}
+	b.ortModel = b.float
+	why := fmt.Sprintf("the INT8 model is NaN/Inf at %d of %d output values where the float model is finite (on %s)", n, total, acc.Data)
+	if p := b.res.INT8.Placement; p != nil {
+		p.Recommended, p.Reason = placement.RecommendFP32, "FP32: "+why
+	}
+	b.note("ort-cpu: " + why + ", so it is not deployed: the ORT and Triton artifacts are FP32; model.int8.onnx is kept for inspection")
 }

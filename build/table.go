@@ -25,19 +25,22 @@ func WriteTable(w io.Writer, r *Result) error {
 		held = "not held out"
 	}
 	fmt.Fprintf(w, "checked on %s (%s)\n", r.EvalData, held)
+	for _, l := range r.Caveats.Lines() {
+		fmt.Fprintf(w, "warning: %s\n", l)
+	}
 	if n := len(r.Baseline.Repeats); n > 1 {
 		fmt.Fprintf(w, "latency: medians of %d timing runs per batch size\n", n)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	batches := r.Baseline.Batches
-	head := "artifact\tprecision\tbytes\tcosine\ttop-1 agree\taccuracy\tcold ms\t"
+	head := "artifact\tprecision\tbytes\tcosine\tNaN/Inf in/art\ttop-1 agree\taccuracy\tcold ms\t"
 	for _, b := range batches {
 		head += fmt.Sprintf("p50 b%d ms\tp99 b%d ms\tspeed-up b%d\t", b.Batch, b.Batch, b.Batch)
 	}
 	fmt.Fprintln(tw, head)
-	row := func(name, precision, bytes, cos, top1, acc string, t *Timing) {
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t", name, precision, bytes, cos, top1, acc)
+	row := func(name, precision, bytes, cos, bad, top1, acc string, t *Timing) {
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t", name, precision, bytes, cos, bad, top1, acc)
 		if t == nil {
 			fmt.Fprintln(tw, line)
 			return
@@ -59,7 +62,7 @@ func WriteTable(w io.Writer, r *Result) error {
 			break
 		}
 	}
-	row(r.Input+" (input)", "fp32", "", "", "", baseAcc, r.Baseline)
+	row(r.Input+" (input)", "fp32", "", "", "", "", baseAcc, r.Baseline)
 	for _, a := range r.Artifacts {
 		if a.Check == nil {
 			continue
@@ -71,10 +74,17 @@ func WriteTable(w io.Writer, r *Result) error {
 		if a.Check.Accuracy != nil {
 			acc = fmt.Sprintf("%.2f%%", a.Check.Accuracy.B)
 		}
-		row(a.Path, a.Precision, fmt.Sprint(a.Bytes), fmt.Sprintf("%.5f", a.Check.MinCosine), top1, acc, a.Timing)
+		bad := a.Check.nonFiniteCell()
+		row(a.Path, a.Precision, fmt.Sprint(a.Bytes), a.Check.MinCosine.Text("%.5f"), bad, top1, acc, a.Timing)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, a := range r.Artifacts {
+		if a.Check != nil && a.Check.NonFinite > 0 {
+			fmt.Fprintf(w, "NaN/Inf: %s is NaN or infinite where the input model is finite, so its figures are over the finite pairs only; do not deploy it: %s\n",
+				a.Path, a.Check.nonFiniteText())
+		}
 	}
 	for _, a := range r.Artifacts {
 		if a.Check == nil {

@@ -2,6 +2,7 @@ package build
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -148,42 +149,31 @@ func (b *builder) lintQDQ() error {
 }
 
 // engineShapes is each dynamic input's min/opt/max for the scripts: from
-// tensorrt.profiles, else the --shape given (min = opt = max), else for a
-// dynamic batch alone 1 to the largest latency batch.
+// tensorrt.profiles, else the input specification (--shape) with a dynamic
+// batch from 1 to the largest latency batch, the range the build timed.
 func (b *builder) engineShapes() (map[string]export.ShapeRange, error) {
 	m, err := graph.LoadFile(b.float)
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
+	ins := data.GraphInputs(m.Graph)
+	spec := b.c.Inputs()
+	lo, loErr := data.ResolveShapes(ins, data.Options{Batch: 1, Spec: spec})
+	hi, hiErr := data.ResolveShapes(ins, data.Options{Batch: slices.Max(b.c.Latency.Batches), Spec: spec})
 	out := map[string]export.ShapeRange{}
-	for _, in := range data.GraphInputs(m.Graph) {
+	for i, in := range ins {
 		if p, ok := b.c.TensorRT.Profiles[in.Name]; ok {
 			out[in.Name] = export.ShapeRange{Min: p.Min, Opt: p.Opt, Max: p.Max}
 			continue
 		}
-		var dynamic []int
-		for i, d := range in.Shape {
-			if d.Value < 0 || d.Param != "" {
-				dynamic = append(dynamic, i)
-			}
-		}
-		switch {
-		case len(dynamic) == 0 && in.Shape != nil:
+		if in.Shape.IsStatic() {
 			continue
-		case b.c.Shapes[in.Name] != nil:
-			s := b.c.Shapes[in.Name]
-			out[in.Name] = export.ShapeRange{Min: s, Opt: s, Max: s}
-		case slices.Equal(dynamic, []int{0}):
-			lo, opt := make([]int64, len(in.Shape)), make([]int64, len(in.Shape))
-			for i, d := range in.Shape {
-				lo[i], opt[i] = d.Value, d.Value
-			}
-			lo[0], opt[0] = 1, int64(slices.Max(b.c.Latency.Batches))
-			out[in.Name] = export.ShapeRange{Min: lo, Opt: opt, Max: opt}
-		default:
-			return nil, fmt.Errorf("input %q is %s: give its TensorRT profile (tensorrt.profiles.%s) or --shape", in.Name, in, in.Name)
 		}
+		if err := cmp.Or(loErr, hiErr); err != nil {
+			return nil, fmt.Errorf("%w; or give its TensorRT profile (tensorrt.profiles.%s)", err, in.Name)
+		}
+		out[in.Name] = export.ShapeRange{Min: lo[i], Opt: hi[i], Max: hi[i]}
 	}
 	return out, nil
 }

@@ -3,33 +3,46 @@ package build
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"optc/bench"
 	"optc/compare"
 	"optc/data"
+	"optc/internal/jsonfloat"
 )
 
 // Check is an artifact against the input model on the evaluation data.
 type Check struct {
 	Samples int64 `json:"samples"`
 	// MinCosine and MinTop1 are the worst over the outputs (top-1 over
-	// classifier-shaped outputs; -1 when there is none).
-	MinCosine float64           `json:"min_cosine"`
+	// classifier-shaped outputs; -1 when there is none). MinCosine is NaN
+	// ("NaN" in JSON) when an output had no finite pair to measure.
+	MinCosine jsonfloat.Float   `json:"min_cosine"`
 	MinTop1   float64           `json:"min_top1_agreement"`
 	Accuracy  *compare.Accuracy `json:"accuracy,omitempty"` // with eval labels: A is the input, B the artifact
-	Outputs   []OutputCheck     `json:"outputs"`
+	// NonFinite counts output elements, over all outputs, where the input
+	// model is finite and the artifact is NaN or infinite: such an
+	// artifact is flagged in every table and never deployed.
+	NonFinite int64         `json:"nonfinite_where_input_finite"`
+	Outputs   []OutputCheck `json:"outputs"`
 }
 
-// OutputCheck is one output's agreement with the input model.
+// OutputCheck is one output's agreement with the input model. The
+// statistics are over the finite pairs, FinitePairs of Elements.
 type OutputCheck struct {
-	Name      string  `json:"name"`
-	Cosine    float64 `json:"cosine"`
-	SNRdB     float64 `json:"snr_db"` // capped at 200 when the outputs are identical
-	MaxAbs    float64 `json:"max_abs_error"`
-	MeanAbs   float64 `json:"mean_abs_error"`
-	Top1Agree float64 `json:"top1_agreement,omitempty"`
-	Top5Agree float64 `json:"top5_agreement,omitempty"`
+	Name        string          `json:"name"`
+	Elements    int64           `json:"elements"`
+	FinitePairs int64           `json:"finite_pairs"`
+	NaN         compare.Sides   `json:"nan"` // A: the input model, B: the artifact
+	Inf         compare.Sides   `json:"inf"`
+	NonFinite   int64           `json:"nonfinite_where_input_finite"`
+	Cosine      jsonfloat.Float `json:"cosine"`
+	SNRdB       jsonfloat.Float `json:"snr_db"` // capped at 200 when the outputs are identical
+	MaxAbs      jsonfloat.Float `json:"max_abs_error"`
+	MeanAbs     jsonfloat.Float `json:"mean_abs_error"`
+	Top1Agree   float64         `json:"top1_agreement,omitempty"`
+	Top5Agree   float64         `json:"top5_agreement,omitempty"`
 }
 
 // Timing is a model's latency in ORT at the runtime settings: the median
@@ -74,6 +87,9 @@ func (b *builder) verify() error {
 			return fmt.Errorf("%s: %w", a.Path, err)
 		}
 		a.Check = checkOf(r)
+		if n := &b.res.Caveats.CheckSamples; *n == 0 || r.Samples < *n {
+			*n = r.Samples
+		}
 		if a.Timing, err = b.timing(path, runPath); err != nil {
 			return fmt.Errorf("%s: %w", a.Path, err)
 		}
@@ -100,6 +116,7 @@ func (b *builder) evalData() (string, data.Options) {
 		return c.Calibration.Data, o
 	case c.Calibration.Data != "":
 		b.res.EvalData = c.Calibration.Data
+		b.res.Caveats.OnCalibrationData = c.INT8
 		b.note(notHeldOut)
 		return c.Calibration.Data, b.dataOptions(c.Calibration.Data, c.Eval.Batch, 0)
 	}
@@ -118,7 +135,7 @@ func (b *builder) timing(model, runModel string) (*Timing, error) {
 	for range repeats {
 		r, err := bench.Run(bench.Options{
 			Model: model, RunModel: runModel, Data: "random",
-			DataOpts: data.Options{High: 1, Seed: 1, Shapes: b.c.Shapes}, Batches: b.c.Latency.Batches,
+			DataOpts: data.Options{High: 1, Seed: 1, Spec: b.c.Inputs()}, Batches: b.c.Latency.Batches,
 			Session: b.session(), Duration: b.c.Latency.Duration.Duration / time.Duration(repeats), ORTLib: b.c.Runtime.ORTLib,
 		})
 		if err != nil {
@@ -162,17 +179,49 @@ func checkOf(r *compare.Result) *Check {
 	c := &Check{Samples: r.Samples, MinCosine: 1, MinTop1: -1, Accuracy: r.Accuracy}
 	for _, o := range r.Outputs {
 		snr := o.SNRdB
-		if math.IsInf(snr, 1) || snr > 200 {
+		if math.IsInf(float64(snr), 1) || snr > 200 {
 			snr = 200
 		}
-		c.Outputs = append(c.Outputs, OutputCheck{Name: o.Name, Cosine: o.Cosine, SNRdB: snr, MaxAbs: o.MaxAbs,
-			MeanAbs: o.MeanAbs, Top1Agree: o.Top1Agree, Top5Agree: o.Top5Agree})
-		c.MinCosine = math.Min(c.MinCosine, o.Cosine)
+		c.Outputs = append(c.Outputs, OutputCheck{Name: o.Name, Elements: o.Total, FinitePairs: o.Elements, NaN: o.NaN, Inf: o.Inf,
+			NonFinite: o.NewNonFinite, Cosine: o.Cosine, SNRdB: snr, MaxAbs: o.MaxAbs, MeanAbs: o.MeanAbs,
+			Top1Agree: o.Top1Agree, Top5Agree: o.Top5Agree})
+		c.MinCosine = min(c.MinCosine, o.Cosine) // NaN stays NaN
+		c.NonFinite += o.NewNonFinite
 		if o.Classifier && (c.MinTop1 < 0 || o.Top1Agree < c.MinTop1) {
 			c.MinTop1 = o.Top1Agree
 		}
 	}
 	return c
+}
+
+// nonFiniteCell is the table's NaN/Inf column: "-" when neither model has
+// any, else the NaN and Inf values of the input and of the artifact, with
+// NEW! when the artifact has them where the input is finite.
+func (c *Check) nonFiniteCell() string {
+	var in, art int64
+	for _, o := range c.Outputs {
+		in, art = in+o.NaN.A+o.Inf.A, art+o.NaN.B+o.Inf.B
+	}
+	switch {
+	case in == 0 && art == 0:
+		return "-"
+	case c.NonFinite > 0:
+		return fmt.Sprintf("%d/%d NEW!", in, art)
+	}
+	return fmt.Sprintf("%d/%d", in, art)
+}
+
+// nonFiniteText says where an artifact is NaN or infinite and the input
+// model is not, output by output, for the table's warning lines.
+func (c *Check) nonFiniteText() string {
+	var parts []string
+	for _, o := range c.Outputs {
+		if o.NonFinite > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %d of %d values (NaN %d, Inf %d); figures over %d of %d finite pairs",
+				o.Name, o.NonFinite, o.Elements, o.NaN.B, o.Inf.B, o.FinitePairs, o.Elements))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 func (b *builder) note(s string) { b.res.Notes = append(b.res.Notes, s) }

@@ -53,11 +53,12 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
-	if err := graph.ExposeValues(clone, expose); err != nil {
+	carrier, err := graph.ExposeNested(clone, expose)
+	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
 	for _, n := range expose {
-		if v := clone.Graph.Value(n); v != nil && v.Type != nil && v.Type.Elem != 0 && !v.Type.Elem.IsFloat() {
+		if v := clone.Graph.Value(carrier[n]); v != nil && v.Type != nil && v.Type.Elem != 0 && !v.Type.Elem.IsFloat() {
 			return nil, fmt.Errorf("calibrate: value %q is %s, not a floating-point tensor", n, v.Type.Elem)
 		}
 	}
@@ -98,7 +99,10 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 			if i, ok := inputIndex[n]; ok {
 				t = batch.Tensors[i]
 			} else {
-				t = outs[outIndex[n]]
+				t = outs[outIndex[carrier[n]]]
+			}
+			if slices.Contains(t.Dims, 0) {
+				continue // a subgraph that did not run this batch (the other If branch)
 			}
 			if err := observeTensor(stats, n, t); err != nil {
 				return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
@@ -231,7 +235,9 @@ func DefaultTensors(m *graph.Model) []string {
 		seen[v.Name] = true
 		out = append(out, v.Name)
 	}
-	for _, n := range m.Graph.Nodes {
+	var nodes []*graph.Node
+	m.Graph.Walk(func(g *graph.Graph) { nodes = append(nodes, g.Nodes...) })
+	for _, n := range nodes {
 		if n.Domain != "" && n.Domain != "ai.onnx" {
 			continue
 		}

@@ -235,8 +235,9 @@ func (s *Stats) observe(name string, n int, at func(int) float32) error {
 	return nil
 }
 
-// Ranges returns a range for every tensor that was seen; a tensor with no
-// values is an error.
+// Ranges returns a range for every tensor that was seen. A tensor with no
+// values (in an If branch the calibration data never took, or empty) has
+// none: the quantizer leaves its readers float and says so.
 func (s *Stats) Ranges(method Method, opts Options) (map[string]Range, error) {
 	r, _, err := s.ranges(method, opts)
 	return r, err
@@ -267,7 +268,7 @@ func (s *Stats) ranges(method Method, opts Options) (map[string]Range, map[strin
 	for _, n := range names {
 		ts := s.t[n]
 		if ts.count == 0 {
-			return nil, nil, fmt.Errorf("tensor %q: no values were seen", n)
+			continue
 		}
 		if method != Auto {
 			out[n] = s.tensorRange(ts, method, pct)

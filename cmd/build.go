@@ -123,7 +123,10 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.BoolVar(&c.Force, "force", c.Force, "replace an existing output folder")
 	fs.StringSliceVar(&c.Targets, "target", c.Targets, "targets: ort, tensorrt, triton or all (repeatable, comma-separated)")
 	fs.IntVarP(&c.OptLevel, "opt-level", "O", c.OptLevel, "optimization passes level: 0, 1 or 2")
-	fs.Var(&shapesFlag{&c.Shapes}, "shape", "fix an input's dynamic dims for random data and timing: name:d0,d1,... (repeatable)")
+	fs.Var(&shapesFlag{&c.Shapes}, "shape", "fix an input's dynamic dims for random data and timing: name:d0,d1,... (? keeps a dim dynamic; a dynamic batch is never pinned) (repeatable)")
+	fs.Var(&mapFlag[float64]{m: &c.Values, parse: data.ParseValueFlag, kind: "name=V"}, "value", "feed an input a constant in random data: name=V (repeatable)")
+	fs.Var(&mapFlag[int]{m: &c.BatchAxes, parse: data.ParseBatchAxisFlag, kind: "name:K"}, "batch-axis", "where an input's batch is: name:K, or name:none (default: inferred) (repeatable)")
+	fs.Var(&mapFlag[[]float64]{m: &c.Ranges, parse: parseRange, kind: "name:LO,HI"}, "range", "value range of an input's random data: name:LO,HI (token ids: ids:0,30522) (repeatable)")
 	fs.BoolVar(&c.INT8, "int8", c.INT8, "calibrate and quantize to INT8")
 
 	fs.StringVar(&c.Calibration.Data, "calib-data", c.Calibration.Data, "calibration data: .npy, .npz, .pb folder(s), an image folder")
@@ -177,6 +180,54 @@ func overrideWithFlags(set *pflag.FlagSet, c *config.Config) error {
 		err = dst.Value.Set(f.Value.String())
 	})
 	return err
+}
+
+// mapFlag is a repeatable name:value flag into a map of the config.
+type mapFlag[V any] struct {
+	m     *map[string]V
+	parse func(string) (string, V, error)
+	kind  string
+	set   []string
+}
+
+func (f *mapFlag[V]) String() string { return strings.Join(f.set, " ") }
+
+func (f *mapFlag[V]) Set(s string) error {
+	name, v, err := f.parse(s)
+	if err != nil {
+		return err
+	}
+	if *f.m == nil {
+		*f.m = map[string]V{}
+	}
+	(*f.m)[name] = v
+	f.set = append(f.set, s)
+	return nil
+}
+
+func (f *mapFlag[V]) Type() string { return f.kind }
+
+func (f *mapFlag[V]) Append(s string) error { return f.Set(s) }
+
+func (f *mapFlag[V]) Replace(vs []string) error {
+	*f.m, f.set = nil, nil
+	for _, v := range vs {
+		if err := f.Set(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *mapFlag[V]) GetSlice() []string { return f.set }
+
+// parseRange is --range name:LO,HI for the config's ranges.
+func parseRange(s string) (string, []float64, error) {
+	name, lo, hi, err := data.ParseRangeFlag(s)
+	if err == nil && name == "" {
+		err = fmt.Errorf("--range %q: name the input (name:LO,HI)", s)
+	}
+	return name, []float64{lo, hi}, err
 }
 
 // shapesFlag is --shape name:dims, repeatable, into a map.

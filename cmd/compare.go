@@ -38,7 +38,11 @@ An output passes when the --check statistic (max, mean or p99) of the
 per-element excess max(|a-b| - rtol*|a|, 0) is at most atol; with --check max
 this is numpy's allclose. Tolerances apply to all outputs (--atol 1e-3) or to
 one (--atol logits:1e-3). Exits 1 when an output is out of tolerance and shows
-the smallest tolerance that would have passed.`,
+the smallest tolerance that would have passed.
+
+NaN and Inf are counted per output and side; the statistics are over the
+finite pairs only. NaN or Inf in B where A is finite, or an output with no
+finite pair, fails like a tolerance does.`,
 		Args: exactArgs(2, "two model files"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			var err error
@@ -111,7 +115,7 @@ func compareRun(opts *CompareOptions) error {
 		var failed []string
 		for _, s := range res.Outputs {
 			if !s.Pass {
-				failed = append(failed, fmt.Sprintf("%s (%s excess %.3g > atol %.3g; passes with atol >= %.3g)", s.Name, s.Check, s.Value, s.Atol, s.MinAtol))
+				failed = append(failed, fmt.Sprintf("%s (%s)", s.Name, s.Failure()))
 			}
 		}
 		return fmt.Errorf("out of tolerance: %s", strings.Join(failed, ", "))
@@ -120,9 +124,10 @@ func compareRun(opts *CompareOptions) error {
 }
 
 func printComparison(io *IO, r *compare.Result) {
-	fmt.Fprintf(io.Out, "A %s\nB %s\n%d samples in %d runs of %s\n\n", r.ModelA, r.ModelB, r.Samples, r.Batches, r.Data)
+	fmt.Fprintf(io.Out, "A %s\nB %s\n%d samples in %d runs of %s\n", r.ModelA, r.ModelB, r.Samples, r.Batches, r.Data)
+	fmt.Fprintf(io.Out, "errors, cosine and SNR are over the finite pairs (A and B both finite); NaN and Inf are counted as A/B\n\n")
 	w := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "output\tmax abs\tmean abs\tp99 abs\tmax rel\tcosine\tSNR dB\ttop-1\ttop-5\tcheck\tresult\n")
+	fmt.Fprintf(w, "output\tfinite pairs\tNaN A/B\tInf A/B\tmax abs\tmean abs\tp99 abs\tmax rel\tcosine\tSNR dB\ttop-1\ttop-5\tcheck\tresult\n")
 	for _, s := range r.Outputs {
 		top1, top5 := "-", "-"
 		if s.Classifier {
@@ -132,19 +137,29 @@ func printComparison(io *IO, r *compare.Result) {
 		if !s.Pass {
 			verdict = "FAIL"
 		}
-		fmt.Fprintf(w, "%s\t%.3g\t%.3g\t%.3g\t%.3g\t%.6f\t%.1f\t%s\t%s\t%s %.3g <= %.3g\t%s\n",
-			s.Name, s.MaxAbs, s.MeanAbs, s.P99Abs, s.MaxRel, s.Cosine, s.SNRdB, top1, top5, s.Check, s.Value, s.Atol, verdict)
+		if s.NewNonFinite > 0 {
+			verdict = "FAIL: NaN/Inf in B"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d/%d\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s %s <= %.3g\t%s\n",
+			s.Name, s.FinitePairs(), s.NaN.A, s.NaN.B, s.Inf.A, s.Inf.B, s.MaxAbs.Text("%.3g"), s.MeanAbs.Text("%.3g"),
+			s.P99Abs.Text("%.3g"), s.MaxRel.Text("%.3g"), s.Cosine.Text("%.6f"), s.SNRdB.Text("%.1f"), top1, top5,
+			s.Check, s.Value.Text("%.3g"), s.Atol, verdict)
 	}
 	w.Flush()
+	for _, s := range r.Outputs {
+		if !s.Pass && (s.Mismatch > 0 || s.Elements == 0) {
+			fmt.Fprintf(io.Out, "FAIL %s: %s\n", s.Name, s.Failure())
+		}
+	}
 	fmt.Fprintln(io.Out)
 	w = tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "output\tatol\trtol\tsmallest passing atol (at this rtol)\tsmallest passing rtol (at this atol)\n")
 	for _, s := range r.Outputs {
 		minRtol := "-"
-		if s.MinRtol >= 0 {
-			minRtol = fmt.Sprintf("%.3g", s.MinRtol)
+		if s.MinRtol >= 0 || !s.MinRtol.Finite() {
+			minRtol = s.MinRtol.Text("%.3g")
 		}
-		fmt.Fprintf(w, "%s\t%.3g\t%.3g\t%.3g\t%s\n", s.Name, s.Atol, s.Rtol, s.MinAtol, minRtol)
+		fmt.Fprintf(w, "%s\t%.3g\t%.3g\t%s\t%s\n", s.Name, s.Atol, s.Rtol, s.MinAtol.Text("%.3g"), minRtol)
 	}
 	w.Flush()
 	if a := r.Accuracy; a != nil {

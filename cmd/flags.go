@@ -54,9 +54,20 @@ type dataFlags struct {
 	batch   int
 	shapes  []string
 	seed    int64
-	rng     string
+	ranges  []string
+	values  []string
+	axes    []string
 	samples int
 	image   imageFlags
+	// batchFlag is the flag that sets batch: a batch size the user gave
+	// is strict, a default only a preference (a static batch wins).
+	batchFlag *pflag.Flag
+}
+
+// batchVar adds the batch size flag.
+func (f *dataFlags) batchVar(fs *pflag.FlagSet, name string, def int, usage string) {
+	fs.IntVar(&f.batch, name, def, usage)
+	f.batchFlag = fs.Lookup(name)
 }
 
 // register adds the data flags; withBatch false leaves --batch to the
@@ -64,42 +75,95 @@ type dataFlags struct {
 func (f *dataFlags) register(fs *pflag.FlagSet, withBatch bool) {
 	fs.StringVar(&f.spec, "data", "", "input data: .npy, .npz, .pb, a folder of input_N.pb (or of such folders), a folder of PNG/JPEG images, or random")
 	if withBatch {
-		fs.IntVar(&f.batch, "batch", 1, "samples per run for .npy/.npz/random data (axis 0 is the sample axis)")
+		f.batchVar(fs, "batch", 0, "samples per run for .npy/.npz/random data (default: the model's static batch, else the --shape batch, else 1)")
 	}
-	fs.StringArrayVar(&f.shapes, "shape", nil, "fix an input's dynamic dims: name:d0,d1,... (repeatable)")
+	f.registerSpec(fs)
 	fs.Int64Var(&f.seed, "seed", 1, "seed for --data random")
-	fs.StringVar(&f.rng, "range", "0,1", "value range LO,HI for --data random")
 	fs.IntVar(&f.samples, "samples", 0, "use at most this many samples (random: how many to make; default one batch)")
 	f.image.register(fs)
+}
+
+// registerSpec adds the flags of the input specification.
+func (f *dataFlags) registerSpec(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&f.shapes, "shape", nil, "fix an input's dynamic dims: name:d0,d1,... (? keeps a dim dynamic; a dynamic batch is never pinned) (repeatable)")
+	fs.StringArrayVar(&f.ranges, "range", nil, "value range of random data: LO,HI for every input, or name:LO,HI for one (token ids: ids:0,30522) (repeatable; default 0,1)")
+	fs.StringArrayVar(&f.values, "value", nil, "feed an input a constant in random data: name=V (a sample rate: sr=16000) (repeatable)")
+	fs.StringArrayVar(&f.axes, "batch-axis", nil, "where an input's batch is: name:K, or name:none for an input fed the same in every run (default: inferred) (repeatable)")
+}
+
+// inherit takes the input specification and seed of other (a second data
+// source of the same command).
+func (f *dataFlags) inherit(other *dataFlags) {
+	f.shapes, f.seed, f.ranges, f.values, f.axes = other.shapes, other.seed, other.ranges, other.values, other.axes
+}
+
+// inputSpec parses the input specification flags.
+func (f *dataFlags) inputSpec() (data.Spec, float64, float64, error) {
+	var s data.Spec
+	lo, hi := 0.0, 1.0
+	for _, v := range f.shapes {
+		name, dims, err := data.ParseShapeFlag(v)
+		if err != nil {
+			return s, 0, 0, usageError{err}
+		}
+		if s.Shapes == nil {
+			s.Shapes = map[string][]int64{}
+		}
+		s.Shapes[name] = dims
+	}
+	for _, v := range f.ranges {
+		name, a, b, err := data.ParseRangeFlag(v)
+		if err != nil {
+			return s, 0, 0, usageError{err}
+		}
+		if name == "" {
+			lo, hi = a, b
+			continue
+		}
+		if s.Ranges == nil {
+			s.Ranges = map[string][2]float64{}
+		}
+		s.Ranges[name] = [2]float64{a, b}
+	}
+	for _, v := range f.values {
+		name, x, err := data.ParseValueFlag(v)
+		if err != nil {
+			return s, 0, 0, usageError{err}
+		}
+		if s.Values == nil {
+			s.Values = map[string]float64{}
+		}
+		s.Values[name] = x
+	}
+	for _, v := range f.axes {
+		name, k, err := data.ParseBatchAxisFlag(v)
+		if err != nil {
+			return s, 0, 0, usageError{err}
+		}
+		if s.BatchAxes == nil {
+			s.BatchAxes = map[string]int{}
+		}
+		s.BatchAxes[name] = k
+	}
+	return s, lo, hi, nil
 }
 
 func (f *dataFlags) options() (data.Options, error) {
 	if f.spec == "" {
 		return data.Options{}, usageError{fmt.Errorf("--data is required (a data file or folder, or random for synthetic inputs)")}
 	}
-	if f.batch < 1 || f.samples < 0 {
-		return data.Options{}, usageError{fmt.Errorf("--batch must be at least 1 and --samples not negative")}
+	if f.batch < 0 || f.samples < 0 {
+		return data.Options{}, usageError{fmt.Errorf("--batch and --samples must not be negative")}
 	}
 	img, err := f.image.options()
 	if err != nil {
 		return data.Options{}, err
 	}
-	opts := data.Options{Batch: f.batch, Seed: f.seed, Samples: f.samples, Shapes: map[string][]int64{}, Image: img}
-	for _, s := range f.shapes {
-		name, dims, err := data.ParseShapeFlag(s)
-		if err != nil {
-			return data.Options{}, usageError{err}
-		}
-		opts.Shapes[name] = dims
+	spec, lo, hi, err := f.inputSpec()
+	if err != nil {
+		return data.Options{}, err
 	}
-	lo, hi, ok := strings.Cut(f.rng, ",")
-	var err1, err2 error
-	opts.Low, err1 = strconv.ParseFloat(strings.TrimSpace(lo), 64)
-	opts.High, err2 = strconv.ParseFloat(strings.TrimSpace(hi), 64)
-	if !ok || err1 != nil || err2 != nil || opts.High <= opts.Low {
-		return data.Options{}, usageError{fmt.Errorf("--range must be LO,HI with LO < HI, got %q", f.rng)}
-	}
-	return opts, nil
+	return data.Options{Batch: f.batch, StrictBatch: f.batchFlag != nil && f.batchFlag.Changed, Seed: f.seed, Samples: f.samples, Image: img, Spec: spec, Low: lo, High: hi}, nil
 }
 
 // imageFlags say how the files of an image folder become an input tensor

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -88,7 +89,7 @@ before/after table and per-pass statistics.`,
 				o.PruneOpts.Exclude = strings.Split(pruneExclude, ",")
 			}
 			if cost.spec != "" {
-				cost.shapes, cost.seed, cost.rng = df.shapes, df.seed, df.rng
+				cost.inherit(&df)
 				if o.PruneDataOpts, err = cost.options(); err != nil {
 					return err
 				}
@@ -124,19 +125,20 @@ before/after table and per-pass statistics.`,
 	fs.Int64Var(&o.PruneOpts.MinElements, "prune-min-elements", 0, "leave weights with fewer elements alone (0: 1024 for magnitude and 2:4, no minimum for channels)")
 	fs.Int64Var(&o.PruneOpts.ChannelMultiple, "prune-channel-multiple", 8, "channels:R keeps a multiple of this many channels per layer (ORT's kernels block by 8; 1 for exact counts)")
 	fs.StringVar(&cost.spec, "data", "", "data to measure what pruning costs (default: the check's random inputs)")
-	fs.IntVar(&cost.batch, "batch", 64, "batch size for --data")
+	cost.batchVar(fs, "batch", 64, "batch size for --data")
 	fs.IntVar(&cost.samples, "samples", 0, "use at most this many samples of --data")
 	fs.StringVar(&o.PruneLabels, "labels", "", "a .npy of class ids for --data: measures the accuracy drop of pruning")
 	fs.Float64Var(&o.MaxAccuracyDrop, "max-accuracy-drop", 0, "accuracy budget in points: spare the most sensitive layers until pruning costs no more")
-	fs.StringArrayVar(&df.shapes, "shape", nil, "fix a dynamic input's dims for the check: name:d0,d1,... (repeatable)")
+	df.registerSpec(fs)
 	fs.Int64Var(&df.seed, "seed", 1, "seed of the check's random inputs")
-	fs.StringVar(&df.rng, "range", "0,1", "value range LO,HI of the check's random inputs")
-	df.batch = 1
 	return c
 }
 
 func optimizeRun(opts *OptimizeOptions) error {
 	res, err := optimize.Run(opts.Optimize)
+	if errors.Is(err, optimize.ErrCheck) {
+		err = fmt.Errorf("%w; --no-check writes the model without it", err)
+	}
 	if res != nil && (err == nil || res.Check != nil) {
 		if opts.JSON {
 			if jerr := writeJSON(opts.IO.Out, res); jerr != nil {
@@ -202,10 +204,14 @@ func printOptimize(out io.Writer, r *optimize.Result) {
 		}
 		fmt.Fprintf(out, "\ncheck of the passes in ORT (level disable, %d random inputs, atol %.3g, rtol %.3g): %s\n", c.Samples, c.Atol, c.Rtol, verdict)
 		for _, s := range c.Outputs {
-			fmt.Fprintf(out, "  %s: max abs error %.3g, max |a| %.3g, cosine %.6f\n", s.Name, s.MaxAbs, s.MaxRef, s.Cosine)
+			fmt.Fprintf(out, "  %s: max abs error %s, max |a| %s, cosine %s (over %s finite pairs)\n", s.Name, s.MaxAbs.Text("%.3g"),
+				s.MaxRef.Text("%.3g"), s.Cosine.Text("%.6f"), s.FinitePairs())
 		}
 		for _, s := range c.Scaled {
 			fmt.Fprintf(out, "  passed with atol scaled to the output's magnitude: %s\n", s)
+		}
+		for _, s := range c.NonFiniteOnly {
+			fmt.Fprintf(out, "  %s: NaN/Inf at the same places in both models and finite nowhere: unchanged, nothing to measure\n", s)
 		}
 	}
 }
@@ -258,7 +264,7 @@ func printPrune(out io.Writer, p *optimize.PruneResult) {
 			if s.Classifier {
 				top = fmt.Sprintf(", top-1 agreement %.2f%%", 100*s.Top1Agree)
 			}
-			fmt.Fprintf(out, "  %s: cosine %.6f, max abs error %.3g%s\n", s.Name, s.Cosine, s.MaxAbs, top)
+			fmt.Fprintf(out, "  %s: cosine %s, max abs error %s%s\n", s.Name, s.Cosine.Text("%.6f"), s.MaxAbs.Text("%.3g"), top)
 		}
 		if a := c.Accuracy; a != nil {
 			fmt.Fprintf(out, "  accuracy %.2f%% -> %.2f%% (drop %.2f points)\n", a.A, a.B, a.DropPoints)

@@ -100,9 +100,11 @@ left in QDQ form with the reason.`,
 				o.CalibOpts.Shuffle = calib.samples > 0 && calib.spec != "random"
 			}
 			if eval.spec != "" {
-				eval.seed, eval.rng, eval.image = calib.seed, calib.rng, calib.image
-				if eval.spec == "random" {
-					eval.shapes = calib.shapes
+				shapes := eval.shapes
+				eval.inherit(&calib)
+				eval.image = calib.image
+				if eval.spec != "random" {
+					eval.shapes = shapes
 				}
 				if o.EvalOpts, err = eval.options(); err != nil {
 					return err
@@ -111,7 +113,7 @@ left in QDQ form with the reason.`,
 			}
 			// --shape gives one sample's dims for random data and the
 			// latency runs; data files carry their own shapes.
-			o.LatencyShapes = o.CalibOpts.Shapes
+			o.Inputs = o.CalibOpts.Spec
 			if calib.spec != "random" {
 				o.CalibOpts.Shapes = nil
 			}
@@ -127,7 +129,7 @@ left in QDQ form with the reason.`,
 	fs := c.Flags()
 	fs.StringVarP(&o.Output, "output", "o", "", "where to write the INT8 model (required)")
 	fs.StringVar(&calib.spec, "calib-data", "", "calibration data: .npy, .npz, .pb folder(s), a folder of PNG/JPEG images (see --image-*), or random (not advised)")
-	fs.IntVar(&calib.batch, "calib-batch", 32, "calibration batch size")
+	calib.batchVar(fs, "calib-batch", 32, "calibration batch size (a model with a static batch runs at that size)")
 	fs.IntVar(&calib.samples, "calib-samples", 0, "calibrate on N samples drawn at random (seeded by --seed) from --calib-data")
 	fs.StringVar(&o.CalibCache, "calib-cache", "", "calibration file: reused when it matches the model, else written")
 	fs.StringVar(&method, "method", "percentile", "range method: "+calibrate.MethodNames()+" (auto: per tensor, the candidate with the least quantization error)")
@@ -140,15 +142,14 @@ left in QDQ form with the reason.`,
 	fs.StringArrayVar(&o.Quant.Exclude, "exclude", nil, "keep nodes float: a regexp on node name or op type (repeatable)")
 	fs.BoolVar(&o.Quant.KeepFirstLast, "keep-first-last", false, "keep the first and last weighted layers float")
 	fs.StringVar(&eval.spec, "eval-data", "", "evaluation data (default: the calibration data, reported as not held out)")
-	fs.IntVar(&eval.batch, "eval-batch", 64, "evaluation batch size")
+	eval.batchVar(fs, "eval-batch", 64, "evaluation batch size (a model with a static batch runs at that size)")
 	fs.IntVar(&eval.samples, "eval-samples", 0, "measure on at most the first N evaluation samples (0: all)")
 	fs.StringVar(&o.EvalLabels, "eval-labels", "", "a .npy of class ids for --eval-data: accuracy of float and INT8")
 	fs.Float64Var(&o.MaxAccuracyDrop, "max-accuracy-drop", 0, "accuracy guard in points (needs --eval-labels; default 1): the most sensitive layers fall back to float until it holds")
 	fs.Float64Var(&o.MinCosine, "min-cosine", 0, "lowest cosine similarity to float allowed on every output (the guard's default: 0.99 on classifier-like outputs without labels)")
 	fs.BoolVar(&o.AllowAccuracyLoss, "allow-accuracy-loss", false, "write the INT8 model even when it misses the accuracy guard after the fallback (exit 0)")
-	fs.StringArrayVar(&calib.shapes, "shape", nil, "fix an input's dynamic dims: name:d0,d1,... (repeatable)")
+	calib.registerSpec(fs)
 	fs.Int64Var(&calib.seed, "seed", 1, "seed for random data")
-	fs.StringVar(&calib.rng, "range", "0,1", "value range LO,HI for random data")
 	fs.BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
 	fs.StringVar(&opts.Report, "report", "", "also write report.json, report.md and report.html into this folder (docs/report.md)")
 	calib.image.register(fs) // for --calib-data and --eval-data alike
@@ -219,7 +220,7 @@ func printQuantize(out io.Writer, r *ptq.Result) {
 	if len(r.Sensitivity) > 0 {
 		fmt.Fprintf(out, "sensitivity (each layer quantized alone):\n")
 		for _, s := range r.Sensitivity {
-			fmt.Fprintf(out, "  %s: drop %.2f points, min cosine %.5f\n", s.Node, s.DropPoints, s.MinCosine)
+			fmt.Fprintf(out, "  %s: drop %.2f points, min cosine %s\n", s.Node, s.DropPoints, s.MinCosine.Text("%.5f"))
 		}
 		if len(r.FellBack) > 0 {
 			fmt.Fprintf(out, "fell back to float to meet the accuracy guard: %s\n", strings.Join(r.FellBack, ", "))
@@ -229,7 +230,7 @@ func printQuantize(out io.Writer, r *ptq.Result) {
 	if len(r.TensorSQNR) > 0 {
 		fmt.Fprintf(out, "per-tensor SQNR, worst first (of %d):", len(r.TensorSQNR))
 		for _, s := range r.TensorSQNR[:min(5, len(r.TensorSQNR))] {
-			fmt.Fprintf(out, " %s %.1f dB;", s.Tensor, s.SQNRdB)
+			fmt.Fprintf(out, " %s %s;", s.Tensor, s.SQNRdB.Text("%.1f dB"))
 		}
 		fmt.Fprintln(out)
 	}
@@ -248,7 +249,13 @@ func printQuantize(out io.Writer, r *ptq.Result) {
 			if s.Classifier {
 				agree = fmt.Sprintf(", top-1 agreement %.2f%%", 100*s.Top1Agree)
 			}
-			fmt.Fprintf(w, "%s\t\t\tcosine %.5f, max abs error %.3g%s\n", s.Name, s.Cosine, s.MaxAbs, agree)
+			if s.Elements != s.Total {
+				agree += fmt.Sprintf("; over %s finite pairs (NaN %d/%d, Inf %d/%d float/int8)", s.FinitePairs(), s.NaN.A, s.NaN.B, s.Inf.A, s.Inf.B)
+			}
+			if s.NewNonFinite > 0 {
+				agree += fmt.Sprintf("; NaN/Inf in int8 where float is finite: %d values", s.NewNonFinite)
+			}
+			fmt.Fprintf(w, "%s\t\t\tcosine %s, max abs error %s%s\n", s.Name, s.Cosine.Text("%.5f"), s.MaxAbs.Text("%.3g"), agree)
 		}
 	}
 	for _, l := range r.Latency {
@@ -256,8 +263,14 @@ func printQuantize(out io.Writer, r *ptq.Result) {
 		fmt.Fprintf(w, "samples/s batch %d\t%.0f\t%.0f\t\n", l.Batch, l.FloatPerSecond, l.Int8PerSecond)
 	}
 	w.Flush()
-	if r.Accuracy != nil && !r.HeldOut {
-		fmt.Fprintf(out, "\nmeasured on the calibration data, which is not held out: give --eval-data for an honest figure\n")
+	if lines := r.Caveats.Lines(); len(lines) > 0 {
+		fmt.Fprintln(out)
+		for _, l := range lines {
+			fmt.Fprintf(out, "warning: %s\n", l)
+		}
+	}
+	if r.Caveats.OnCalibrationData {
+		fmt.Fprintf(out, "measured on the calibration data, which is not held out: give --eval-data for an honest figure\n")
 	}
 }
 

@@ -5,10 +5,11 @@
 package compare
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
+
+	"optc/internal/jsonfloat"
 )
 
 // Stat is the statistic a tolerance judges.
@@ -35,38 +36,91 @@ func ParseStat(s string) (Stat, error) {
 // beyond the relative allowance, max(|a-b| - rtol*|a|, 0): an output passes
 // when the chosen statistic of the excess is at most atol, which for max is
 // numpy's allclose(b, a, rtol, atol).
+//
+// NaN and infinities are counted, per side, and never averaged in: every
+// error statistic, cosine and SNR is over the finite pairs (a and b both
+// finite), Elements of Total. A non-finite element of B where A is finite
+// (NewNonFinite), or any other disagreement in non-finite values (NaN
+// against a number, +Inf against -Inf), fails the output, and so does an
+// output with elements but no finite pair: its statistics are NaN ("NaN"
+// in JSON, "n/a" in tables), never a perfect score.
 type OutputStats struct {
-	Name        string  `json:"name"`
-	Elements    int64   `json:"elements"`
-	MaxAbs      float64 `json:"max_abs_error"`
-	MeanAbs     float64 `json:"mean_abs_error"`
-	MaxRel      float64 `json:"max_rel_error"`     // |a-b|/|a| over elements with a != 0
-	MaxRef      float64 `json:"max_abs_reference"` // max |a|: the scale of the output
-	P99Abs      float64 `json:"p99_abs_error"`
-	Cosine      float64 `json:"cosine_similarity"`
-	SNRdB       float64 `json:"snr_db"` // 10 log10(sum a^2 / sum (a-b)^2); +Inf (null in JSON) when identical
-	NaNMismatch int64   `json:"nan_mismatches"`
+	Name string `json:"name"`
+	// Total is every element compared, Elements the finite pairs among
+	// them: what the statistics below are over.
+	Total    int64 `json:"total"`
+	Elements int64 `json:"elements"`
+	// NaN and Inf count the NaN and infinite elements of A and of B.
+	NaN Sides `json:"nan"`
+	Inf Sides `json:"inf"`
+	// NewNonFinite counts elements where A is finite and B is not;
+	// Mismatch every element whose non-finite value A and B do not share
+	// (NewNonFinite included). Either fails the output.
+	NewNonFinite int64           `json:"b_nonfinite_where_a_finite"`
+	Mismatch     int64           `json:"nonfinite_mismatches"`
+	MaxAbs       jsonfloat.Float `json:"max_abs_error"`
+	MeanAbs      jsonfloat.Float `json:"mean_abs_error"`
+	MaxRel       jsonfloat.Float `json:"max_rel_error"`     // |a-b|/|a| over elements with a != 0
+	MaxRef       jsonfloat.Float `json:"max_abs_reference"` // max |a|: the scale of the output
+	P99Abs       jsonfloat.Float `json:"p99_abs_error"`
+	Cosine       jsonfloat.Float `json:"cosine_similarity"`
+	SNRdB        jsonfloat.Float `json:"snr_db"` // 10 log10(sum a^2 / sum (a-b)^2); +Inf when identical
 
-	// Classifier agreement, for outputs shaped [N, C] with C >= 2.
+	// Classifier agreement, for outputs shaped [N, C] with C >= 2. A
+	// sample whose row of B is non-finite where A's is finite disagrees.
 	Classifier bool    `json:"classifier"`
 	Samples    int64   `json:"samples,omitempty"`
 	Top1Agree  float64 `json:"top1_agreement,omitempty"` // argmax equal
 	Top5Agree  float64 `json:"top5_agreement,omitempty"` // A's top-1 among B's top 5 (C >= 5)
 
 	// Tolerance verdict.
-	Atol    float64 `json:"atol"`
-	Rtol    float64 `json:"rtol"`
-	Check   Stat    `json:"check"`
-	Value   float64 `json:"value"` // the statistic of the excess that was judged
-	Pass    bool    `json:"pass"`
-	MinAtol float64 `json:"min_passing_atol"` // at this rtol
-	MinRtol float64 `json:"min_passing_rtol"` // at this atol (max check only; else -1)
+	Atol    float64         `json:"atol"`
+	Rtol    float64         `json:"rtol"`
+	Check   Stat            `json:"check"`
+	Value   jsonfloat.Float `json:"value"` // the statistic of the excess that was judged
+	Pass    bool            `json:"pass"`
+	MinAtol jsonfloat.Float `json:"min_passing_atol"` // at this rtol
+	MinRtol jsonfloat.Float `json:"min_passing_rtol"` // at this atol (max check only; else -1); +Inf when none passes
 
+	maxAbs, maxRel, maxRef                   float64
 	sumAbs, sumSqA, sumSqB, sumAB, sumSqDiff float64
 	maxExcess, sumExcess                     float64
 	maxRelAtAtol                             float64
 	absHist, excessHist                      logHist
 	top1, top5                               int64
+}
+
+// Sides is a count in A (the reference) and in B.
+type Sides struct {
+	A int64 `json:"a"`
+	B int64 `json:"b"`
+}
+
+// Finite reports whether x is neither NaN nor infinite.
+func Finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// FinitePairs says what the statistics are over, for tables: "all 2560"
+// or "12 of 2560".
+func (s *OutputStats) FinitePairs() string {
+	if s.Elements == s.Total {
+		return fmt.Sprintf("all %d", s.Total)
+	}
+	return fmt.Sprintf("%d of %d", s.Elements, s.Total)
+}
+
+// Failure says why the output failed, in one phrase ("" when it passed).
+func (s *OutputStats) Failure() string {
+	switch {
+	case s.Pass:
+		return ""
+	case s.NewNonFinite > 0:
+		return fmt.Sprintf("%d NaN/Inf values in B where A is finite; statistics over %s finite pairs", s.NewNonFinite, s.FinitePairs())
+	case s.Mismatch > 0:
+		return fmt.Sprintf("%d NaN/Inf values of A that B does not reproduce", s.Mismatch)
+	case s.Elements == 0:
+		return fmt.Sprintf("no finite pair among %d elements: nothing to measure", s.Total)
+	}
+	return fmt.Sprintf("%s excess %.3g > atol %.3g; passes with atol >= %.3g", s.Check, float64(s.Value), s.Atol, float64(s.MinAtol))
 }
 
 // Accumulator gathers OutputStats batch by batch in constant memory.
@@ -88,22 +142,29 @@ func (acc *Accumulator) Add(a, b []float32, shape []int64) error {
 	s := acc.stats
 	for i := range a {
 		x, y := float64(a[i]), float64(b[i])
-		if math.IsNaN(x) || math.IsNaN(y) {
-			if math.IsNaN(x) != math.IsNaN(y) {
-				s.NaNMismatch++
+		s.Total++
+		fx, fy := Finite(x), Finite(y)
+		if !fx || !fy {
+			s.NaN.A += count(math.IsNaN(x))
+			s.NaN.B += count(math.IsNaN(y))
+			s.Inf.A += count(math.IsInf(x, 0))
+			s.Inf.B += count(math.IsInf(y, 0))
+			switch {
+			case fx:
+				s.NewNonFinite++
+				s.Mismatch++
+			case !(math.IsNaN(x) && math.IsNaN(y)) && x != y:
+				s.Mismatch++
 			}
 			continue
 		}
 		d := math.Abs(x - y)
-		if math.IsInf(x, 0) && x == y {
-			d = 0
-		}
 		s.Elements++
-		s.MaxRef = math.Max(s.MaxRef, math.Abs(x))
+		s.maxRef = math.Max(s.maxRef, math.Abs(x))
 		s.sumAbs += d
-		s.MaxAbs = math.Max(s.MaxAbs, d)
+		s.maxAbs = math.Max(s.maxAbs, d)
 		if x != 0 {
-			s.MaxRel = math.Max(s.MaxRel, d/math.Abs(x))
+			s.maxRel = math.Max(s.maxRel, d/math.Abs(x))
 		}
 		if d > s.Atol {
 			if x == 0 {
@@ -130,6 +191,9 @@ func (acc *Accumulator) Add(a, b []float32, shape []int64) error {
 			ta := argmax(ra)
 			top := topK(rb, 5)
 			s.Samples++
+			if newNonFinite(ra, rb) {
+				continue
+			}
 			if top[0] == ta {
 				s.top1++
 			}
@@ -144,23 +208,24 @@ func (acc *Accumulator) Add(a, b []float32, shape []int64) error {
 // Result finishes the statistics and the tolerance verdict.
 func (acc *Accumulator) Result() *OutputStats {
 	s := acc.stats
+	s.MaxAbs, s.MaxRel, s.MaxRef = jsonfloat.Float(s.maxAbs), jsonfloat.Float(s.maxRel), jsonfloat.Float(s.maxRef)
 	if s.Elements > 0 {
-		s.MeanAbs = s.sumAbs / float64(s.Elements)
-		s.P99Abs = s.absHist.quantile(0.99)
+		s.MeanAbs = jsonfloat.Float(s.sumAbs / float64(s.Elements))
+		s.P99Abs = jsonfloat.Float(s.absHist.quantile(0.99))
 	}
 	s.Cosine = 1
 	if s.sumSqA > 0 && s.sumSqB > 0 {
-		s.Cosine = s.sumAB / math.Sqrt(s.sumSqA*s.sumSqB)
+		s.Cosine = jsonfloat.Float(s.sumAB / math.Sqrt(s.sumSqA*s.sumSqB))
 	} else if s.sumSqA != s.sumSqB {
 		s.Cosine = 0
 	}
 	switch {
 	case s.sumSqDiff == 0:
-		s.SNRdB = math.Inf(1)
+		s.SNRdB = jsonfloat.Float(math.Inf(1))
 	case s.sumSqA == 0:
-		s.SNRdB = math.Inf(-1)
+		s.SNRdB = jsonfloat.Float(math.Inf(-1))
 	default:
-		s.SNRdB = 10 * math.Log10(s.sumSqA/s.sumSqDiff)
+		s.SNRdB = jsonfloat.Float(10 * math.Log10(s.sumSqA/s.sumSqDiff))
 	}
 	if s.Samples > 0 {
 		s.Top1Agree = float64(s.top1) / float64(s.Samples)
@@ -169,20 +234,43 @@ func (acc *Accumulator) Result() *OutputStats {
 	switch s.Check {
 	case StatMean:
 		if s.Elements > 0 {
-			s.Value = s.sumExcess / float64(s.Elements)
+			s.Value = jsonfloat.Float(s.sumExcess / float64(s.Elements))
 		}
 	case StatP99:
-		s.Value = s.excessHist.quantile(0.99)
+		s.Value = jsonfloat.Float(s.excessHist.quantile(0.99))
 	default:
-		s.Value = s.maxExcess
+		s.Value = jsonfloat.Float(s.maxExcess)
 	}
 	s.MinAtol = s.Value
 	s.MinRtol = -1
 	if s.Check == StatMax || s.Check == "" {
-		s.MinRtol = s.maxRelAtAtol
+		s.MinRtol = jsonfloat.Float(s.maxRelAtAtol)
 	}
-	s.Pass = s.Value <= s.Atol && s.NaNMismatch == 0
+	if s.Elements == 0 && s.Total > 0 {
+		// Nothing was measured: no statistic may read as agreement.
+		nan := jsonfloat.Float(math.NaN())
+		s.MaxAbs, s.MeanAbs, s.MaxRel, s.MaxRef, s.P99Abs, s.Cosine, s.SNRdB = nan, nan, nan, nan, nan, nan, nan
+		s.Value, s.MinAtol, s.MinRtol = nan, nan, nan
+	}
+	s.Pass = float64(s.Value) <= s.Atol && s.Mismatch == 0 && (s.Elements > 0 || s.Total == 0)
 	return s
+}
+
+func count(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// newNonFinite reports whether b is non-finite anywhere a is finite.
+func newNonFinite(a, b []float32) bool {
+	for i := range a {
+		if Finite(float64(a[i])) && !Finite(float64(b[i])) {
+			return true
+		}
+	}
+	return false
 }
 
 func argmax(v []float32) int {
@@ -259,22 +347,4 @@ func (h *logHist) quantile(q float64) float64 {
 		}
 	}
 	return math.Inf(1)
-}
-
-// MarshalJSON writes infinite values (the SNR of identical outputs, an
-// unreachable relative tolerance) as null, which JSON can express.
-func (s *OutputStats) MarshalJSON() ([]byte, error) {
-	type plain OutputStats
-	return json.Marshal(struct {
-		*plain
-		SNRdB   *float64 `json:"snr_db"`
-		MinRtol *float64 `json:"min_passing_rtol"`
-	}{(*plain)(s), finite(s.SNRdB), finite(s.MinRtol)})
-}
-
-func finite(x float64) *float64 {
-	if math.IsInf(x, 0) || math.IsNaN(x) {
-		return nil
-	}
-	return &x
 }

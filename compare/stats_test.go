@@ -2,7 +2,10 @@ package compare
 
 import (
 	"math"
+	"strings"
 	"testing"
+
+	"optc/internal/jsonfloat"
 )
 
 func TestAccumulatorStatistics(t *testing.T) {
@@ -13,8 +16,9 @@ func TestAccumulatorStatistics(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := acc.Result()
-	near := func(name string, got, want float64) {
+	near := func(name string, g jsonfloat.Float, want float64) {
 		t.Helper()
+		got := float64(g)
 		if math.Abs(got-want) > 1e-6*math.Max(1, math.Abs(want)) {
 			t.Errorf("%s = %g, want %g", name, got, want)
 		}
@@ -99,12 +103,69 @@ func TestClassifierAgreement(t *testing.T) {
 func TestNaNHandling(t *testing.T) {
 	nan := float32(math.NaN())
 	s := acc(t, []float32{nan, 1}, []float32{nan, 1}, 0, 0, StatMax)
-	if !s.Pass || s.NaNMismatch != 0 {
+	if !s.Pass || s.Mismatch != 0 || s.NaN != (Sides{1, 1}) || s.Elements != 1 || s.Total != 2 {
 		t.Errorf("NaN in both should match: %+v", s)
 	}
 	s = acc(t, []float32{nan, 1}, []float32{0, 1}, 1, 0, StatMax)
-	if s.Pass || s.NaNMismatch != 1 {
-		t.Errorf("NaN in one only must fail: pass=%v mismatches=%d", s.Pass, s.NaNMismatch)
+	if s.Pass || s.Mismatch != 1 || s.NewNonFinite != 0 {
+		t.Errorf("NaN in one only must fail: pass=%v mismatches=%d", s.Pass, s.Mismatch)
+	}
+}
+
+// A non-finite B where A is finite fails whatever the tolerance, and the
+// statistics are over the finite pairs only.
+func TestNonFiniteInBFails(t *testing.T) {
+	inf := float32(math.Inf(1))
+	s := acc(t, []float32{1, 2, 3, 4}, []float32{1, 2, inf, float32(math.NaN())}, math.Inf(1), 0, StatMax)
+	if s.Pass || s.NewNonFinite != 2 || s.Elements != 2 || s.Total != 4 {
+		t.Fatalf("pass=%v new non-finite %d, %d of %d pairs", s.Pass, s.NewNonFinite, s.Elements, s.Total)
+	}
+	if s.MaxAbs != 0 || s.Cosine != 1 || s.Inf != (Sides{0, 1}) || s.NaN != (Sides{0, 1}) {
+		t.Errorf("over the finite pairs: max abs %v cosine %v, inf %+v nan %+v", s.MaxAbs, s.Cosine, s.Inf, s.NaN)
+	}
+	if f := s.Failure(); !strings.Contains(f, "2 NaN/Inf values in B where A is finite") || !strings.Contains(f, "2 of 4 finite pairs") {
+		t.Errorf("failure %q", f)
+	}
+	// Equal infinities match and are left out of the statistics.
+	s = acc(t, []float32{inf, 1}, []float32{inf, 1}, 0, 0, StatMax)
+	if !s.Pass || s.Elements != 1 || s.Inf != (Sides{1, 1}) {
+		t.Errorf("equal infinities: %+v", s)
+	}
+	s = acc(t, []float32{inf, 1}, []float32{-inf, 1}, 1, 0, StatMax)
+	if s.Pass || s.Mismatch != 1 {
+		t.Errorf("+Inf against -Inf passed: %+v", s)
+	}
+}
+
+// With no finite pair nothing reads as agreement: cosine, SNR and the
+// errors are NaN and the output fails, even when both sides are NaN.
+func TestNoFinitePairIsNotPerfect(t *testing.T) {
+	nan := float32(math.NaN())
+	for _, a := range [][]float32{{1, 2, 3}, {nan, nan, nan}} {
+		s := acc(t, a, []float32{nan, nan, nan}, math.Inf(1), 0, StatMax)
+		if s.Pass || s.Elements != 0 {
+			t.Errorf("A %v: passed with %d finite pairs", a, s.Elements)
+		}
+		for name, v := range map[string]jsonfloat.Float{"cosine": s.Cosine, "snr": s.SNRdB, "max abs": s.MaxAbs, "value": s.Value} {
+			if !math.IsNaN(float64(v)) {
+				t.Errorf("A %v: %s %v, want NaN", a, name, v)
+			}
+		}
+		if s.Cosine.Text("%.6f") != "n/a" {
+			t.Errorf("cosine reads %q", s.Cosine.Text("%.6f"))
+		}
+	}
+	// A classifier whose B rows are NaN agrees on nothing.
+	x := NewAccumulator("y", 1, 0, StatMax)
+	if err := x.Add([]float32{9, 1, 1, 9}, []float32{nan, nan, nan, nan}, []int64{2, 2}); err != nil {
+		t.Fatal(err)
+	}
+	if s := x.Result(); s.Top1Agree != 0 {
+		t.Errorf("top-1 agreement %g with an all-NaN B", s.Top1Agree)
+	}
+	// An empty output has nothing to fail.
+	if s := acc(t, nil, nil, 0, 0, StatMax); !s.Pass {
+		t.Errorf("an empty output failed: %+v", s)
 	}
 }
 
@@ -120,10 +181,10 @@ func TestP99FromHistogram(t *testing.T) {
 	}
 	s := x.Result()
 	// The exact p99 (nearest rank) is 0.989; the histogram is within 2.3%.
-	if math.Abs(s.P99Abs-0.989)/0.989 > 0.024 {
+	if math.Abs(float64(s.P99Abs)-0.989)/0.989 > 0.024 {
 		t.Errorf("p99 %g, want 0.989 within 2.3%%", s.P99Abs)
 	}
-	if math.Abs(s.Value-s.P99Abs) > 1e-12 {
+	if math.Abs(float64(s.Value-s.P99Abs)) > 1e-12 {
 		t.Errorf("p99 check value %g differs from p99 abs %g with rtol 0", s.Value, s.P99Abs)
 	}
 }

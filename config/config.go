@@ -30,18 +30,27 @@ type Config struct {
 	Force    bool     `yaml:"force"`
 	Targets  []string `yaml:"targets"`   // ort, tensorrt, triton or all
 	OptLevel int      `yaml:"opt_level"` // -O: 0, 1 or 2
-	// Shapes fixes dynamic input dims for the measurements (name: dims).
-	Shapes      map[string][]int64 `yaml:"shapes"`
-	INT8        bool               `yaml:"int8"`
-	Image       Image              `yaml:"image"`
-	Calibration Calibration        `yaml:"calibration"`
-	Quantize    Quantize           `yaml:"quantize"`
-	Eval        Eval               `yaml:"eval"`
-	Runtime     Runtime            `yaml:"runtime"`
-	Latency     Latency            `yaml:"latency"`
-	TensorRT    TensorRT           `yaml:"tensorrt"`
-	Triton      Triton             `yaml:"triton"`
-	Gates       Gates              `yaml:"gates"`
+	// Shapes fixes dynamic input dims for the measurements (name: dims;
+	// -1 keeps a dim dynamic; on a dynamic batch axis the value is only
+	// the default batch).
+	Shapes map[string][]int64 `yaml:"shapes"`
+	// BatchAxes overrides where an input's batch is (name: axis; -1 for an
+	// input that is not per sample).
+	BatchAxes map[string]int `yaml:"batch_axes,omitempty"`
+	// Values feeds inputs a constant in random data (name: value).
+	Values map[string]float64 `yaml:"values,omitempty"`
+	// Ranges bounds an input's random values (name: [lo, hi]).
+	Ranges      map[string][]float64 `yaml:"ranges,omitempty"`
+	INT8        bool                 `yaml:"int8"`
+	Image       Image                `yaml:"image"`
+	Calibration Calibration          `yaml:"calibration"`
+	Quantize    Quantize             `yaml:"quantize"`
+	Eval        Eval                 `yaml:"eval"`
+	Runtime     Runtime              `yaml:"runtime"`
+	Latency     Latency              `yaml:"latency"`
+	TensorRT    TensorRT             `yaml:"tensorrt"`
+	Triton      Triton               `yaml:"triton"`
+	Gates       Gates                `yaml:"gates"`
 }
 
 // Gates are the budgets `optc diff` enforces between two builds (zero: not
@@ -270,6 +279,20 @@ func tidy(msg string) string {
 	return strings.Join(strings.Fields(msg), " ")
 }
 
+// Inputs is the input specification every stage of the build uses.
+func (c Config) Inputs() data.Spec {
+	s := data.Spec{Shapes: c.Shapes, BatchAxes: c.BatchAxes, Values: c.Values}
+	for name, r := range c.Ranges {
+		if len(r) == 2 {
+			if s.Ranges == nil {
+				s.Ranges = map[string][2]float64{}
+			}
+			s.Ranges[name] = [2]float64{r[0], r[1]}
+		}
+	}
+	return s
+}
+
 // ImageOptions is the image section as the data readers take it.
 func (c Config) ImageOptions() data.ImageOptions {
 	o := data.ImageOptions{Resize: c.Image.Resize, Layout: c.Image.Layout, Color: c.Image.Color,
@@ -335,6 +358,16 @@ func (c Config) Validate() error {
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	if _, err := c.ExpandTargets(); err != nil {
 		bad("%v", err)
+	}
+	for name, r := range c.Ranges {
+		if len(r) != 2 || !(r[0] < r[1]) {
+			bad("ranges.%s: %v (want [lo, hi] with lo < hi)", name, r)
+		}
+	}
+	for name, k := range c.BatchAxes {
+		if k < -1 {
+			bad("batch_axes.%s: %d (want an axis, or -1 for none)", name, k)
+		}
 	}
 	if c.OptLevel < 0 || c.OptLevel > 2 {
 		bad("opt_level: %d (want 0, 1 or 2)", c.OptLevel)

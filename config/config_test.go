@@ -18,6 +18,9 @@ targets: [ort, tensorrt]
 opt_level: 1
 shapes:
   x: [1, 3, 48, 192]
+batch_axes: {h0: 1}
+values: {sr: 16000}
+ranges: {ids: [0, 30522]}
 int8: true
 image: {resize: 256, size: [224, 224], layout: NHWC, color: bgr, scale: 0.5, mean: [1, 2, 3], std: [4, 5, 6]}
 calibration: {data: c.npy, samples: 100, batch: 4, seed: 7, method: entropy, percentile: 99.9, moving_average: 0.1, cache: c.json}
@@ -40,6 +43,7 @@ gates: {max_accuracy_drop: 1, min_cosine: 0.99, max_latency_regression: 10, perc
 	want := Config{
 		Model: "m.onnx", Output: "out", Force: true, Targets: []string{"ort", "tensorrt"}, OptLevel: 1,
 		Shapes: map[string][]int64{"x": {1, 3, 48, 192}}, INT8: true,
+		BatchAxes: map[string]int{"h0": 1}, Values: map[string]float64{"sr": 16000}, Ranges: map[string][]float64{"ids": {0, 30522}},
 		Image: Image{Resize: 256, Size: []int{224, 224}, Layout: "NHWC", Color: "bgr", Scale: 0.5,
 			Mean: []float64{1, 2, 3}, Std: []float64{4, 5, 6}},
 		Calibration: Calibration{Data: "c.npy", Samples: 100, Batch: 4, Seed: 7, Method: "entropy",

@@ -33,6 +33,16 @@ type Input struct {
 	Name  string
 	DType graph.DataType
 	Shape graph.Shape // nil: rank unknown
+	// BatchAxis is the axis that holds samples: 0 for most inputs, 1 for
+	// recurrent state [layers, batch, hidden], NoBatchAxis for inputs fed
+	// the same in every run (scalars). GraphInputs infers it.
+	BatchAxis int
+	// Feed is what synthetic data puts in the input (random, or zeros for
+	// state, ones for masks); GraphInputs infers it.
+	Feed Feed
+	// Range, when set, bounds random values (integer ids into an
+	// embedding of V rows: [0, V)).
+	Range *[2]float64
 }
 
 // String returns the input's type as optc prints it: float32[N,3,48,192].
@@ -56,19 +66,24 @@ func GraphInputs(g *graph.Graph) []Input {
 		}
 		out = append(out, in)
 	}
+	inferInputs(g, out)
 	return out
 }
 
 // Options controls how a Source reads or makes data.
 type Options struct {
-	// Batch is the number of samples per batch for sample-axis formats
-	// (.npy, .npz, image folders, random); 0 means the model's static
-	// batch size, else 1.
+	// Batch is the preferred number of samples per batch for sample-axis
+	// formats (.npy, .npz, image folders, random); 0 means the batch given
+	// by --shape, else 1. A model with a static batch size gets runs of
+	// that size instead, unless StrictBatch.
 	// .pb data sets are fed as they are and ignore it.
 	Batch int
-	// Shapes fixes dynamic dims (from --shape name:d0,d1,...); each must
-	// agree with the input's static dims and with the data.
-	Shapes map[string][]int64
+	// StrictBatch makes a static batch size that differs from Batch an
+	// error (the user asked for that batch size with --batch).
+	StrictBatch bool
+	// Spec is what the user said about the inputs: shapes, batch axes,
+	// constant values, ranges.
+	Spec
 	// Seed makes random data reproducible.
 	Seed int64
 	// Low and High bound random data: [Low, High), [0,1) when both are zero.
@@ -90,6 +105,27 @@ type Options struct {
 	// Image says how image files become an input tensor (image folders
 	// only; other formats ignore it).
 	Image ImageOptions
+}
+
+// Spec is what the user says about a model's inputs (--shape,
+// --batch-axis, --value, --range), resolved against the model by every
+// reader; one Spec is handed to every stage of a build.
+type Spec struct {
+	// Shapes fixes dynamic dims (from --shape name:d0,d1,...); each must
+	// agree with the input's static dims and with the data. A negative dim
+	// (written ? in the flag) stays dynamic. On a dynamic batch axis the
+	// value is the default batch size, not a pin: stages still run their
+	// own batch sizes there.
+	Shapes map[string][]int64
+	// BatchAxes overrides the inferred batch axis of inputs (--batch-axis
+	// name:K or name:none).
+	BatchAxes map[string]int
+	// Values feeds inputs a constant in synthetic data (--value name=V:
+	// a sample rate, a flag).
+	Values map[string]float64
+	// Ranges bounds random values per input (--range name:LO,HI: token
+	// ids within the vocabulary).
+	Ranges map[string][2]float64
 }
 
 // Batch is one run's worth of input tensors.
@@ -126,9 +162,12 @@ func Open(spec string, inputs []Input, opts Options) (Source, error) {
 	if st.IsDir() {
 		return openDir(spec, inputs, opts)
 	}
+	npy := func() (Source, error) {
+		return withFill(spec, inputs, splitFed(inputs, opts), opts, func(fed []Input) (Source, error) { return openNpy(spec, fed, opts) })
+	}
 	switch strings.ToLower(filepath.Ext(spec)) {
 	case ".npy":
-		return openNpy(spec, inputs, opts)
+		return npy()
 	case ".npz":
 		return openNpz(spec, inputs, opts)
 	case ".pb":
@@ -140,7 +179,7 @@ func Open(spec string, inputs []Input, opts Options) (Source, error) {
 	}
 	switch {
 	case strings.HasPrefix(magic, npyMagic):
-		return openNpy(spec, inputs, opts)
+		return npy()
 	case strings.HasPrefix(magic, "PK\x03\x04"), strings.HasPrefix(magic, "PK\x05\x06"):
 		return openNpz(spec, inputs, opts)
 	}
@@ -164,7 +203,7 @@ func openDir(dir string, inputs []Input, opts Options) (Source, error) {
 	if len(files) == 0 {
 		return nil, fmt.Errorf("%s: no input_<i>.pb files, no folders holding them, and no images (%s) under it", dir, imageExtList)
 	}
-	return openImages(dir, files, inputs, opts)
+	return withFill(dir, inputs, splitFed(inputs, opts), opts, func(fed []Input) (Source, error) { return openImages(dir, files, fed, opts) })
 }
 
 // checkOpen validates what every format needs: inputs, options, --shape
@@ -186,14 +225,14 @@ func checkOpen(spec string, inputs []Input, opts Options) error {
 	if opts.Samples < 0 || opts.Skip < 0 {
 		return fmt.Errorf("input data %s: sample count %d and skip %d must not be negative", spec, opts.Samples, opts.Skip)
 	}
-	names := make([]string, 0, len(opts.Shapes))
-	for name := range opts.Shapes {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		if !seen[name] {
-			return fmt.Errorf("input data %s: --shape %s: the model has no input %q (inputs: %s)", spec, name, name, inputNames(inputs))
+	for _, flag := range []struct {
+		name string
+		keys []string
+	}{{"--shape", mapKeys(opts.Shapes)}, {"--batch-axis", mapKeys(opts.BatchAxes)}, {"--value", mapKeys(opts.Values)}, {"--range", mapKeys(opts.Ranges)}} {
+		for _, name := range flag.keys {
+			if !seen[name] {
+				return fmt.Errorf("input data %s: %s %s: the model has no input %q (inputs: %s)", spec, flag.name, name, name, inputNames(inputs))
+			}
 		}
 	}
 	for _, in := range inputs {
@@ -204,8 +243,18 @@ func checkOpen(spec string, inputs []Input, opts Options) error {
 	return nil
 }
 
+func mapKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
 // ParseShapeFlag parses a --shape value, "name:d0,d1,...". The name is
-// everything before the last colon, so names such as "input:0" work.
+// everything before the last colon, so names such as "input:0" work. A dim
+// written ? (or N, or -1) stays dynamic; it comes back as -1.
 func ParseShapeFlag(s string) (name string, dims []int64, err error) {
 	i := strings.LastIndexByte(s, ':')
 	if i < 0 {
@@ -219,9 +268,14 @@ func ParseShapeFlag(s string) (name string, dims []int64, err error) {
 		return "", nil, fmt.Errorf("--shape %q: no dims after the colon (want name:d0,d1,...)", s)
 	}
 	for _, f := range strings.Split(list, ",") {
-		d, perr := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		f = strings.TrimSpace(f)
+		if f == "?" || f == "N" || f == "-1" {
+			dims = append(dims, -1)
+			continue
+		}
+		d, perr := strconv.ParseInt(f, 10, 64)
 		if perr != nil || d < 0 {
-			return "", nil, fmt.Errorf("--shape %q: dim %q is not a non-negative integer", s, strings.TrimSpace(f))
+			return "", nil, fmt.Errorf("--shape %q: dim %q is not a non-negative integer or ? (dynamic)", s, f)
 		}
 		dims = append(dims, d)
 	}
@@ -229,8 +283,11 @@ func ParseShapeFlag(s string) (name string, dims []int64, err error) {
 }
 
 // effectiveShape is the input's shape with its --shape override applied:
-// the override's dims become static. It reports whether an override was
-// given and checks that it agrees with the input's rank and static dims.
+// the override's dims become static, except the ones written ? and a
+// dynamic batch axis, which stay dynamic (the override's value there is
+// only the default batch size, see batchHint). It reports whether an
+// override was given and checks that it agrees with the input's rank and
+// static dims.
 func effectiveShape(in Input, opts Options) (graph.Shape, bool, error) {
 	dims, ok := opts.Shapes[in.Name]
 	if !ok {
@@ -242,26 +299,53 @@ func effectiveShape(in Input, opts Options) (graph.Shape, bool, error) {
 			return nil, false, fmt.Errorf("--shape %s does not fit input %q %s: rank %d, want %d", flag, in.Name, in, len(dims), len(in.Shape))
 		}
 		for i, d := range in.Shape {
-			if d.Kind == graph.DimStatic && d.Value != dims[i] {
+			if d.Kind == graph.DimStatic && dims[i] >= 0 && d.Value != dims[i] {
 				return nil, false, fmt.Errorf("--shape %s does not fit input %q %s: dim %d is %d, want %d", flag, in.Name, in, i, dims[i], d.Value)
 			}
 		}
 	}
-	s := graph.StaticShape(dims...)
-	for i := range s {
+	k := batchAxis(in, opts)
+	s := make(graph.Shape, len(dims))
+	for i, d := range dims {
+		var model graph.Dim
 		if i < len(in.Shape) {
-			s[i].Denotation = in.Shape[i].Denotation
+			model = in.Shape[i]
+		}
+		switch {
+		case d < 0 || (i == k && model.Kind != graph.DimStatic && in.Shape != nil):
+			s[i] = model
+		default:
+			s[i] = graph.StaticDim(d)
+			s[i].Denotation = model.Denotation
 		}
 	}
 	return s, true, nil
 }
 
+// batchHint is the batch size a --shape gives on a dynamic batch axis, or 0.
+func batchHint(inputs []Input, opts Options) int {
+	for _, in := range inputs {
+		dims, ok := opts.Shapes[in.Name]
+		k := batchAxis(in, opts)
+		if ok && k >= 0 && k < len(dims) && dims[k] > 0 && k < len(in.Shape) && in.Shape[k].Kind != graph.DimStatic {
+			return int(dims[k])
+		}
+	}
+	return 0
+}
+
 // ResolveShape returns the static shape of one batch of random data for in:
-// its static dims and --shape overrides, with a dynamic axis 0 taken as the
-// batch size (Options.Batch, default 1). Any other dynamic dim is an error
-// naming the input and the dim.
+// its static dims and --shape overrides, with a dynamic batch axis taken as
+// the batch size (Options.Batch, default 1) and named dims fixed on another
+// input taking the same value (bind, from symbolBindings; may be nil). Any
+// other dynamic dim is an error naming the input and the dim. A static
+// batch axis keeps its size: the caller decides the batch (batchSize).
 func ResolveShape(in Input, opts Options) ([]int64, error) {
-	eff, overridden, err := effectiveShape(in, opts)
+	return resolveShape(in, opts, nil)
+}
+
+func resolveShape(in Input, opts Options, bind map[string]int64) ([]int64, error) {
+	eff, _, err := effectiveShape(in, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -271,18 +355,18 @@ func ResolveShape(in Input, opts Options) ([]int64, error) {
 	if opts.Batch < 0 {
 		return nil, fmt.Errorf("input %q: batch size %d is negative", in.Name, opts.Batch)
 	}
+	k := batchAxis(in, opts)
 	out := make([]int64, len(eff))
 	for i, d := range eff {
 		switch {
 		case d.Kind == graph.DimStatic:
 			out[i] = d.Value
-			if i == 0 && opts.Batch != 0 && int64(opts.Batch) != d.Value {
-				return nil, fmt.Errorf("input %q %s has a static batch size of %d%s; batch size %d does not fit", in.Name, in, d.Value, overrideNote(in, eff, overridden), opts.Batch)
-			}
-		case i == 0:
+		case i == k:
 			out[i] = int64(max(opts.Batch, 1))
+		case d.Kind == graph.DimSymbolic && bind[d.Param] > 0:
+			out[i] = bind[d.Param]
 		default:
-			return nil, fmt.Errorf("input %q %s: dim %d (%s) is dynamic; fix it with --shape %s", in.Name, in, i, d, shapeHint(in, eff))
+			return nil, fmt.Errorf("input %q %s: dim %d (%s) is dynamic; fix it with --shape %s", in.Name, in, i, d, shapeHint(in, eff, k))
 		}
 	}
 	return out, nil
@@ -290,14 +374,14 @@ func ResolveShape(in Input, opts Options) ([]int64, error) {
 
 // shapeHint suggests a --shape value: the known dims, the names of the
 // others in angle brackets.
-func shapeHint(in Input, s graph.Shape) string {
+func shapeHint(in Input, s graph.Shape, batch int) string {
 	parts := make([]string, len(s))
 	for i, d := range s {
 		switch {
 		case d.Kind == graph.DimStatic:
 			parts[i] = strconv.FormatInt(d.Value, 10)
-		case i == 0:
-			parts[i] = "1"
+		case i == batch:
+			parts[i] = "?"
 		default:
 			parts[i] = "<" + d.String() + ">"
 		}
@@ -309,23 +393,26 @@ func shapeFlag(name string, dims []int64) string {
 	parts := make([]string, len(dims))
 	for i, d := range dims {
 		parts[i] = strconv.FormatInt(d, 10)
+		if d < 0 {
+			parts[i] = "?"
+		}
 	}
 	return name + ":" + strings.Join(parts, ",")
 }
 
 // overrideNote says, for messages, that the expected shape comes from a
 // --shape flag.
-func overrideNote(in Input, eff graph.Shape, overridden bool) string {
+func overrideNote(in Input, eff graph.Shape, overridden bool, opts Options) string {
 	if !overridden {
 		return ""
 	}
-	return " (fixed to " + eff.String() + " by --shape " + shapeFlag(in.Name, eff.Dims()) + ")"
+	return " (fixed to " + eff.String() + " by --shape " + shapeFlag(in.Name, opts.Shapes[in.Name]) + ")"
 }
 
 // expects describes what an input wants: float32[N,3,48,192], plus the
 // --shape override when there is one.
-func expects(in Input, eff graph.Shape, overridden bool) string {
-	return in.String() + overrideNote(in, eff, overridden)
+func expects(in Input, eff graph.Shape, overridden bool, opts Options) string {
+	return in.String() + overrideNote(in, eff, overridden, opts)
 }
 
 func inputNames(inputs []Input) string {
@@ -357,10 +444,13 @@ func checkData(where string, in Input, opts Options, dt graph.DataType, dims []i
 		given += fmt.Sprintf(" (%d samples)", dims[0])
 	}
 	fail := func(why string, args ...any) error {
-		return fmt.Errorf("%s: input %q expects %s, the data is %s: %s", where, in.Name, expects(in, eff, overridden), given, fmt.Sprintf(why, args...))
+		return fmt.Errorf("%s: input %q expects %s, the data is %s: %s", where, in.Name, expects(in, eff, overridden, opts), given, fmt.Sprintf(why, args...))
 	}
 	if in.DType != graph.Undefined && dt != in.DType {
 		return fail("element type %s, want %s", dt, in.DType)
+	}
+	if k := batchAxis(in, opts); sampleAxis && k != 0 {
+		return fail("its batch is on axis %d (set with --batch-axis), but the file holds samples on axis 0; leave the input out of the data (it is filled with %s) or give it in a .pb data set", k, in.Feed)
 	}
 	if sampleAxis && len(dims) == 0 {
 		if eff != nil && len(eff) == 0 {
@@ -385,11 +475,14 @@ func checkData(where string, in Input, opts Options, dt graph.DataType, dims []i
 	return nil
 }
 
-// batchSize returns the batch size for sample-axis data: a static axis 0
-// (from the model or --shape) fixes it, and Options.Batch must then agree;
-// otherwise Options.Batch, default 1. fixedBy describes the input whose
-// static axis 0 fixed it, "" when none did.
-func batchSize(where string, inputs []Input, opts Options) (batch int, fixedBy string, err error) {
+// batchSize returns the batch size for sample-axis data: a static batch
+// axis (from the model or --shape) fixes it, whatever Options.Batch
+// prefers (with StrictBatch they must agree); otherwise Options.Batch, else
+// the --shape batch hint, else 1. fixedBy describes the input whose static
+// batch axis fixed it, "" when none did. Inputs that disagree on a static
+// batch are an error for files; random data (lenient) feeds each of them
+// its own static shape.
+func batchSize(where string, inputs []Input, opts Options, lenient bool) (batch int, fixedBy string, err error) {
 	fixed := 0
 	var first Input
 	for _, in := range inputs {
@@ -397,17 +490,24 @@ func batchSize(where string, inputs []Input, opts Options) (batch int, fixedBy s
 		if err != nil {
 			return 0, "", err
 		}
-		if len(eff) == 0 || eff[0].Kind != graph.DimStatic {
+		k := batchAxis(in, opts)
+		if k < 0 || k >= len(eff) || eff[k].Kind != graph.DimStatic {
 			continue
 		}
-		b := eff[0].Value
-		desc := fmt.Sprintf("input %q %s", in.Name, expects(in, eff, overridden))
+		b := eff[k].Value
+		desc := fmt.Sprintf("input %q %s", in.Name, expects(in, eff, overridden, opts))
 		switch {
 		case b <= 0 || b > 1<<31:
+			if lenient {
+				continue
+			}
 			return 0, "", fmt.Errorf("%s: %s has a static batch size of %d; cannot feed it from a sample axis", where, desc, b)
 		case fixed != 0 && int64(fixed) != b:
+			if lenient {
+				continue
+			}
 			return 0, "", fmt.Errorf("%s: inputs %q %s and %q %s have different static batch sizes (%d and %d)", where, first.Name, first, in.Name, in, fixed, b)
-		case opts.Batch != 0 && int64(opts.Batch) != b:
+		case opts.StrictBatch && opts.Batch != 0 && int64(opts.Batch) != b:
 			return 0, "", fmt.Errorf("%s: %s has a static batch size of %d; batch size %d does not fit", where, desc, b, opts.Batch)
 		}
 		if fixed == 0 {
@@ -417,15 +517,24 @@ func batchSize(where string, inputs []Input, opts Options) (batch int, fixedBy s
 	if fixed != 0 {
 		return fixed, fixedBy, nil
 	}
+	if opts.Batch == 0 {
+		if h := batchHint(inputs, opts); h > 0 {
+			return h, "", nil
+		}
+	}
 	return max(opts.Batch, 1), "", nil
 }
 
-// checkSampleCount checks that a static batch size divides the samples.
-func checkSampleCount(where string, samples, batch int, fixedBy string) error {
-	if fixedBy != "" && samples%batch != 0 {
-		return fmt.Errorf("%s: %d samples do not split into batches of %d, the static batch size of %s; limit the samples to a multiple of %d", where, samples, batch, fixedBy, batch)
+// fitSampleCount is how many of samples a source delivers in batches of a
+// static batch size: the largest multiple of batch, at least one batch.
+func fitSampleCount(where string, samples, batch int, fixedBy string) (int, error) {
+	if fixedBy == "" || samples%batch == 0 {
+		return samples, nil
 	}
-	return nil
+	if samples < batch {
+		return 0, fmt.Errorf("%s: %d samples do not fill one batch of %d, the static batch size of %s", where, samples, batch, fixedBy)
+	}
+	return samples - samples%batch, nil
 }
 
 func readPrefix(path string, n int) (string, error) {

@@ -188,14 +188,14 @@ func openImages(dir string, files []string, inputs []Input, opts Options) (Sourc
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	if eff != nil && len(eff) != 4 {
-		return nil, fmt.Errorf("%s: input %q expects %s: images feed rank-4 inputs (%s)", dir, in.Name, expects(in, eff, overridden), img.Layout)
+		return nil, fmt.Errorf("%s: input %q expects %s: images feed rank-4 inputs (%s)", dir, in.Name, expects(in, eff, overridden, opts), img.Layout)
 	}
 	c, h, w := 1, 2, 3 // axes of channels, height, width
 	if img.Layout == "NHWC" {
 		c, h, w = 3, 1, 2
 	}
 	if eff != nil && eff[c].Kind == graph.DimStatic && eff[c].Value != int64(img.Channels()) {
-		return nil, fmt.Errorf("%s: input %q expects %s: %d channels on axis %d (%s), but color %s gives %d", dir, in.Name, expects(in, eff, overridden), eff[c].Value, c, img.Layout, img.Color, img.Channels())
+		return nil, fmt.Errorf("%s: input %q expects %s: %d channels on axis %d (%s), but color %s gives %d", dir, in.Name, expects(in, eff, overridden, opts), eff[c].Value, c, img.Layout, img.Color, img.Channels())
 	}
 	if s.height, err = cropSide(dir, in, eff, h, img.Height, "height"); err != nil {
 		return nil, err
@@ -210,11 +210,11 @@ func openImages(dir string, files []string, inputs []Input, opts Options) (Sourc
 	if s.first, s.order, s.total, err = pick(dir, len(files), opts); err != nil {
 		return nil, err
 	}
-	batch, fixedBy, err := batchSize(dir, inputs, opts)
+	batch, fixedBy, err := batchSize(dir, inputs, opts, false)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSampleCount(dir, s.total, batch, fixedBy); err != nil {
+	if s.total, err = fitSampleCount(dir, s.total, batch, fixedBy); err != nil {
 		return nil, err
 	}
 	s.batch = batch

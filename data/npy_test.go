@@ -212,7 +212,7 @@ func TestNpyBatching(t *testing.T) {
 		t.Errorf("static batch 5: got %d batches", len(bs))
 	}
 	// --shape fixes it the same way.
-	src, err = Open(p, in, Options{Shapes: map[string][]int64{"x": {2, 2, 3}}})
+	src, err = Open(p, in, Options{Spec: Spec{Shapes: map[string][]int64{"x": {2, 2, 3}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,6 +59,14 @@ func openNpz(path string, inputs []Input, opts Options) (Source, error) {
 	if len(keys) == 0 {
 		held = "none"
 	}
+	var fed []Input
+	for _, in := range inputs {
+		if _, ok := byKey[in.Name]; ok || !fillable(in, opts) {
+			fed = append(fed, in)
+		}
+	}
+	whole := inputs
+	inputs = fed
 	for _, in := range inputs {
 		if zf, ok := byKey[in.Name]; !ok || zf.Name != in.Name+".npy" {
 			f.Close()
@@ -68,7 +76,7 @@ func openNpz(path string, inputs []Input, opts Options) (Source, error) {
 	for _, k := range keys {
 		if !slices.ContainsFunc(inputs, func(in Input) bool { return in.Name == k }) {
 			f.Close()
-			return nil, fmt.Errorf("%s: member %q matches no model input (inputs: %s)", path, byKey[k].Name, inputNames(inputs))
+			return nil, fmt.Errorf("%s: member %q matches no model input (inputs: %s)", path, byKey[k].Name, inputNames(whole))
 		}
 	}
 	members := make([]*member, len(inputs))
@@ -82,7 +90,9 @@ func openNpz(path string, inputs []Input, opts Options) (Source, error) {
 		}
 		members[i] = m
 	}
-	return newSampleSource(path, inputs, members, opts, f)
+	return withFill(path, whole, fed, opts, func(fed []Input) (Source, error) {
+		return newSampleSource(path, fed, members, opts, f)
+	})
 }
 
 // openZipMember reads the .npy header of one member of a zip file.

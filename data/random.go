@@ -17,9 +17,13 @@ const randomSeq2 = 0x6f7074632d646174 // "optc-dat"
 // randomSource makes synthetic batches. Each input draws from its own PCG
 // stream, so an input's samples do not depend on the other inputs, and for
 // inputs with a sample axis not on how the samples are split into batches.
+// Inputs that are not per sample (no batch axis, or a static batch that
+// is not the run's) get the same tensor in every run.
 type randomSource struct {
 	inputs []Input
 	shapes [][]int64 // per input, the shape of a full batch
+	axes   []int     // per input, the batch axis; NoBatchAxis: the same tensor every run
+	fixed  [][]byte  // per input without a batch axis, its one tensor's bytes
 	gens   []*randomGen
 	batch  int
 	total  int
@@ -29,14 +33,13 @@ type randomSource struct {
 
 func openRandom(inputs []Input, opts Options) (Source, error) {
 	const where = "random data"
-	lo, hi := opts.Low, opts.High
-	if lo == 0 && hi == 0 {
-		hi = 1
+	for _, in := range inputs {
+		lo, hi := valueRange(in, opts)
+		if math.IsNaN(lo) || math.IsNaN(hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) || !(lo < hi) || math.IsInf(hi-lo, 0) {
+			return nil, fmt.Errorf("%s: input %q: range [%g, %g) is empty or not finite", where, in.Name, lo, hi)
+		}
 	}
-	if math.IsNaN(lo) || math.IsNaN(hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) || !(lo < hi) || math.IsInf(hi-lo, 0) {
-		return nil, fmt.Errorf("%s: range [%g, %g) is empty or not finite", where, lo, hi)
-	}
-	batch, fixedBy, err := batchSize(where, inputs, opts)
+	batch, fixedBy, err := batchSize(where, inputs, opts, true)
 	if err != nil {
 		return nil, err
 	}
@@ -44,14 +47,15 @@ func openRandom(inputs []Input, opts Options) (Source, error) {
 	if total == 0 {
 		total = batch
 	}
-	if err := checkSampleCount(where, total, batch, fixedBy); err != nil {
-		return nil, err
+	if r := total % batch; r != 0 && fixedBy != "" {
+		total += batch - r // synthetic data fills the last run of a static batch
 	}
 	s := &randomSource{inputs: inputs, batch: batch, total: total}
 	bopts := opts
 	bopts.Batch = batch
+	bind := symbolBindings(inputs, opts)
 	for i, in := range inputs {
-		shape, err := ResolveShape(in, bopts)
+		shape, err := resolveShape(in, bopts, bind)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
@@ -62,14 +66,53 @@ func openRandom(inputs []Input, opts Options) (Source, error) {
 			}
 			n *= d
 		}
-		g, err := newRandomGen(in, opts.Seed, i, lo, hi)
+		k := batchAxis(in, opts)
+		if k >= len(shape) || (k >= 0 && shape[k] != int64(batch)) {
+			k = NoBatchAxis // a static batch of its own: fed whole
+		}
+		g, err := newInputGen(in, opts, i)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		s.shapes = append(s.shapes, shape)
+		s.axes = append(s.axes, k)
 		s.gens = append(s.gens, g)
 	}
+	s.fixed = make([][]byte, len(inputs))
 	return s, nil
+}
+
+// newInputGen is the generator for the index-th input under opts: its
+// --value, its feed (zeros, ones), or random values in its range.
+func newInputGen(in Input, opts Options, index int) (*randomGen, error) {
+	f, v := feed(in, opts)
+	switch {
+	case v != nil:
+		return constGen(in, *v)
+	case f == FeedZeros:
+		return constGen(in, 0)
+	case f == FeedOnes:
+		return constGen(in, 1)
+	}
+	lo, hi := valueRange(in, opts)
+	return newRandomGen(in, opts.Seed, index, lo, hi)
+}
+
+// constGen fills every element with v.
+func constGen(in Input, v float64) (*randomGen, error) {
+	if in.DType == graph.Bool {
+		b := byte(0)
+		if v != 0 {
+			b = 1
+		}
+		return &randomGen{size: 1, put: func(p []byte, _ *rand.Rand) { p[0] = b }}, nil
+	}
+	// A range holding only v: the generators round to the type.
+	g, err := newRandomGen(in, 0, 0, v, math.Nextafter(v, math.Inf(1)))
+	if err != nil {
+		return nil, fmt.Errorf("--value %s=%g: %w", in.Name, v, err)
+	}
+	return g, nil
 }
 
 // Next makes the next batch.
@@ -84,14 +127,23 @@ func (s *randomSource) Next() (*Batch, error) {
 	b := &Batch{Tensors: make([]*graph.Tensor, len(s.inputs)), Samples: n}
 	for i, in := range s.inputs {
 		dims := append([]int64{}, s.shapes[i]...)
-		if len(dims) > 0 {
-			dims[0] = int64(n)
+		if k := s.axes[i]; k >= 0 {
+			dims[k] = int64(n)
 		}
 		count := int64(1)
 		for _, d := range dims {
 			count *= d
 		}
-		buf := s.gens[i].fill(int(count))
+		var buf []byte
+		switch {
+		case s.axes[i] >= 0:
+			buf = s.gens[i].fill(int(count))
+		case s.fixed[i] != nil:
+			buf = append([]byte(nil), s.fixed[i]...)
+		default:
+			s.fixed[i] = s.gens[i].fill(int(count))
+			buf = append([]byte(nil), s.fixed[i]...)
+		}
 		t, err := graph.NewTensor(in.Name, in.DType, dims, buf)
 		if err != nil {
 			return nil, fmt.Errorf("random data: %w", err)

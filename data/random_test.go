@@ -151,22 +151,44 @@ func TestRandomShapes(t *testing.T) {
 		{Name: "scale", DType: graph.Float, Shape: graph.Shape{}},
 	}
 	_, err := Open("random", inputs, Options{})
-	wantErr(t, err, `input "img"`, "dim 2 (H) is dynamic", "--shape img:1,3,<H>,<W>")
+	wantErr(t, err, `input "img"`, "dim 2 (H) is dynamic", "--shape img:?,3,<H>,<W>")
 
-	opts := Options{Batch: 4, Samples: 10, Shapes: map[string][]int64{"img": {4, 3, 8, 8}}}
-	_, err = Open("random", inputs, opts)
-	wantErr(t, err, "10 samples", `static batch size of input "img"`, "--shape img:4,3,8,8")
-
-	opts.Shapes = map[string][]int64{"img": {1, 3, 8, 8}}
-	_, err = Open("random", inputs, opts)
-	wantErr(t, err, `input "img"`, "static batch size of 1", "batch size 4")
-
-	opts.Shapes = map[string][]int64{"img": {0, 3, 8, 8}}
-	_, err = Open("random", inputs, opts)
-	wantErr(t, err, `input "img"`, "static batch size of 0")
-
-	opts = Options{Batch: 4, Samples: 8, Shapes: map[string][]int64{"img": {4, 3, 8, 16}}}
+	// --shape fixes H and W; the dynamic batch stays the stage's choice.
+	opts := Options{Batch: 4, Samples: 10, Spec: Spec{Shapes: map[string][]int64{"img": {1, 3, 8, 8}}}}
 	src, err := Open("random", inputs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := src.Next()
+	if err != nil || !dimsEqual(b.Tensors[0].Dims, []int64{4, 3, 8, 8}) || b.Samples != 4 || len(b.Tensors[1].Dims) != 0 {
+		t.Fatalf("batch %+v, %v", b, err)
+	}
+
+	// A static batch is used as it is: 10 samples at batch 2.
+	static := []Input{{Name: "img", DType: graph.Float, Shape: graph.StaticShape(2, 3, 8, 8)}}
+	src, err = Open("random", static, Options{Batch: 4, Samples: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	for {
+		b, err := src.Next()
+		if err != nil {
+			break
+		}
+		if b.Samples != 2 || b.Tensors[0].Dims[0] != 2 {
+			t.Fatalf("run %d: %d samples, dims %v", runs, b.Samples, b.Tensors[0].Dims)
+		}
+		runs++
+	}
+	if runs != 5 {
+		t.Fatalf("%d runs, want 5", runs)
+	}
+	_, err = Open("random", static, Options{Batch: 4, StrictBatch: true})
+	wantErr(t, err, `input "img"`, "static batch size of 2", "batch size 4")
+
+	opts = Options{Batch: 4, Samples: 8, Spec: Spec{Shapes: map[string][]int64{"img": {4, 3, 8, 16}}}}
+	src, err = Open("random", inputs, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,13 +227,13 @@ func TestResolveShape(t *testing.T) {
 	in := Input{Name: "x", DType: graph.Float, Shape: graph.Shape{dyn("N"), st(3), dyn("H"), st(5)}}
 	_, err := ResolveShape(in, Options{})
 	wantErr(t, err, `input "x"`, "dim 2 (H)")
-	got, err := ResolveShape(in, Options{Batch: 6, Shapes: map[string][]int64{"x": {6, 3, 7, 5}}})
+	got, err := ResolveShape(in, Options{Batch: 6, Spec: Spec{Shapes: map[string][]int64{"x": {6, 3, 7, 5}}}})
 	if err != nil || !dimsEqual(got, []int64{6, 3, 7, 5}) {
 		t.Fatalf("got %v, %v", got, err)
 	}
-	_, err = ResolveShape(in, Options{Shapes: map[string][]int64{"x": {1, 4, 7, 5}}})
+	_, err = ResolveShape(in, Options{Spec: Spec{Shapes: map[string][]int64{"x": {1, 4, 7, 5}}}})
 	wantErr(t, err, `"x"`, "x:1,4,7,5", "dim 1 is 4, want 3")
-	_, err = ResolveShape(in, Options{Shapes: map[string][]int64{"x": {1, 3, 7}}})
+	_, err = ResolveShape(in, Options{Spec: Spec{Shapes: map[string][]int64{"x": {1, 3, 7}}}})
 	wantErr(t, err, `"x"`, "rank 3, want 4")
 	in.Shape[2] = st(9)
 	got, err = ResolveShape(in, Options{})
@@ -223,9 +245,11 @@ func TestResolveShape(t *testing.T) {
 		t.Fatalf("got %v, %v", got, err)
 	}
 	in.Shape[0] = st(2)
-	_, err = ResolveShape(in, Options{Batch: 3})
-	wantErr(t, err, `input "x"`, "static batch size of 2")
-	got, err = ResolveShape(Input{Name: "u", DType: graph.Float}, Options{Shapes: map[string][]int64{"u": {2, 2}}})
+	got, err = ResolveShape(in, Options{Batch: 3})
+	if err != nil || !dimsEqual(got, []int64{2, 3, 9, 5}) {
+		t.Fatalf("static batch: got %v, %v", got, err)
+	}
+	got, err = ResolveShape(Input{Name: "u", DType: graph.Float}, Options{Spec: Spec{Shapes: map[string][]int64{"u": {2, 2}}}})
 	if err != nil || !dimsEqual(got, []int64{2, 2}) {
 		t.Fatalf("unknown rank with --shape: %v, %v", got, err)
 	}

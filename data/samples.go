@@ -116,11 +116,11 @@ func newSampleSource(where string, inputs []Input, members []*member, opts Optio
 	if s.first, s.order, s.total, err = pick(where, int(n0), opts); err != nil {
 		return fail(err)
 	}
-	batch, fixedBy, err := batchSize(where, inputs, opts)
+	batch, fixedBy, err := batchSize(where, inputs, opts, false)
 	if err != nil {
 		return fail(err)
 	}
-	if err := checkSampleCount(where, s.total, batch, fixedBy); err != nil {
+	if s.total, err = fitSampleCount(where, s.total, batch, fixedBy); err != nil {
 		return fail(err)
 	}
 	s.batch = batch

@@ -16,13 +16,13 @@ import (
 
 // SweepOptions say which (threads, batch) grid to measure a model on.
 type SweepOptions struct {
-	Model    string             // path of the .onnx file
-	Batches  []int              // default 1,2,4,8,16,32; only the static batch when the model has one
-	Threads  []int              // intra-op thread counts; default 1 and runtime.NumCPU()
-	Duration time.Duration      // timed phase per point (default 1s)
-	Session  ort.Options        // the zero value means ort.DefaultOptions(); IntraOpThreads is swept
-	Shapes   map[string][]int64 // one sample's shape per dynamic input; axis 0 follows the batch
-	ORTLib   string             // --ort-lib
+	Model    string        // path of the .onnx file
+	Batches  []int         // default 1,2,4,8,16,32; only the static batch when the model has one
+	Threads  []int         // intra-op thread counts; default 1 and runtime.NumCPU()
+	Duration time.Duration // timed phase per point (default 1s)
+	Session  ort.Options   // the zero value means ort.DefaultOptions(); IntraOpThreads is swept
+	Inputs   data.Spec     // the input specification (--shape etc.); the batch axis follows the sweep
+	ORTLib   string        // --ort-lib
 }
 
 // SweepPoint is the warm measurement of one (threads, batch) pair.
@@ -54,7 +54,7 @@ func Sweep(opts SweepOptions) (*SweepResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	static, err := staticBatch(m)
+	static, err := staticBatch(m, opts.Inputs)
 	m.Close()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.Model, err)
@@ -87,7 +87,7 @@ func Sweep(opts SweepOptions) (*SweepResult, error) {
 	for _, t := range threads {
 		session.IntraOpThreads = t
 		r, err := bench.Run(bench.Options{Model: opts.Model, Data: "random",
-			DataOpts: data.Options{High: 1, Shapes: opts.Shapes}, Batches: batches,
+			DataOpts: data.Options{High: 1, Spec: opts.Inputs}, Batches: batches,
 			Session: session, Duration: opts.Duration, ORTLib: opts.ORTLib})
 		if err != nil {
 			return nil, fmt.Errorf("sweep at %d threads: %w", t, err)
@@ -101,30 +101,14 @@ func Sweep(opts SweepOptions) (*SweepResult, error) {
 	return res, nil
 }
 
-// staticBatch returns the fixed size of dim 0 shared by the model's inputs,
-// or 0 when every input has a dynamic dim 0 (the model can batch). Inputs
-// of unknown or zero rank, or that disagree, are errors: nothing says how
-// to batch them.
-func staticBatch(m *graph.Model) (int, error) {
-	ins, _ := ort.Interface(m)
+// staticBatch returns the batch size the model fixes on its inputs' batch
+// axes, or 0 when it can batch.
+func staticBatch(m *graph.Model, spec data.Spec) (int, error) {
+	ins := data.GraphInputs(m.Graph)
 	if len(ins) == 0 {
 		return 0, errors.New("the model has no inputs to batch")
 	}
-	static := -1
-	for _, in := range ins {
-		if in.Shape == nil {
-			return 0, fmt.Errorf("input %q has no declared shape, so no batch dimension", in.Name)
-		}
-		if len(in.Shape) == 0 {
-			return 0, fmt.Errorf("input %q is a scalar: it has no batch dimension", in.Name)
-		}
-		d := int(max(in.Shape[0], 0)) // -1 (dynamic) counts as 0
-		if static >= 0 && d != static {
-			return 0, fmt.Errorf("input %q has dim 0 = %s, another input %s", in.Name, dimText(in.Shape[0]), dimText(int64(static)))
-		}
-		static = d
-	}
-	return static, nil
+	return data.StaticBatch(ins, spec), nil
 }
 
 func dimText(d int64) string {

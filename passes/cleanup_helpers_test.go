@@ -208,7 +208,7 @@ func clRewrites(t testing.TB, m *graph.Model, p *Pass, want Stats) {
 // clDataOpts fixes the symbolic dims of m's inputs at 2 and feeds two
 // batches of random data.
 func clDataOpts(m *graph.Model) difftest.Options {
-	opts := difftest.Options{DataOpts: data.Options{Shapes: map[string][]int64{}}}
+	opts := difftest.Options{DataOpts: data.Options{Spec: data.Spec{Shapes: map[string][]int64{}}}}
 	batch := 0
 	for _, in := range m.Graph.Inputs {
 		if in.Const != nil || in.Type == nil || in.Type.Shape == nil {

@@ -91,7 +91,7 @@ func TestCleanupRealModels(t *testing.T) {
 			}
 			difftest.Check(t, before, after, difftest.Options{
 				Atol: 1e-5, Rtol: 1e-4,
-				DataOpts: data.Options{Shapes: map[string][]int64{tc.input: tc.shape}, Samples: 2},
+				DataOpts: data.Options{Spec: data.Spec{Shapes: map[string][]int64{tc.input: tc.shape}}, Samples: 2},
 			})
 			// A second run finds nothing left to do.
 			rep, err = runCleanupPipeline(m)

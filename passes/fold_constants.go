@@ -59,13 +59,28 @@ func runFoldConstants(c *Context) (Stats, error) {
 				continue
 			}
 			// The outputs keep their names, uses and declarations and
-			// become initializers.
+			// become initializers; in a subgraph, a node that reads only
+			// outer constants is folded into the outer graph instead, so
+			// that two If branches folding the same weights share one
+			// copy (dedup-initializers merges them) rather than each
+			// holding its own.
+			home := foldHome(n)
 			for i, v := range n.Outputs() {
 				if v == nil {
 					continue
 				}
 				if err = n.SetOutput(i, nil); err != nil {
 					return
+				}
+				if home != g {
+					outs[i].Name = home.UniqueName(v.Name)
+					var nv *graph.Value
+					if nv, err = home.AddInitializer(outs[i]); err != nil {
+						return
+					}
+					nv.Type = v.Type
+					g.ReplaceAllUses(v, nv)
+					continue
 				}
 				outs[i].Name = v.Name
 				v.Const = outs[i]
@@ -79,6 +94,33 @@ func runFoldConstants(c *Context) (Stats, error) {
 		}
 	})
 	return st, err
+}
+
+// foldHome is the graph n's folded outputs go into: the innermost graph
+// that defines one of its inputs (n's own graph for the main graph, or
+// when it reads a constant of its own subgraph).
+func foldHome(n *graph.Node) *graph.Graph {
+	g := n.Graph()
+	depth := func(x *graph.Graph) int {
+		d := 0
+		for ; x.Parent != nil; x = x.Parent {
+			d++
+		}
+		return d
+	}
+	home, hd := g, -1
+	for _, v := range n.Inputs() {
+		if v == nil || v.Graph() == nil {
+			continue
+		}
+		if d := depth(v.Graph()); d > hd {
+			home, hd = v.Graph(), d
+		}
+	}
+	if hd < 0 {
+		return g
+	}
+	return home
 }
 
 // evalConstant returns n's outputs (one per output, nil where omitted)

@@ -156,6 +156,52 @@ func TestFoldOutputsConstantsAndSubgraphs(t *testing.T) {
 	}
 }
 
+// Two If branches that fold the same outer weight (a Transpose of it) get
+// one shared copy in the main graph, not one each: the file does not grow.
+func TestFoldInBranchesSharesOuterConstants(t *testing.T) {
+	f := newFusionFixture(t, 17)
+	x := f.input("x", 1, 2)
+	cond := f.value("cond")
+	cond.Type = graph.TensorType(graph.Bool, graph.Shape{})
+	f.g.Inputs = append(f.g.Inputs, cond)
+	w := f.init("w", []int64{2, 2}, []float32{1, 2, 3, 4})
+	ifn := f.node("If", []*graph.Value{cond})
+	var branches []*graph.Graph
+	for _, b := range []struct{ attr, op string }{{"then_branch", "Relu"}, {"else_branch", "Sigmoid"}} {
+		g := graph.NewGraph(b.attr)
+		g.Parent, g.Owner = f.g, ifn
+		wt, _ := g.NewValue(f.g.UniqueName("wt"))
+		if _, err := g.AddNode("Transpose", []*graph.Value{w}, []*graph.Value{wt}); err != nil {
+			t.Fatal(err)
+		}
+		mm, _ := g.NewValue(f.g.UniqueName("mm"))
+		if _, err := g.AddNode("MatMul", []*graph.Value{x, wt}, []*graph.Value{mm}); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := g.NewValue(f.g.UniqueName(b.op))
+		if _, err := g.AddNode(b.op, []*graph.Value{mm}, []*graph.Value{out}); err != nil {
+			t.Fatal(err)
+		}
+		out.Type = graph.TensorType(graph.Float, nil)
+		g.Outputs = []*graph.Value{out}
+		ifn.SetAttr(&graph.Attr{Name: b.attr, Type: graph.AttrGraph, Graph: g})
+		branches = append(branches, g)
+	}
+	f.output(ifn.Output(0))
+
+	f.run(foldConstants, Context{})
+	f.run(deadCode, Context{})
+	f.run(dedupInitializers, Context{})
+	for _, g := range branches {
+		if len(g.Initializers) != 0 || len(g.Nodes) != 2 {
+			t.Errorf("branch %s: %d initializers, %d nodes; want the folded weight outside and MatMul + activation", g.Name, len(g.Initializers), len(g.Nodes))
+		}
+	}
+	if n := len(f.g.Initializers); n != 1 {
+		t.Errorf("main graph holds %d initializers, want the one transposed weight", n)
+	}
+}
+
 // A long chain folds in one run, in time linear in its length.
 func TestFoldLongChain(t *testing.T) {
 	f := newFusionFixture(t, 17)
@@ -199,7 +245,7 @@ func TestFoldRealModels(t *testing.T) {
 			path, opts := testenv.Model("mnist_cnn.onnx"), difftest.Options{}
 			if c.path != "" {
 				path = testenv.Data(t, filepath.Join("ocr-models", c.path))
-				opts.DataOpts = data.Options{Shapes: map[string][]int64{"x": c.shape}}
+				opts.DataOpts = data.Options{Spec: data.Spec{Shapes: map[string][]int64{"x": c.shape}}}
 			}
 			fm := runFusions(t, path, []*Pass{foldConstants, deadCode}, false)
 			t.Logf("%d nodes -> %d", fm.opsBefore["(nodes)"], len(fm.m.Graph.Nodes))

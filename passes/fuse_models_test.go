@@ -149,7 +149,7 @@ func TestFusionsOnPaddleOCR(t *testing.T) {
 			if tc.fusedConv && ops["FusedConv"] == 0 {
 				t.Errorf("no FusedConv")
 			}
-			opts := data.Options{Shapes: map[string][]int64{"x": tc.shape}, Samples: 8, Batch: int(tc.shape[0])}
+			opts := data.Options{Spec: data.Spec{Shapes: map[string][]int64{"x": tc.shape}}, Samples: 8, Batch: int(tc.shape[0])}
 			difftest.Check(t, fm.before, fm.after, difftest.Options{DataOpts: opts, Atol: 1e-4, Rtol: 1e-3})
 			fm.maxError(t, compare.Options{Data: "random", DataOpts: opts})
 		})

@@ -227,7 +227,7 @@ func TestInferShapesRealModels(t *testing.T) {
 					t.Fatal(err)
 				}
 				difftest.Check(t, before, after, difftest.Options{DataOpts: data.Options{
-					Batch: 1, Samples: 1, Shapes: map[string][]int64{c.Graph.Inputs[0].Name: tc.Input}}})
+					Batch: 1, Samples: 1, Spec: data.Spec{Shapes: map[string][]int64{c.Graph.Inputs[0].Name: tc.Input}}}})
 			}
 		})
 	}

@@ -175,7 +175,7 @@ func TestUpgradeOpsetOps(t *testing.T) {
 			}
 			after := clMarshal(t, b.m)
 			opts := difftest.Options{Atol: 1e-6, Rtol: 1e-6,
-				DataOpts: data.Options{High: 1, Samples: 2 * int(tc.dims[0]), Shapes: map[string][]int64{"x": tc.dims}}}
+				DataOpts: data.Options{High: 1, Samples: 2 * int(tc.dims[0]), Spec: data.Spec{Shapes: map[string][]int64{"x": tc.dims}}}}
 			difftest.Check(t, before, after, opts)
 		})
 	}
@@ -265,7 +265,7 @@ func maxDiff(t *testing.T, before, after []byte, dims []int64, atol, rtol float6
 	sb, sa := sess(mb, before), sess(ma, after)
 	defer sb.Close()
 	defer sa.Close()
-	src, err := data.Open("random", data.GraphInputs(mb.Graph), data.Options{High: 1, Samples: 4, Shapes: map[string][]int64{"x": dims}})
+	src, err := data.Open("random", data.GraphInputs(mb.Graph), data.Options{High: 1, Samples: 4, Spec: data.Spec{Shapes: map[string][]int64{"x": dims}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestUpgradeOpsetRealModels(t *testing.T) {
 			if !ok {
 				t.Fatalf("outputs differ beyond atol 1e-5 rtol 1e-4 (max %g)", worst)
 			}
-			difftest.Check(t, before, after, difftest.Options{DataOpts: data.Options{High: 1, Samples: 4, Shapes: map[string][]int64{"x": tc.dims}}})
+			difftest.Check(t, before, after, difftest.Options{DataOpts: data.Options{High: 1, Samples: 4, Spec: data.Spec{Shapes: map[string][]int64{"x": tc.dims}}}})
 		})
 	}
 }

@@ -93,7 +93,7 @@ func placementRow(b *testing.B, dir string, c placementCase) {
 			CalibOpts: data.Options{Batch: 8, Samples: c.samples, Seed: 1, Shuffle: c.samples > 0},
 			Method:    calibrate.Percentile, Quant: quantize.Options{Target: quantize.TargetORTCPU},
 			EvalData: c.eval, EvalOpts: data.Options{Batch: 8, Samples: 500}, EvalLabels: c.label,
-			Session: sess, LatencyShapes: shapes, NoLatency: true, Placement: placementMode, PlacementBudget: time.Minute}
+			Session: sess, Inputs: data.Spec{Shapes: shapes}, NoLatency: true, Placement: placementMode, PlacementBudget: time.Minute}
 		return o
 	}
 	allPath, autoPath := filepath.Join(dir, c.name+".all.onnx"), filepath.Join(dir, c.name+".auto.onnx")
@@ -130,7 +130,7 @@ func placementRow(b *testing.B, dir string, c placementCase) {
 		s.IntraOpThreads = threads
 		var cells []string
 		for _, batch := range []int{1, 8} {
-			p50, err := placement.TimeInterleaved(models, s, shapes, batch, time.Now().Add(3*time.Second))
+			p50, err := placement.TimeInterleaved(models, s, data.Spec{Shapes: shapes}, batch, time.Now().Add(3*time.Second))
 			if err != nil {
 				b.Fatalf("%s: %v", c.name, err)
 			}

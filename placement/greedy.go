@@ -74,7 +74,7 @@ func greedy(opts Options, fp, all *quantized, stop time.Time) (*quantized, []Ste
 		if err != nil {
 			return nil, nil, err
 		}
-		p50, err := TimeInterleaved([]graph.Serialized{cur.serialized, next.serialized}, opts.Session, opts.Shapes, opts.Batches[0], stop)
+		p50, err := TimeInterleaved([]graph.Serialized{cur.serialized, next.serialized}, opts.Session, opts.Inputs, opts.Batches[0], stop)
 		if err != nil {
 			return nil, nil, fmt.Errorf("greedy step %q: %w", k, err)
 		}

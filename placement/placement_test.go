@@ -130,7 +130,7 @@ func TestRegions(t *testing.T) {
 		t.Errorf("regions %v, quantize report %v", f.Regions, rep.Quantized)
 	}
 
-	in, err := inputs(m, nil, 4)
+	in, err := inputs(m, data.Spec{}, 4)
 	if err != nil {
 		t.Fatal(err)
 	}

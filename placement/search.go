@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"optc/data"
 	"runtime"
 	"time"
 
@@ -48,8 +49,8 @@ type Options struct {
 	Quant quantize.Options
 	// Session is the artifact's level and threads: decisions are made there.
 	Session ort.Options
-	// Shapes fix dynamic dims of the random timing inputs.
-	Shapes map[string][]int64
+	// Inputs is the input specification of the random timing inputs.
+	Inputs data.Spec
 	// Batches to time (default 1 and 8); regions are profiled and the
 	// greedy search runs at the first.
 	Batches []int
@@ -172,7 +173,7 @@ func Search(opts Options) (*File, graph.Serialized, error) {
 	if err != nil {
 		return nil, graph.Serialized{}, err
 	}
-	in1, err := inputs(fp.model, opts.Shapes, opts.Batches[0])
+	in1, err := inputs(fp.model, opts.Inputs, opts.Batches[0])
 	if err != nil {
 		return nil, graph.Serialized{}, err
 	}
@@ -232,7 +233,7 @@ func Search(opts Options) (*File, graph.Serialized, error) {
 		}
 		sess := opts.Session
 		sess.IntraOpThreads = threads
-		p50, err := TimeInterleaved(bs, sess, opts.Shapes, batch, deadline)
+		p50, err := TimeInterleaved(bs, sess, opts.Inputs, batch, deadline)
 		if err != nil {
 			return nil, fmt.Errorf("timing the candidates at batch %d, %d threads: %w", batch, threads, err)
 		}

@@ -22,8 +22,8 @@ const (
 
 // inputs builds a random batch of b samples for m's inputs, dynamic dims
 // fixed by shapes.
-func inputs(m *graph.Model, shapes map[string][]int64, b int) ([]*graph.Tensor, error) {
-	return bench.InputBatch(bench.Options{Data: "random", DataOpts: data.Options{High: 1, Seed: 1, Shapes: shapes}},
+func inputs(m *graph.Model, spec data.Spec, b int) ([]*graph.Tensor, error) {
+	return bench.InputBatch(bench.Options{Data: "random", DataOpts: data.Options{High: 1, Seed: 1, Spec: spec}},
 		data.GraphInputs(m.Graph), b)
 }
 
@@ -31,12 +31,12 @@ func inputs(m *graph.Model, shapes map[string][]int64, b int) ([]*graph.Tensor, 
 // dynamic dims fixed by shapes), interleaved, and returns each one's median
 // latency in milliseconds. It stops taking turns at the deadline (after
 // minTurns).
-func TimeInterleaved(models []graph.Serialized, sess ort.Options, shapes map[string][]int64, batch int, deadline time.Time) ([]float64, error) {
+func TimeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec, batch int, deadline time.Time) ([]float64, error) {
 	first, err := models[0].Parse()
 	if err != nil {
 		return nil, err
 	}
-	in, err := inputs(first, shapes, batch)
+	in, err := inputs(first, spec, batch)
 	if err != nil {
 		return nil, err
 	}

@@ -115,7 +115,7 @@ func TestChannelsMNIST(t *testing.T) {
 
 func clsModel(t testing.TB) (string, data.Options) {
 	ocr := testenv.Data(t, "ocr-models")
-	dopts := data.Options{High: 1, Shapes: map[string][]int64{"x": {1, 3, 48, 192}}}
+	dopts := data.Options{High: 1, Spec: data.Spec{Shapes: map[string][]int64{"x": {1, 3, 48, 192}}}}
 	return optimized(t, filepath.Join(ocr, "ch_ppocr_mobile_v2.0_cls_infer.onnx"), dopts), dopts
 }
 
@@ -130,7 +130,7 @@ func TestChannelsPaddleOCRCls(t *testing.T) {
 	}
 	// Runs in ORT with outputs of the original's shapes.
 	res, err := compare.Models(compare.Options{ModelA: o2, ModelB: "pruned", BInMemory: graph.Serialized{Bytes: b},
-		Data: "random", DataOpts: data.Options{High: 1, Samples: 4, Shapes: dopts.Shapes},
+		Data: "random", DataOpts: data.Options{High: 1, Samples: 4, Spec: data.Spec{Shapes: dopts.Shapes}},
 		Atol: map[string]float64{"": 1e9}, Rtol: map[string]float64{"": 1e9}})
 	if err != nil {
 		t.Fatal(err)

@@ -48,7 +48,7 @@ func BenchmarkConvStackInt8(b *testing.B) {
 				b.ReportMetric(l.FloatP50, fmt.Sprintf("float-p50-ms-b%d-t%d", l.Batch, threads))
 			}
 			if a := res.Accuracy; a != nil {
-				b.ReportMetric(a.Outputs[0].Cosine, fmt.Sprintf("cosine-t%d", threads))
+				b.ReportMetric(float64(a.Outputs[0].Cosine), fmt.Sprintf("cosine-t%d", threads))
 			}
 		}
 	}

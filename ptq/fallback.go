@@ -1,6 +1,7 @@
 package ptq
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"regexp"
@@ -9,18 +10,21 @@ import (
 
 	"optc/compare"
 	"optc/graph"
+	"optc/internal/jsonfloat"
 	"optc/quantize"
 )
 
 // Sensitivity is what quantizing one layer alone costs.
 type Sensitivity struct {
-	Node       string  `json:"node"`
-	DropPoints float64 `json:"drop_points"` // 0 without labels
-	MinCosine  float64 `json:"min_cosine"`  // over the outputs
+	Node       string          `json:"node"`
+	DropPoints float64         `json:"drop_points"` // 0 without labels
+	MinCosine  jsonfloat.Float `json:"min_cosine"`  // over the outputs; NaN when one had no finite pair
 }
 
-func minCosine(r *compare.Result) float64 {
-	c := 1.0
+// minCosine is the worst cosine over the outputs: NaN (no finite pair)
+// stays NaN, meets no criterion and sorts as the most sensitive.
+func minCosine(r *compare.Result) jsonfloat.Float {
+	c := jsonfloat.Float(1)
 	for _, s := range r.Outputs {
 		c = min(c, s.Cosine)
 	}
@@ -110,12 +114,8 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 				return -1
 			}
 			return 1
-		case a.MinCosine < b.MinCosine:
-			return -1
-		case a.MinCosine > b.MinCosine:
-			return 1
 		}
-		return 0
+		return cmp.Compare(a.MinCosine, b.MinCosine) // NaN first
 	})
 	type try struct {
 		q    *graph.Model

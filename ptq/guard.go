@@ -35,7 +35,7 @@ const (
 
 // Check is one guard criterion and what was measured.
 type Check struct {
-	Metric string `json:"metric"` // "accuracy drop", "cosine" or "top-1 agreement"
+	Metric string `json:"metric"` // "accuracy drop", "cosine", "top-1 agreement" or "NaN/Inf values where float is finite"
 	Output string `json:"output,omitempty"`
 	// Limit is a maximum for the accuracy drop (points) and a minimum for
 	// cosine and top-1 agreement (fractions).
@@ -59,6 +59,9 @@ func (c Check) String() string {
 	rel := "at least"
 	if !c.Pass {
 		rel = "below"
+	}
+	if c.Metric == "NaN/Inf values where float is finite" {
+		return fmt.Sprintf("%.0f NaN/Inf values%s where float is finite (none allowed)", c.Measured, on)
 	}
 	if c.Metric == "top-1 agreement" {
 		return fmt.Sprintf("top-1 agreement%s %.2f%%, %s the %.2f%% required", on, 100*c.Measured, rel, 100*c.Limit)
@@ -133,12 +136,17 @@ func (o Options) checks(r *compare.Result) []Check {
 		cs = append(cs, Check{Metric: "accuracy drop", Output: a.Output, Limit: limit, Measured: a.DropPoints, Pass: a.DropPoints <= limit})
 	}
 	for _, s := range r.Outputs {
+		if s.NewNonFinite > 0 {
+			// NaN/Inf where float is finite fails whatever else holds.
+			cs = append(cs, Check{Metric: "NaN/Inf values where float is finite", Output: s.Name, Measured: float64(s.NewNonFinite)})
+		}
 		cos := o.MinCosine
 		if cos <= 0 && r.Accuracy == nil && s.Classifier {
 			cos = GuardMinCosine
 		}
 		if cos > 0 {
-			cs = append(cs, Check{Metric: "cosine", Output: s.Name, Limit: cos, Measured: s.Cosine, Pass: s.Cosine >= cos})
+			// NaN (no finite pair) fails.
+			cs = append(cs, Check{Metric: "cosine", Output: s.Name, Limit: cos, Measured: float64(s.Cosine), Pass: float64(s.Cosine) >= cos})
 		}
 		if r.Accuracy == nil && s.Classifier {
 			cs = append(cs, Check{Metric: "top-1 agreement", Output: s.Name, Limit: GuardMinTop1, Measured: s.Top1Agree, Pass: s.Top1Agree >= GuardMinTop1})

@@ -16,7 +16,7 @@ import (
 func place(opts Options, float graph.Serialized, ranges map[string][2]float64, batches []int, res *Result,
 	measure func(graph.Serialized) (*compare.Result, error)) (*graph.Model, graph.Serialized, error) {
 	po := placement.Options{Float: float, Ranges: ranges, Quant: excluding(opts.Quant, res.FellBack),
-		Session: opts.Session, Shapes: opts.LatencyShapes, Budget: opts.PlacementBudget,
+		Session: opts.Session, Inputs: opts.Inputs, Budget: opts.PlacementBudget,
 		CPU: opts.CPU, CPUFlags: opts.CPUFlags, Batches: batches}
 	var err error
 	guarded := res.Accuracy != nil && !res.Guard.Allowed

@@ -42,8 +42,9 @@ type Options struct {
 	// Session is how the float and INT8 models are measured (default:
 	// level all, the level the artifact runs at).
 	Session ort.Options
-	// LatencyShapes fix dynamic dims for the latency runs (random data).
-	LatencyShapes map[string][]int64
+	// Inputs is the input specification (--shape, --batch-axis, --value,
+	// --range) for the runs on random data: latency and placement.
+	Inputs data.Spec
 	// NoLatency skips the latency runs (optc build times every artifact
 	// itself).
 	NoLatency bool
@@ -95,6 +96,9 @@ type Result struct {
 	// Placement is the latency-aware placement (placement.json; ort-cpu
 	// with Options.Placement set).
 	Placement *placement.File `json:"placement,omitempty"`
+	// Caveats are what the figures above rest on (random calibration,
+	// checks on the calibration samples or on few samples).
+	Caveats Caveats `json:"caveats"`
 }
 
 // CalibrationInfo says where the ranges came from.
@@ -149,7 +153,7 @@ func Run(opts Options) (*Result, error) {
 	}
 	// Timings run at batch 1 and 8, or at the batch size the model fixes.
 	batches := []int{1, 8}
-	if b := staticBatch(data.GraphInputs(m.Graph)); b > 0 {
+	if b := data.StaticBatch(data.GraphInputs(m.Graph), opts.Inputs); b > 0 {
 		batches = []int{b}
 	}
 	float, err := graph.MarshalReferencing(m)
@@ -238,6 +242,7 @@ func Run(opts Options) (*Result, error) {
 	if err := graph.Save(q, opts.Output, graph.SaveOptions{}); err != nil {
 		return nil, err
 	}
+	res.Caveats = res.caveats(opts)
 	return res, nil
 }
 
@@ -299,7 +304,7 @@ func latency(opts Options, float, int8Model graph.Serialized, batches []int) ([]
 		row := LatencyRow{Batch: batch}
 		for i, m := range []graph.Serialized{float, int8Model} {
 			r, err := bench.Run(bench.Options{Model: [2]string{"float", "int8"}[i], InMemory: m, Data: "random",
-				DataOpts: data.Options{High: 1, Shapes: opts.LatencyShapes}, Batches: []int{batch},
+				DataOpts: data.Options{High: 1, Spec: opts.Inputs}, Batches: []int{batch},
 				Session: opts.Session, Duration: time.Second, ORTLib: opts.ORTLib})
 			if err != nil {
 				return nil, fmt.Errorf("measuring latency: %w", err)
@@ -322,7 +327,7 @@ func latency(opts Options, float, int8Model graph.Serialized, batches []int) ([]
 func checkFloat(opts Options, float graph.Serialized) error {
 	spec, dopts := opts.CalibData, opts.CalibOpts
 	if spec == "" {
-		spec, dopts = "random", data.Options{High: 1, Shapes: opts.LatencyShapes}
+		spec, dopts = "random", data.Options{High: 1, Spec: opts.Inputs}
 	}
 	dopts.Samples = 8
 	sess := ort.DefaultOptions()
@@ -335,6 +340,9 @@ func checkFloat(opts Options, float graph.Serialized) error {
 		return fmt.Errorf("checking the float model: %w", err)
 	}
 	for _, s := range r.Outputs {
+		if s.Mismatch > 0 {
+			return fmt.Errorf("the float model after the passes differs from %s on output %q: %s: a bug in optc", opts.Input, s.Name, s.Failure())
+		}
 		if !s.Pass && s.Value > 1e-4*max(1, s.MaxRef) {
 			return fmt.Errorf("the float model after the passes differs from %s on output %q (max abs error %.3g): a bug in optc", opts.Input, s.Name, s.MaxAbs)
 		}

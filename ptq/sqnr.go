@@ -1,24 +1,29 @@
 package ptq
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"slices"
 
+	"optc/compare"
 	"optc/data"
 	"optc/graph"
+	"optc/internal/jsonfloat"
 	"optc/ort"
 )
 
 // TensorSQNR is how faithfully one quantized activation is represented:
 // 10 log10(sum x^2 / sum (x - dq(q(x)))^2) over evaluation samples, where x
 // is the float model's tensor and dq(q(x)) what the INT8 model computes at
-// the same place. Identical tensors are capped at MaxSQNR.
+// the same place, over the finite pairs. Identical tensors are capped at
+// MaxSQNR; a tensor that is zero in float but not in INT8, or NaN/Inf in
+// INT8 where float is finite, is -Inf; one with no finite pair NaN.
 type TensorSQNR struct {
-	Tensor string  `json:"tensor"`
-	SQNRdB float64 `json:"sqnr_db"`
+	Tensor string          `json:"tensor"`
+	SQNRdB jsonfloat.Float `json:"sqnr_db"`
 }
 
 // MaxSQNR stands for an exact match (infinite SQNR).
@@ -60,7 +65,7 @@ func tensorSQNR(opts Options, float, int8Model graph.Serialized, spec string, do
 		return nil, err
 	}
 	dopts.Samples, dopts.Batch = sqnrSamples, sqnrSamples
-	if b := staticBatch(data.GraphInputs(fm.Graph)); b > 0 {
+	if b := data.StaticBatch(data.GraphInputs(fm.Graph), dopts.Spec); b > 0 {
 		// A model with a fixed batch size gets one batch of that size.
 		dopts.Samples, dopts.Batch = b, b
 	}
@@ -86,26 +91,20 @@ func tensorSQNR(opts Options, float, int8Model graph.Serialized, spec string, do
 	}
 	out := make([]TensorSQNR, len(xs))
 	for i := range xs {
-		var sig, noise float64
-		for k := range fv[i] {
-			d := float64(fv[i][k]) - float64(qv[i][k])
-			sig += float64(fv[i][k]) * float64(fv[i][k])
-			noise += d * d
+		// compare's SNR is the same ratio, over the finite pairs.
+		acc := compare.NewAccumulator(xs[i], math.Inf(1), 0, compare.StatMax)
+		if err := acc.Add(fv[i], qv[i], nil); err != nil {
+			return nil, err
 		}
-		s := MaxSQNR
-		if noise > 0 {
-			s = min(MaxSQNR, 10*math.Log10(sig/noise))
+		st := acc.Result()
+		s := min(float64(st.SNRdB), MaxSQNR) // NaN (nothing finite) stays NaN
+		if st.NewNonFinite > 0 {
+			s = math.Inf(-1) // infinite noise where the float tensor is finite
 		}
-		out[i] = TensorSQNR{Tensor: xs[i], SQNRdB: s}
+		out[i] = TensorSQNR{Tensor: xs[i], SQNRdB: jsonfloat.Float(s)}
 	}
 	slices.SortStableFunc(out, func(a, b TensorSQNR) int {
-		switch {
-		case a.SQNRdB < b.SQNRdB:
-			return -1
-		case a.SQNRdB > b.SQNRdB:
-			return 1
-		}
-		return 0
+		return cmp.Compare(a.SQNRdB, b.SQNRdB) // NaN first
 	})
 	return out, nil
 }
@@ -133,15 +132,4 @@ func runExposed(m *graph.Model, batch *data.Batch, names []string, sess ort.Opti
 		}
 	}
 	return res, nil
-}
-
-// staticBatch is the batch size the inputs fix (their first dimension when
-// it is static), or 0 when it is dynamic.
-func staticBatch(inputs []data.Input) int {
-	for _, in := range inputs {
-		if d := in.Shape.Dims(); len(d) > 0 && d[0] > 0 {
-			return int(d[0])
-		}
-	}
-	return 0
 }

@@ -208,3 +208,10 @@ func countOps(g *graph.Graph, op string) int {
 	}
 	return c
 }
+
+// saturatingCPU reports whether ORT's U8S8 integer kernels saturate with
+// full-range int8 weights here (x86 without AVX-512 VNNI or AVX-VNNI).
+func saturatingCPU() bool {
+	rr, _ := autoReduceRange()
+	return rr
+}

@@ -376,8 +376,15 @@ func (h handQDQ) build(t *testing.T) *builder {
 	xScale, xZero := b.Floats("x_scale", nil, xs), b.Init("x_zp", h.xType, nil, []byte{h.xZero})
 	xdq := node("xdq", "DequantizeLinear", node("xq", "QuantizeLinear", x, xScale, xZero), xScale, xZero)
 	w := make([]byte, 3*2*3*3)
+	// Full-range weights where ORT's integer kernels take them; ±63 on
+	// x86 without VNNI, whose U8S8 kernels saturate with full-range
+	// weights (QLinearConv would then differ from the QDQ float form).
+	wmax := 127
+	if saturatingCPU() {
+		wmax = 63
+	}
 	for i := range w {
-		w[i] = byte(int8(b.rng.Intn(255) - 127))
+		w[i] = byte(int8(b.rng.Intn(2*wmax+1) - wmax))
 	}
 	wdq := b.Node("wdq", "DequantizeLinear", b.Init("w", graph.Int8, []int64{3, 2, 3, 3}, w),
 		b.Floats("w_scale", []int64{3}, ws...), b.Init("w_zp", graph.Int8, []int64{3}, []byte{byte(h.weightZero), 0, 0}))

@@ -143,7 +143,15 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 		excl[i] = re
 	}
 	g := m.Graph
-	for _, n := range g.Nodes {
+	// Nodes of If branches and Loop/Scan bodies are quantized like the
+	// main graph's; each Q/DQ goes into the graph of the node it feeds.
+	var graphs []*graph.Graph
+	var nodes []*graph.Node
+	g.Walk(func(sg *graph.Graph) {
+		graphs = append(graphs, sg)
+		nodes = append(nodes, sg.Nodes...)
+	})
+	for _, n := range nodes {
 		if isOp(n, "QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger") {
 			return nil, fmt.Errorf("quantize: the model is already quantized (node %s)", n)
 		}
@@ -172,7 +180,7 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 	}
 
 	q := &quantizer{g: g, ranges: ranges, target: opts.Target, rep: rep,
-		qmax: 127, dq: map[*graph.Value]*graph.Value{}, wq: map[weightKey]*graph.Value{}}
+		qmax: 127, dq: map[actKey]*graph.Value{}, wq: map[weightKey]*graph.Value{}}
 	if rep.ReduceRange {
 		q.qmax = 63
 	}
@@ -200,7 +208,7 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 
 	// Weighted ops first: which have constant weights, which stay float.
 	var weighted []*plan
-	for _, n := range g.Nodes {
+	for _, n := range nodes {
 		if !isOp(n, weightedOps...) {
 			continue
 		}
@@ -233,7 +241,7 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 		chosen[p.n] = p
 	}
 	// Then the ops without weights.
-	for _, n := range g.Nodes {
+	for _, n := range nodes {
 		if chosen[n] != nil || isOp(n, weightedOps...) {
 			continue
 		}
@@ -265,18 +273,21 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 
 	// Rewrite, in node order, so that each Q/DQ lands before its first
 	// reader.
-	for _, n := range slices.Clone(g.Nodes) {
+	for _, n := range nodes {
 		p := chosen[n]
 		if p == nil {
 			continue
 		}
+		q.g = n.Graph()
 		if err := q.rewrite(p); err != nil {
 			return rep, fmt.Errorf("quantize %s: %w", n, err)
 		}
 		rep.Quantized = append(rep.Quantized, Entry{Node: n.String(), Op: n.OpType, Detail: p.detail})
 	}
-	if err := dropDead(g, q.old); err != nil {
-		return rep, err
+	for _, sg := range graphs {
+		if err := dropDead(sg, q.old); err != nil {
+			return rep, err
+		}
 	}
 	if opts.Format == FormatQOperator {
 		var err error
@@ -290,6 +301,14 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 type weightKey struct {
 	v    *graph.Value
 	axis int
+	g    *graph.Graph // where its DequantizeLinear is: visible there and below
+}
+
+// actKey is an activation quantized in one graph (a subgraph has its own
+// Q/DQ of an outer value: another branch cannot see it).
+type actKey struct {
+	v *graph.Value
+	g *graph.Graph
 }
 
 type quantizer struct {
@@ -298,10 +317,10 @@ type quantizer struct {
 	target Target
 	rep    *Report
 	qmax   float64
-	dq     map[*graph.Value]*graph.Value // activation -> its DequantizeLinear output
-	wq     map[weightKey]*graph.Value    // float weight -> its DequantizeLinear output
-	scales map[*graph.Value][]float32    // weight DQ output -> its scales
-	old    []*graph.Value                // float constants possibly left unused
+	dq     map[actKey]*graph.Value    // activation -> its DequantizeLinear output
+	wq     map[weightKey]*graph.Value // float weight -> its DequantizeLinear output
+	scales map[*graph.Value][]float32 // weight DQ output -> its scales
+	old    []*graph.Value             // float constants possibly left unused
 }
 
 func isOp(n *graph.Node, ops ...string) bool {
@@ -552,7 +571,7 @@ func (q *quantizer) activationParams(r [2]float64) (float32, int) {
 // inserting the pair before reader when it is new.
 func (q *quantizer) activation(v *graph.Value, reader *graph.Node) (*graph.Value, float32, error) {
 	scale, zp := q.activationParams(q.ranges[v.Name])
-	if dq := q.dq[v]; dq != nil {
+	if dq := q.dq[actKey{v, q.g}]; dq != nil {
 		return dq, scale, nil
 	}
 	zpType, zpData := graph.Uint8, []byte{byte(zp)}
@@ -585,7 +604,7 @@ func (q *quantizer) activation(v *graph.Value, reader *graph.Node) (*graph.Value
 		return nil, 0, err
 	}
 	dn.Name = dqv.Name
-	q.dq[v] = dqv
+	q.dq[actKey{v, q.g}] = dqv
 	q.rep.QDQPairs++
 	return dqv, scale, nil
 }
@@ -594,7 +613,7 @@ func (q *quantizer) activation(v *graph.Value, reader *graph.Node) (*graph.Value
 // DequantizeLinear before reader; the pair is shared by every op that
 // reads w with the same axis.
 func (q *quantizer) weight(w *graph.Value, axis int, reader *graph.Node) (*graph.Value, []float32, error) {
-	if dq := q.wq[weightKey{w, axis}]; dq != nil {
+	if dq := q.wq[weightKey{w, axis, q.g}]; dq != nil {
 		return dq, q.scales[dq], nil
 	}
 	t := floatTensor(w)
@@ -634,7 +653,7 @@ func (q *quantizer) weight(w *graph.Value, axis int, reader *graph.Node) (*graph
 	if q.scales == nil {
 		q.scales = map[*graph.Value][]float32{}
 	}
-	q.wq[weightKey{w, axis}], q.scales[dqv] = dqv, scales
+	q.wq[weightKey{w, axis, q.g}], q.scales[dqv] = dqv, scales
 	q.old = append(q.old, w)
 	q.rep.Weights++
 	return dqv, scales, nil

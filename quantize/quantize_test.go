@@ -542,6 +542,13 @@ func TestRunsInORT(t *testing.T) {
 			}
 			after := marshal(t, b.Model)
 			for _, level := range []ort.Level{ort.LevelDisable, ort.LevelAll} {
+				if level == ort.LevelAll && !rep.ReduceRange && saturatingCPU() {
+					// ORT's fused U8S8 kernels saturate with full-range
+					// weights on x86 without VNNI: what reduce-range (the
+					// default there) is for. docs/quantize.md.
+					t.Logf("level all skipped: full-range weights on a CPU without VNNI")
+					continue
+				}
 				if err := difftest.Compare(before, after, difftest.Options{Atol: 0.1, Rtol: 0.05, Level: level, DataOpts: data.Options{Samples: 8, Seed: 4, High: 1}}); err != nil {
 					t.Errorf("level %v: %v", level, err)
 				}

@@ -16,7 +16,7 @@ import (
 func FromBuild(res *build.Result, dir string) (*Report, error) {
 	c := res.Config()
 	r := &Report{Schema: Schema, Kind: "build", Input: res.Input, Output: res.Output,
-		EvalData: res.EvalData, HeldOut: res.EvalHeldOut, Notes: res.Notes, Details: res}
+		EvalData: res.EvalData, HeldOut: res.EvalHeldOut, Caveats: res.Caveats, Notes: res.Notes, Details: res}
 	r.Environment = environmentFrom(res.Environment, c.Runtime.Threads, c.Runtime.Level)
 
 	in := &Model{Name: res.Input, Role: "input", Precision: "fp32", Latency: latencyOf(res.Baseline)}
@@ -96,7 +96,8 @@ func accuracyOf(c *build.Check) *Accuracy {
 		a.Task = &acc
 	}
 	for _, o := range c.Outputs {
-		a.Outputs = append(a.Outputs, OutputAccuracy{Name: o.Name, Cosine: o.Cosine, SNRdB: o.SNRdB, MaxAbs: o.MaxAbs,
+		a.Outputs = append(a.Outputs, OutputAccuracy{Name: o.Name, Elements: o.Elements, FinitePairs: o.FinitePairs,
+			NaN: o.NaN, Inf: o.Inf, NonFinite: o.NonFinite, Cosine: o.Cosine, SNRdB: o.SNRdB, MaxAbs: o.MaxAbs,
 			MeanAbs: o.MeanAbs, Top1Agree: o.Top1Agree, Top5Agree: o.Top5Agree})
 	}
 	return a

@@ -48,7 +48,7 @@ func FromQuantize(res *ptq.Result, level string, threads int) (*Report, error) {
 	}
 	out.Delta = delta(in, out)
 	r := &Report{Schema: Schema, Kind: "quantize", Input: res.Input, Output: res.Output, Models: []*Model{in, out},
-		HeldOut: res.HeldOut, Quantization: []*Quantization{quantizationOf(targetOf(res), res.Output, res)},
+		HeldOut: res.HeldOut, Caveats: res.Caveats, Quantization: []*Quantization{quantizationOf(targetOf(res), res.Output, res)},
 		Details: res, Environment: environmentOf(threads, level)}
 	if res.Accuracy != nil {
 		r.EvalData = res.Accuracy.Data
@@ -87,10 +87,11 @@ func accuracyOfCompare(c *compare.Result) *Accuracy {
 	}
 	for _, o := range c.Outputs {
 		snr := o.SNRdB
-		if math.IsInf(snr, 1) || snr > ptq.MaxSQNR {
+		if math.IsInf(float64(snr), 1) || snr > ptq.MaxSQNR {
 			snr = ptq.MaxSQNR
 		}
-		a.Outputs = append(a.Outputs, OutputAccuracy{Name: o.Name, Cosine: o.Cosine, SNRdB: snr, MaxAbs: o.MaxAbs,
+		a.Outputs = append(a.Outputs, OutputAccuracy{Name: o.Name, Elements: o.Total, FinitePairs: o.Elements,
+			NaN: o.NaN, Inf: o.Inf, NonFinite: o.NewNonFinite, Cosine: o.Cosine, SNRdB: snr, MaxAbs: o.MaxAbs,
 			MeanAbs: o.MeanAbs, Top1Agree: o.Top1Agree, Top5Agree: o.Top5Agree})
 	}
 	return a

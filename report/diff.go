@@ -119,8 +119,13 @@ func (d *Diff) gates(g config.Gates) {
 			continue
 		}
 		if g.MinCosine > 0 && m.New.Accuracy != nil && len(m.New.Accuracy.Outputs) > 0 {
-			c := minCosine(m.New)
-			add("min-cosine", m.Name, c >= g.MinCosine, "cosine to its input model %.6f (minimum %g)", c, g.MinCosine)
+			// NaN (no finite pair) fails: the comparison is written so.
+			c, bad := minCosine(m.New), m.New.nonFinite()
+			detail := fmt.Sprintf("cosine to its input model %s (minimum %g)", c.Text("%.6f"), g.MinCosine)
+			if bad > 0 {
+				detail += fmt.Sprintf("; NaN/Inf at %d output values where the input model is finite", bad)
+			}
+			add("min-cosine", m.Name, float64(c) >= g.MinCosine && bad == 0, "%s", detail)
 		}
 		if g.MaxSize > 0 {
 			add("max-size", m.Name, m.New.Bytes <= g.MaxSize, "%d bytes (maximum %d)", m.New.Bytes, g.MaxSize)
@@ -173,9 +178,20 @@ func (d *Diff) Failed() []GateResult {
 func (d *Diff) Write(w io.Writer) error {
 	p := &printer{w: w}
 	p.f("old: %s (%s)\nnew: %s (%s)\n", d.Old.Input, d.Old.Environment.short(), d.New.Input, d.New.Environment.short())
+	for _, side := range []struct {
+		name string
+		r    *Report
+	}{{"old", d.Old}, {"new", d.New}} {
+		for _, l := range side.r.Caveats.Lines() {
+			p.f("%s: warning: %s\n", side.name, l)
+		}
+	}
 	for _, m := range d.Models {
 		if m.Old == nil {
 			p.f("\n%s: new (%d bytes)\n", m.Name, m.New.Bytes)
+			if n := m.New.nonFinite(); n > 0 {
+				p.f("  NaN/Inf   %d output values where the input model is finite\n", n)
+			}
 			continue
 		}
 		p.f("\n%s\n", m.Name)
@@ -189,7 +205,10 @@ func (d *Diff) Write(w io.Writer) error {
 			p.f("  accuracy  %.2f%% -> %.2f%% (%+.2f pt)\n", *o, *n, *n-*o)
 		}
 		if m.Old.Accuracy != nil && m.New.Accuracy != nil && len(m.Old.Accuracy.Outputs) > 0 && len(m.New.Accuracy.Outputs) > 0 {
-			p.f("  cosine    %.6f -> %.6f\n", minCosine(m.Old), minCosine(m.New))
+			p.f("  cosine    %s -> %s\n", minCosine(m.Old).Text("%.6f"), minCosine(m.New).Text("%.6f"))
+		}
+		if o, n := m.Old.nonFinite(), m.New.nonFinite(); o > 0 || n > 0 {
+			p.f("  NaN/Inf   %d -> %d output values where the input model is finite\n", o, n)
 		}
 		for _, l := range m.Latency {
 			p.f("  %s b%-3d  %.3f -> %.3f ms: %s over %d/%d runs (CV %.1f%% / %.1f%%)\n", d.Percentile, l.Batch,

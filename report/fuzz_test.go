@@ -17,6 +17,12 @@ func FuzzParse(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(full)
+	withNaN, err := json.Marshal(allNaN())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(withNaN)
+	f.Add([]byte(`{"schema":1,"models":[{"name":"a","role":"input"},{"name":"b","role":"artifact","accuracy":{"outputs":[{"cosine":"NaN","snr_db":"-Inf","max_abs_error":"+Inf"}]}}]}`))
 	f.Add([]byte(`{"schema":1,"models":[{"name":"a","role":"input"}]}`))
 	f.Add([]byte(`{"schema":1,"models":[null,{"role":"artifact","latency":{"batches":[{"batch":1}]}}]}`))
 	gates := config.Gates{MaxAccuracyDrop: 1, MinCosine: 0.99, MaxLatencyRegression: 10, Percentile: "p99", MinSpeedup: 1.1, MaxSize: 1000}

@@ -8,6 +8,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"optc/internal/jsonfloat"
 )
 
 // sqnrBars is how many tensors the SQNR chart shows (the worst).
@@ -93,7 +95,7 @@ func (r *Report) charts() []chart {
 		labels := make([]string, len(worst))
 		ys := make([]float64, len(worst))
 		for i, s := range worst {
-			labels[i], ys[i] = s.Tensor, s.SQNRdB
+			labels[i], ys[i] = s.Tensor, finiteOrNaN(s.SQNRdB)
 		}
 		cs = append(cs, chart{"sqnr-" + q.Target, template.HTML(barChart(
 			fmt.Sprintf("SQNR of quantized activations, worst first (%s)", q.Target), "dB", labels,
@@ -192,3 +194,12 @@ svg .axis { stroke: #555; }
 </body>
 </html>
 `))
+
+// finiteOrNaN is a value a chart can draw: NaN (a gap) for the
+// infinities, whose bars would have no end.
+func finiteOrNaN(f jsonfloat.Float) float64 {
+	if !f.Finite() {
+		return math.NaN()
+	}
+	return float64(f)
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"optc/internal/jsonfloat"
 	"optc/placement"
 )
 
@@ -31,6 +32,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if m.Role == "input" {
 			name += " (input)"
 		}
+		if m.nonFinite() > 0 {
+			name += " **NaN/Inf**"
+		}
 		d := m.Delta
 		size, nodes, acc := kib(m.Bytes), dash(m.Nodes > 0, fmt.Sprint(m.Nodes)), "-"
 		if d != nil {
@@ -47,7 +51,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 		cos := "-"
 		if m.Accuracy != nil && len(m.Accuracy.Outputs) > 0 {
-			cos = fmt.Sprintf("%.5f", minCosine(m))
+			cos = minCosine(m).Text("%.5f")
 		}
 		line := fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |", name, m.Precision, size, nodes, acc, cos, coldStart(m))
 		for _, b := range batches {
@@ -62,16 +66,27 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	p.f("\nAccuracy measured on %s (%s); latency is the median of %s on %s.\n",
 		r.EvalData, heldOut(r.HeldOut), repeatsText(in), r.Environment.text())
+	for _, l := range r.Caveats.Lines() {
+		p.f("\n> **warning: %s**\n", l)
+	}
+	for _, m := range r.Models {
+		if n := m.nonFinite(); n > 0 {
+			p.f("\n> **NaN/Inf: `%s` is NaN or infinite at %d output values where the input model is finite (%s); its statistics are over the finite pairs only. Do not deploy it.**\n",
+				m.Name, n, nonFiniteOutputs(m))
+		}
+	}
 
 	p.f("\n<details><summary>Per-output agreement with the input model</summary>\n\n")
-	p.f("| model | output | cosine | SNR | max abs error | mean abs error | top-1 | top-5 |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+	p.f("Statistics are over the finite pairs (both models finite); NaN/Inf counts are input / model.\n\n")
+	p.f("| model | output | finite pairs | NaN | Inf | cosine | SNR | max abs error | mean abs error | top-1 | top-5 |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, m := range r.Models[1:] {
 		if m.Accuracy == nil {
 			continue
 		}
 		for _, o := range m.Accuracy.Outputs {
-			p.f("| `%s` | %s | %.5f | %.1f dB | %.3g | %.3g | %s | %s |\n", m.Name, o.Name, o.Cosine, o.SNRdB,
-				o.MaxAbs, o.MeanAbs, percentOrDash(o.Top1Agree), percentOrDash(o.Top5Agree))
+			p.f("| `%s` | %s | %s | %d / %d | %d / %d | %s | %s | %s | %s | %s | %s |\n", m.Name, o.Name, o.finitePairs(),
+				o.NaN.A, o.NaN.B, o.Inf.A, o.Inf.B, o.Cosine.Text("%.5f"), o.SNRdB.Text("%.1f dB"),
+				o.MaxAbs.Text("%.3g"), o.MeanAbs.Text("%.3g"), percentOrDash(o.Top1Agree), percentOrDash(o.Top5Agree))
 		}
 	}
 	p.f("\n</details>\n")
@@ -96,7 +111,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if len(q.SQNR) > 0 {
 			p.f("\n| worst tensors | SQNR |\n|---|---:|\n")
 			for _, s := range q.SQNR[:min(len(q.SQNR), sqnrRows)] {
-				p.f("| `%s` | %.1f dB |\n", s.Tensor, s.SQNRdB)
+				p.f("| `%s` | %s |\n", s.Tensor, s.SQNRdB.Text("%.1f dB"))
 			}
 		}
 		p.f("\n</details>\n")
@@ -192,12 +207,38 @@ func latencyBatches(m *Model) []int {
 	return bs
 }
 
-func minCosine(m *Model) float64 {
-	c := 1.0
+// minCosine is the worst cosine over m's outputs; NaN (an output with no
+// finite pair) stays NaN.
+func minCosine(m *Model) jsonfloat.Float {
+	c := jsonfloat.Float(1)
 	for _, o := range m.Accuracy.Outputs {
 		c = min(c, o.Cosine)
 	}
 	return c
+}
+
+// nonFiniteOutputs names the outputs of m that are NaN or infinite where
+// the input model is finite, with their counts.
+func nonFiniteOutputs(m *Model) string {
+	var parts []string
+	for _, o := range m.Accuracy.Outputs {
+		if o.NonFinite > 0 {
+			parts = append(parts, fmt.Sprintf("%s: NaN %d, Inf %d; %s finite pairs", o.Name, o.NaN.B, o.Inf.B, o.finitePairs()))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// finitePairs is "all N", "K of N", or "-" in a report written before
+// the counts were.
+func (o OutputAccuracy) finitePairs() string {
+	switch {
+	case o.Elements == 0:
+		return "-"
+	case o.FinitePairs == o.Elements:
+		return fmt.Sprintf("all %d", o.Elements)
+	}
+	return fmt.Sprintf("%d of %d", o.FinitePairs, o.Elements)
 }
 
 func coldStart(m *Model) string {

@@ -7,7 +7,7 @@ import (
 )
 
 // markdownTables renders the subset of Markdown that WriteMarkdown writes
-// (headings, tables, code spans, details blocks, notes) as HTML, so the
+// (headings, tables, code spans, bold, details blocks, notes) as HTML, so the
 // page and the comment show the same tables. Every piece of text is
 // escaped; only tags made here reach the page.
 func markdownTables(md string) template.HTML {
@@ -54,8 +54,26 @@ func markdownTables(md string) template.HTML {
 	return template.HTML(b.String())
 }
 
-// inline escapes text and turns `code` spans into <code>.
+// inline escapes text, turns **bold** (the warnings) into <strong> and
+// `code` spans into <code>.
 func inline(s string) string {
+	bold := strings.Split(s, "**")
+	if len(bold) > 1 && len(bold)%2 == 1 {
+		var b strings.Builder
+		for i, p := range bold {
+			if i%2 == 1 {
+				b.WriteString("<strong>" + code(p) + "</strong>")
+				continue
+			}
+			b.WriteString(code(p))
+		}
+		return b.String()
+	}
+	return code(s)
+}
+
+// code escapes text and turns `code` spans into <code>.
+func code(s string) string {
 	parts := strings.Split(s, "`")
 	var b strings.Builder
 	for i, p := range parts {

@@ -10,8 +10,11 @@ import (
 	"os"
 	"path/filepath"
 
+	"optc/compare"
 	"optc/graph"
+	"optc/internal/jsonfloat"
 	"optc/placement"
+	"optc/ptq"
 )
 
 // Schema is the version of report.json's layout; readers refuse others.
@@ -33,8 +36,11 @@ type Report struct {
 	Placement *placement.File `json:"placement,omitempty"`
 	// EvalData is what accuracy was measured on; HeldOut says whether it is
 	// disjoint from the calibration data.
-	EvalData    string      `json:"eval_data,omitempty"`
-	HeldOut     bool        `json:"eval_held_out"`
+	EvalData string `json:"eval_data,omitempty"`
+	HeldOut  bool   `json:"eval_held_out"`
+	// Caveats are what the accuracy figures rest on: random calibration,
+	// checks on the calibration samples themselves or on fewer than 32.
+	Caveats     ptq.Caveats `json:"caveats"`
 	Environment Environment `json:"environment"`
 	Notes       []string    `json:"notes,omitempty"`
 	// Details is the command's own result, everything it measured
@@ -68,15 +74,25 @@ type Accuracy struct {
 	Outputs []OutputAccuracy `json:"outputs,omitempty"`
 }
 
-// OutputAccuracy is one output's agreement with the input model.
+// OutputAccuracy is one output's agreement with the input model. The
+// statistics are over FinitePairs of Elements (the pairs where both
+// models are finite); NaN and Inf count each side's non-finite values
+// (a: the input model), NonFinite the elements where the input model is
+// finite and this one is not. A statistic with nothing to measure is NaN,
+// written "NaN" (see jsonfloat).
 type OutputAccuracy struct {
-	Name      string  `json:"name"`
-	Cosine    float64 `json:"cosine"`
-	SNRdB     float64 `json:"snr_db"` // capped at 200 for identical outputs
-	MaxAbs    float64 `json:"max_abs_error"`
-	MeanAbs   float64 `json:"mean_abs_error"`
-	Top1Agree float64 `json:"top1_agreement,omitempty"`
-	Top5Agree float64 `json:"top5_agreement,omitempty"`
+	Name        string          `json:"name"`
+	Elements    int64           `json:"elements,omitempty"`
+	FinitePairs int64           `json:"finite_pairs,omitempty"`
+	NaN         compare.Sides   `json:"nan"`
+	Inf         compare.Sides   `json:"inf"`
+	NonFinite   int64           `json:"nonfinite_where_input_finite"`
+	Cosine      jsonfloat.Float `json:"cosine"`
+	SNRdB       jsonfloat.Float `json:"snr_db"` // capped at 200 for identical outputs
+	MaxAbs      jsonfloat.Float `json:"max_abs_error"`
+	MeanAbs     jsonfloat.Float `json:"mean_abs_error"`
+	Top1Agree   float64         `json:"top1_agreement,omitempty"`
+	Top5Agree   float64         `json:"top5_agreement,omitempty"`
 }
 
 // Latency is a model's timing: medians over repeated short runs, and each
@@ -152,8 +168,8 @@ type Quantization struct {
 
 // TensorSQNR is one quantized activation's SQNR.
 type TensorSQNR struct {
-	Tensor string  `json:"tensor"`
-	SQNRdB float64 `json:"sqnr_db"`
+	Tensor string          `json:"tensor"`
+	SQNRdB jsonfloat.Float `json:"sqnr_db"`
 }
 
 // Environment is the machine the figures come from.
@@ -167,6 +183,18 @@ type Environment struct {
 	Level       string   `json:"ort_level"`
 	ORTVersion  string   `json:"ort_version"`
 	GoVersion   string   `json:"go_version"`
+}
+
+// nonFinite is how many output values of m are NaN or infinite where the
+// input model's are finite (0 for the input model).
+func (m *Model) nonFinite() int64 {
+	var n int64
+	if m.Accuracy != nil {
+		for _, o := range m.Accuracy.Outputs {
+			n += o.NonFinite
+		}
+	}
+	return n
 }
 
 // model finds a model by role (and name for artifacts).

@@ -12,6 +12,7 @@ import (
 	"optc/bench"
 	"optc/config"
 	"optc/graph"
+	"optc/internal/jsonfloat"
 	"optc/placement"
 )
 
@@ -32,7 +33,7 @@ func sample(inRuns, artRuns []float64, task, cosine float64) *Report {
 		Accuracy: &Accuracy{Samples: 100, Task: &acc}, Latency: lat(inRuns)}
 	art := &Model{Name: "model.int8.onnx", Role: "artifact", Target: "ort", Precision: "int8", Bytes: 1200, Params: 900, Nodes: 14,
 		Ops:      []graph.OpCount{{Op: "Conv", Count: 4}, {Op: "QuantizeLinear", Count: 5}, {Op: "DequantizeLinear", Count: 5}},
-		Accuracy: &Accuracy{Samples: 100, Task: &task, Outputs: []OutputAccuracy{{Name: "logits", Cosine: cosine, SNRdB: 30, MaxAbs: 0.2, MeanAbs: 0.01, Top1Agree: 0.99, Top5Agree: 1}}},
+		Accuracy: &Accuracy{Samples: 100, Task: &task, Outputs: []OutputAccuracy{{Name: "logits", Cosine: jsonfloat.Float(cosine), SNRdB: 30, MaxAbs: 0.2, MeanAbs: 0.01, Top1Agree: 0.99, Top5Agree: 1}}},
 		Latency:  lat(artRuns)}
 	art.Delta = delta(in, art)
 	return &Report{Schema: Schema, Kind: "build", Input: in.Name, Models: []*Model{in, art},

@@ -138,7 +138,7 @@ func compareWithORT(t *testing.T, m *graph.Model, input []int64) ortCheck {
 		t.Errorf("conflict: %s", c)
 	}
 	x := m.Graph.Inputs[0]
-	dopts := data.Options{Samples: int(input[0]), Batch: int(input[0]), High: 1, Shapes: map[string][]int64{x.Name: input}}
+	dopts := data.Options{Samples: int(input[0]), Batch: int(input[0]), High: 1, Spec: data.Spec{Shapes: map[string][]int64{x.Name: input}}}
 	got, err := runExposed(m, res.Types, "random", dopts)
 	if err != nil {
 		t.Fatal(err)

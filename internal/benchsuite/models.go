@@ -159,7 +159,7 @@ func (s *suite) measureModel(m benchModel) error {
 		for round := range s.opts.Repeats {
 			for i, v := range vs {
 				r, err := bench.Run(bench.Options{Model: v.path, Data: "random",
-					DataOpts: data.Options{High: 1, Shapes: map[string][]int64{m.input: m.shape}},
+					DataOpts: data.Options{High: 1, Spec: data.Spec{Shapes: map[string][]int64{m.input: m.shape}}},
 					Batches:  batches, Session: timingSession(level), Duration: window, Warmup: 3})
 				if err != nil {
 					return fmt.Errorf("%s at level %s: %w", v.name, level, err)
@@ -207,7 +207,7 @@ func (s *suite) variants(m benchModel) ([]variant, error) {
 			return nil, err
 		}
 	}
-	check := data.Options{Shapes: map[string][]int64{m.input: m.shape}, High: 1, Seed: 1}
+	check := data.Options{Spec: data.Spec{Shapes: map[string][]int64{m.input: m.shape}}, High: 1, Seed: 1}
 	opt := filepath.Join(dir, "model.fp32.onnx")
 	s.progress("%s: optimize", m.name)
 	if _, err := optimize.Run(optimize.Options{Input: m.path, Output: opt, Level: 2, Check: true,
@@ -220,7 +220,7 @@ func (s *suite) variants(m benchModel) ([]variant, error) {
 	if _, err := ptq.Run(ptq.Options{Input: opt, Output: int8, CalibData: m.calib, CalibOpts: m.calibOpts,
 		Method: calibrate.Percentile, Quant: quantize.Options{Target: quantize.TargetORTCPU, Format: quantize.FormatQDQ, PerChannel: &perChannel},
 		EvalData: m.eval, EvalOpts: m.evalOpts, EvalLabels: m.labels, Session: timingSession(ort.LevelAll),
-		LatencyShapes: check.Shapes, NoLatency: true}); err != nil {
+		Inputs: check.Spec, NoLatency: true}); err != nil {
 		return nil, fmt.Errorf("quantize: %w", err)
 	}
 	s.progress("%s: prune %s", m.name, benchPrune)
@@ -253,7 +253,7 @@ func judge(m benchModel, path string) (*Quality, error) {
 	}
 	q := &Quality{Data: filepath.Base(m.eval), Samples: r.Samples, Top1Agree: -1, MinCosine: 1}
 	for _, o := range r.Outputs {
-		q.MinCosine = min(q.MinCosine, o.Cosine)
+		q.MinCosine = min(q.MinCosine, float64(o.Cosine))
 		if o.Classifier && (q.Top1Agree < 0 || o.Top1Agree < q.Top1Agree) {
 			q.Top1Agree = o.Top1Agree
 		}

@@ -1,0 +1,131 @@
+package cmd
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"optc/data"
+	"optc/graph"
+	"optc/internal/ortenv"
+	"optc/internal/testgraph"
+	"optc/report"
+)
+
+// reciprocalModel saves y = 1 / (x @ w) for x [1, 64, 1] and a 1x1 w: in
+// float finite wherever x is not 0; in INT8 every |x| below half the
+// quantization step rounds to exactly 0 and its reciprocal is Inf.
+func reciprocalModel(t *testing.T, path string) {
+	t.Helper()
+	b := testgraph.New(t, "reciprocal", 13)
+	x := b.Input("x", 1, 64, 1)
+	h := b.Node("mm", "MatMul", x, b.Floats("w", []int64{1, 1}, 1.5)).Outputs()[0]
+	y := b.NodeTo("recip", "Div", b.Value("y"), b.Floats("one", []int64{1}, 1), h).Outputs()[0]
+	b.Output(y, 1, 64, 1)
+	if err := graph.Save(b.Model, path, graph.SaveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// audioLike writes n samples [64, 1] spread over +-3000, none of them 0.
+func audioLike(t *testing.T, path string, n int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	vals := make([]float32, n*64)
+	for i := range vals {
+		v := rng.Float32()*6000 - 3000
+		if i%16 == 0 {
+			v = 0.5 + rng.Float32() // small values: 0 in INT8
+		}
+		vals[i] = v
+	}
+	tensor, err := graph.NewFloat32Tensor("x", []int64{int64(n), 64, 1}, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := data.WriteNpy(path, tensor); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A build whose INT8 model is Inf where the float model is finite
+// finishes (report.json and all), flags the artifact in the table and the
+// report, and does not deploy it.
+func TestBuildNonFiniteINT8IsFlaggedAndNotDeployed(t *testing.T) {
+	ortenv.Require(t)
+	dir := t.TempDir()
+	model, calib, out := filepath.Join(dir, "recip.onnx"), filepath.Join(dir, "calib.npy"), filepath.Join(dir, "out")
+	reciprocalModel(t, model)
+	audioLike(t, calib, 16)
+	status, stdout, stderr := run(t, "build", model, "--int8", "-o", out, "--target", "ort", "--calib-data", calib,
+		"--calib-batch", "1", "--eval-batch", "1", "--placement", "all-int8", "--latency-duration", "20ms", "--latency-batches", "1")
+	if status != 0 {
+		t.Fatalf("status %d: %s\n%s", status, stderr, stdout)
+	}
+	t.Logf("\n%s", stdout)
+	for _, want := range []string{"NaN/Inf", "NEW!", "NaN/Inf: model.int8.onnx is NaN or infinite where the input model is finite",
+		"ort-cpu: the INT8 model is NaN/Inf at", "so it is not deployed",
+		// 16 calibration samples, checked on themselves: thin and not held out.
+		"warning: checked on the calibration samples themselves", "warning: checked on only 16 samples (fewer than 32)"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout)
+		}
+	}
+	r, err := report.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := r.Caveats; !c.OnCalibrationData || c.CheckSamples != 16 || c.RandomCalibration {
+		t.Errorf("report caveats %+v", c)
+	}
+	if r.Placement == nil || r.Placement.Recommended != "fp32" || !strings.Contains(r.Placement.Reason, "NaN/Inf") {
+		t.Errorf("placement %+v", r.Placement)
+	}
+	for _, m := range r.Models {
+		if m.Name == "ort/model.ort" && m.Precision != "fp32" {
+			t.Errorf("the ORT artifact is %s", m.Precision)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"**NaN/Inf: `model.int8.onnx`", "> **warning: checked on only 16 samples"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// Ranges from random data, checked on those same few random samples: optc
+// quantize, its report and a diff against it all say so.
+func TestQuantizeOnRandomDataWarns(t *testing.T) {
+	ortenv.Require(t)
+	dir := t.TempDir()
+	model, out, rep := filepath.Join(dir, "recip.onnx"), filepath.Join(dir, "int8.onnx"), filepath.Join(dir, "report")
+	reciprocalModel(t, model)
+	status, stdout, stderr := run(t, "quantize", model, "-o", out, "--calib-data", "random", "--calib-batch", "1",
+		"--eval-batch", "1", "--range", "1,2", "--report", rep)
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	for _, want := range []string{"warning: calibrated on random data: ranges do not reflect real inputs",
+		"warning: checked on the calibration samples themselves", "warning: checked on only 1 samples"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("quantize output lacks %q:\n%s", want, stdout)
+		}
+	}
+	r, err := report.Load(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := r.Caveats; !c.RandomCalibration || !c.OnCalibrationData || c.CheckSamples != 1 {
+		t.Errorf("report caveats %+v", c)
+	}
+	status, stdout, stderr = run(t, "diff", rep, rep)
+	if status != 0 || !strings.Contains(stdout, "new: warning: calibrated on random data") {
+		t.Errorf("diff: status %d %s\n%s", status, stderr, stdout)
+	}
+}

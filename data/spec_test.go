@@ -1,0 +1,133 @@
+package data
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"optc/graph"
+	"optc/internal/testgraph"
+)
+
+// seqModel declares inputs the way sequence models do: token ids into an
+// embedding of 100 rows and a mask, both [batch, seq]; recurrent state
+// [layers, batch, hidden]; a scalar sample rate.
+func seqModel(t *testing.T) *graph.Graph {
+	b := testgraph.New(t, "seq", 17)
+	ids := b.Value("ids")
+	ids.Type = graph.TensorType(graph.Int64, graph.Shape{dyn("batch"), dyn("seq")})
+	mask := b.Value("attention_mask")
+	mask.Type = graph.TensorType(graph.Int64, graph.Shape{dyn("batch"), dyn("seq")})
+	h0 := b.Value("h0")
+	h0.Type = graph.TensorType(graph.Float, graph.Shape{st(2), dyn("batch"), st(16)})
+	sr := b.Value("sr")
+	sr.Type = graph.TensorType(graph.Int64, graph.Shape{})
+	b.Graph.Inputs = append(b.Graph.Inputs, ids, mask, h0, sr)
+	table := b.Floats("table", []int64{100, 4}, make([]float32, 400)...)
+	emb := b.Node("emb", "Gather", table, ids)
+	b.Output(emb.Output(0), 1, 1, 4)
+	return b.Graph
+}
+
+func TestInferInputs(t *testing.T) {
+	in := GraphInputs(seqModel(t))
+	want := []struct {
+		axis int
+		feed Feed
+		rng  bool
+	}{{0, FeedRandom, true}, {0, FeedOnes, false}, {1, FeedZeros, false}, {NoBatchAxis, FeedZeros, false}}
+	for i, w := range want {
+		if in[i].BatchAxis != w.axis || in[i].Feed != w.feed || (in[i].Range != nil) != w.rng {
+			t.Errorf("input %q: axis %d feed %s range %v, want axis %d feed %s range %v", in[i].Name, in[i].BatchAxis, in[i].Feed, in[i].Range, w.axis, w.feed, w.rng)
+		}
+	}
+	if r := in[0].Range; r == nil || *r != [2]float64{0, 100} {
+		t.Errorf("ids range %v, want [0, 100)", r)
+	}
+	lines := Describe(in, Options{Spec: Spec{Values: map[string]float64{"sr": 16000}}})
+	if len(lines) != 4 || !strings.Contains(lines[3], "the value 16000") || !strings.Contains(lines[2], "batch on axis 1") {
+		t.Errorf("Describe: %q", lines)
+	}
+}
+
+func TestRandomSequenceInputs(t *testing.T) {
+	inputs := GraphInputs(seqModel(t))
+	opts := Options{Batch: 3, Samples: 3, Spec: Spec{Shapes: map[string][]int64{"ids": {-1, 7}}, Values: map[string]float64{"sr": 16000}}}
+	src, err := Open("random", inputs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := src.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDims := [][]int64{{3, 7}, {3, 7}, {2, 3, 16}, {}}
+	for i, w := range wantDims {
+		if !slices.Equal(b.Tensors[i].Dims, w) {
+			t.Errorf("input %q dims %v, want %v", inputs[i].Name, b.Tensors[i].Dims, w)
+		}
+	}
+	ids, _ := b.Tensors[0].Int64s()
+	if slices.Min(ids) < 0 || slices.Max(ids) >= 100 || slices.Max(ids) == 0 {
+		t.Errorf("ids %v: want random ids in [0, 100)", ids)
+	}
+	mask, _ := b.Tensors[1].Int64s()
+	if slices.Min(mask) != 1 || slices.Max(mask) != 1 {
+		t.Errorf("mask %v, want ones", mask)
+	}
+	h0, _ := b.Tensors[2].Float32s()
+	if slices.Min(h0) != 0 || slices.Max(h0) != 0 {
+		t.Errorf("state not zeros")
+	}
+	sr, _ := b.Tensors[3].Int64s()
+	if len(sr) != 1 || sr[0] != 16000 {
+		t.Errorf("sr %v, want 16000", sr)
+	}
+	// A dynamic dim nothing fixes names the flag to give.
+	_, err = Open("random", inputs, Options{Batch: 2})
+	wantErr(t, err, `input "ids"`, "dim 1 (seq) is dynamic", "--shape ids:?,<seq>")
+	// --value and --batch-axis for inputs the model lacks are errors.
+	_, err = Open("random", inputs, Options{Spec: Spec{Values: map[string]float64{"rate": 1}}})
+	wantErr(t, err, "--value rate", `no input "rate"`)
+}
+
+func TestNpyFeedsOneInputAndFillsState(t *testing.T) {
+	b := testgraph.New(t, "rnn", 17)
+	x := b.Value("x")
+	x.Type = graph.TensorType(graph.Float, graph.Shape{dyn("batch"), st(5)})
+	h := b.Value("h0")
+	h.Type = graph.TensorType(graph.Float, graph.Shape{st(1), dyn("batch"), st(4)})
+	b.Graph.Inputs = append(b.Graph.Inputs, x, h)
+	inputs := GraphInputs(b.Graph)
+
+	p := writeNpyFile(t, t.TempDir(), "x.npy", graph.Float, []int64{6, 5}, make([]byte, 6*5*4))
+	src, err := Open(p, inputs, Options{Batch: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := readAll(t, src)
+	if len(bs) != 2 || !slices.Equal(bs[1].Tensors[1].Dims, []int64{1, 2, 4}) || bs[1].Samples != 2 {
+		t.Fatalf("batches %d, last state dims %v", len(bs), bs[1].Tensors[1].Dims)
+	}
+	// A second per-sample input cannot be made up.
+	y := b.Value("y")
+	y.Type = graph.TensorType(graph.Float, graph.Shape{dyn("batch"), st(5)})
+	b.Graph.Inputs = append(b.Graph.Inputs, y)
+	_, err = Open(p, GraphInputs(b.Graph), Options{})
+	wantErr(t, err, "feeds one input")
+}
+
+func TestStaticBatchFilesDropTheRemainder(t *testing.T) {
+	inputs := []Input{{Name: "x", DType: graph.Float, Shape: graph.StaticShape(4, 5)}}
+	p := writeNpyFile(t, t.TempDir(), "x.npy", graph.Float, []int64{10, 5}, make([]byte, 10*5*4))
+	src, err := Open(p, inputs, Options{Batch: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := readAll(t, src)
+	if len(bs) != 2 || bs[0].Samples != 4 || bs[1].Samples != 4 {
+		t.Fatalf("%d batches", len(bs))
+	}
+	_, err = Open(p, []Input{{Name: "x", DType: graph.Float, Shape: graph.StaticShape(16, 5)}}, Options{})
+	wantErr(t, err, "10 samples do not fill one batch of 16")
+}
