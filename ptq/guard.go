@@ -9,6 +9,7 @@ import (
 	"optc/compare"
 	"optc/data"
 	"optc/graph"
+	"optc/internal/jsonfloat"
 )
 
 // The accuracy guard is on by default: every INT8 model is measured
@@ -39,8 +40,10 @@ type Check struct {
 	Output string `json:"output,omitempty"`
 	// Limit is a maximum for the accuracy drop (points) and a minimum for
 	// cosine and top-1 agreement (fractions).
-	Limit    float64 `json:"limit"`
-	Measured float64 `json:"measured"`
+	Limit float64 `json:"limit"`
+	// Measured is NaN for a cosine with no finite pair (encoded as
+	// report.json encodes non-finite values).
+	Measured jsonfloat.Float `json:"measured"`
 	Pass     bool    `json:"pass"`
 }
 
@@ -133,12 +136,12 @@ func (o Options) checks(r *compare.Result) []Check {
 		if limit <= 0 {
 			limit = GuardMaxDrop
 		}
-		cs = append(cs, Check{Metric: "accuracy drop", Output: a.Output, Limit: limit, Measured: a.DropPoints, Pass: a.DropPoints <= limit})
+		cs = append(cs, Check{Metric: "accuracy drop", Output: a.Output, Limit: limit, Measured: jsonfloat.Float(a.DropPoints), Pass: a.DropPoints <= limit})
 	}
 	for _, s := range r.Outputs {
 		if s.NewNonFinite > 0 {
 			// NaN/Inf where float is finite fails whatever else holds.
-			cs = append(cs, Check{Metric: "NaN/Inf values where float is finite", Output: s.Name, Measured: float64(s.NewNonFinite)})
+			cs = append(cs, Check{Metric: "NaN/Inf values where float is finite", Output: s.Name, Measured: jsonfloat.Float(s.NewNonFinite)})
 		}
 		cos := o.MinCosine
 		if cos <= 0 && r.Accuracy == nil && s.Classifier {
@@ -146,10 +149,10 @@ func (o Options) checks(r *compare.Result) []Check {
 		}
 		if cos > 0 {
 			// NaN (no finite pair) fails.
-			cs = append(cs, Check{Metric: "cosine", Output: s.Name, Limit: cos, Measured: float64(s.Cosine), Pass: float64(s.Cosine) >= cos})
+			cs = append(cs, Check{Metric: "cosine", Output: s.Name, Limit: cos, Measured: s.Cosine, Pass: float64(s.Cosine) >= cos})
 		}
 		if r.Accuracy == nil && s.Classifier {
-			cs = append(cs, Check{Metric: "top-1 agreement", Output: s.Name, Limit: GuardMinTop1, Measured: s.Top1Agree, Pass: s.Top1Agree >= GuardMinTop1})
+			cs = append(cs, Check{Metric: "top-1 agreement", Output: s.Name, Limit: GuardMinTop1, Measured: jsonfloat.Float(s.Top1Agree), Pass: s.Top1Agree >= GuardMinTop1})
 		}
 	}
 	return cs
