@@ -44,7 +44,7 @@ type Check struct {
 	// Measured is NaN for a cosine with no finite pair (encoded as
 	// report.json encodes non-finite values).
 	Measured jsonfloat.Float `json:"measured"`
-	Pass     bool    `json:"pass"`
+	Pass     bool            `json:"pass"`
 }
 
 func (c Check) String() string {
