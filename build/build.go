@@ -290,6 +290,10 @@ func (b *builder) quantize() error {
 		if err := b.writePlacement(); err != nil {
 			return err
 		}
+		if g := b.res.INT8.Guard; g != nil && g.Allowed {
+			b.ortModel = b.float
+			b.note(fmt.Sprintf("ort-cpu: model.int8.onnx misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended: the ORT and Triton artifacts are FP32", ptq.FailedChecks(g.Checks)))
+		}
 	}
 	if b.wants("tensorrt") {
 		out, err := b.dir.path("tensorrt/model.int8.qdq.onnx")
@@ -300,6 +304,9 @@ func (b *builder) quantize() error {
 			return err
 		}
 		b.add("tensorrt/model.int8.qdq.onnx", "tensorrt", "model", "int8", "")
+		if g := b.res.INT8TRT.Guard; g != nil && g.Allowed {
+			b.note(fmt.Sprintf("tensorrt: model.int8.qdq.onnx misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended", ptq.FailedChecks(g.Checks)))
+		}
 	}
 	return nil
 }
@@ -316,6 +323,7 @@ func (b *builder) ptqOptions(target quantize.Target, out string) ptq.Options {
 			KeepFirstLast: c.Quantize.KeepFirstLast, PerChannel: &c.Quantize.PerChannel},
 		EvalData: b.eval.spec, EvalOpts: b.eval.opts, EvalLabels: c.Eval.Labels, Session: b.session(), Inputs: c.Inputs(), NoLatency: true,
 		ORTLib: c.Runtime.ORTLib, MaxAccuracyDrop: c.Quantize.MaxAccuracyDrop, MinCosine: c.Quantize.MinCosine,
+		AllowAccuracyLoss: c.Quantize.AllowAccuracyLoss,
 	}
 	if !b.res.EvalHeldOut {
 		// ptq then measures on the calibration data and says so.

@@ -529,3 +529,53 @@ func TestBuildFP16MeasuredRanges(t *testing.T) {
 	}
 	t.Fatal("no tensorrt/model.fp16.onnx")
 }
+
+// TestBuildGuard: INT8 artifacts that miss the accuracy guard (every
+// activation range forced to +-0.01 through the calibration cache) fail
+// the build at the quantize stage, naming the metric, limit and value,
+// and leave nothing; with allow_accuracy_loss the build keeps them, says
+// so, and deploys FP32 for ORT.
+func TestBuildGuard(t *testing.T) {
+	dir := t.TempDir()
+	c := mnistConfig(t, filepath.Join(dir, "good"))
+	c.Targets = []string{"ort"}
+	res := run(t, c)
+	if g := res.INT8.Guard; g == nil || !g.Pass || !g.HeldOut || len(g.Checks) != 1 || g.Checks[0].Metric != "accuracy drop" {
+		t.Fatalf("guard %+v", res.INT8.Guard)
+	}
+	var cache map[string]any
+	readJSON(t, filepath.Join(dir, "good", "calibration.json"), &cache)
+	for _, e := range cache["tensors"].([]any) {
+		e := e.(map[string]any)
+		e["min"], e["max"] = math.Max(e["min"].(float64), -0.01), math.Min(e["max"].(float64), 0.01)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	b, _ := json.Marshal(cache)
+	if err := os.WriteFile(bad, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.Calibration.Cache = bad
+	c.Output = filepath.Join(dir, "bad")
+	_, err := Run(context.Background(), Options{Config: c})
+	if err == nil || !strings.HasPrefix(err.Error(), "quantize: accuracy guard failed: accuracy drop") || !strings.Contains(err.Error(), "over the 1.00 allowed") {
+		t.Fatalf("got %v, want the quantize stage to fail the guard", err)
+	}
+	if _, err := os.Stat(c.Output); !os.IsNotExist(err) {
+		t.Error("a build that failed the guard left its output folder")
+	}
+	assertNoTemp(t, dir)
+
+	c.Quantize.AllowAccuracyLoss = true
+	res = run(t, c)
+	if g := res.INT8.Guard; !g.Allowed || g.Pass || g.Fallback == "" {
+		t.Errorf("guard %+v", g)
+	}
+	if len(res.Notes) == 0 || !strings.Contains(strings.Join(res.Notes, "\n"), "misses the accuracy guard (accuracy drop") {
+		t.Errorf("notes %q", res.Notes)
+	}
+	for _, a := range res.Artifacts {
+		if a.Path == "ort/model.ort" && a.Precision != "fp32" {
+			t.Errorf("the ORT artifact is %s, want fp32 when INT8 misses the guard", a.Precision)
+		}
+	}
+}

@@ -108,6 +108,9 @@ func WriteTable(w io.Writer, r *Result) error {
 		}
 		fmt.Fprintf(w, "%s: %d nodes quantized, %d left float; fell back for accuracy: %s\n",
 			q.name, len(q.res.Quantize.Quantized), len(q.res.Quantize.Skipped), fell)
+		if g := q.res.Guard; g != nil {
+			fmt.Fprintf(w, "%s: %s\n", q.name, guardLine(g))
+		}
 	}
 	if r.INT8 != nil && r.INT8.Placement != nil {
 		writePlacement(w, r.INT8.Placement)
@@ -139,4 +142,28 @@ func writePlacement(w io.Writer, p *placement.File) {
 		how = "all-int8, not measured"
 	}
 	fmt.Fprintf(w, "int8 placement: %d of %d regions int8 (%s; placement.json)\n", int8Regions, len(p.Regions), how)
+}
+
+// guardLine is the accuracy guard's outcome with every check's limit and
+// measured value.
+func guardLine(g *ptq.Guard) string {
+	if g.Note != "" {
+		return "accuracy guard: " + g.Note
+	}
+	var cs []string
+	for _, c := range g.Checks {
+		cs = append(cs, c.String())
+	}
+	verdict := "passed"
+	switch {
+	case g.Allowed:
+		verdict = "FAILED, kept by allow_accuracy_loss (not recommended)"
+	case len(g.First) > 0:
+		verdict = "passed after the fallback (" + g.Fallback + ")"
+	}
+	on := ""
+	if !g.HeldOut {
+		on = " on the calibration data (not held out)"
+	}
+	return fmt.Sprintf("accuracy guard %s%s: %s", verdict, on, strings.Join(cs, "; "))
 }

@@ -35,11 +35,14 @@ type CacheEntry struct {
 	Name string  `json:"name"`
 	Min  float64 `json:"min"`
 	Max  float64 `json:"max"`
+	// Method is, for the auto method, the candidate the tensor's range
+	// came from (an AutoCandidate name).
+	Method string `json:"method,omitempty"`
 }
 
 // Cache computes the ranges of method and returns them as a cache.
 func (s *Stats) Cache(method Method, opts Options) (*Cache, error) {
-	rs, err := s.Ranges(method, opts)
+	rs, chosen, err := s.ranges(method, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -54,10 +57,23 @@ func (s *Stats) Cache(method Method, opts Options) (*Cache, error) {
 		c.MovingAverage = s.movingAverage
 	}
 	for n, r := range rs {
-		c.Tensors = append(c.Tensors, CacheEntry{n, r.Min, r.Max})
+		c.Tensors = append(c.Tensors, CacheEntry{n, r.Min, r.Max, chosen[n]})
 	}
 	slices.SortFunc(c.Tensors, func(a, b CacheEntry) int { return strings.Compare(a.Name, b.Name) })
 	return c, nil
+}
+
+// Choices counts, for the auto method, the tensors that chose each
+// candidate.
+func (c *Cache) Choices() map[string]int {
+	if c.Method != string(Auto) {
+		return nil
+	}
+	out := map[string]int{}
+	for _, e := range c.Tensors {
+		out[e.Method]++
+	}
+	return out
 }
 
 // Ranges returns the cache's ranges by tensor name.
@@ -93,6 +109,13 @@ func (c *Cache) validate() error {
 		}
 		if e.Min > e.Max {
 			return fmt.Errorf("tensor %q: min %v > max %v", e.Name, e.Min, e.Max)
+		}
+		known := slices.ContainsFunc(AutoCandidates, func(a AutoCandidate) bool { return a.Name == e.Method })
+		switch {
+		case c.Method == string(Auto) && !known:
+			return fmt.Errorf("tensor %q: unknown auto candidate %q", e.Name, e.Method)
+		case c.Method != string(Auto) && e.Method != "":
+			return fmt.Errorf("tensor %q: a per-tensor method %q in a %s cache (only auto records one)", e.Name, e.Method, c.Method)
 		}
 	}
 	return nil

@@ -14,7 +14,7 @@ func testCache() *Cache {
 	return &Cache{
 		Version: CacheVersion, Model: strings.Repeat("ab", 32), Data: strings.Repeat("cd", 32),
 		Samples: 512, Method: "percentile", Percentile: 99.99,
-		Tensors: []CacheEntry{{"a", -1.5, 2.25}, {"b", 0, 0.1 + 0.2}, {"c/relu", 0, 1e-30}},
+		Tensors: []CacheEntry{{Name: "a", Min: -1.5, Max: 2.25}, {Name: "b", Max: 0.1 + 0.2}, {Name: "c/relu", Max: 1e-30}},
 	}
 }
 
@@ -109,7 +109,7 @@ func TestStatsCache(t *testing.T) {
 	if err := c.validate(); err != nil {
 		t.Error(err)
 	}
-	if c, err := s.Cache(MinMax, Options{}); err != nil || c.Tensors[0] != (CacheEntry{"z", -1, 3}) {
+	if c, err := s.Cache(MinMax, Options{}); err != nil || c.Tensors[0] != (CacheEntry{Name: "z", Min: -1, Max: 3}) {
 		t.Errorf("minmax cache %+v %v", c, err)
 	}
 }

@@ -6,7 +6,8 @@
 // activations are never kept across batches.
 //
 // From the statistics, Stats.Ranges derives a range per tensor with one of
-// four methods (minmax, percentile, entropy, mse; see Method). WeightScales
+// Methods (minmax, percentile, entropy, mse, and auto, which picks per
+// tensor the candidate with the least quantization error). WeightScales
 // gives per-channel symmetric weight scales, and Cache is the calibration
 // cache file (deterministic JSON, written atomically, read strictly).
 //

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"optc/ort"
 )
@@ -44,6 +45,14 @@ const (
 	// group's count spread evenly over its non-empty bins. Both are
 	// smoothed (a count of 1e-4 moved onto empty bins) and normalized; the i with
 	// the least KL(P||Q) wins and T = i * binWidth.
+	//
+	// Candidates that would clip more than 1% of the values are skipped.
+	// Without that bound KL fails on tensors whose values sit away from 0
+	// (an SE block's HardSigmoid in [0.096, 0.34]): at the first i past
+	// the smallest value P (tail folded into bin i-1) and Q are both one
+	// spike, KL is ~0, and T clips every value to the minimum, which took
+	// the PaddleOCR direction classifier from 98.7% to 56.2%
+	// (docs/quantize.md).
 	Entropy Method = "entropy"
 	// MSE picks T = i * binWidth, i in [1, 2048], minimising the expected
 	// squared error of 8-bit quantization over the histogram: a bin centre
@@ -51,10 +60,38 @@ const (
 	// (rounding, uniform within a step), with s = T/127 for tensors that had
 	// a negative value (signed int8) and s = T/255 otherwise (uint8 [0,T]).
 	MSE Method = "mse"
+	// Auto picks, per tensor, the candidate range (AutoCandidates: minmax,
+	// percentiles 99.9, 99.99 and 99.999, entropy, mse) with the least
+	// quantization error on the calibration data: the mean squared error
+	// between |x| and its 8-bit fake-quantized value over the histogram
+	// (each bin's count spread evenly over it, read at 4 points), with
+	// step T/127 for tensors that had a negative value and T/255 otherwise,
+	// T the candidate's largest magnitude. Ties go to the earlier
+	// candidate. The cache records each tensor's choice.
+	Auto Method = "auto"
 )
 
-// Methods lists the methods Ranges accepts.
-var Methods = []Method{MinMax, Percentile, Entropy, MSE}
+// Methods lists the methods Ranges accepts: the one list flags, the build
+// config, the calibration cache and messages use.
+var Methods = []Method{MinMax, Percentile, Entropy, MSE, Auto}
+
+// MethodNames is Methods for messages and help: "minmax, percentile,
+// entropy, mse or auto".
+func MethodNames() string {
+	var names []string
+	for _, m := range Methods {
+		names = append(names, string(m))
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// ParseMethod returns the method named s, or an error listing Methods.
+func ParseMethod(s string) (Method, error) {
+	if !slices.Contains(Methods, Method(s)) {
+		return "", fmt.Errorf("unknown calibration method %q (want %s)", s, MethodNames())
+	}
+	return Method(s), nil
+}
 
 // DefaultPercentile is the percentile used when Options.Percentile is 0.
 const DefaultPercentile = 99.999
@@ -229,23 +266,30 @@ func (s *Stats) observe(name string, n int, at func(int) float32) error {
 // values (in an If branch the calibration data never took, or empty) has
 // none: the quantizer leaves its readers float and says so.
 func (s *Stats) Ranges(method Method, opts Options) (map[string]Range, error) {
+	r, _, err := s.ranges(method, opts)
+	return r, err
+}
+
+// ranges is Ranges and, for Auto, the candidate each tensor chose.
+func (s *Stats) ranges(method Method, opts Options) (map[string]Range, map[string]string, error) {
 	if err := opts.check(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if opts.MovingAverage != 0 && opts.MovingAverage != s.movingAverage {
-		return nil, fmt.Errorf("moving average %v asked, but the statistics were collected with %v (it applies during collection)", opts.MovingAverage, s.movingAverage)
+		return nil, nil, fmt.Errorf("moving average %v asked, but the statistics were collected with %v (it applies during collection)", opts.MovingAverage, s.movingAverage)
 	}
-	if !slices.Contains(Methods, method) {
-		return nil, fmt.Errorf("unknown calibration method %q (want minmax, percentile, entropy or mse)", method)
+	if _, err := ParseMethod(string(method)); err != nil {
+		return nil, nil, err
 	}
 	if s.allEmpty() {
-		return nil, fmt.Errorf("calibration data is empty")
+		return nil, nil, fmt.Errorf("calibration data is empty")
 	}
 	pct := opts.Percentile
 	if pct == 0 {
 		pct = DefaultPercentile
 	}
 	out := make(map[string]Range, len(s.t))
+	chosen := map[string]string{}
 	names := slices.Clone(s.names)
 	sort.Strings(names)
 	for _, n := range names {
@@ -253,31 +297,99 @@ func (s *Stats) Ranges(method Method, opts Options) (map[string]Range, error) {
 		if ts.count == 0 {
 			continue
 		}
-		if method == MinMax {
-			if s.movingAverage > 0 {
-				out[n] = Range{ts.avgMin, ts.avgMax}
-			} else {
-				out[n] = Range{ts.min, ts.max}
-			}
+		if method != Auto {
+			out[n] = s.tensorRange(ts, method, pct)
 			continue
 		}
-		var t float64
-		switch method {
-		case Percentile:
-			t = ts.hist.quantile(pct / 100)
-		case Entropy:
-			t = entropyThreshold(&ts.hist)
-		case MSE:
-			t = mseThreshold(&ts.hist, ts.min < 0)
+		best := math.Inf(1)
+		for _, c := range AutoCandidates {
+			r := s.tensorRange(ts, c.Method, c.Percentile)
+			e := quantError(&ts.hist, ts.min < 0, max(-r.Min, r.Max))
+			if e < best {
+				best, out[n], chosen[n] = e, r, c.Name
+			}
 		}
-		t = min(t, max(-ts.min, ts.max))
-		r := Range{0, min(ts.max, t)}
-		if ts.min < 0 {
-			r.Min = max(ts.min, -t)
-		}
-		out[n] = r
 	}
-	return out, nil
+	return out, chosen, nil
+}
+
+// AutoCandidate is one range Auto considers.
+type AutoCandidate struct {
+	Name       string // as recorded in the cache: "minmax", "percentile 99.99", ...
+	Method     Method
+	Percentile float64 // for Percentile
+}
+
+// AutoCandidates are Auto's candidates, in tie-breaking order.
+var AutoCandidates = []AutoCandidate{
+	{"minmax", MinMax, 0},
+	{"percentile 99.999", Percentile, 99.999},
+	{"percentile 99.99", Percentile, 99.99},
+	{"percentile 99.9", Percentile, 99.9},
+	{"entropy", Entropy, 0},
+	{"mse", MSE, 0},
+}
+
+// tensorRange is one tensor's range by a fixed method (pct for
+// Percentile).
+func (s *Stats) tensorRange(ts *tensorStats, method Method, pct float64) Range {
+	if method == MinMax {
+		if s.movingAverage > 0 {
+			return Range{ts.avgMin, ts.avgMax}
+		}
+		return Range{ts.min, ts.max}
+	}
+	var t float64
+	switch method {
+	case Percentile:
+		t = ts.hist.quantile(pct / 100)
+	case Entropy:
+		t = entropyThreshold(&ts.hist)
+	case MSE:
+		t = mseThreshold(&ts.hist, ts.min < 0)
+	}
+	t = min(t, max(-ts.min, ts.max))
+	r := Range{0, min(ts.max, t)}
+	if ts.min < 0 {
+		r.Min = max(ts.min, -t)
+	}
+	return r
+}
+
+// quantErrorPoints is how many points of each bin quantError reads.
+const quantErrorPoints = 4
+
+// quantError is the mean squared error of fake-quantizing |x| to 8 bits
+// with largest magnitude t (see Auto).
+func quantError(h *histogram, signed bool, t float64) float64 {
+	n := h.total()
+	if n == 0 || h.upper == 0 {
+		return 0
+	}
+	levels := 255.0
+	if signed {
+		levels = 127
+	}
+	if t <= 0 {
+		// Everything quantizes to 0.
+		t = math.SmallestNonzeroFloat64
+	}
+	step := t / levels
+	w := h.width()
+	var sum float64
+	for j, c := range h.counts {
+		if c == 0 {
+			continue
+		}
+		var e float64
+		for k := range quantErrorPoints {
+			x := (float64(j) + (float64(k)+0.5)/quantErrorPoints) * w
+			q := min(math.Round(x/step), levels) * step
+			e += (x - q) * (x - q)
+		}
+		sum += float64(c) * e / quantErrorPoints
+	}
+	return sum / float64(n)
 }
 
 func (s *Stats) allEmpty() bool {
@@ -288,6 +400,10 @@ func (s *Stats) allEmpty() bool {
 	}
 	return true
 }
+
+// entropyMaxClipped is the largest fraction of a tensor's values the
+// entropy threshold may clip (see Entropy).
+const entropyMaxClipped = 0.01
 
 // quantBins is the number of quantized levels of |x| the entropy method
 // compares against (int8: 128 magnitudes).
@@ -311,9 +427,15 @@ func entropyThreshold(h *histogram) float64 {
 	for _, c := range counts[quantBins:] {
 		tail += float64(c)
 	}
+	// A threshold may clip at most entropyMaxClipped of the values (see
+	// Entropy); below it KL(P||Q) can be 0 for the wrong reason.
+	maxTail := entropyMaxClipped * float64(h.total())
 	for i := quantBins; i <= HistBins; i++ {
 		if i > quantBins {
 			tail -= float64(counts[i-1])
+		}
+		if tail > maxTail {
+			continue
 		}
 		for j := 0; j < i; j++ {
 			p[j] = float64(counts[j])

@@ -206,7 +206,7 @@ func TestNonNegative(t *testing.T) {
 		if got.Min != 0 {
 			t.Errorf("%s: min %v, want 0", m, got.Min)
 		}
-		if limit := map[Method]float64{Percentile: 10, Entropy: 10, MSE: 36}[m]; m != MinMax && got.Max > limit {
+		if limit := map[Method]float64{Percentile: 10, Entropy: 10, MSE: 36, Auto: 36}[m]; m != MinMax && got.Max > limit {
 			t.Errorf("%s: max %v, want the outlier clipped", m, got.Max)
 		}
 	}
@@ -308,5 +308,80 @@ func TestEntropyZeroSpike(t *testing.T) {
 	s := newStats(t, Options{}, "relu", b)
 	if got := rangeOf(t, s, Entropy, Options{}); got.Min != 0 || got.Max < 0.9 {
 		t.Errorf("entropy with 90%% zeros: %v, want [0, >0.9]", got)
+	}
+}
+
+// Values away from 0 (an SE block's HardSigmoid output): the KL search
+// used to stop just past the smallest value, where P and Q are both one
+// spike, and clip every value to it. The threshold may clip at most 1%.
+func TestEntropyOffsetFromZero(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	s := newStats(t, Options{}, "hardsigmoid", uniform(r, 200000, 0.096, 0.345))
+	got := rangeOf(t, s, Entropy, Options{})
+	if got.Min != 0 || got.Max < 0.34 {
+		t.Errorf("entropy of U(0.096, 0.345): %v, want [0, >= 0.34] (at most 1%% clipped)", got)
+	}
+}
+
+// Auto picks, per tensor, the candidate with the least quantization
+// error, and the cache says which.
+func TestAutoPicksLeastError(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	gauss := make([]float32, 200000)
+	for i := range gauss {
+		gauss[i] = float32(r.NormFloat64())
+	}
+	gauss[3] = 60 // one outlier: minmax wastes the levels
+	s, err := NewStats([]string{"gauss", "uniform"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Observe("gauss", gauss); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Observe("uniform", uniform(r, 200000, 0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Cache(Auto, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range c.Tensors {
+		ts := s.t[e.Name]
+		got := quantError(&ts.hist, ts.min < 0, max(-e.Min, e.Max))
+		for _, cand := range AutoCandidates {
+			rr := s.tensorRange(ts, cand.Method, cand.Percentile)
+			if e2 := quantError(&ts.hist, ts.min < 0, max(-rr.Min, rr.Max)); e2 < got {
+				t.Errorf("%s: auto chose %s (error %.3g) but %s has %.3g", e.Name, e.Method, got, cand.Name, e2)
+			}
+		}
+		t.Logf("%s: %s [%.4g, %.4g]", e.Name, e.Method, e.Min, e.Max)
+	}
+	choice := map[string]string{}
+	for _, e := range c.Tensors {
+		choice[e.Name] = e.Method
+	}
+	if choice["gauss"] == "minmax" {
+		t.Errorf("gauss with a 60-sigma outlier: auto kept minmax")
+	}
+	if n := c.Choices(); n[choice["gauss"]] == 0 || len(c.Tensors) != 2 {
+		t.Errorf("choices %v", n)
+	}
+	// The cache with its per-tensor candidates reads back.
+	p := t.TempDir() + "/auto.json"
+	if err := WriteCache(p, c); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadCache(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Tensors[0].Method != c.Tensors[0].Method {
+		t.Errorf("read back %v, want %v", back.Tensors[0], c.Tensors[0])
+	}
+	bad := *back
+	bad.Method = string(Percentile)
+	if err := bad.validate(); err == nil {
+		t.Error("a percentile cache with per-tensor candidates was accepted")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"optc/build"
+	"optc/calibrate"
 	"optc/config"
 	"optc/data"
 	"optc/report"
@@ -132,7 +133,7 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.Calibration.Samples, "calib-samples", c.Calibration.Samples, "calibrate on N samples drawn at random (seeded) from --calib-data (0: all)")
 	fs.IntVar(&c.Calibration.Batch, "calib-batch", c.Calibration.Batch, "calibration batch size")
 	fs.Int64Var(&c.Calibration.Seed, "seed", c.Calibration.Seed, "seed for sample draws and random data")
-	fs.StringVar(&c.Calibration.Method, "method", c.Calibration.Method, "range method: minmax, percentile, entropy or mse")
+	fs.StringVar(&c.Calibration.Method, "method", c.Calibration.Method, "range method: "+calibrate.MethodNames())
 	fs.Float64Var(&c.Calibration.Percentile, "percentile", c.Calibration.Percentile, "percentile for --method percentile")
 	fs.Float64Var(&c.Calibration.MovingAverage, "moving-average", c.Calibration.MovingAverage, "minmax: blend per-batch ranges with this weight")
 	fs.StringVar(&c.Calibration.Cache, "calib-cache", c.Calibration.Cache, "an existing calibration file to reuse (skips collection when it matches)")
@@ -142,8 +143,9 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.BoolVar(&c.Quantize.PerChannel, "per-channel", c.Quantize.PerChannel, "per-output-channel weight scales (--per-channel=false: one per tensor)")
 	fs.StringArrayVar(&c.Quantize.Exclude, "exclude", c.Quantize.Exclude, "keep nodes float: a regexp on node name or op type (repeatable)")
 	fs.BoolVar(&c.Quantize.KeepFirstLast, "keep-first-last", c.Quantize.KeepFirstLast, "keep the first and last weighted layers float")
-	fs.Float64Var(&c.Quantize.MaxAccuracyDrop, "max-accuracy-drop", c.Quantize.MaxAccuracyDrop, "accuracy budget in points (needs --eval-labels)")
-	fs.Float64Var(&c.Quantize.MinCosine, "min-cosine", c.Quantize.MinCosine, "lowest cosine to float allowed on every output")
+	fs.Float64Var(&c.Quantize.MaxAccuracyDrop, "max-accuracy-drop", c.Quantize.MaxAccuracyDrop, "accuracy guard in points (needs --eval-labels; 0: the default 1)")
+	fs.Float64Var(&c.Quantize.MinCosine, "min-cosine", c.Quantize.MinCosine, "lowest cosine to float allowed on every output (0: the guard's 0.99 on classifier-like outputs without labels)")
+	fs.BoolVar(&c.Quantize.AllowAccuracyLoss, "allow-accuracy-loss", c.Quantize.AllowAccuracyLoss, "keep the INT8 artifacts when they miss the accuracy guard (the ORT artifact is then FP32)")
 	fs.StringVar(&c.Quantize.Placement, "placement", c.Quantize.Placement, "where INT8 goes for ort-cpu: auto (measured), all-int8, or a placement.json to replay")
 	fs.DurationVar(&c.Quantize.PlacementBudget.Duration, "placement-budget", c.Quantize.PlacementBudget.Duration, "time bound of --placement auto's measurements")
 

@@ -50,23 +50,29 @@ func audioLike(t *testing.T, path string, n int) {
 	}
 }
 
-// A build whose INT8 model is Inf where the float model is finite
-// finishes (report.json and all), flags the artifact in the table and the
-// report, and does not deploy it.
+// A build whose INT8 model is Inf where the float model is finite fails
+// the accuracy guard; with --allow-accuracy-loss it finishes (report.json
+// and all), flags the artifact in the table and the report, and does not
+// deploy it.
 func TestBuildNonFiniteINT8IsFlaggedAndNotDeployed(t *testing.T) {
 	ortenv.Require(t)
 	dir := t.TempDir()
 	model, calib, out := filepath.Join(dir, "recip.onnx"), filepath.Join(dir, "calib.npy"), filepath.Join(dir, "out")
 	reciprocalModel(t, model)
 	audioLike(t, calib, 16)
-	status, stdout, stderr := run(t, "build", model, "--int8", "-o", out, "--target", "ort", "--calib-data", calib,
-		"--calib-batch", "1", "--eval-batch", "1", "--placement", "all-int8", "--latency-duration", "20ms", "--latency-batches", "1")
+	args := []string{"build", model, "--int8", "-o", out, "--target", "ort", "--calib-data", calib,
+		"--calib-batch", "1", "--eval-batch", "1", "--placement", "all-int8", "--latency-duration", "20ms", "--latency-batches", "1"}
+	status, stdout, stderr := run(t, args...)
+	if status != 1 || !strings.Contains(stderr, "accuracy guard failed") || !strings.Contains(stderr, "NaN/Inf values of y where float is finite") {
+		t.Fatalf("without --allow-accuracy-loss: status %d: %s", status, stderr)
+	}
+	status, stdout, stderr = run(t, append(args, "--allow-accuracy-loss")...)
 	if status != 0 {
 		t.Fatalf("status %d: %s\n%s", status, stderr, stdout)
 	}
 	t.Logf("\n%s", stdout)
 	for _, want := range []string{"NaN/Inf", "NEW!", "NaN/Inf: model.int8.onnx is NaN or infinite where the input model is finite",
-		"ort-cpu: the INT8 model is NaN/Inf at", "so it is not deployed",
+		"ort-cpu: the INT8 model is NaN/Inf at", "so it is not deployed", "accuracy guard FAILED, kept by allow_accuracy_loss",
 		// 16 calibration samples, checked on themselves: thin and not held out.
 		"warning: checked on the calibration samples themselves", "warning: checked on only 16 samples (fewer than 32)"} {
 		if !strings.Contains(stdout, want) {

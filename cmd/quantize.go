@@ -63,9 +63,8 @@ left in QDQ form with the reason.`,
 			if o.Session, err = sf.options(); err != nil {
 				return err
 			}
-			o.Method = calibrate.Method(method)
-			if !validMethod(o.Method) {
-				return usageError{fmt.Errorf("--method %q: want minmax, percentile, entropy or mse", method)}
+			if o.Method, err = calibrate.ParseMethod(method); err != nil {
+				return usageError{fmt.Errorf("--method: %w", err)}
 			}
 			switch target {
 			case "ort-cpu", "tensorrt":
@@ -133,7 +132,7 @@ left in QDQ form with the reason.`,
 	calib.batchVar(fs, "calib-batch", 32, "calibration batch size (a model with a static batch runs at that size)")
 	fs.IntVar(&calib.samples, "calib-samples", 0, "calibrate on N samples drawn at random (seeded by --seed) from --calib-data")
 	fs.StringVar(&o.CalibCache, "calib-cache", "", "calibration file: reused when it matches the model, else written")
-	fs.StringVar(&method, "method", "percentile", "range method: minmax, percentile, entropy or mse")
+	fs.StringVar(&method, "method", "percentile", "range method: "+calibrate.MethodNames()+" (auto: per tensor, the candidate with the least quantization error)")
 	fs.Float64Var(&o.Calib.Percentile, "percentile", calibrate.DefaultPercentile, "percentile for --method percentile")
 	fs.Float64Var(&o.Calib.MovingAverage, "moving-average", 0, "minmax: blend per-batch ranges with this weight (0: plain min/max)")
 	fs.StringVar(&target, "target", "ort-cpu", "numeric scheme: ort-cpu or tensorrt")
@@ -144,9 +143,11 @@ left in QDQ form with the reason.`,
 	fs.BoolVar(&o.Quant.KeepFirstLast, "keep-first-last", false, "keep the first and last weighted layers float")
 	fs.StringVar(&eval.spec, "eval-data", "", "evaluation data (default: the calibration data, reported as not held out)")
 	eval.batchVar(fs, "eval-batch", 64, "evaluation batch size (a model with a static batch runs at that size)")
+	fs.IntVar(&eval.samples, "eval-samples", 0, "measure on at most the first N evaluation samples (0: all)")
 	fs.StringVar(&o.EvalLabels, "eval-labels", "", "a .npy of class ids for --eval-data: accuracy of float and INT8")
-	fs.Float64Var(&o.MaxAccuracyDrop, "max-accuracy-drop", 0, "accuracy budget in points (needs --eval-labels): the most sensitive layers fall back to float until it holds")
-	fs.Float64Var(&o.MinCosine, "min-cosine", 0, "lowest cosine similarity to float allowed on every output: the most sensitive layers fall back to float until it holds")
+	fs.Float64Var(&o.MaxAccuracyDrop, "max-accuracy-drop", 0, "accuracy guard in points (needs --eval-labels; default 1): the most sensitive layers fall back to float until it holds")
+	fs.Float64Var(&o.MinCosine, "min-cosine", 0, "lowest cosine similarity to float allowed on every output (the guard's default: 0.99 on classifier-like outputs without labels)")
+	fs.BoolVar(&o.AllowAccuracyLoss, "allow-accuracy-loss", false, "write the INT8 model even when it misses the accuracy guard after the fallback (exit 0)")
 	calib.registerSpec(fs)
 	fs.Int64Var(&calib.seed, "seed", 1, "seed for random data")
 	fs.BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
@@ -156,19 +157,21 @@ left in QDQ form with the reason.`,
 	return c
 }
 
-func validMethod(m calibrate.Method) bool {
-	for _, x := range calibrate.Methods {
-		if x == m {
-			return true
-		}
-	}
-	return false
-}
-
 func quantizeRun(opts *QuantizeOptions) error {
 	res, err := ptq.Run(opts.PTQ)
 	if opts.PTQ.Calib.Progress != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "\r%30s\r", "")
+	}
+	if ptq.IsGuardError(err) && res != nil {
+		// What was measured, then the error: nothing was written.
+		if opts.JSON {
+			if werr := writeJSON(opts.IO.Out, res); werr != nil {
+				return werr
+			}
+		} else {
+			printQuantize(opts.IO.Out, res)
+		}
+		return err
 	}
 	if err != nil {
 		return err
@@ -193,6 +196,15 @@ func printQuantize(out io.Writer, r *ptq.Result) {
 		source += " (from " + cal.Cache + ")"
 	}
 	fmt.Fprintf(out, "calibration  %s, %d tensors, %s\n", cal.Method, cal.Tensors, source)
+	if len(cal.Choices) > 0 {
+		var cs []string
+		for _, c := range calibrate.AutoCandidates {
+			if n := cal.Choices[c.Name]; n > 0 {
+				cs = append(cs, fmt.Sprintf("%s %d", c.Name, n))
+			}
+		}
+		fmt.Fprintf(out, "  auto chose: %s\n", strings.Join(cs, ", "))
+	}
 	fmt.Fprintf(out, "target       %s, reduce-range %v (%s), per-channel weights %v\n", q.Target, q.ReduceRange, q.ReduceRangeReason, q.PerChannel)
 	fmt.Fprintf(out, "quantized    %d nodes (%d Q/DQ pairs, %d weights, %d int32 biases); %d left float\n",
 		len(q.Quantized), q.QDQPairs, q.Weights, q.Biases, len(q.Skipped))
@@ -210,8 +222,11 @@ func printQuantize(out io.Writer, r *ptq.Result) {
 		for _, s := range r.Sensitivity {
 			fmt.Fprintf(out, "  %s: drop %.2f points, min cosine %s\n", s.Node, s.DropPoints, s.MinCosine.Text("%.5f"))
 		}
-		fmt.Fprintf(out, "fell back to float to meet the accuracy criterion: %s\n", strings.Join(r.FellBack, ", "))
+		if len(r.FellBack) > 0 {
+			fmt.Fprintf(out, "fell back to float to meet the accuracy guard: %s\n", strings.Join(r.FellBack, ", "))
+		}
 	}
+	printGuard(out, r.Guard)
 	if len(r.TensorSQNR) > 0 {
 		fmt.Fprintf(out, "per-tensor SQNR, worst first (of %d):", len(r.TensorSQNR))
 		for _, s := range r.TensorSQNR[:min(5, len(r.TensorSQNR))] {
@@ -222,7 +237,9 @@ func printQuantize(out io.Writer, r *ptq.Result) {
 	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "\tfloat\tint8\t\n")
-	fmt.Fprintf(w, "bytes\t%s\t%s\t\n", thousands(r.FloatBytes), thousands(r.Int8Bytes))
+	if r.Int8Bytes > 0 {
+		fmt.Fprintf(w, "bytes\t%s\t%s\t\n", thousands(r.FloatBytes), thousands(r.Int8Bytes))
+	}
 	if a := r.Accuracy; a != nil {
 		if acc := a.Accuracy; acc != nil {
 			fmt.Fprintf(w, "accuracy\t%.2f%%\t%.2f%%\t(drop %.2f points)\n", acc.A, acc.B, acc.DropPoints)
@@ -254,5 +271,35 @@ func printQuantize(out io.Writer, r *ptq.Result) {
 	}
 	if r.Caveats.OnCalibrationData {
 		fmt.Fprintf(out, "measured on the calibration data, which is not held out: give --eval-data for an honest figure\n")
+	}
+}
+
+// printGuard says what the accuracy guard measured and decided.
+func printGuard(out io.Writer, g *ptq.Guard) {
+	if g == nil {
+		return
+	}
+	on := "held-out samples of " + g.Data
+	if !g.HeldOut {
+		on = "the calibration data (not held out)"
+	}
+	switch {
+	case g.Note != "":
+		fmt.Fprintf(out, "accuracy guard: %s\n", g.Note)
+		return
+	case g.Pass && len(g.First) > 0:
+		fmt.Fprintf(out, "accuracy guard: failed at first (%s); passed after the fallback, on %s\n", ptq.FailedChecks(g.First), on)
+	case g.Pass:
+		fmt.Fprintf(out, "accuracy guard: passed on %s\n", on)
+	case g.Allowed:
+		fmt.Fprintf(out, "accuracy guard: FAILED on %s (%s); written anyway (--allow-accuracy-loss): not recommended\n", on, ptq.FailedChecks(g.Checks))
+	default:
+		fmt.Fprintf(out, "accuracy guard: FAILED on %s (%s)\n", on, ptq.FailedChecks(g.Checks))
+	}
+	for _, c := range g.Checks {
+		fmt.Fprintf(out, "  %s\n", c)
+	}
+	if g.Fallback != "" {
+		fmt.Fprintf(out, "  fallback: %s\n", g.Fallback)
 	}
 }

@@ -222,7 +222,7 @@ func TestQuantizeFallsBack(t *testing.T) {
 	}
 	decode(t, run2json(t, "quantize", testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(t.TempDir(), "q.onnx"),
 		"--calib-data", filepath.Join(dir, "train_images.npy"), "--calib-samples", "512", "--method", "entropy",
-		"--min-cosine", "0.995", "--eval-data", filepath.Join(dir, "test_images.npy"), "--json"), &res)
+		"--min-cosine", "0.9995", "--eval-data", filepath.Join(dir, "test_images.npy"), "--json"), &res)
 	if len(res.Sensitivity) != 4 || len(res.FellBack) == 0 {
 		t.Fatalf("sensitivity %+v, fell back %v", res.Sensitivity, res.FellBack)
 	}
@@ -232,7 +232,7 @@ func TestQuantizeFallsBack(t *testing.T) {
 			worst = s
 		}
 	}
-	if res.FellBack[0] != worst.Node || res.Accuracy.Outputs[0].Cosine < 0.995 {
+	if res.FellBack[0] != worst.Node || res.Accuracy.Outputs[0].Cosine < 0.9995 {
 		t.Errorf("fell back %v (most sensitive %s), cosine %.5f", res.FellBack, worst.Node, res.Accuracy.Outputs[0].Cosine)
 	}
 	status, stdout, stderr := run(t, "quantize", testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(t.TempDir(), "q.onnx"),

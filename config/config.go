@@ -19,6 +19,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"optc/calibrate"
 	"optc/data"
 )
 
@@ -80,7 +81,7 @@ type Calibration struct {
 	Samples       int     `yaml:"samples"` // 0: all
 	Batch         int     `yaml:"batch"`
 	Seed          int64   `yaml:"seed"`
-	Method        string  `yaml:"method"` // minmax, percentile, entropy or mse
+	Method        string  `yaml:"method"` // one of calibrate.Methods
 	Percentile    float64 `yaml:"percentile"`
 	MovingAverage float64 `yaml:"moving_average"`
 	Cache         string  `yaml:"cache"` // reused when it matches the model
@@ -93,8 +94,12 @@ type Quantize struct {
 	PerChannel      bool     `yaml:"per_channel"`
 	Exclude         []string `yaml:"exclude"` // regular expressions on node names and op types
 	KeepFirstLast   bool     `yaml:"keep_first_last"`
-	MaxAccuracyDrop float64  `yaml:"max_accuracy_drop"` // points; needs eval labels
+	MaxAccuracyDrop float64  `yaml:"max_accuracy_drop"` // points; needs eval labels (0: the guard's 1)
 	MinCosine       float64  `yaml:"min_cosine"`
+	// AllowAccuracyLoss keeps the INT8 artifacts when they miss the
+	// accuracy guard (ptq.Guard) after the fallback; the ORT artifact is
+	// then FP32. Without it such a build fails.
+	AllowAccuracyLoss bool `yaml:"allow_accuracy_loss"`
 	// Placement is where INT8 goes for ort-cpu: auto (measured),
 	// all-int8, or a placement.json to replay; PlacementBudget bounds auto.
 	Placement       string   `yaml:"placement"`
@@ -367,8 +372,8 @@ func (c Config) Validate() error {
 	if c.OptLevel < 0 || c.OptLevel > 2 {
 		bad("opt_level: %d (want 0, 1 or 2)", c.OptLevel)
 	}
-	if !slices.Contains([]string{"minmax", "percentile", "entropy", "mse"}, c.Calibration.Method) {
-		bad("calibration.method: %q (want minmax, percentile, entropy or mse)", c.Calibration.Method)
+	if _, err := calibrate.ParseMethod(c.Calibration.Method); err != nil {
+		bad("calibration.method: %q (want %s)", c.Calibration.Method, calibrate.MethodNames())
 	}
 	if p := c.Calibration.Percentile; p <= 0 || p > 100 {
 		bad("calibration.percentile: %g (want 0 < p <= 100)", p)

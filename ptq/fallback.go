@@ -2,9 +2,11 @@ package ptq
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"optc/compare"
 	"optc/graph"
@@ -17,24 +19,6 @@ type Sensitivity struct {
 	Node       string          `json:"node"`
 	DropPoints float64         `json:"drop_points"` // 0 without labels
 	MinCosine  jsonfloat.Float `json:"min_cosine"`  // over the outputs; NaN when one had no finite pair
-}
-
-func (o Options) wantsControl() bool { return o.MaxAccuracyDrop > 0 || o.MinCosine > 0 }
-
-// meets reports whether a measurement satisfies the accuracy criteria.
-func (o Options) meets(r *compare.Result) bool {
-	if r == nil {
-		return false
-	}
-	for _, s := range r.Outputs {
-		if s.NewNonFinite > 0 {
-			return false // NaN/Inf where float is finite meets no criterion
-		}
-	}
-	if o.MaxAccuracyDrop > 0 && (r.Accuracy == nil || r.Accuracy.DropPoints > o.MaxAccuracyDrop) {
-		return false
-	}
-	return o.MinCosine <= 0 || float64(minCosine(r)) >= o.MinCosine
 }
 
 // minCosine is the worst cosine over the outputs: NaN (no finite pair)
@@ -65,11 +49,23 @@ func quantizeWith(float graph.Serialized, ranges map[string][2]float64, opts qua
 	return q, b, rep, err
 }
 
-// fallBack measures every named weighted layer quantized alone, then keeps
-// the most sensitive layers float, one more at a time, until the criteria
-// hold (or every layer is float, which is an error).
+// errNoRecovery: no INT8 model with some layers kept float meets the
+// criteria.
+var errNoRecovery = errors.New("no INT8 model meets the accuracy criteria with any layer quantized")
+
+// sensitivitySamples bounds the evaluation samples each single-layer
+// sensitivity is measured on (the models kept are measured on all).
+const sensitivitySamples = 256
+
+// fallBack measures every named weighted layer quantized alone (quick:
+// on at most sensitivitySamples samples), then keeps the most sensitive
+// layers float: the fewest that make the criteria hold, found by
+// bisection over the count (keeping more layers float rarely costs
+// accuracy; each candidate is measured on all the evaluation data). When
+// even all but the least sensitive layer kept float misses them it
+// returns errNoRecovery.
 func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64, res *Result,
-	measure func(graph.Serialized) (*compare.Result, error)) (*graph.Model, graph.Serialized, error) {
+	measure, quick func(graph.Serialized) (*compare.Result, error)) (*graph.Model, graph.Serialized, error) {
 	m, err := float.Parse()
 	if err != nil {
 		return nil, graph.Serialized{}, err
@@ -81,12 +77,26 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 		}
 	}
 	exclude := func(names []string) quantize.Options { return excluding(opts.Quant, names) }
+	// When even every weighted layer kept float misses the criteria, the
+	// loss is in the ranges of the ops between them (pass-through Q/DQ):
+	// no choice of layers can recover it, so say so at the cost of one run.
+	if _, b, _, err := quantizeWith(float, ranges, exclude(layers)); err == nil {
+		r, err := measure(b)
+		if err != nil {
+			return nil, graph.Serialized{}, err
+		}
+		if !opts.meets(r) {
+			res.Guard.Fallback = fmt.Sprintf("even with all %d weighted layers kept float the model misses the guard (%s): the loss is in the activation ranges between them, which falling back layers cannot fix",
+				len(layers), FailedChecks(opts.checks(r)))
+			return nil, graph.Serialized{}, errNoRecovery
+		}
+	}
 	for _, l := range layers {
 		_, b, _, err := quantizeWith(float, ranges, exclude(without(layers, l)))
 		if err != nil {
 			return nil, graph.Serialized{}, err
 		}
-		r, err := measure(b)
+		r, err := quick(b)
 		if err != nil {
 			return nil, graph.Serialized{}, err
 		}
@@ -107,25 +117,56 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 		}
 		return cmp.Compare(a.MinCosine, b.MinCosine) // NaN first
 	})
-	for k := 1; k < len(order); k++ {
+	type try struct {
+		q    *graph.Model
+		b    graph.Serialized
+		rep  *quantize.Report
+		r    *compare.Result
+		kept []string
+	}
+	attempt := func(k int) (*try, error) {
 		var kept []string
 		for _, s := range order[:k] {
 			kept = append(kept, s.Node)
 		}
 		q, b, rep, err := quantizeWith(float, ranges, exclude(kept))
 		if err != nil {
-			return nil, graph.Serialized{}, err
+			return nil, err
 		}
 		r, err := measure(b)
 		if err != nil {
+			return nil, err
+		}
+		return &try{q, b, rep, r, kept}, nil
+	}
+	if len(order) < 2 {
+		return nil, graph.Serialized{}, errNoRecovery
+	}
+	best, err := attempt(len(order) - 1)
+	if err != nil {
+		return nil, graph.Serialized{}, err
+	}
+	if !opts.meets(best.r) {
+		res.Guard.Fallback = fmt.Sprintf("with %d of %d weighted layers kept float the model still misses the guard (%s)", len(best.kept), len(layers), FailedChecks(opts.checks(best.r)))
+		return nil, graph.Serialized{}, errNoRecovery
+	}
+	// best passes with hi layers float; find the fewest.
+	lo, hi := 0, len(order)-1
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		t, err := attempt(mid)
+		if err != nil {
 			return nil, graph.Serialized{}, err
 		}
-		if opts.meets(r) {
-			res.Quantize, res.Accuracy, res.FellBack = rep, r, kept
-			return q, b, nil
+		if opts.meets(t.r) {
+			best, hi = t, mid
+		} else {
+			lo = mid
 		}
 	}
-	return nil, graph.Serialized{}, fmt.Errorf("no INT8 model meets the accuracy criterion with any layer quantized (layer sensitivities: %v)", res.Sensitivity)
+	res.Quantize, res.Accuracy, res.FellBack = best.rep, best.r, best.kept
+	res.Guard.Fallback = fmt.Sprintf("%d of %d weighted layers kept float: %s", len(best.kept), len(layers), strings.Join(best.kept, ", "))
+	return best.q, best.b, nil
 }
 
 // excluding is q with the named nodes kept float (exact names).

@@ -19,7 +19,8 @@ func place(opts Options, float graph.Serialized, ranges map[string][2]float64, b
 		Session: opts.Session, Inputs: opts.Inputs, Budget: opts.PlacementBudget,
 		CPU: opts.CPU, CPUFlags: opts.CPUFlags, Batches: batches}
 	var err error
-	if opts.wantsControl() {
+	guarded := res.Accuracy != nil && !res.Guard.Allowed
+	if guarded {
 		po.Accept = func(b graph.Serialized) (bool, error) {
 			r, err := measure(b)
 			return err == nil && opts.meets(r), err
@@ -52,8 +53,9 @@ func place(opts Options, float graph.Serialized, ranges map[string][2]float64, b
 		if res.Accuracy, err = measure(b); err != nil {
 			return nil, graph.Serialized{}, err
 		}
-		if opts.wantsControl() && !opts.meets(res.Accuracy) {
-			return nil, graph.Serialized{}, fmt.Errorf("placement: the INT8 model with %d regions kept float misses the accuracy criterion", len(quant.KeepFloat))
+		res.Guard.Checks = opts.checks(res.Accuracy)
+		if guarded && !opts.meets(res.Accuracy) {
+			return nil, graph.Serialized{}, fmt.Errorf("placement: the INT8 model with %d regions kept float misses the accuracy guard", len(quant.KeepFloat))
 		}
 	}
 	return q, b, nil

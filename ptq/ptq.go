@@ -50,10 +50,15 @@ type Options struct {
 	NoLatency bool
 	ORTLib    string
 	// MaxAccuracyDrop (points, needs EvalLabels) and MinCosine (every
-	// output, no labels needed) are accuracy criteria: the most sensitive
-	// layers fall back to float until they hold.
+	// output, no labels needed) replace the accuracy guard's limits (see
+	// GuardMaxDrop): the most sensitive layers fall back to float until
+	// the guard holds.
 	MaxAccuracyDrop float64
 	MinCosine       float64
+	// AllowAccuracyLoss writes the INT8 model even when it misses the
+	// accuracy guard after the accuracy control (Result.Guard says so);
+	// without it Run writes nothing and returns a *GuardError.
+	AllowAccuracyLoss bool
 	// Placement is where INT8 goes for the ort-cpu target: "" or
 	// "all-int8" (every quantizable node, as before), "auto" (measured,
 	// see package placement) or a placement.json to replay.
@@ -84,6 +89,8 @@ type Result struct {
 	// FellBack the layers kept float to meet the accuracy criterion.
 	Sensitivity []Sensitivity `json:"sensitivity,omitempty"`
 	FellBack    []string      `json:"fell_back,omitempty"`
+	// Guard is the accuracy guard's checks and decision.
+	Guard *Guard `json:"guard"`
 	// TensorSQNR is each quantized activation's SQNR, worst first.
 	TensorSQNR []TensorSQNR `json:"tensor_sqnr,omitempty"`
 	// Placement is the latency-aware placement (placement.json; ort-cpu
@@ -101,6 +108,9 @@ type CalibrationInfo struct {
 	Tensors   int    `json:"tensors"`
 	Cache     string `json:"cache,omitempty"`
 	FromCache bool   `json:"from_cache"`
+	// Choices counts, for the auto method, the tensors whose range came
+	// from each candidate.
+	Choices map[string]int `json:"auto_choices,omitempty"`
 }
 
 // LatencyRow is float and INT8 p50 latency and throughput at one batch size.
@@ -153,11 +163,22 @@ func Run(opts Options) (*Result, error) {
 	if err := checkFloat(opts, float); err != nil {
 		return nil, err
 	}
+	// The guard checks on held-out samples: the evaluation data, else
+	// calibration data calibration does not use.
+	eval, evalOpts := opts.EvalData, opts.EvalOpts
+	res.HeldOut = eval != ""
+	if eval == "" {
+		eval, evalOpts, res.HeldOut = holdOut(&opts, data.GraphInputs(m.Graph))
+	}
 	ranges, info, err := calibrationRanges(opts, m)
 	if err != nil {
 		return nil, err
 	}
 	res.Calibration = *info
+	if info.FromCache && res.HeldOut && opts.EvalData == "" && info.Samples != int64(opts.CalibOpts.Samples) {
+		// A cache made on other samples than this split's.
+		res.HeldOut = false
+	}
 
 	plain := make(map[string][2]float64, len(ranges))
 	for name, r := range ranges {
@@ -172,31 +193,35 @@ func Run(opts Options) (*Result, error) {
 		return nil, fmt.Errorf("%s: no operator was quantized (no Conv, ConvTranspose, Gemm or MatMul with constant weights and calibrated ranges)", opts.Input)
 	}
 
-	eval, evalOpts := opts.EvalData, opts.EvalOpts
-	res.HeldOut = eval != ""
-	if eval == "" {
-		eval, evalOpts = opts.CalibData, opts.CalibOpts
-	}
-	measure := func(b graph.Serialized) (*compare.Result, error) {
-		r, err := compare.Models(compare.Options{
-			ModelA: "float", ModelB: "int8", AInMemory: float, BInMemory: b,
-			Data: eval, DataOpts: evalOpts, Labels: opts.EvalLabels,
-			Atol: map[string]float64{"": 1e9}, Session: opts.Session, ORTLib: opts.ORTLib,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("evaluating the INT8 model: %w", err)
+	res.Guard = &Guard{Data: eval, HeldOut: res.HeldOut}
+	measureOn := func(dopts data.Options) func(graph.Serialized) (*compare.Result, error) {
+		return func(b graph.Serialized) (*compare.Result, error) {
+			r, err := compare.Models(compare.Options{
+				ModelA: "float", ModelB: "int8", AInMemory: float, BInMemory: b,
+				Data: eval, DataOpts: dopts, Labels: opts.EvalLabels,
+				Atol: map[string]float64{"": 1e9}, Session: opts.Session, ORTLib: opts.ORTLib,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("evaluating the INT8 model: %w", err)
+			}
+			return r, nil
 		}
-		return r, nil
+	}
+	measure := measureOn(evalOpts)
+	quickOpts := evalOpts
+	if quickOpts.Samples == 0 || quickOpts.Samples > sensitivitySamples {
+		quickOpts.Samples = sensitivitySamples
 	}
 	if eval != "" {
 		if res.Accuracy, err = measure(int8Model); err != nil {
 			return nil, err
 		}
 	}
-	if opts.wantsControl() && !opts.meets(res.Accuracy) {
-		if q, int8Model, err = fallBack(opts, float, plain, res, measure); err != nil {
-			return nil, err
+	if q, int8Model, err = guard(opts, float, plain, res, q, int8Model, measure, measureOn(quickOpts)); err != nil {
+		if IsGuardError(err) {
+			return res, err
 		}
+		return nil, err
 	}
 	if opts.Placement != "" && opts.Quant.Target == quantize.TargetORTCPU {
 		if q, int8Model, err = place(opts, float, plain, batches, res, measure); err != nil {
@@ -242,7 +267,7 @@ func calibrationRanges(opts Options, m *graph.Model) (map[string]calibrate.Range
 			if c.Method != string(opts.Method) {
 				return nil, nil, fmt.Errorf("calibration cache %s holds %s ranges, --method is %s", opts.CalibCache, c.Method, opts.Method)
 			}
-			info.FromCache, info.Samples, info.Tensors = true, c.Samples, len(c.Tensors)
+			info.FromCache, info.Samples, info.Tensors, info.Choices = true, c.Samples, len(c.Tensors), c.Choices()
 			return c.Ranges(), info, nil
 		}
 		if opts.CalibData == "" {
@@ -268,7 +293,7 @@ func calibrationRanges(opts Options, m *graph.Model) (map[string]calibrate.Range
 			return nil, nil, err
 		}
 	}
-	info.Samples, info.Tensors = stats.Samples, len(tensors)
+	info.Samples, info.Tensors, info.Choices = stats.Samples, len(tensors), cache.Choices()
 	return cache.Ranges(), info, nil
 }
 

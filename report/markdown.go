@@ -108,6 +108,17 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		p.f("\n<details><summary>INT8 %s (<code>%s</code>): %d nodes quantized, %d left float</summary>\n\n",
 			q.Target, q.Model, q.Quantized, q.LeftFloat)
 		p.f("Calibrated with %s on %d samples; fell back to float for accuracy: %s.\n", q.Method, q.CalibSamples, fell)
+		if g := q.Guard; g != nil && len(g.Checks) > 0 {
+			verdict := "passed"
+			if !g.Pass {
+				verdict = "**failed** (kept by allow_accuracy_loss; not recommended)"
+			}
+			var cs []string
+			for _, c := range g.Checks {
+				cs = append(cs, c.String())
+			}
+			p.f("Accuracy guard %s: %s.\n", verdict, strings.Join(cs, "; "))
+		}
 		if len(q.SQNR) > 0 {
 			p.f("\n| worst tensors | SQNR |\n|---|---:|\n")
 			for _, s := range q.SQNR[:min(len(q.SQNR), sqnrRows)] {

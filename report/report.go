@@ -161,6 +161,9 @@ type Quantization struct {
 	Quantized    int      `json:"nodes_quantized"`
 	LeftFloat    int      `json:"nodes_left_float"`
 	FellBack     []string `json:"fell_back,omitempty"`
+	// Guard is the accuracy guard's checks (metric, limit, measured) and
+	// decision.
+	Guard *ptq.Guard `json:"guard,omitempty"`
 	// SQNR is each quantized activation's signal-to-quantization-noise
 	// ratio in dB, worst first.
 	SQNR []TensorSQNR `json:"sqnr,omitempty"`
