@@ -425,23 +425,28 @@ func (q *quantizer) passThroughPlan(n *graph.Node) (*plan, string) {
 	return p, ""
 }
 
-// residualPlan: for tensorrt, an Add with one input computed by a
-// quantized Conv gets Q/DQ on its other input, so that TensorRT fuses the
-// addition into the conv. Other Adds are left alone (nil, "").
+// residualPlan: for tensorrt, an Add one of whose inputs TensorRT can fuse
+// it into (the output of a quantized Conv that the Add alone reads) gets
+// Q/DQ on its other input, the residual, so that the addition runs inside
+// the conv. When both inputs are such conv outputs the second is fused and
+// the first quantized. Other Adds are left alone (nil, ""): a conv whose
+// output has other readers cannot absorb the Add, and Q/DQ on either input
+// would only add rounding (or, on a conv output, block the conv's own
+// fusions).
 func (q *quantizer) residualPlan(n *graph.Node, chosen map[*graph.Node]*plan) (*plan, string) {
-	if len(n.Inputs()) != 2 || n.Input(0) == nil || n.Input(1) == nil {
+	if len(n.Inputs()) != 2 || n.Input(0) == nil || n.Input(1) == nil || n.Input(0) == n.Input(1) {
 		return nil, ""
 	}
-	fromConv := func(v *graph.Value) bool {
+	fusible := func(v *graph.Value) bool {
 		pr := v.Producer()
-		return isOp(pr, "Conv") && chosen[pr] != nil
+		return isOp(pr, "Conv") && chosen[pr] != nil && len(v.Uses()) == 1 && !v.IsReturned()
 	}
 	var other int
 	switch {
-	case fromConv(n.Input(0)):
-		other = 1
-	case fromConv(n.Input(1)):
+	case fusible(n.Input(1)):
 		other = 0
+	case fusible(n.Input(0)):
+		other = 1
 	default:
 		return nil, ""
 	}

@@ -10,6 +10,7 @@ import (
 	"optc/data"
 	"optc/graph"
 	"optc/internal/difftest"
+	"optc/lint"
 	"optc/ort"
 )
 
@@ -341,6 +342,64 @@ func TestTensorRT(t *testing.T) {
 	checkWeight(t, conv2, orig["Wb"], []int64{2, 4, 1, 1}, 0, 127)
 	if conv1.Input(2) != ba {
 		t.Error("tensorrt: the bias is not left float")
+	}
+}
+
+// blockNet is a MobileNetV3-style residual block in which both inputs of
+// the Add are conv outputs: x -> conv0 -> c0 -> conv1 -> relu -> conv2 ->
+// Add(c0, conv2_out), where c0 (the block input) is also read by conv1.
+func blockNet(t testing.TB) *builder {
+	b := newBuilder(t, 13)
+	x := b.Input("x", 1, 4, 6, 6)
+	c0 := b.paddedConv("conv0", x, b.weight("W0", 0.3, 4, 4, 3, 3))
+	c1 := b.Node("conv1", "Conv", c0.Output(0), b.weight("W1", 0.5, 8, 4, 1, 1))
+	r := b.Node("relu", "Relu", c1.Output(0))
+	c2 := b.Node("conv2", "Conv", r.Output(0), b.weight("W2", 0.3, 4, 8, 1, 1))
+	add := b.Node("add", "Add", c0.Output(0), c2.Output(0))
+	b.Output(add.Output(0), 1, 4, 6, 6)
+	return b
+}
+
+// The tensorrt target fuses the Add into the conv whose output the Add
+// alone reads (conv2) and quantizes the other input, the residual c0:
+// optc lint finds nothing. An Add on a conv output other layers read too
+// stays float.
+func TestTensorRTResidualPlacement(t *testing.T) {
+	b := blockNet(t)
+	g := b.Graph
+	ranges := map[string][2]float64{"x": {-1, 1}, "conv0_out": {-2, 2}, "conv1_out": {-3, 3},
+		"relu_out": {0, 3}, "conv2_out": {-2, 2}, "add_out": {-3, 3}}
+	rep, err := Apply(b.Model, ranges, Options{Target: TargetTensorRT})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Model.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	conv1, conv2, add := node(t, g, "conv1"), node(t, g, "conv2"), node(t, g, "add")
+	if add.Input(1) != conv2.Output(0) || add.Input(0) != conv1.Input(0) {
+		t.Errorf("add reads %q and %q; want conv1's dequantized input and conv2's raw output", add.Input(0).Name, add.Input(1).Name)
+	}
+	if fs := lint.TensorRT(b.Model); len(fs) != 0 {
+		t.Errorf("lint: %+v", fs)
+	}
+	if rep.QDQPairs != 3 {
+		t.Errorf("%d Q/DQ pairs, want 3 (x, conv0_out, relu_out)", rep.QDQPairs)
+	}
+
+	// conv2's output also returned: nothing can fuse, the Add stays float.
+	b = blockNet(t)
+	b.Graph.Outputs = append(b.Graph.Outputs, v(t, b.Graph, "conv2_out"))
+	rep, err = Apply(b.Model, ranges, Options{Target: TargetTensorRT})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add = node(t, b.Graph, "add")
+	if add.Input(0).Name != "conv0_out" || add.Input(1).Name != "conv2_out" {
+		t.Errorf("add reads %q and %q; want both raw", add.Input(0).Name, add.Input(1).Name)
+	}
+	if fs := lint.TensorRT(b.Model); len(fs) != 0 {
+		t.Errorf("lint: %+v", fs)
 	}
 }
 
