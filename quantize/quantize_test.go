@@ -403,6 +403,54 @@ func TestTensorRTResidualPlacement(t *testing.T) {
 	}
 }
 
+// An attention-style MatMul of two activations: tensorrt quantizes both
+// inputs (TensorRT runs it in INT8 then, and optc lint asks for it);
+// ort-cpu leaves it float.
+func TestActivationMatMul(t *testing.T) {
+	for _, target := range []Target{TargetTensorRT, TargetORTCPU} {
+		b := newBuilder(t, 13)
+		x := b.Input("x", 2, 3)
+		k := b.Node("k", "MatMul", x, b.weight("Wk", 0.5, 3, 4))
+		kt := b.Node("kt", "Transpose", k.Output(0))
+		s := b.Node("scores", "MatMul", x, b.weight("Wq", 0.5, 3, 4))
+		att := b.Node("att", "MatMul", s.Output(0), kt.Output(0))
+		b.Output(att.Output(0), 2, 2)
+		ranges := map[string][2]float64{"x": {-1, 1}, "k_out": {-2, 2}, "kt_out": {-2, 2}, "scores_out": {-2, 2}, "att_out": {-8, 8}}
+		rep, err := Apply(b.Model, ranges, Options{Target: target})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Model.Verify(); err != nil {
+			t.Fatal(err)
+		}
+		att = node(t, b.Graph, "att")
+		both := isOp(att.Input(0).Producer(), "DequantizeLinear") && isOp(att.Input(1).Producer(), "DequantizeLinear")
+		if both != (target == TargetTensorRT) {
+			t.Errorf("%s: att's inputs dequantized: %v; report %+v", target, both, rep)
+		}
+		if target == TargetTensorRT {
+			if fs := lint.TensorRT(b.Model); len(fs) != 0 {
+				t.Errorf("lint: %+v", fs)
+			}
+		}
+	}
+}
+
+func TestSchemeFor(t *testing.T) {
+	for _, c := range []struct {
+		target Target
+		want   graph.DataType
+	}{{"", graph.Uint8}, {TargetORTCPU, graph.Uint8}, {TargetTensorRT, graph.Int8}} {
+		s, err := SchemeFor(c.target)
+		if err != nil || s.ActivationType != c.want {
+			t.Errorf("SchemeFor(%q) = %+v, %v", c.target, s, err)
+		}
+	}
+	if _, err := SchemeFor("ort-gpu"); err == nil || !strings.Contains(err.Error(), "tensorrt") {
+		t.Errorf("unknown target: %v", err)
+	}
+}
+
 func TestSkipsLeaveNodesUntouched(t *testing.T) {
 	t.Run("exclude and missing ranges", func(t *testing.T) {
 		b := convNet(t)
