@@ -8,6 +8,8 @@ import (
 	"optc/bench"
 	"optc/compare"
 	"optc/data"
+	"optc/ort"
+	"optc/quantize"
 )
 
 // Check is an artifact against the input model on the evaluation data.
@@ -19,6 +21,10 @@ type Check struct {
 	MinTop1   float64           `json:"min_top1_agreement"`
 	Accuracy  *compare.Accuracy `json:"accuracy,omitempty"` // with eval labels: A is the input, B the artifact
 	Outputs   []OutputCheck     `json:"outputs"`
+	// Level is the ORT level the check ran at: the build's, but at most
+	// basic for a quantized model meant for another runtime (TensorRT), so
+	// that its Q/DQ run as that runtime computes them (ptq.qualitySession).
+	Level string `json:"ort_level,omitempty"`
 }
 
 // OutputCheck is one output's agreement with the input model.
@@ -66,14 +72,20 @@ func (b *builder) verify() error {
 			path, runPath = b.dir.tmpPath(a.From), b.dir.tmpPath(a.Path)
 		}
 		b.progress("verify %s", a.Path)
+		sess := b.session()
+		if sc, err := quantize.SchemeFor(quantize.Target(a.Target)); err == nil && sc.OtherRuntime &&
+			a.Precision == "int8" && sess.Level > ort.LevelBasic {
+			sess.Level = ort.LevelBasic
+		}
 		r, err := compare.Models(compare.Options{
 			ModelA: b.c.Model, ModelB: path, BRun: runPath, Data: spec, DataOpts: dopts, Labels: b.c.Eval.Labels,
-			Atol: map[string]float64{"": math.Inf(1)}, Session: b.session(), ORTLib: b.c.Runtime.ORTLib,
+			Atol: map[string]float64{"": math.Inf(1)}, Session: sess, ORTLib: b.c.Runtime.ORTLib,
 		})
 		if err != nil {
 			return fmt.Errorf("%s: %w", a.Path, err)
 		}
 		a.Check = checkOf(r)
+		a.Check.Level = sess.Level.String()
 		if a.Timing, err = b.timing(path, runPath); err != nil {
 			return fmt.Errorf("%s: %w", a.Path, err)
 		}

@@ -40,13 +40,18 @@ type Scheme struct {
 	AutoReduceRange bool
 	// QOperator allows FormatQOperator.
 	QOperator bool
+	// OtherRuntime says the Q/DQ model is for a runtime other than ONNX
+	// Runtime, which can then only simulate it: its Q/DQ pairs must run as
+	// float arithmetic on the quantized values (what the target computes),
+	// not through ORT's CPU integer kernels (see ptq).
+	OtherRuntime bool
 }
 
 // schemes lists the targets' schemes.
 var schemes = []Scheme{
 	{Target: TargetORTCPU, ActivationType: graph.Uint8, Int32Bias: true, PassThroughOps: passThroughOps,
 		AutoReduceRange: true, QOperator: true},
-	{Target: TargetTensorRT, ActivationType: graph.Int8, ResidualAdds: true, ActivationMatMul: true},
+	{Target: TargetTensorRT, ActivationType: graph.Int8, ResidualAdds: true, ActivationMatMul: true, OtherRuntime: true},
 }
 
 // SchemeFor returns target's scheme ("" is ort-cpu).
