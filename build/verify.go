@@ -13,6 +13,7 @@ import (
 	"optc/graph"
 	"optc/internal/jsonfloat"
 	"optc/ort"
+	"optc/quantize"
 )
 
 // Check is an artifact against the input model on the evaluation data.
@@ -33,6 +34,10 @@ type Check struct {
 	// (export.EmulateFloat16 at level disable): ORT's CPU provider runs
 	// float16 nodes in float32 and would hide float16's overflow.
 	Float16Emulated bool `json:"float16_emulated,omitempty"`
+	// Level is the ORT level the check ran at: the build's, but at most
+	// basic for a quantized model meant for another runtime (TensorRT), so
+	// that its Q/DQ run as that runtime computes them (ptq.qualitySession).
+	Level string `json:"ort_level,omitempty"`
 }
 
 // OutputCheck is one output's agreement with the input model. The
@@ -91,14 +96,20 @@ func (b *builder) verify() error {
 				return fmt.Errorf("%s: %w", a.Path, err)
 			}
 		} else {
+			sess := b.session()
+			if sc, err := quantize.SchemeFor(quantize.Target(a.Target)); err == nil && sc.OtherRuntime &&
+				a.Precision == "int8" && sess.Level > ort.LevelBasic {
+				sess.Level = ort.LevelBasic
+			}
 			r, err := compare.Models(compare.Options{
 				ModelA: b.c.Model, ModelB: path, BRun: runPath, Data: spec, DataOpts: dopts, Labels: b.c.Eval.Labels,
-				Atol: map[string]float64{"": math.Inf(1)}, Session: b.session(), ORTLib: b.c.Runtime.ORTLib,
+				Atol: map[string]float64{"": math.Inf(1)}, Session: sess, ORTLib: b.c.Runtime.ORTLib,
 			})
 			if err != nil {
 				return fmt.Errorf("%s: %w", a.Path, err)
 			}
 			a.Check = checkOf(r)
+			a.Check.Level = sess.Level.String()
 		}
 		if n := &b.res.Caveats.CheckSamples; *n == 0 || a.Check.Samples < *n {
 			*n = a.Check.Samples

@@ -169,7 +169,7 @@ func quantizeRun(opts *QuantizeOptions) error {
 				return werr
 			}
 		} else {
-			printQuantize(opts.IO.Out, res)
+			printQuantize(opts.IO.Out, res, opts.PTQ.Session.Level.String())
 		}
 		return err
 	}
@@ -184,11 +184,11 @@ func quantizeRun(opts *QuantizeOptions) error {
 	if opts.JSON {
 		return writeJSON(opts.IO.Out, res)
 	}
-	printQuantize(opts.IO.Out, res)
+	printQuantize(opts.IO.Out, res, opts.PTQ.Session.Level.String())
 	return nil
 }
 
-func printQuantize(out io.Writer, r *ptq.Result) {
+func printQuantize(out io.Writer, r *ptq.Result, level string) {
 	q := r.Quantize
 	cal := r.Calibration
 	source := fmt.Sprintf("%d samples", cal.Samples)
@@ -263,6 +263,9 @@ func printQuantize(out io.Writer, r *ptq.Result) {
 		fmt.Fprintf(w, "samples/s batch %d\t%.0f\t%.0f\t\n", l.Batch, l.FloatPerSecond, l.Int8PerSecond)
 	}
 	w.Flush()
+	if r.Accuracy != nil && r.QualityLevel != "" && r.QualityLevel != level {
+		fmt.Fprintf(out, "\naccuracy measured at ORT level %s: the %s model's Q/DQ run as float arithmetic, as its runtime computes, not through ORT's CPU integer kernels\n", r.QualityLevel, r.Quantize.Target)
+	}
 	if lines := r.Caveats.Lines(); len(lines) > 0 {
 		fmt.Fprintln(out)
 		for _, l := range lines {

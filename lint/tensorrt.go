@@ -410,7 +410,9 @@ func (l *trtLinter) weighted(n *graph.Node) {
 }
 
 // residual: an Add fed by a quantized conv (or GEMM) whose other input has
-// no Q/DQ cannot be fused into that conv.
+// no Q/DQ cannot be fused into that conv. Only a conv output that the Add
+// alone reads counts: TensorRT cannot fuse an addition into a conv whose
+// output other layers read too, wherever the Q/DQ goes.
 func (l *trtLinter) residual(n *graph.Node) {
 	a, b := n.Input(0), n.Input(1)
 	if a == nil || b == nil || a.IsConstant() || b.IsConstant() {
@@ -419,7 +421,8 @@ func (l *trtLinter) residual(n *graph.Node) {
 	dequantized := func(v *graph.Value) bool { return v != nil && isOp(v.Producer(), "DequantizeLinear") }
 	fromQuantized := func(v *graph.Value) bool {
 		p := v.Producer()
-		return isOp(p, weightedOps...) && dequantized(p.Input(0)) && dequantized(p.Input(1))
+		return isOp(p, weightedOps...) && dequantized(p.Input(0)) && dequantized(p.Input(1)) &&
+			len(v.Uses()) == 1 && !v.IsReturned()
 	}
 	if dequantized(a) || dequantized(b) {
 		return

@@ -92,6 +92,18 @@ func trtConv(t *testing.T) (*builder, *graph.Node) {
 	return b, conv
 }
 
+// trtConvAlone is trtConv without its Relu and graph outputs: a conv
+// output no one reads yet, ready for the Add a test puts after it.
+func trtConvAlone(t *testing.T) (*builder, *graph.Node) {
+	b, conv := trtConv(t)
+	relu := b.Graph.Outputs[0].Producer()
+	b.Graph.Outputs = nil
+	if err := b.Graph.RemoveNode(relu); err != nil {
+		t.Fatal(err)
+	}
+	return b, conv
+}
+
 // qdqOnX builds, at opset, the input x [1, 4] through qdq("x") with scale
 // 0.02 and a zero point of type zp holding zpVal, as the graph's output:
 // the model a rule on Q/DQ types and zero points sees.
@@ -224,10 +236,17 @@ func TestTensorRTRules(t *testing.T) {
 			return b.returning(b.qdq("r", b.Graph.Outputs[0], 0.1, graph.Int8, 0))
 		}, ""},
 		{"residual Add without Q/DQ", func(t *testing.T) *graph.Model {
-			b, conv := trtConv(t)
+			b, conv := trtConvAlone(t)
 			skip := b.Input("skip", 1, 4, 6, 6)
 			return b.returning(b.Node("add", "Add", conv.Output(0), skip))
 		}, "residual-add-unquantized warning add"},
+		{"Add on a conv output that other layers read too: no fusion to miss", func(t *testing.T) *graph.Model {
+			b, conv := trtConv(t)
+			skip := b.Input("skip", 1, 4, 6, 6)
+			add := b.Node("add", "Add", conv.Output(0), skip)
+			b.Graph.Outputs = append(b.Graph.Outputs, add.Output(0))
+			return b.Model
+		}, ""},
 		{"residual Add with Q/DQ", func(t *testing.T) *graph.Model {
 			b, conv := trtConv(t)
 			skip := b.qdq("skip", b.Input("skip", 1, 4, 6, 6), 0.1, graph.Int8, 0)
@@ -288,7 +307,7 @@ func TestTensorRTRules(t *testing.T) {
 // TestTensorRTSorted: errors first, then by rule and node, whatever the
 // order of the nodes.
 func TestTensorRTSorted(t *testing.T) {
-	b, conv := trtConv(t)
+	b, conv := trtConvAlone(t)
 	skip := b.Input("skip", 1, 4, 6, 6)
 	add := b.Node("add", "Add", conv.Output(0), skip)
 	u := b.qdq("u", add.Output(0), 0.1, graph.Uint8, 7)

@@ -14,7 +14,11 @@
 //     integer kernels.
 //   - tensorrt (explicit quantization): activations and weights int8
 //     symmetric, every zero point 0, Q/DQ only on the inputs of weighted ops
-//     and on the residual input of an Add fed by a Conv; biases stay float.
+//     (both inputs of a MatMul of two activations) and on the residual
+//     input of an Add that a Conv absorbs; biases stay float.
+//
+// Each target's choices are one Scheme value (scheme.go) that Apply
+// follows.
 //
 // Only the main graph is quantized, and only ranges that were measured are
 // used: a node whose tensors have no range is skipped and reported.
@@ -116,19 +120,18 @@ type plan struct {
 // opset at version 13 or later (per-channel QuantizeLinear/
 // DequantizeLinear); older models are refused, not upgraded.
 func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report, error) {
-	if opts.Target == "" {
-		opts.Target = TargetORTCPU
+	sc, err := SchemeFor(opts.Target)
+	if err != nil {
+		return nil, err
 	}
-	if opts.Target != TargetORTCPU && opts.Target != TargetTensorRT {
-		return nil, fmt.Errorf("quantize: unknown target %q (want %q or %q)", opts.Target, TargetORTCPU, TargetTensorRT)
-	}
+	opts.Target = sc.Target
 	if opts.Format == "" {
 		opts.Format = FormatQDQ
 	}
 	switch {
 	case opts.Format != FormatQDQ && opts.Format != FormatQOperator:
 		return nil, fmt.Errorf("quantize: unknown format %q (want %q or %q)", opts.Format, FormatQDQ, FormatQOperator)
-	case opts.Format == FormatQOperator && opts.Target != TargetORTCPU:
+	case opts.Format == FormatQOperator && !sc.QOperator:
 		return nil, fmt.Errorf("quantize: format %q is for target %q; %s takes QDQ", FormatQOperator, TargetORTCPU, opts.Target)
 	}
 	if v := m.OpsetVersion(""); v < 13 {
@@ -164,11 +167,8 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 
 	rep := &Report{Target: opts.Target, PerChannel: opts.PerChannel == nil || *opts.PerChannel, Format: opts.Format}
 	switch {
-	case opts.Target == TargetTensorRT:
-		rep.ReduceRangeReason = "tensorrt: full int8 range ([-127, 127] weights)"
-		if opts.ReduceRange != nil && *opts.ReduceRange {
-			rep.ReduceRange, rep.ReduceRangeReason = true, "asked for: weights kept within ±63"
-		}
+	case !sc.AutoReduceRange && (opts.ReduceRange == nil || !*opts.ReduceRange):
+		rep.ReduceRangeReason = string(sc.Target) + ": full int8 range ([-127, 127] weights)"
 	case opts.ReduceRange != nil:
 		rep.ReduceRange = *opts.ReduceRange
 		rep.ReduceRangeReason = "asked for: full-range int8 weights"
@@ -179,7 +179,7 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 		rep.ReduceRange, rep.ReduceRangeReason = autoReduceRange()
 	}
 
-	q := &quantizer{g: g, ranges: ranges, target: opts.Target, rep: rep,
+	q := &quantizer{g: g, ranges: ranges, scheme: sc, rep: rep,
 		qmax: 127, dq: map[actKey]*graph.Value{}, wq: map[weightKey]*graph.Value{}}
 	if rep.ReduceRange {
 		q.qmax = 63
@@ -213,6 +213,9 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 			continue
 		}
 		p, why := q.weightedPlan(n, rep.PerChannel)
+		if why != "" && sc.ActivationMatMul && isOp(n, "MatMul") {
+			p, why = q.activationMatMulPlan(n)
+		}
 		if why != "" {
 			skip(n, why)
 			continue
@@ -248,9 +251,9 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 		var p *plan
 		var why string
 		switch {
-		case opts.Target == TargetORTCPU && isOp(n, passThroughOps...):
+		case isOp(n, sc.PassThroughOps...):
 			p, why = q.passThroughPlan(n)
-		case opts.Target == TargetTensorRT && isOp(n, "Add"):
+		case sc.ResidualAdds && isOp(n, "Add"):
 			p, why = q.residualPlan(n, chosen)
 		default:
 			continue
@@ -262,7 +265,7 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 			why = excluded(n)
 		}
 		if why == "" {
-			why = q.needRanges(n, p.acts, opts.Target == TargetORTCPU)
+			why = q.needRanges(n, p.acts, q.outputRanges())
 		}
 		if why != "" {
 			skip(n, why)
@@ -314,7 +317,7 @@ type actKey struct {
 type quantizer struct {
 	g      *graph.Graph
 	ranges map[string][2]float64
-	target Target
+	scheme Scheme
 	rep    *Report
 	qmax   float64
 	dq     map[actKey]*graph.Value    // activation -> its DequantizeLinear output
@@ -398,7 +401,7 @@ func (q *quantizer) weightedPlan(n *graph.Node, perChannel bool) (*plan, string)
 	if p.axis >= 0 {
 		p.detail = fmt.Sprintf("weight int8 per-channel (axis %d)", p.axis)
 	}
-	if q.target == TargetORTCPU && n.Input(2) != nil {
+	if q.scheme.Int32Bias && n.Input(2) != nil {
 		bt := floatTensor(n.Input(2))
 		channels := int64(1)
 		if p.axis >= 0 {
@@ -415,6 +418,22 @@ func (q *quantizer) weightedPlan(n *graph.Node, perChannel bool) (*plan, string)
 		}
 	}
 	return p, ""
+}
+
+// activationMatMulPlan: a MatMul of two float activations (attention's
+// Q·Kᵀ and A·V) quantized at both inputs, one scale each, for a scheme
+// whose runtime runs it in INT8 that way.
+func (q *quantizer) activationMatMulPlan(n *graph.Node) (*plan, string) {
+	a, b := n.Input(0), n.Input(1)
+	if a == nil || b == nil || a.IsConstant() || b.IsConstant() {
+		return nil, "input 1 (the weight) is not a constant float32 tensor"
+	}
+	for i, v := range []*graph.Value{a, b} {
+		if v.Type != nil && v.Type.Elem != graph.Undefined && v.Type.Elem != graph.Float {
+			return nil, fmt.Sprintf("input %d %q is %s, not float32", i, v.Name, v.Type.Elem)
+		}
+	}
+	return &plan{n: n, acts: []int{0, 1}, axis: -1, detail: "both activation inputs int8 per-tensor"}, ""
 }
 
 // passThroughPlan: ort-cpu quantizes every float activation input of an
@@ -444,23 +463,28 @@ func (q *quantizer) passThroughPlan(n *graph.Node) (*plan, string) {
 	return p, ""
 }
 
-// residualPlan: for tensorrt, an Add with one input computed by a
-// quantized Conv gets Q/DQ on its other input, so that TensorRT fuses the
-// addition into the conv. Other Adds are left alone (nil, "").
+// residualPlan: for tensorrt, an Add one of whose inputs TensorRT can fuse
+// it into (the output of a quantized Conv that the Add alone reads) gets
+// Q/DQ on its other input, the residual, so that the addition runs inside
+// the conv. When both inputs are such conv outputs the second is fused and
+// the first quantized. Other Adds are left alone (nil, ""): a conv whose
+// output has other readers cannot absorb the Add, and Q/DQ on either input
+// would only add rounding (or, on a conv output, block the conv's own
+// fusions).
 func (q *quantizer) residualPlan(n *graph.Node, chosen map[*graph.Node]*plan) (*plan, string) {
-	if len(n.Inputs()) != 2 || n.Input(0) == nil || n.Input(1) == nil {
+	if len(n.Inputs()) != 2 || n.Input(0) == nil || n.Input(1) == nil || n.Input(0) == n.Input(1) {
 		return nil, ""
 	}
-	fromConv := func(v *graph.Value) bool {
+	fusible := func(v *graph.Value) bool {
 		pr := v.Producer()
-		return isOp(pr, "Conv") && chosen[pr] != nil
+		return isOp(pr, "Conv") && chosen[pr] != nil && len(v.Uses()) == 1 && !v.IsReturned()
 	}
 	var other int
 	switch {
-	case fromConv(n.Input(0)):
-		other = 1
-	case fromConv(n.Input(1)):
+	case fusible(n.Input(1)):
 		other = 0
+	case fusible(n.Input(0)):
+		other = 1
 	default:
 		return nil, ""
 	}
@@ -541,7 +565,7 @@ func (q *quantizer) rewrite(p *plan) error {
 	} else if n.Input(2) != nil {
 		p.detail += ", bias float"
 	}
-	if q.target == TargetORTCPU {
+	if q.outputRanges() {
 		if out := OutputActivation(n); out != n.Output(0) {
 			p.detail += fmt.Sprintf(", output quantized after %s", out.Producer().OpType)
 		}
@@ -549,35 +573,20 @@ func (q *quantizer) rewrite(p *plan) error {
 	return nil
 }
 
-// activationParams returns scale and zero point for a range.
-func (q *quantizer) activationParams(r [2]float64) (float32, int) {
-	if q.target == TargetTensorRT {
-		amax := math.Max(math.Abs(r[0]), math.Abs(r[1]))
-		if amax == 0 {
-			return 1, 0
-		}
-		return float32(amax / 127), 0
-	}
-	lo, hi := math.Min(r[0], 0), math.Max(r[1], 0)
-	if hi == lo {
-		return 1, 0
-	}
-	scale := float32((hi - lo) / 255)
-	zp := math.Round(-lo / float64(scale))
-	return scale, int(math.Max(0, math.Min(255, zp)))
-}
+// outputRanges reports whether a quantized op's output is quantized too
+// (where the next quantized op reads it, after a Relu/Clip it feeds
+// alone), so that its range is needed: the schemes that run INT8 across
+// ops do.
+func (q *quantizer) outputRanges() bool { return len(q.scheme.PassThroughOps) > 0 }
 
 // activation returns v quantized and dequantized (one pair per value),
 // inserting the pair before reader when it is new.
 func (q *quantizer) activation(v *graph.Value, reader *graph.Node) (*graph.Value, float32, error) {
-	scale, zp := q.activationParams(q.ranges[v.Name])
+	scale, zp := q.scheme.activationParams(q.ranges[v.Name])
 	if dq := q.dq[actKey{v, q.g}]; dq != nil {
 		return dq, scale, nil
 	}
-	zpType, zpData := graph.Uint8, []byte{byte(zp)}
-	if q.target == TargetTensorRT {
-		zpType, zpData = graph.Int8, []byte{0}
-	}
+	zpType, zpData := q.scheme.zeroPoint(zp)
 	sv, err := q.init(v.Name+"_scale", graph.Float, nil, f32bytes([]float32{scale}))
 	if err != nil {
 		return nil, 0, err

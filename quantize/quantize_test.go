@@ -10,6 +10,7 @@ import (
 	"optc/data"
 	"optc/graph"
 	"optc/internal/difftest"
+	"optc/lint"
 	"optc/ort"
 )
 
@@ -344,6 +345,112 @@ func TestTensorRT(t *testing.T) {
 	}
 }
 
+// blockNet is a MobileNetV3-style residual block in which both inputs of
+// the Add are conv outputs: x -> conv0 -> c0 -> conv1 -> relu -> conv2 ->
+// Add(c0, conv2_out), where c0 (the block input) is also read by conv1.
+func blockNet(t testing.TB) *builder {
+	b := newBuilder(t, 13)
+	x := b.Input("x", 1, 4, 6, 6)
+	c0 := b.paddedConv("conv0", x, b.weight("W0", 0.3, 4, 4, 3, 3))
+	c1 := b.Node("conv1", "Conv", c0.Output(0), b.weight("W1", 0.5, 8, 4, 1, 1))
+	r := b.Node("relu", "Relu", c1.Output(0))
+	c2 := b.Node("conv2", "Conv", r.Output(0), b.weight("W2", 0.3, 4, 8, 1, 1))
+	add := b.Node("add", "Add", c0.Output(0), c2.Output(0))
+	b.Output(add.Output(0), 1, 4, 6, 6)
+	return b
+}
+
+// The tensorrt target fuses the Add into the conv whose output the Add
+// alone reads (conv2) and quantizes the other input, the residual c0:
+// optc lint finds nothing. An Add on a conv output other layers read too
+// stays float.
+func TestTensorRTResidualPlacement(t *testing.T) {
+	b := blockNet(t)
+	g := b.Graph
+	ranges := map[string][2]float64{"x": {-1, 1}, "conv0_out": {-2, 2}, "conv1_out": {-3, 3},
+		"relu_out": {0, 3}, "conv2_out": {-2, 2}, "add_out": {-3, 3}}
+	rep, err := Apply(b.Model, ranges, Options{Target: TargetTensorRT})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Model.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	conv1, conv2, add := node(t, g, "conv1"), node(t, g, "conv2"), node(t, g, "add")
+	if add.Input(1) != conv2.Output(0) || add.Input(0) != conv1.Input(0) {
+		t.Errorf("add reads %q and %q; want conv1's dequantized input and conv2's raw output", add.Input(0).Name, add.Input(1).Name)
+	}
+	if fs := lint.TensorRT(b.Model); len(fs) != 0 {
+		t.Errorf("lint: %+v", fs)
+	}
+	if rep.QDQPairs != 3 {
+		t.Errorf("%d Q/DQ pairs, want 3 (x, conv0_out, relu_out)", rep.QDQPairs)
+	}
+
+	// conv2's output also returned: nothing can fuse, the Add stays float.
+	b = blockNet(t)
+	b.Graph.Outputs = append(b.Graph.Outputs, v(t, b.Graph, "conv2_out"))
+	rep, err = Apply(b.Model, ranges, Options{Target: TargetTensorRT})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add = node(t, b.Graph, "add")
+	if add.Input(0).Name != "conv0_out" || add.Input(1).Name != "conv2_out" {
+		t.Errorf("add reads %q and %q; want both raw", add.Input(0).Name, add.Input(1).Name)
+	}
+	if fs := lint.TensorRT(b.Model); len(fs) != 0 {
+		t.Errorf("lint: %+v", fs)
+	}
+}
+
+// An attention-style MatMul of two activations: tensorrt quantizes both
+// inputs (TensorRT runs it in INT8 then, and optc lint asks for it);
+// ort-cpu leaves it float.
+func TestActivationMatMul(t *testing.T) {
+	for _, target := range []Target{TargetTensorRT, TargetORTCPU} {
+		b := newBuilder(t, 13)
+		x := b.Input("x", 2, 3)
+		k := b.Node("k", "MatMul", x, b.weight("Wk", 0.5, 3, 4))
+		kt := b.Node("kt", "Transpose", k.Output(0))
+		s := b.Node("scores", "MatMul", x, b.weight("Wq", 0.5, 3, 4))
+		att := b.Node("att", "MatMul", s.Output(0), kt.Output(0))
+		b.Output(att.Output(0), 2, 2)
+		ranges := map[string][2]float64{"x": {-1, 1}, "k_out": {-2, 2}, "kt_out": {-2, 2}, "scores_out": {-2, 2}, "att_out": {-8, 8}}
+		rep, err := Apply(b.Model, ranges, Options{Target: target})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Model.Verify(); err != nil {
+			t.Fatal(err)
+		}
+		att = node(t, b.Graph, "att")
+		both := isOp(att.Input(0).Producer(), "DequantizeLinear") && isOp(att.Input(1).Producer(), "DequantizeLinear")
+		if both != (target == TargetTensorRT) {
+			t.Errorf("%s: att's inputs dequantized: %v; report %+v", target, both, rep)
+		}
+		if target == TargetTensorRT {
+			if fs := lint.TensorRT(b.Model); len(fs) != 0 {
+				t.Errorf("lint: %+v", fs)
+			}
+		}
+	}
+}
+
+func TestSchemeFor(t *testing.T) {
+	for _, c := range []struct {
+		target Target
+		want   graph.DataType
+	}{{"", graph.Uint8}, {TargetORTCPU, graph.Uint8}, {TargetTensorRT, graph.Int8}} {
+		s, err := SchemeFor(c.target)
+		if err != nil || s.ActivationType != c.want {
+			t.Errorf("SchemeFor(%q) = %+v, %v", c.target, s, err)
+		}
+	}
+	if _, err := SchemeFor("ort-gpu"); err == nil || !strings.Contains(err.Error(), "tensorrt") {
+		t.Errorf("unknown target: %v", err)
+	}
+}
+
 func TestSkipsLeaveNodesUntouched(t *testing.T) {
 	t.Run("exclude and missing ranges", func(t *testing.T) {
 		b := convNet(t)
@@ -541,14 +648,21 @@ func TestRunsInORT(t *testing.T) {
 				t.Error("the Constant node holding the float weight was kept")
 			}
 			after := marshal(t, b.Model)
-			for _, level := range []ort.Level{ort.LevelDisable, ort.LevelAll} {
-				if level == ort.LevelAll && !rep.ReduceRange && saturatingCPU() {
-					// ORT's fused U8S8 kernels saturate with full-range
-					// weights on x86 without VNNI: what reduce-range (the
-					// default there) is for. docs/quantize.md.
-					t.Logf("level all skipped: full-range weights on a CPU without VNNI")
-					continue
-				}
+			levels := []ort.Level{ort.LevelDisable, ort.LevelAll}
+			if c.opts.Target == TargetTensorRT {
+				// Above basic ORT runs the model through its CPU integer
+				// kernels, which TensorRT's full-range weights saturate on
+				// x86 without VNNI: what TensorRT computes is the Q/DQ as
+				// float arithmetic (ptq checks it the same way).
+				levels = []ort.Level{ort.LevelDisable, ort.LevelBasic}
+			} else if need, _ := autoReduceRange(); need && c.opts.ReduceRange != nil && !*c.opts.ReduceRange {
+				// Full-range weights forced on a CPU whose integer kernels
+				// saturate with them: level all is known to be off here
+				// (that is what automatic reduce-range avoids).
+				t.Log("x86 without VNNI: full-range weights are not checked at level all")
+				levels = []ort.Level{ort.LevelDisable}
+			}
+			for _, level := range levels {
 				if err := difftest.Compare(before, after, difftest.Options{Atol: 0.1, Rtol: 0.05, Level: level, DataOpts: data.Options{Samples: 8, Seed: 4, High: 1}}); err != nil {
 					t.Errorf("level %v: %v", level, err)
 				}

@@ -182,3 +182,25 @@ func floatBytes(v []float32) []byte {
 }
 
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0)) }
+
+// Page is deterministic, finite, and has both page and ink values.
+func TestPage(t *testing.T) {
+	const h, w = 64, 96
+	a, b := make([]float32, 3*h*w), make([]float32, 3*h*w)
+	Page(1, 0, h, w, a)
+	Page(1, 0, h, w, b)
+	lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("value %d differs between two renderings: %v, %v", i, a[i], b[i])
+		}
+		if math.IsNaN(float64(a[i])) || math.IsInf(float64(a[i]), 0) {
+			t.Fatalf("value %d is %v", i, a[i])
+		}
+		lo, hi = min(lo, a[i]), max(hi, a[i])
+	}
+	// ImageNet-normalized: white is about 2.2-2.6, black about -2.1.
+	if hi < 1.5 || lo > 0 {
+		t.Errorf("values in [%v, %v]: no light page or no dark ink", lo, hi)
+	}
+}

@@ -1,0 +1,30 @@
+package ptq
+
+import (
+	"testing"
+
+	"optc/ort"
+	"optc/quantize"
+)
+
+// The tensorrt model's quality is measured at level basic at most (its Q/DQ
+// as float arithmetic, not ORT's CPU integer kernels); ort-cpu's at the
+// level asked for.
+func TestQualitySession(t *testing.T) {
+	for _, c := range []struct {
+		target      quantize.Target
+		level, want ort.Level
+	}{
+		{quantize.TargetTensorRT, ort.LevelAll, ort.LevelBasic},
+		{quantize.TargetTensorRT, ort.LevelExtended, ort.LevelBasic},
+		{quantize.TargetTensorRT, ort.LevelDisable, ort.LevelDisable},
+		{quantize.TargetORTCPU, ort.LevelAll, ort.LevelAll},
+		{"", ort.LevelAll, ort.LevelAll},
+	} {
+		opts := Options{Session: ort.Options{Level: c.level, IntraOpThreads: 3}, Quant: quantize.Options{Target: c.target}}
+		got := qualitySession(opts)
+		if got.Level != c.want || got.IntraOpThreads != 3 {
+			t.Errorf("%q at %v: %+v, want level %v", c.target, c.level, got, c.want)
+		}
+	}
+}
