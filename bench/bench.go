@@ -154,7 +154,7 @@ func InputBatch(opts Options, inputs []data.Input, b int) ([]*graph.Tensor, erro
 // firstBatch reads one batch of b samples from the data.
 func firstBatch(opts Options, inputs []data.Input, b int) ([]*graph.Tensor, error) {
 	dopts := opts.DataOpts
-	dopts.Batch = b
+	dopts.Batch, dopts.StrictBatch = b, true // a batch the model cannot take is an error, not a mislabelled row
 	// A --shape never pins a dynamic batch axis: it follows the sweep.
 	if opts.Data == "random" && dopts.Samples == 0 {
 		dopts.Samples = b

@@ -189,7 +189,10 @@ type builder struct {
 	float     string // the optimized float model, in the working folder
 	ortModel  string // what the ORT target deploys (float or INT8)
 	calibFile string // optc's calibration file, when quantizing
-	eval      struct {
+	// latencyBatches are the batch sizes every artifact is timed at:
+	// latency.batches, or the model's static batch alone.
+	latencyBatches []int
+	eval           struct {
 		spec string
 		opts data.Options
 	}
@@ -231,6 +234,11 @@ func (b *builder) load() error {
 	defer m.Close()
 	if err := m.Verify(); err != nil {
 		return fmt.Errorf("%s: %w", b.c.Model, err)
+	}
+	b.latencyBatches = b.c.Latency.Batches
+	if s := data.StaticBatch(data.GraphInputs(m.Graph), b.c.Inputs()); s > 0 && !slices.Equal(b.latencyBatches, []int{s}) {
+		b.latencyBatches = []int{s}
+		b.note(fmt.Sprintf("the model's batch is static (%d): artifacts are timed at batch %d only", s, s))
 	}
 	return nil
 }

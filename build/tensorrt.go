@@ -249,7 +249,7 @@ func (b *builder) engineShapes() (map[string]export.ShapeRange, error) {
 	ins := data.GraphInputs(m.Graph)
 	spec := b.c.Inputs()
 	lo, loErr := data.ResolveShapes(ins, data.Options{Batch: 1, Spec: spec})
-	hi, hiErr := data.ResolveShapes(ins, data.Options{Batch: slices.Max(b.c.Latency.Batches), Spec: spec})
+	hi, hiErr := data.ResolveShapes(ins, data.Options{Batch: slices.Max(b.latencyBatches), Spec: spec})
 	out := map[string]export.ShapeRange{}
 	for i, in := range ins {
 		if p, ok := b.c.TensorRT.Profiles[in.Name]; ok {

@@ -208,7 +208,7 @@ func (b *builder) timing(model, runModel string) (*Timing, error) {
 	for range repeats {
 		r, err := bench.Run(bench.Options{
 			Model: model, RunModel: runModel, Data: "random",
-			DataOpts: data.Options{High: 1, Seed: 1, Spec: b.c.Inputs()}, Batches: b.c.Latency.Batches,
+			DataOpts: data.Options{High: 1, Seed: 1, Spec: b.c.Inputs()}, Batches: b.latencyBatches,
 			Session: b.session(), Duration: b.c.Latency.Duration.Duration / time.Duration(repeats), ORTLib: b.c.Runtime.ORTLib,
 		})
 		if err != nil {
