@@ -16,6 +16,7 @@ import (
 	"optc/graph"
 	"optc/internal/conformance"
 	"optc/internal/ortenv"
+	"optc/internal/testgraph"
 	"optc/optimize"
 	"optc/ort"
 )
@@ -188,7 +189,7 @@ func sweepVerdict(err error) (outcome, detail string, done bool) {
 func TestBuildNonTensorModels(t *testing.T) {
 	ortenv.Require(t)
 	root, _ := conformance.Models(t)
-	mixed := mixedOutputsModel(t, filepath.Join(root, "node/test_if_opt/model.onnx"))
+	mixed := testgraph.TensorBesideOptional(t, filepath.Join(root, "node/test_if_opt/model.onnx"))
 	cases := []struct {
 		model string
 		value string // "": must build
@@ -231,31 +232,4 @@ func TestBuildNonTensorModels(t *testing.T) {
 			}
 		})
 	}
-}
-
-// mixedOutputsModel writes test_if_opt with a tensor output beside its
-// optional one.
-func mixedOutputsModel(t *testing.T, path string) string {
-	m, err := graph.LoadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	cond := m.Graph.Inputs[0]
-	flag, err := m.Graph.NewValue("flag")
-	if err != nil {
-		t.Fatal(err)
-	}
-	flag.Type = cond.Type.Clone()
-	if _, err := m.Graph.AddNode("Not", []*graph.Value{cond}, []*graph.Value{flag}); err != nil {
-		t.Fatal(err)
-	}
-	m.Graph.Outputs = append(m.Graph.Outputs, flag)
-	dir := filepath.Join(t.TempDir(), "test_if_opt_and_a_tensor")
-	os.Mkdir(dir, 0o755)
-	out := filepath.Join(dir, "model.onnx")
-	if err := graph.Save(m, out, graph.SaveOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

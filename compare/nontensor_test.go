@@ -2,14 +2,13 @@ package compare_test
 
 import (
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"optc/compare"
-	"optc/graph"
 	"optc/internal/ortenv"
 	"optc/internal/testenv"
+	"optc/internal/testgraph"
 	"optc/ort"
 )
 
@@ -27,25 +26,7 @@ func TestOutputsTheBindingCannotFetch(t *testing.T) {
 		t.Fatalf("got %v, want nothing to compare, naming the optional", err)
 	}
 
-	m, err := graph.LoadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	cond := m.Graph.Inputs[0]
-	flag, err := m.Graph.NewValue("flag")
-	if err != nil {
-		t.Fatal(err)
-	}
-	flag.Type = cond.Type.Clone()
-	if _, err := m.Graph.AddNode("Not", []*graph.Value{cond}, []*graph.Value{flag}); err != nil {
-		t.Fatal(err)
-	}
-	m.Graph.Outputs = append(m.Graph.Outputs, flag)
-	mixed := filepath.Join(t.TempDir(), "mixed.onnx")
-	if err := graph.Save(m, mixed, graph.SaveOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	mixed := testgraph.TensorBesideOptional(t, path)
 	opts.ModelA, opts.ModelB = mixed, mixed
 	res, err := compare.Models(opts)
 	if err != nil {

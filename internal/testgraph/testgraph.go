@@ -4,6 +4,8 @@
 package testgraph
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"optc/graph"
@@ -107,4 +109,35 @@ func (b *Builder) NodeTo(name, op string, out *graph.Value, ins ...*graph.Value)
 	}
 	n.Name = name
 	return n
+}
+
+// TensorBesideOptional writes, into a new folder of the test's, the
+// backend model test_if_opt (at path; its one output is an optional) with
+// a tensor output beside it, Not of its condition, and returns the file.
+func TensorBesideOptional(t testing.TB, path string) string {
+	t.Helper()
+	m, err := graph.LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cond := m.Graph.Inputs[0]
+	flag, err := m.Graph.NewValue("flag")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flag.Type = cond.Type.Clone()
+	if _, err := m.Graph.AddNode("Not", []*graph.Value{cond}, []*graph.Value{flag}); err != nil {
+		t.Fatal(err)
+	}
+	m.Graph.Outputs = append(m.Graph.Outputs, flag)
+	dir := filepath.Join(t.TempDir(), "test_if_opt_and_a_tensor")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "model.onnx")
+	if err := graph.Save(m, out, graph.SaveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
