@@ -365,6 +365,9 @@ func sameConstant(a, b *graph.Value) bool {
 // weightAxis is the output-channel axis of a weighted op's weight of the
 // given rank: Conv [K, C, ...] 0, ConvTranspose [C, K/group, ...] 1, Gemm
 // [K, N] 1 (0 with transB), MatMul [..., K, N] the last.
+// metaKeptFloat is quantize.MetaKeptFloat (lint imports only graph).
+const metaKeptFloat = "optc.kept_float"
+
 func weightAxis(n *graph.Node, rank int) int {
 	switch n.OpType {
 	case "ConvTranspose":
@@ -381,6 +384,9 @@ func weightAxis(n *graph.Node, rank int) int {
 }
 
 func (l *trtLinter) weighted(n *graph.Node) {
+	if n.Meta(metaKeptFloat) != "" {
+		return // kept float on purpose by optc (the quantizer's report says why)
+	}
 	for i, role := range []string{"data", "weight"} {
 		v := n.Input(i)
 		if v == nil {

@@ -224,6 +224,12 @@ func TestTensorRTRules(t *testing.T) {
 			b := newBuilder(t, 13)
 			return b.returning(b.Node("conv", "Conv", b.quantizedX(1, 3, 8, 8), b.Floats("w", []int64{1, 3, 1, 1}, 1, 1, 1)))
 		}, "weighted-op-float-input warning conv"},
+		{"Conv kept float on purpose by optc", func(t *testing.T) *graph.Model {
+			b := newBuilder(t, 13)
+			conv := b.Node("conv", "Conv", b.quantizedX(1, 3, 8, 8), b.Floats("w", []int64{1, 3, 1, 1}, 1, 1, 1))
+			conv.SetMeta("optc.kept_float", "fell back for accuracy")
+			return b.returning(conv)
+		}, ""},
 		{"Q between Conv and Relu", func(t *testing.T) *graph.Model {
 			b, conv := trtConv(t)
 			relu := b.Graph.Outputs[0].Producer()

@@ -25,6 +25,7 @@
 package quantize
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -229,11 +230,10 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 	}
 	chosen := map[*graph.Node]*plan{}
 	for _, p := range weighted {
-		if why := keep[p.n]; why != "" {
-			skip(p.n, why)
-			continue
-		}
-		if why := excluded(p.n); why != "" {
+		if why := cmp.Or(keep[p.n], excluded(p.n)); why != "" {
+			// Float on purpose (accuracy fallback, placement, a pattern):
+			// the node says so, and lint does not ask to quantize it.
+			p.n.SetMeta(MetaKeptFloat, why)
 			skip(p.n, why)
 			continue
 		}
@@ -300,6 +300,10 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 	}
 	return rep, nil
 }
+
+// MetaKeptFloat is the node metadata key that marks a weighted node kept
+// float on purpose; its value is the reason.
+const MetaKeptFloat = "optc.kept_float"
 
 type weightKey struct {
 	v    *graph.Value
