@@ -147,40 +147,55 @@ func TestZoo(t *testing.T) {
 
 	optc := optcBinary(t)
 	rep := &report{mode: mode, man: man, steps: steps, path: os.Getenv("ZOO_REPORT"), start: time.Now()}
-	ran := 0
-	for _, m := range man.Models {
-		for _, v := range m.Variants {
-			if !selected(m.Name, v.Name) {
-				continue
-			}
-			ran++
-			m, v := m, v
-			t.Run(m.Name+"/"+v.Name, func(t *testing.T) {
-				dir := filepath.Join(zooDir, m.Dir)
-				work := t.TempDir()
-				for _, step := range steps {
-					r := runStep(t, optc, step, m, v, dir, work, timeout)
-					rep.add(r)
-					line := fmt.Sprintf("%-15s %-7s %6.1fs %s", step, r.Status, r.Seconds, r.Metrics)
-					if r.Err != "" {
-						line += "  " + r.Err
-					}
-					t.Log(line)
-					if r.Status == "FAIL" || r.Status == "TIMEOUT" {
-						t.Errorf("%s: %s", step, r.Err)
-					}
-					if err := rep.write(); err != nil {
-						t.Errorf("writing %s: %v", rep.path, err)
-					}
+	// Breadth first: every model's first variant (static batch 1), then
+	// every second one, and so on, smaller models first (the manifest's
+	// order), so a run cut short has covered every architecture.
+	type tcase struct {
+		m model
+		v variant
+	}
+	var cases []tcase
+	for i := 0; ; i++ {
+		more := false
+		for _, m := range man.Models {
+			if i < len(m.Variants) {
+				more = true
+				if selected(m.Name, m.Variants[i].Name) {
+					cases = append(cases, tcase{m, m.Variants[i]})
 				}
-			})
+			}
+		}
+		if !more {
+			break
 		}
 	}
-	if ran == 0 {
+	for _, c := range cases {
+		m, v := c.m, c.v
+		t.Run(m.Name+"/"+v.Name, func(t *testing.T) {
+			dir := filepath.Join(zooDir, m.Dir)
+			work := t.TempDir()
+			for _, step := range steps {
+				r := runStep(t, optc, step, m, v, dir, work, timeout)
+				rep.add(r)
+				line := fmt.Sprintf("%-15s %-7s %6.1fs %s", step, r.Status, r.Seconds, r.Metrics)
+				if r.Err != "" {
+					line += "  " + r.Err
+				}
+				t.Log(line)
+				if r.Status == "FAIL" || r.Status == "TIMEOUT" {
+					t.Errorf("%s: %s", step, r.Err)
+				}
+				if err := rep.write(); err != nil {
+					t.Errorf("writing %s: %v", rep.path, err)
+				}
+			}
+		})
+	}
+	if len(cases) == 0 {
 		t.Fatalf("no model selected (ZOO=%s ZOO_MODELS=%q) in %s", mode, os.Getenv("ZOO_MODELS"), manPath)
 	}
-	if mode == "quick" && len(only) == 0 && ran != len(quick) {
-		t.Errorf("%s lists %d of the %d quick cases %v: regenerate it (make zoo-models)", manPath, ran, len(quick), quick)
+	if mode == "quick" && len(only) == 0 && len(cases) != len(quick) {
+		t.Errorf("%s lists %d of the %d quick cases %v: regenerate it (make zoo-models)", manPath, len(cases), len(quick), quick)
 	}
 	t.Log("\n" + rep.markdown())
 }

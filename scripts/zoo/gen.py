@@ -112,9 +112,9 @@ def export(model, args, path, input_names, output_names, dynamic_axes, opset):
         do_constant_folding=True,
     )
     m = onnx.load(path)
-    # torch names the graph after the module; make the producer line stable.
     m.producer_name = "optc-zoo (torch %s)" % torch.__version__
     onnx.save(m, path)
+    onnx.checker.check_model(path, full_check=True)
 
 
 def value_info(path):
@@ -273,6 +273,15 @@ def gen_bert(name, out):
                 "value_range": {"input_ids": [0, 999]},
             }
         )
+    # Calibration: ids inside the vocabulary, masks of ones with some
+    # trailing padding (axis 0 is the sample axis; keys are input names).
+    rng = np.random.default_rng(seed_for(name) + 2)
+    cids = rng.integers(0, 1000, (CALIB_SAMPLES, seq), dtype=np.int64)
+    cmask = np.ones((CALIB_SAMPLES, seq), dtype=np.int64)
+    for i, n in enumerate(rng.integers(seq // 2, seq + 1, CALIB_SAMPLES)):
+        cmask[i, n:] = 0
+    np.savez(os.path.join(out, "calib.npz"), input_ids=cids, attention_mask=cmask)
+    entry["calib"] = "calib.npz"
     return entry
 
 
