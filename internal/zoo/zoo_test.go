@@ -666,6 +666,36 @@ func (r *report) markdown() string {
 	}
 
 	if fails > 0 {
+		b.WriteString("\n## Failure classes\n\nThe failures grouped by their error line with paths, names and numbers taken out, most frequent first.\n\n| failures | error (normalised) | where |\n|---|---|---|\n")
+		type class struct {
+			msg   string
+			where []string
+		}
+		classes := map[string]*class{}
+		var corder []string
+		for _, k := range order {
+			for _, s := range r.steps {
+				x, ok := cells[k][s]
+				if !ok || x.Status == "pass" || x.Status == "n/a" {
+					continue
+				}
+				n := normalise(x.Err)
+				if classes[n] == nil {
+					classes[n] = &class{msg: n}
+					corder = append(corder, n)
+				}
+				classes[n].where = append(classes[n].where, k.m+"/"+k.v+" "+s)
+			}
+		}
+		sort.SliceStable(corder, func(i, j int) bool { return len(classes[corder[i]].where) > len(classes[corder[j]].where) })
+		for _, n := range corder {
+			c := classes[n]
+			w := c.where
+			if len(w) > 8 {
+				w = append(w[:8:8], fmt.Sprintf("and %d more", len(c.where)-8))
+			}
+			fmt.Fprintf(&b, "| %d | %s | %s |\n", len(c.where), mdCell(c.msg), mdCell(strings.Join(w, ", ")))
+		}
 		b.WriteString("\n## Failures\n\nThe first error line of each failed step.\n\n| model | variant | step | error |\n|---|---|---|---|\n")
 		for _, k := range order {
 			for _, s := range r.steps {
@@ -678,6 +708,24 @@ func (r *report) markdown() string {
 		}
 	}
 	return b.String()
+}
+
+var (
+	pathRE   = regexp.MustCompile(`/\S*/zoo/\S+?\.(onnx|npy|npz)`)
+	quotedRE = regexp.MustCompile(`"[^"]*"`)
+	fixedRE  = regexp.MustCompile(`\(fixed to \[[^\]]*\] by --shape \S+\)`)
+	typedRE  = regexp.MustCompile(`\b[a-z]+\d*\[[^\]]*\]`)
+	numberRE = regexp.MustCompile(`\d+(\.\d+)?`)
+)
+
+// normalise takes the model-specific parts out of an error line so that
+// the same failure in many models reads the same.
+func normalise(e string) string {
+	e = pathRE.ReplaceAllString(e, "FILE")
+	e = quotedRE.ReplaceAllString(e, `"X"`)
+	e = fixedRE.ReplaceAllString(e, "(fixed by --shape)")
+	e = typedRE.ReplaceAllString(e, "T[...]")
+	return numberRE.ReplaceAllString(e, "N")
 }
 
 func cpuName() string {
