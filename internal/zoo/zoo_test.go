@@ -597,7 +597,7 @@ func (r *report) markdown() string {
 		r.mode, r.man.GeneratorHash, r.man.Torch, r.man.Torchvision)
 	fmt.Fprintf(&b, "Steps: `inspect`; `optimize` (default check); `quantize-random` (`--calib-data random`); "+
 		"`quantize-npy` (`--calib-data` the model's calibration file); `build` (`--int8 --target all`, calibration file or random).\n\n")
-	fmt.Fprintf(&b, "Run %s on %s, %d cores; %s so far.\n\n", r.start.UTC().Format("2006-01-02 15:04 UTC"), cpuName(), runtime.NumCPU(), time.Since(r.start).Round(time.Second))
+	fmt.Fprintf(&b, "Run started %s on %s, %d cores; %s elapsed at the last step written.\n\n", r.start.UTC().Format("2006-01-02 15:04 UTC"), cpuName(), runtime.NumCPU(), time.Since(r.start).Round(time.Second))
 
 	type key struct{ m, v string }
 	var order []key
