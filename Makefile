@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/optc
 EXAMPLE := testdata/models/mnist_cnn.onnx
 
-.PHONY: build demo test race testdata ort fuzz bench bench-quick bench-io bench-big bench-passes bench-int8 vet sweep
+.PHONY: build demo test race testdata ort fuzz bench bench-quick bench-io bench-big bench-passes bench-int8 vet sweep zoo zoo-models
 
 build:
 	$(GO) build -o $(BIN) ./cmd/optc
@@ -15,11 +15,12 @@ build:
 demo: build ort
 	./$(BIN) build --config testdata/mnist/optc.yaml --force
 
-# Fetches what the tests need (cached, checksummed) and runs every test,
+# Fetches what the tests need (cached, checksummed; the model zoo is
+# generated) and runs every test,
 # then a short fuzzing pass over every parser. The pass is counted in
 # executions, not seconds: Go 1.26's fuzzer can fail a time-bounded run
 # with "context deadline exceeded" as the time runs out (golang/go#75804).
-test: testdata ort vet
+test: testdata zoo-models ort vet
 	$(GO) test ./...
 	$(MAKE) --no-print-directory race
 	$(MAKE) --no-print-directory fuzz FUZZTIME=30000x
@@ -40,6 +41,32 @@ FUZZ_TARGETS := graph:FuzzParse graph:FuzzParseTensor graph:FuzzLoadExternal \
 
 testdata:
 	scripts/fetch-testdata.sh
+
+# The model zoo (docs/zoo.md): torchvision architectures, a BERT-like
+# encoder, LSTM, GRU and an If model, exported to ONNX by
+# scripts/zoo/gen.py into the cache folder (zoo/, with zoo/models.json).
+# Needs Debian's python3-torch, python3-torchvision and python3-onnx and
+# installs them when /usr/bin/python3 cannot import them (CI runs as root on
+# Debian 12). Models already made by the same generator are kept; a first
+# run takes about 3 minutes, the apt install about 3 more.
+PYTHON   ?= /usr/bin/python3
+ZOO_PKGS := python3-torch python3-torchvision python3-onnx
+zoo-models:
+	@$(PYTHON) -c 'import torch, torchvision, onnx' 2>/dev/null || { \
+		echo "zoo-models: installing $(ZOO_PKGS)" >&2; \
+		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		$$sudo apt-get install -y --no-install-recommends $(ZOO_PKGS) || \
+		{ $$sudo apt-get update -qq && $$sudo apt-get install -y --no-install-recommends $(ZOO_PKGS); }; }
+	$(PYTHON) scripts/zoo/gen.py
+
+# Every zoo model and variant through inspect, optimize, quantize (random
+# and calibration-file data) and build --int8 --target all, each written
+# .onnx validated by onnx.checker; writes docs/zoo.md and fails when any
+# step fails. Takes hours on 2 cores (see docs/zoo.md); ZOO_MODELS=a,b/v
+# runs a subset.
+zoo: zoo-models ort
+	ZOO=full ZOO_REPORT=$(CURDIR)/docs/zoo.md $(GO) test -count=1 -timeout=0 -run='^TestZoo$$' -v ./internal/zoo
 
 # The ONNX Runtime 1.24.1 CPU library, from the npm package onnxruntime-node.
 ort:
