@@ -308,3 +308,19 @@ func TestRegionKind(t *testing.T) {
 		}
 	}
 }
+
+// An omitted optional input (an LSTM's sequence_lens) is nil: asking
+// whether the node reads a DequantizeLinear must not crash (it did, in
+// optc build of a torch LSTM).
+func TestReadsDequantizedOmittedInput(t *testing.T) {
+	g := graph.NewGraph("g")
+	x, _ := g.NewValue("x")
+	y, _ := g.NewValue("y")
+	n, err := g.AddNode("LSTM", []*graph.Value{x, nil, nil, nil}, []*graph.Value{y})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if readsDequantized(n) {
+		t.Error("reads a DequantizeLinear")
+	}
+}

@@ -108,8 +108,11 @@ func regionCosts(q *quantized, times map[string]float64) []float64 {
 	for r, n := range q.nodes {
 		// ORT's layout transformation names an NCHWc node after its output.
 		own(n.Name, r)
+		if n.Output(0) == nil {
+			continue // its first output omitted (an LSTM's Y)
+		}
 		own(n.Output(0).Name, r)
-		if act := quantize.OutputActivation(n); act != n.Output(0) {
+		if act := quantize.OutputActivation(n); act != nil && act != n.Output(0) && act.Producer() != nil {
 			own(act.Producer().Name, r)
 			own(act.Name, r)
 		}

@@ -109,6 +109,9 @@ func readsDequantized(n *graph.Node) bool {
 		return false
 	}
 	for _, in := range n.Inputs() {
+		if in == nil {
+			continue // an omitted optional input (LSTM's sequence_lens)
+		}
 		if p := in.Producer(); p != nil && p.OpType == "DequantizeLinear" {
 			return true
 		}
