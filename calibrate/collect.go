@@ -105,6 +105,12 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 			if slices.Contains(t.Dims, 0) {
 				continue // a subgraph that did not run this batch (the other If branch)
 			}
+			// Infinities the float model makes itself (an attention
+			// mask's -Inf before Softmax) are its design, not bad data:
+			// they are left out of the range. In the input data, and NaN
+			// anywhere, they are errors.
+			_, isInput := inputIndex[n]
+			stats.skipInf = !isInput
 			if err := observeTensor(stats, n, t); err != nil {
 				return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
 			}

@@ -9,6 +9,7 @@ import (
 	"optc/graph"
 	"optc/internal/ortenv"
 	"optc/internal/testenv"
+	"optc/internal/testgraph"
 )
 
 func loadMNIST(t testing.TB) *graph.Model {
@@ -186,5 +187,41 @@ func TestCollectProgress(t *testing.T) {
 	s := collectMNIST(t, m, "mnist/train_images.npy", 64, 200, DefaultTensors(m), opts)
 	if len(seen) != s.Batches || seen[len(seen)-1] != 200 || seen[0] != 64 {
 		t.Errorf("progress %v over %d batches", seen, s.Batches)
+	}
+}
+
+// A tensor the model itself makes infinite (an attention mask's -Inf;
+// here Log of a ReLU's zeros) gets no range, so its readers stay float:
+// clamping -Inf to a finite int8 range changes what Softmax computes (a
+// BERT-like encoder's cosine fell to 0.90). The tensors around it keep
+// theirs.
+func TestCollectModelInfinities(t *testing.T) {
+	ortenv.Require(t)
+	b := testgraph.New(t, "loginf", 13)
+	x := b.Input("x", 4, 8)
+	r := b.Node("relu", "Relu", x)
+	l := b.Node("log", "Log", r.Output(0))
+	b.Output(l.Output(0), 4, 8)
+	src, err := data.Open("random", data.GraphInputs(b.Graph), data.Options{Low: -1, High: 1, Samples: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	s, err := Collect(b.Model, src, []string{"x", "relu_out", "log_out"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.Ranges(MinMax, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := rs["log_out"]; ok {
+		t.Error("log_out holds -Inf but got a range")
+	}
+	if _, ok := rs["relu_out"]; !ok {
+		t.Error("relu_out got no range")
+	}
+	if s.NonFinite == 0 {
+		t.Error("the infinities were not counted")
 	}
 }

@@ -135,6 +135,10 @@ type tensorStats struct {
 	count          uint64
 	batches        int
 	hist           histogram
+	// infinite: the model itself puts infinities in this tensor (a mask's
+	// -Inf): no int8 range can hold them, so it gets none and its readers
+	// stay float.
+	infinite bool
 }
 
 // Summary is the collected statistics of one tensor.
@@ -158,11 +162,13 @@ type Stats struct {
 	DataDigest string
 
 	// NonFinite counts the NaN and infinite elements left out under
-	// Options.SkipNonFinite.
+	// Options.SkipNonFinite, and the infinities of intermediate tensors
+	// (a mask's -Inf) Collect leaves out.
 	NonFinite int64
 
 	movingAverage float64
 	skip          bool
+	skipInf       bool // for the tensor being observed: an intermediate
 	names         []string
 	t             map[string]*tensorStats
 }
@@ -218,7 +224,10 @@ func (s *Stats) observe(name string, n int, at func(int) float32) error {
 	for i := range n {
 		f := float64(at(i))
 		if math.IsNaN(f) || math.IsInf(f, 0) {
-			if !s.skip {
+			if s.skipInf && math.IsInf(f, 0) {
+				ts.infinite = true
+			}
+			if !s.skip && !(s.skipInf && math.IsInf(f, 0)) {
 				return fmt.Errorf("tensor %q, batch %d: element %d is %v", name, ts.batches, i, f)
 			}
 			skipped++
@@ -294,7 +303,7 @@ func (s *Stats) ranges(method Method, opts Options) (map[string]Range, map[strin
 	sort.Strings(names)
 	for _, n := range names {
 		ts := s.t[n]
-		if ts.count == 0 {
+		if ts.count == 0 || ts.infinite {
 			continue
 		}
 		if method != Auto {
