@@ -105,8 +105,10 @@ func TestBuildNonFiniteINT8IsFlaggedAndNotDeployed(t *testing.T) {
 	}
 }
 
-// Ranges from random data, checked on those same few random samples: optc
-// quantize, its report and a diff against it all say so.
+// Ranges from random data: optc quantize, its report and a diff against
+// it say so; the guard checks on fresh random draws. Ranges from a file
+// too small to hold samples out are checked on those same few samples,
+// and that is said too.
 func TestQuantizeOnRandomDataWarns(t *testing.T) {
 	ortenv.Require(t)
 	dir := t.TempDir()
@@ -117,21 +119,37 @@ func TestQuantizeOnRandomDataWarns(t *testing.T) {
 	if status != 0 {
 		t.Fatalf("status %d: %s", status, stderr)
 	}
-	for _, want := range []string{"warning: calibrated on random data: ranges do not reflect real inputs",
-		"warning: checked on the calibration samples themselves", "warning: checked on only 1 samples"} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("quantize output lacks %q:\n%s", want, stdout)
-		}
+	if want := "warning: calibrated on random data: ranges do not reflect real inputs"; !strings.Contains(stdout, want) {
+		t.Errorf("quantize output lacks %q:\n%s", want, stdout)
 	}
 	r, err := report.Load(rep)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := r.Caveats; !c.RandomCalibration || !c.OnCalibrationData || c.CheckSamples != 1 {
-		t.Errorf("report caveats %+v", c)
+	if c := r.Caveats; !c.RandomCalibration || c.OnCalibrationData || c.CheckSamples != 64 {
+		t.Errorf("report caveats %+v, want random calibration checked on 64 fresh draws", c)
 	}
 	status, stdout, stderr = run(t, "diff", rep, rep)
 	if status != 0 || !strings.Contains(stdout, "new: warning: calibrated on random data") {
 		t.Errorf("diff: status %d %s\n%s", status, stderr, stdout)
+	}
+
+	vals := make([]float32, 4*64)
+	for i := range vals {
+		vals[i] = 1 + float32(i)/float32(len(vals))
+	}
+	few, _ := graph.NewFloat32Tensor("x", []int64{4, 64, 1}, vals)
+	calib := filepath.Join(dir, "few.npy")
+	if err := data.WriteNpy(calib, few); err != nil {
+		t.Fatal(err)
+	}
+	status, stdout, stderr = run(t, "quantize", model, "-o", filepath.Join(dir, "few.onnx"), "--calib-data", calib)
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	for _, want := range []string{"warning: checked on the calibration samples themselves", "warning: checked on only 4 samples"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("quantize output lacks %q:\n%s", want, stdout)
+		}
 	}
 }
