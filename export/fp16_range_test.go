@@ -22,19 +22,7 @@ import (
 // and returns its float32 outputs, end to end.
 func runExact(t *testing.T, model []byte, x *graph.Tensor) []float32 {
 	t.Helper()
-	outs := runModel(t, model, ort.Options{Level: ort.LevelDisable}, x)
-	var all []float32
-	for _, o := range outs {
-		if o.DType != graph.Float {
-			t.Fatalf("output %q is %s, want float32", o.Name, o.DType)
-		}
-		f, err := o.Float32s()
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, f...)
-	}
-	return all
+	return float32Outputs(t, runModel(t, model, ort.Options{Level: ort.LevelDisable}, x))
 }
 
 // runModel runs model bytes in ORT with opts on the given inputs.

@@ -130,22 +130,14 @@ func TestToFloat16Deterministic(t *testing.T) {
 // outputs, which must be float32, end to end.
 func run(t *testing.T, model []byte, x *graph.Tensor) []float32 {
 	t.Helper()
-	m, err := graph.Parse(model, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ins, outs := ort.Interface(m)
-	s, err := ort.NewSession(ort.Source{Bytes: model, Inputs: ins, Outputs: outs}, ort.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	y, err := s.Run([]*graph.Tensor{x})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return float32Outputs(t, runModel(t, model, ort.DefaultOptions(), x))
+}
+
+// float32Outputs joins float32 outputs end to end.
+func float32Outputs(t *testing.T, outs []*graph.Tensor) []float32 {
+	t.Helper()
 	var all []float32
-	for _, o := range y {
+	for _, o := range outs {
 		if o.DType != graph.Float {
 			t.Fatalf("output %q is %s, want float32", o.Name, o.DType)
 		}
