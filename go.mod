@@ -1,4 +1,4 @@
-module optc
+module github.com/optc-dev/optc
 
 go 1.26
 

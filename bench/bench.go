@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"optc/data"
-	"optc/graph"
-	"optc/ort"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/ort"
 )
 
 // Options say what to measure and how long.

@@ -3,9 +3,9 @@ package bench
 import (
 	"testing"
 
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/ort"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/ort"
 )
 
 // TestConcurrentRequests runs requests from several goroutines sharing one

@@ -16,16 +16,16 @@ import (
 	"strings"
 	"time"
 
-	"optc/calibrate"
-	"optc/config"
-	"optc/data"
-	"optc/graph"
-	"optc/internal/atomicfile"
-	"optc/optimize"
-	"optc/ort"
-	"optc/placement"
-	"optc/ptq"
-	"optc/quantize"
+	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/atomicfile"
+	"github.com/optc-dev/optc/optimize"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/placement"
+	"github.com/optc-dev/optc/ptq"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // Options are a build's effective configuration and where it reports.

@@ -14,16 +14,16 @@ import (
 	"testing"
 	"time"
 
-	"optc/calibrate"
-	"optc/config"
-	"optc/data"
-	"optc/export"
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/internal/testgraph"
-	"optc/lint"
-	"optc/placement"
+	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/export"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/internal/testgraph"
+	"github.com/optc-dev/optc/lint"
+	"github.com/optc-dev/optc/placement"
 )
 
 // mnistConfig is an INT8 build of the committed MNIST CNN: calibration on

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"strings"
 
-	"optc/export"
-	"optc/graph"
-	"optc/internal/atomicfile"
-	"optc/ort"
+	"github.com/optc-dev/optc/export"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/atomicfile"
+	"github.com/optc-dev/optc/ort"
 )
 
 // export writes each target's artifacts into the working folder.

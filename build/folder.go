@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"optc/internal/atomicfile"
+	"github.com/optc-dev/optc/internal/atomicfile"
 )
 
 // folder is the build's working folder: a hidden temporary folder next to

@@ -14,9 +14,9 @@ import (
 
 	"golang.org/x/sys/cpu"
 
-	"optc/config"
-	"optc/graph"
-	"optc/ort"
+	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/ort"
 )
 
 // Manifest is manifest.json: what went in, what came out, with digests,

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"optc/export"
-	"optc/lint"
-	"optc/placement"
-	"optc/ptq"
+	"github.com/optc-dev/optc/export"
+	"github.com/optc-dev/optc/lint"
+	"github.com/optc-dev/optc/placement"
+	"github.com/optc-dev/optc/ptq"
 )
 
 // WriteTable prints the build's summary: one row per model artifact with

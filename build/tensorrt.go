@@ -12,12 +12,12 @@ import (
 	"slices"
 	"strings"
 
-	"optc/calibrate"
-	"optc/data"
-	"optc/export"
-	"optc/graph"
-	"optc/internal/atomicfile"
-	"optc/lint"
+	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/export"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/atomicfile"
+	"github.com/optc-dev/optc/lint"
 )
 
 // TensorRTResult is what the TensorRT target made and found.

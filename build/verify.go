@@ -6,14 +6,14 @@ import (
 	"strings"
 	"time"
 
-	"optc/bench"
-	"optc/compare"
-	"optc/data"
-	"optc/export"
-	"optc/graph"
-	"optc/internal/jsonfloat"
-	"optc/ort"
-	"optc/quantize"
+	"github.com/optc-dev/optc/bench"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/export"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // Check is an artifact against the input model on the evaluation data.

@@ -14,9 +14,9 @@ import (
 	"strings"
 	"testing"
 
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/ort"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/ort"
 )
 
 const (

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"optc/internal/atomicfile"
+	"github.com/optc-dev/optc/internal/atomicfile"
 )
 
 // CacheVersion is the version of the cache format written.

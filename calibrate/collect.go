@@ -11,9 +11,9 @@ import (
 	"math"
 	"slices"
 
-	"optc/data"
-	"optc/graph"
-	"optc/ort"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/ort"
 )
 
 // Collect runs m in ONNX Runtime over src, batch by batch, and gathers the

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"optc/ort"
+	"github.com/optc-dev/optc/ort"
 )
 
 // Range is a calibrated value range.

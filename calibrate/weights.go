@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // MinScale is the smallest scale WeightScales returns (an all-zero channel

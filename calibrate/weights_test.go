@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 func TestWeightScales(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"optc/bench"
-	"optc/report"
+	"github.com/optc-dev/optc/bench"
+	"github.com/optc-dev/optc/report"
 )
 
 // BenchOptions are the inputs of `optc bench`.

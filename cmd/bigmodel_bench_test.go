@@ -15,8 +15,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"optc/internal/ortenv"
-	"optc/onnxpb"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/onnxpb"
 )
 
 // bigModelColumns makes w1 float32[1024, 557056]: 2.125 GiB, over
@@ -170,7 +170,7 @@ func BenchmarkBigModel(b *testing.B) {
 	dir := b.TempDir()
 	model, size := writeBigExternalModel(b, dir, cols)
 	bin := filepath.Join(b.TempDir(), "optc")
-	if out, err := exec.Command("go", "build", "-o", bin, "optc/cmd/optc").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/optc-dev/optc/cmd/optc").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
 	out := filepath.Join(dir, "out")

@@ -10,11 +10,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"optc/build"
-	"optc/calibrate"
-	"optc/config"
-	"optc/data"
-	"optc/report"
+	"github.com/optc-dev/optc/build"
+	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/report"
 )
 
 // BuildOptions are the inputs of `optc build`.

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"optc/config"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
+	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
 )
 
 // parseBuild runs `optc build args` up to the options it would build with.

@@ -11,9 +11,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"optc/graph"
-	"optc/internal/testenv"
-	"optc/onnxpb"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/onnxpb"
 )
 
 // protoModel serializes a model with graph input x and output y whose nodes

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"optc/compare"
+	"github.com/optc-dev/optc/compare"
 )
 
 // CompareOptions are the inputs of `optc compare`.

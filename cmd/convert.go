@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // ConvertOptions are the inputs of `optc convert`.

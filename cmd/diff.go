@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"optc/config"
-	"optc/report"
+	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/report"
 )
 
 // DiffOptions are the inputs of `optc diff`.

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/report"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/report"
 )
 
 // damageFirstConv writes a copy of src whose first Conv has its weights

@@ -22,11 +22,11 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"optc/data"
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/onnxpb"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/onnxpb"
 )
 
 // catalogTimeout bounds one command of the catalog: a hostile input must

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"optc/data"
-	"optc/ort"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/ort"
 )
 
 // globals are the flags every command accepts.

@@ -5,11 +5,11 @@ import (
 	"reflect"
 	"testing"
 
-	"optc/data"
-	"optc/graph"
-	"optc/internal/mnist"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/mnist"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
 )
 
 var imageArgs = []string{"--image-resize", "256", "--image-size", "224x200", "--image-layout", "NHWC", "--image-color", "bgr",

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"optc/graph"
-	"optc/prune"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/prune"
 )
 
 // InspectOptions are the inputs of `optc inspect`.

@@ -7,7 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"optc/internal/atomicfile"
+	"github.com/optc-dev/optc/internal/atomicfile"
 )
 
 // ExitOnSignal makes Ctrl-C (SIGINT) and SIGTERM remove the temporary files

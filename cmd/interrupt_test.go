@@ -18,9 +18,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/onnxpb"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/onnxpb"
 )
 
 // interruptTimeout bounds one interrupted run of the binary.
@@ -30,7 +30,7 @@ const interruptTimeout = 5 * time.Minute
 func buildOptc(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "optc")
-	out, err := exec.Command("go", "build", "-o", bin, "optc/cmd/optc").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/optc-dev/optc/cmd/optc").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"optc/graph"
-	"optc/lint"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/lint"
 )
 
 // LintOptions are the inputs of `optc lint`.

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
 )
 
 func TestLintFlags(t *testing.T) {

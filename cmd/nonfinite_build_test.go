@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"optc/data"
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/internal/testgraph"
-	"optc/report"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testgraph"
+	"github.com/optc-dev/optc/report"
 )
 
 // reciprocalModel saves y = 1 / (x @ w) for x [1, 64, 1] and a 1x1 w: in

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"optc/compare"
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/internal/testgraph"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testgraph"
 )
 
 // cubeOverSquare saves a model computing y = x*x*x / (x*x), which is x,

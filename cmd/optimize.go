@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"optc/graph"
-	"optc/optimize"
-	"optc/passes"
-	"optc/prune"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/optimize"
+	"github.com/optc-dev/optc/passes"
+	"github.com/optc-dev/optc/prune"
 )
 
 // OptimizeOptions are the inputs of `optc optimize`.

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/optimize"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/optimize"
 )
 
 // optimizeJSON runs optc optimize --json and decodes the result.

@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"optc/calibrate"
-	"optc/ptq"
-	"optc/quantize"
-	"optc/report"
+	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/ptq"
+	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report"
 )
 
 // QuantizeOptions are the inputs of `optc quantize`.

@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"optc/data"
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
 )
 
 // TestQuantizeMNIST is the acceptance check of INT8 on the MNIST CNN:

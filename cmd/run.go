@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"optc/infer"
+	"github.com/optc-dev/optc/infer"
 )
 
 // RunOptions are the inputs of `optc run`.

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"optc/bench"
-	"optc/compare"
-	"optc/data"
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
+	"github.com/optc-dev/optc/bench"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
 )
 
 // mnistData returns the MNIST test images and labels as .npy files.

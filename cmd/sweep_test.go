@@ -13,12 +13,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"optc/graph"
-	"optc/internal/conformance"
-	"optc/internal/ortenv"
-	"optc/internal/testgraph"
-	"optc/optimize"
-	"optc/ort"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/conformance"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testgraph"
+	"github.com/optc-dev/optc/optimize"
+	"github.com/optc-dev/optc/ort"
 )
 
 // Outcomes of `optc optimize` with its default check on one backend test

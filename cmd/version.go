@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"optc/ort"
+	"github.com/optc-dev/optc/ort"
 )
 
 func newCmdVersion(io *IO, g *globals) *cobra.Command {

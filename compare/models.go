@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	"optc/data"
-	"optc/graph"
-	"optc/ort"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/ort"
 )
 
 // Options say which models to compare on which data, and how to judge.

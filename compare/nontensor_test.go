@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"optc/compare"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/internal/testgraph"
-	"optc/ort"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/internal/testgraph"
+	"github.com/optc-dev/optc/ort"
 )
 
 // TestOutputsTheBindingCannotFetch: test_if_opt returns an empty optional

@@ -9,7 +9,7 @@ import (
 	"math"
 	"slices"
 
-	"optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/internal/jsonfloat"
 )
 
 // Stat is the statistic a tolerance judges.

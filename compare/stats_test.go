@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/internal/jsonfloat"
 )
 
 func TestAccumulatorStatistics(t *testing.T) {

@@ -19,8 +19,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"optc/calibrate"
-	"optc/data"
+	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/data"
 )
 
 // Config is everything `optc build` does, as one value.

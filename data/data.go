@@ -24,7 +24,7 @@ import (
 	"strconv"
 	"strings"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Input describes one model input a Source feeds (graph inputs that are not

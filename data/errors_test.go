@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // rawNpy builds a .npy file from a header dict and data, for headers

@@ -3,7 +3,7 @@ package data
 import (
 	"fmt"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // fillSource completes the batches of a source that feeds some of the

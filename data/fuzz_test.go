@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // fuzzBatchLimit bounds how many batches a fuzz input may yield, so an

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // dyn is a symbolic dim for test inputs.

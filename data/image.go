@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/image/draw"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // ImageOptions says how image files become an input tensor (image folders

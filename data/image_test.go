@@ -13,7 +13,7 @@ import (
 	"slices"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // writeImage encodes img as PNG or JPEG (by the extension of name) under

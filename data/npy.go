@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 
-	"optc/graph"
-	"optc/internal/atomicfile"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/atomicfile"
 )
 
 const npyMagic = "\x93NUMPY"

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 var npyTypes = []graph.DataType{

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // twoInputs is a model with an image-like input and an int64 input.

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // numpyScript writes fixtures with numpy itself: every dtype, versions 2.0

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 var inputPBName = regexp.MustCompile(`^input_([0-9]+)\.pb$`)

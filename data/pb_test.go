@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"optc/graph"
-	"optc/internal/testenv"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/testenv"
 )
 
 // writePB writes t as a TensorProto file.

@@ -7,7 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // randomSeq2 is mixed with the input's index into the second PCG seed word;

@@ -6,7 +6,7 @@ import (
 	"math"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 func randomBytes(t *testing.T, inputs []Input, opts Options) [][]byte {

@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // member is one array with a sample axis: a .npy file or a member of a

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // shuffled reads the first values of every sample a source gives: sample

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // This file is the input specification: what each model input is (per

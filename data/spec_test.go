@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"optc/graph"
-	"optc/internal/testgraph"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/testgraph"
 )
 
 // seqModel declares inputs the way sequence models do: token ids into an

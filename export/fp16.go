@@ -7,10 +7,10 @@ import (
 	"slices"
 	"strconv"
 
-	"optc/calibrate"
-	"optc/graph"
-	"optc/kernels"
-	"optc/shapes"
+	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/kernels"
+	"github.com/optc-dev/optc/shapes"
 )
 
 // FP16Options tune ToFloat16.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 
-	"optc/graph"
-	"optc/shapes"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/shapes"
 )
 
 // EmulateFloat16 rewrites a float16 variant (ToFloat16's result) in place

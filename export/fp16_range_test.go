@@ -8,14 +8,14 @@ import (
 	"slices"
 	"testing"
 
-	"optc/calibrate"
-	"optc/data"
-	"optc/graph"
-	"optc/internal/conformance"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/internal/testgraph"
-	"optc/ort"
+	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/conformance"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/internal/testgraph"
+	"github.com/optc-dev/optc/ort"
 )
 
 // runExact runs model bytes in ORT at level disable on one float32 input

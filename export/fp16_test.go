@@ -8,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"optc/compare"
-	"optc/data"
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/internal/testgraph"
-	"optc/ort"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/internal/testgraph"
+	"github.com/optc-dev/optc/ort"
 )
 
 // fp16Case is a real model and the labelled data its float16 variant is

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"time"
 
-	"optc/bench"
-	"optc/data"
-	"optc/graph"
-	"optc/ort"
+	"github.com/optc-dev/optc/bench"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/ort"
 )
 
 // SweepOptions say which (threads, batch) grid to measure a model on.

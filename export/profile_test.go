@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"optc/export"
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
+	"github.com/optc-dev/optc/export"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
 )
 
 // A real, short sweep of the MNIST CNN in ORT, and the profiles chosen

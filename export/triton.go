@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"strings"
 
-	"optc/graph"
-	"optc/internal/atomicfile"
-	"optc/ort"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/atomicfile"
+	"github.com/optc-dev/optc/ort"
 )
 
 // TritonOptions say what to write into a Triton model repository.

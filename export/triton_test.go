@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"optc/export"
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/ort"
+	"github.com/optc-dev/optc/export"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/ort"
 )
 
 var mnistHigh = export.Profile{Name: export.HighThroughput, Batch: 8, Threads: 1,

@@ -10,8 +10,8 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"optc/graph"
-	"optc/internal/testenv"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/testenv"
 )
 
 // topFields returns the [start, end) byte spans of a message's top-level

@@ -34,7 +34,7 @@ import (
 	"testing"
 	"time"
 
-	"optc/internal/testenv"
+	"github.com/optc-dev/optc/internal/testenv"
 )
 
 const (

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"optc/onnxpb"
+	"github.com/optc-dev/optc/onnxpb"
 )
 
 // decodeModel builds the IR from a parsed ModelProto. raws holds the

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"sync"
 
-	"optc/onnxpb"
+	"github.com/optc-dev/optc/onnxpb"
 )
 
 // externalSource opens the side files of one loaded model, each mapped once

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // TestConcurrentExternalReads reads the external tensors of one loaded

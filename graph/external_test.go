@@ -12,8 +12,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"optc/graph"
-	"optc/onnxpb"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/onnxpb"
 )
 
 // weightsModel returns a model whose initializers have the given float

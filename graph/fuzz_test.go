@@ -13,7 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"optc/onnxpb"
+	"github.com/optc-dev/optc/onnxpb"
 )
 
 // fuzzCacheDir is internal/testenv's CacheDir.

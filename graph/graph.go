@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strconv"
 
-	"optc/onnxpb"
+	"github.com/optc-dev/optc/onnxpb"
 )
 
 // Graph is a computation graph: nodes in order, inputs, outputs and

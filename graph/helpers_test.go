@@ -10,8 +10,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"optc/graph"
-	"optc/onnxpb"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/onnxpb"
 )
 
 // Shared helpers for the black-box tests of package graph.

@@ -3,7 +3,7 @@ package graph
 import (
 	"slices"
 
-	"optc/onnxpb"
+	"github.com/optc-dev/optc/onnxpb"
 )
 
 // OpsetImport is one operator set the model uses. Domain "" is the default

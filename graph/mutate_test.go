@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"optc/graph"
-	"optc/onnxpb"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/onnxpb"
 )
 
 func TestSetInputAddInputTruncateInputs(t *testing.T) {

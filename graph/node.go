@@ -3,7 +3,7 @@ package graph
 import (
 	"fmt"
 
-	"optc/onnxpb"
+	"github.com/optc-dev/optc/onnxpb"
 )
 
 // AttrType is the kind of an attribute's value; the numbers are ONNX's.

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"optc/internal/atomicfile"
+	"github.com/optc-dev/optc/internal/atomicfile"
 )
 
 // ExternalMode says where Save puts tensor data.

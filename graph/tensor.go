@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"optc/onnxpb"
+	"github.com/optc-dev/optc/onnxpb"
 )
 
 // storage says where a tensor's data lives.

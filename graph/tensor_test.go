@@ -9,8 +9,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"optc/graph"
-	"optc/onnxpb"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/onnxpb"
 )
 
 // le builds little-endian bytes from a list of fixed-size values.

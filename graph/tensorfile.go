@@ -5,7 +5,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"optc/onnxpb"
+	"github.com/optc-dev/optc/onnxpb"
 )
 
 // ParseTensor decodes a serialized TensorProto, such as the input_0.pb and

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"optc/onnxpb"
+	"github.com/optc-dev/optc/onnxpb"
 )
 
 // DimKind says what is known about one dimension.

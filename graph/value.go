@@ -1,6 +1,6 @@
 package graph
 
-import "optc/onnxpb"
+import "github.com/optc-dev/optc/onnxpb"
 
 // Value is a named edge of the graph: a graph input, an initializer, a node
 // output, or (seen from a subgraph) a value of an enclosing graph. Each value

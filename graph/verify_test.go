@@ -6,8 +6,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"optc/graph"
-	"optc/onnxpb"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/onnxpb"
 )
 
 func TestVerifyAcceptsValidModels(t *testing.T) {

@@ -4,9 +4,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"optc/graph"
-	"optc/internal/conformance"
-	"optc/internal/ortenv"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/conformance"
+	"github.com/optc-dev/optc/internal/ortenv"
 )
 
 // TestConformance runs every model of the ONNX backend test data the way

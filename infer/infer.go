@@ -12,10 +12,10 @@ import (
 	"slices"
 	"strings"
 
-	"optc/data"
-	"optc/graph"
-	"optc/internal/atomicfile"
-	"optc/ort"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/atomicfile"
+	"github.com/optc-dev/optc/ort"
 )
 
 // Options say what to run and where the outputs go.

@@ -3,7 +3,7 @@ package kernels
 import (
 	"math"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Cast between bool, the integer types and float16/32/64. Floats convert

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"optc/graph"
-	"optc/internal/conformance"
-	"optc/kernels"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/conformance"
+	"github.com/optc-dev/optc/kernels"
 )
 
 // TestNodeConformance runs every single-node model of the ONNX backend

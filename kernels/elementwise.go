@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Elementwise operators share one broadcasting loop, zipWith, over the

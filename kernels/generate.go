@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"math"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Operators that create tensors from a shape or a few scalars.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // broadcast returns the numpy (multidirectional) broadcast of shapes.

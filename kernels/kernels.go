@@ -13,7 +13,7 @@ import (
 	"errors"
 	"fmt"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // ErrUnsupported is returned (wrapped) for operators, element types and

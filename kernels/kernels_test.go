@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 func TestHalfConversion(t *testing.T) {

@@ -3,7 +3,7 @@ package kernels
 import (
 	"slices"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // matMulKernel multiplies as numpy.matmul does: 1-D operands are promoted

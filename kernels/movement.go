@@ -3,7 +3,7 @@ package kernels
 import (
 	"slices"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Operators that move elements without computing on them: any element

@@ -6,10 +6,10 @@ import (
 	"math"
 	"testing"
 
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/kernels"
-	"optc/ort"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/kernels"
+	"github.com/optc-dev/optc/ort"
 )
 
 // tensorOf builds a tensor of any integer, bool or float type from

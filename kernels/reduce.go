@@ -3,7 +3,7 @@ package kernels
 import (
 	"math"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // reducer is a reduction: a start value and a step, on floats and

@@ -3,7 +3,7 @@ package kernels
 import (
 	"slices"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Operators that read only shapes, or change the shape and keep the

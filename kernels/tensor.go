@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // elemSize is the byte size of one element of dt, or 0 for element types

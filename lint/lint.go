@@ -12,7 +12,7 @@ import (
 	"math"
 	"slices"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Severities: an error means TensorRT refuses the model or computes

@@ -4,14 +4,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"optc/calibrate"
-	"optc/data"
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/optimize"
-	"optc/ort"
-	"optc/quantize"
+	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/optimize"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // TestTensorRTOnQuantizedMNIST lints what optc's quantizer makes of the

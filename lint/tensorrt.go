@@ -19,7 +19,7 @@ import (
 	"fmt"
 	"slices"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // The rules TensorRT checks.

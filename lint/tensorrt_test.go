@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"optc/graph"
-	"optc/internal/testgraph"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/testgraph"
 )
 
 // builder makes small models node by node, with the Q/DQ helpers the

@@ -4,4 +4,4 @@
 // works on the IR.
 package onnxpb
 
-//go:generate protoc --go_out=. --go_opt=paths=source_relative --go_opt=Monnx.proto=optc/onnxpb onnx.proto
+//go:generate protoc --go_out=. --go_opt=paths=source_relative --go_opt=Monnx.proto=github.com/optc-dev/optc/onnxpb onnx.proto

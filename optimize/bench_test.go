@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"optc/bench"
-	"optc/data"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/optimize"
-	"optc/ort"
+	"github.com/optc-dev/optc/bench"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/optimize"
+	"github.com/optc-dev/optc/ort"
 )
 
 // BenchmarkOptimizedVsOriginal measures, in one run, each real model and

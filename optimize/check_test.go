@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"optc/data"
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/internal/testgraph"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/internal/testgraph"
 )
 
 // TestCheckRefusesAChangedModel: the check is what stops a wrong result

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"optc/data"
-	"optc/graph"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
 )
 
 // zeroHazard returns a node of m (subgraphs included) that ONNX Runtime

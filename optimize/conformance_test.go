@@ -4,10 +4,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"optc/graph"
-	"optc/internal/conformance"
-	"optc/internal/ortenv"
-	"optc/passes"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/conformance"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/passes"
 )
 
 // TestPipelineConformance runs the default (-O2) pipeline over every

@@ -1,8 +1,8 @@
 package optimize_test
 
 import (
-	"optc/ort"
-	"optc/passes"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/passes"
 )
 
 // evaluator is the constant-folding fallback the tests give the passes,

@@ -10,12 +10,12 @@ import (
 	"slices"
 	"strings"
 
-	"optc/compare"
-	"optc/data"
-	"optc/graph"
-	"optc/ort"
-	"optc/passes"
-	"optc/prune"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/passes"
+	"github.com/optc-dev/optc/prune"
 )
 
 // Options say what to optimize and how to check it.

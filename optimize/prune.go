@@ -7,13 +7,13 @@ import (
 	"slices"
 	"time"
 
-	"optc/bench"
-	"optc/compare"
-	"optc/graph"
-	"optc/internal/atomicfile"
-	"optc/ort"
-	"optc/passes"
-	"optc/prune"
+	"github.com/optc-dev/optc/bench"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/atomicfile"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/passes"
+	"github.com/optc-dev/optc/prune"
 )
 
 // PruneResult is what pruning did and what it cost.

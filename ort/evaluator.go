@@ -6,7 +6,7 @@ import (
 
 	ortgo "github.com/yalue/onnxruntime_go"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // NodeEvaluator runs one node at a time in ONNX Runtime, for constant

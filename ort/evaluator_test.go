@@ -5,9 +5,9 @@ import (
 	"slices"
 	"testing"
 
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/ort"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/ort"
 )
 
 // evalNode builds a node of op reading one value per input (nil: omitted)

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/ort"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/ort"
 )
 
 // TestNonTensorOutputIsRefused: test_if_opt returns an empty optional,

@@ -12,7 +12,7 @@ import (
 
 	ortgo "github.com/yalue/onnxruntime_go"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Level is ONNX Runtime's graph optimization level.

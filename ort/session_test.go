@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/ort"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/ort"
 )
 
 // oneNode builds a model computing op(x) for a float32 input of shape dims,

@@ -3,7 +3,7 @@ package passes
 import (
 	"slices"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // What the cleanup passes share: an edit that rewires readers and removes

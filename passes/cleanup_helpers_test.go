@@ -5,9 +5,9 @@ import (
 	"math"
 	"testing"
 
-	"optc/data"
-	"optc/graph"
-	"optc/internal/difftest"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/difftest"
 )
 
 // What the tests of the cleanup passes share: a builder of small models

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // bigCleanupModel chains blocks of about ten nodes, each with work for

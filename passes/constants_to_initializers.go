@@ -1,7 +1,7 @@
 package passes
 
 import (
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // constantsToInitializers turns Constant nodes of the main graph into

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 func TestConstantsToInitializers(t *testing.T) {

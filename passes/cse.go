@@ -8,7 +8,7 @@ import (
 	"math"
 	"slices"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // eliminateCSE merges nodes that compute the same thing: same operator,

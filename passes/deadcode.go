@@ -3,7 +3,7 @@ package passes
 import (
 	"slices"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // deadCode removes nodes whose outputs nothing reads (and that are not

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // dedupInitializers merges initializers with the same type, dims and

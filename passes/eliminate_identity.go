@@ -1,7 +1,7 @@
 package passes
 
 import (
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // eliminateIdentity removes Identity nodes, and Dropout nodes that run in

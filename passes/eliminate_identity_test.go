@@ -3,7 +3,7 @@ package passes
 import (
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 func TestEliminateIdentity(t *testing.T) {

@@ -3,7 +3,7 @@ package passes
 import (
 	"math"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // eliminateNoop removes nodes that return their first input unchanged:

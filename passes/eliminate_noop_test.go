@@ -3,7 +3,7 @@ package passes
 import (
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // noopCase builds x -> Relu -> (the node under test) -> Neg -> output, so

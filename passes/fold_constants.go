@@ -3,8 +3,8 @@ package passes
 import (
 	"errors"
 
-	"optc/graph"
-	"optc/kernels"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/kernels"
 )
 
 // foldConstants evaluates every node whose inputs are all constant

@@ -6,13 +6,13 @@ import (
 	"slices"
 	"testing"
 
-	"optc/data"
-	"optc/graph"
-	"optc/internal/conformance"
-	"optc/internal/difftest"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/ort"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/conformance"
+	"github.com/optc-dev/optc/internal/difftest"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/ort"
 )
 
 // ints adds an int64 initializer.

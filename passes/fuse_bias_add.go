@@ -1,6 +1,6 @@
 package passes
 
-import "optc/graph"
+import "github.com/optc-dev/optc/graph"
 
 // fuseBiasAdd folds an Add of a per-channel constant after a Conv or
 // ConvTranspose into the op's bias. Exporters write the bias this way

@@ -3,7 +3,7 @@ package passes
 import (
 	"math"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // fuseConvActivation pairs a Conv with the activation that alone reads its

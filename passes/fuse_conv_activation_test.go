@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // convActivationCases are the activations the pass pairs with a Conv,

@@ -3,7 +3,7 @@ package passes
 import (
 	"math"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // fuseConvBN folds an inference-mode BatchNormalization into the linear op

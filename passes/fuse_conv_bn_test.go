@@ -3,7 +3,7 @@ package passes
 import (
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // bn adds a BatchNormalization over c channels of x, its parameters

@@ -1,7 +1,7 @@
 package passes
 
 import (
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // fuseHardSwish recognises HardSwish written out as four ops,

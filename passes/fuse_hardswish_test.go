@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // hardSwishSpelling says how a test writes x * Clip(x + 3, 0, 6) / 6.

@@ -5,13 +5,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"optc/compare"
-	"optc/data"
-	"optc/graph"
-	"optc/internal/difftest"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/ort"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/difftest"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/ort"
 )
 
 // The fusions on real models: MNIST (Conv+BN+Relu) and PaddleOCR's cls,

@@ -1,7 +1,7 @@
 package passes
 
 import (
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // fusePadIntoConv folds a zero Pad of the spatial axes into the pads

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // padConvModel builds x[1,2,5,6] -> Pad -> consumer -> output, with a

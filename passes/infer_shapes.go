@@ -1,8 +1,8 @@
 package passes
 
 import (
-	"optc/graph"
-	"optc/shapes"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/shapes"
 )
 
 // inferShapes writes what shape inference knows into the model: every node

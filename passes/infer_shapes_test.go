@@ -5,11 +5,11 @@ import (
 	"strconv"
 	"testing"
 
-	"optc/data"
-	"optc/graph"
-	"optc/internal/difftest"
-	"optc/internal/testenv"
-	"optc/passes"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/difftest"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/passes"
 )
 
 // shapesGraph is a small builder for the infer-shapes tests.

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strconv"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // The matcher: small questions a local fusion asks of the graph, so that a

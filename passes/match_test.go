@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"optc/data"
-	"optc/graph"
-	"optc/internal/difftest"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/difftest"
 )
 
 // fusionFixture builds small models for the fusion tests. Its helpers are

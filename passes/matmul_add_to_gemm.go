@@ -1,7 +1,7 @@
 package passes
 
 import (
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // matmulAddToGemm turns MatMul(A, B) followed by Add of a constant bias

@@ -3,7 +3,7 @@ package passes
 import (
 	"slices"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // mergeSqueezeUnsqueeze removes a Squeeze followed by an Unsqueeze of the

@@ -3,7 +3,7 @@ package passes
 import (
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // squeezeNode adds a Squeeze or Unsqueeze with axes as an input (opset

@@ -1,7 +1,7 @@
 package passes
 
 import (
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // mergeTransposes folds a Transpose that only feeds another Transpose into

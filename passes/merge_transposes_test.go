@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 func transposeNode(b *cleanupModel, name string, in *graph.Value, perm ...int64) *graph.Node {

@@ -8,7 +8,7 @@ package passes
 import (
 	"fmt"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Pass is one graph rewrite.

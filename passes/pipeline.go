@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // registry is every pass in the order the pipeline runs them.

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"optc/graph"
-	"optc/internal/synth"
-	"optc/passes"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/synth"
+	"github.com/optc-dev/optc/passes"
 )
 
 // chain builds x -> Relu -> ... (n nodes) -> y, plus dead side branches

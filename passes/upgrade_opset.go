@@ -8,8 +8,8 @@ import (
 	"sort"
 	"strings"
 
-	"optc/graph"
-	"optc/shapes"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/shapes"
 )
 
 // UpgradeOpset rewrites the default-domain nodes of m (main graph and

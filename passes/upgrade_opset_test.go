@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"optc/data"
-	"optc/graph"
-	"optc/internal/difftest"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/ort"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/difftest"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/ort"
 )
 
 // upgradeCase builds a one-op model at opset from with input x.

@@ -10,16 +10,16 @@ import (
 	"testing"
 	"time"
 
-	"optc/calibrate"
-	"optc/data"
-	"optc/graph"
-	"optc/internal/convstack"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/ort"
-	"optc/placement"
-	"optc/ptq"
-	"optc/quantize"
+	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/convstack"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/placement"
+	"github.com/optc-dev/optc/ptq"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // placementCase is one model of the acceptance table: how to calibrate and

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Step is one move of the greedy search: a kind of region reverted to

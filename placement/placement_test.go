@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"optc/calibrate"
-	"optc/data"
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/ort"
-	"optc/passes"
-	"optc/quantize"
+	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/passes"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // prepared is a float model as ptq hands it over (passes run, opset 13)

@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strings"
 
-	"optc/graph"
-	"optc/ort"
-	"optc/quantize"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // profileRuns is how many runs the profiler records per model; the

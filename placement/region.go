@@ -19,8 +19,8 @@ import (
 	"fmt"
 	"slices"
 
-	"optc/graph"
-	"optc/quantize"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // Decisions of a region.

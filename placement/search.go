@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"optc/data"
 	"runtime"
 	"time"
 
-	"optc/graph"
-	"optc/ort"
-	"optc/quantize"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // The modes: what `--placement` takes besides a file.

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"time"
 
-	"optc/bench"
-	"optc/data"
-	"optc/graph"
-	"optc/ort"
+	"github.com/optc-dev/optc/bench"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/ort"
 )
 
 // Timing settings of the A/B comparison: every candidate gets warm-up

@@ -3,7 +3,7 @@ package prune
 import (
 	"fmt"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Apply runs one pruning method over m.

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"sort"
 
-	"optc/graph"
-	"optc/shapes"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/shapes"
 )
 
 // Channels removes output channels of Conv (group 1) and Gemm layers with

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // undoLog reverts what apply changed, newest first.

@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"optc/bench"
-	"optc/compare"
-	"optc/data"
-	"optc/graph"
-	"optc/internal/difftest"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/ort"
-	"optc/passes"
+	"github.com/optc-dev/optc/bench"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/difftest"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/passes"
 )
 
 // optimized runs the -O2 pipeline on path into a temp file, checked in

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"optc/graph"
-	"optc/internal/difftest"
-	"optc/internal/ortenv"
-	"optc/ort"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/difftest"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/ort"
 )
 
 // builder makes small float32 models whose doomed channels have tiny

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sort"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Magnitude zeroes the smallest-magnitude weights of every Conv,

@@ -11,12 +11,12 @@ import (
 	"strings"
 	"testing"
 
-	"optc/compare"
-	"optc/data"
-	"optc/graph"
-	"optc/internal/difftest"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/difftest"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
 )
 
 // checkSmallestZeroed fails unless after is before with exactly the k

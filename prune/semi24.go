@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // SemiStructured prunes to the 2:4 pattern that sparse tensor cores run:

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // at4 returns the flat index of element (a, b, c, d) of a tensor of dims

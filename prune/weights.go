@@ -6,7 +6,7 @@ import (
 	"math"
 	"slices"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // weightOp returns the kind of weight op n is (Conv, ConvTranspose, Gemm,

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // weightModel is a hand-built model with one of every kind of weight the

@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"optc/calibrate"
-	"optc/data"
-	"optc/graph"
-	"optc/internal/convstack"
-	"optc/internal/ortenv"
-	"optc/ort"
-	"optc/ptq"
-	"optc/quantize"
+	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/convstack"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/ptq"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // BenchmarkConvStackInt8 quantizes the conv stack (128 channels, 28x28)

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"strings"
 
-	"optc/compare"
-	"optc/graph"
-	"optc/internal/jsonfloat"
-	"optc/quantize"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // Sensitivity is what quantizing one layer alone costs.

@@ -6,10 +6,10 @@ import (
 	"io"
 	"strings"
 
-	"optc/compare"
-	"optc/data"
-	"optc/graph"
-	"optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/jsonfloat"
 )
 
 // The accuracy guard is on by default: every INT8 model is measured

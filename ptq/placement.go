@@ -3,9 +3,9 @@ package ptq
 import (
 	"fmt"
 
-	"optc/compare"
-	"optc/graph"
-	"optc/placement"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/placement"
 )
 
 // place applies opts.Placement to the accuracy-valid INT8 settings (the

@@ -6,14 +6,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"optc/calibrate"
-	"optc/data"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/ort"
-	"optc/placement"
-	"optc/ptq"
-	"optc/quantize"
+	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/placement"
+	"github.com/optc-dev/optc/ptq"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // --placement all-int8 writes byte for byte what optc quantize wrote

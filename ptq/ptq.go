@@ -12,15 +12,15 @@ import (
 	"os"
 	"time"
 
-	"optc/bench"
-	"optc/calibrate"
-	"optc/compare"
-	"optc/data"
-	"optc/graph"
-	"optc/ort"
-	"optc/passes"
-	"optc/placement"
-	"optc/quantize"
+	"github.com/optc-dev/optc/bench"
+	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/passes"
+	"github.com/optc-dev/optc/placement"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // Options say what to quantize, with which data, for which target.

@@ -3,8 +3,8 @@ package ptq
 import (
 	"testing"
 
-	"optc/ort"
-	"optc/quantize"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // The tensorrt model's quality is measured at level basic at most (its Q/DQ

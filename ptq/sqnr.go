@@ -8,11 +8,11 @@ import (
 	"math"
 	"slices"
 
-	"optc/compare"
-	"optc/data"
-	"optc/graph"
-	"optc/internal/jsonfloat"
-	"optc/ort"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/ort"
 )
 
 // TensorSQNR is how faithfully one quantized activation is represented:

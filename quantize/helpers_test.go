@@ -8,11 +8,11 @@ import (
 	"math/rand"
 	"testing"
 
-	"optc/data"
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/internal/testgraph"
-	"optc/ort"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testgraph"
+	"github.com/optc-dev/optc/ort"
 )
 
 // builder makes small models node by node, with random weights from a

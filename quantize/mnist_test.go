@@ -8,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"optc/compare"
-	"optc/data"
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/optimize"
-	"optc/ort"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/optimize"
+	"github.com/optc-dev/optc/ort"
 )
 
 // ortOps opens a session on model at level all, has ORT write the graph it

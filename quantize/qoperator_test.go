@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"optc/compare"
-	"optc/data"
-	"optc/graph"
-	"optc/ort"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/ort"
 )
 
 // qopNet: x[4,3,8,8] -> conv1 (bias) -> relu1 -> conv2 (bias) -> clip2

@@ -33,7 +33,7 @@ import (
 	"slices"
 	"strconv"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Target is the runtime the quantized model is meant for.

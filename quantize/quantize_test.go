@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"optc/compare"
-	"optc/data"
-	"optc/graph"
-	"optc/internal/difftest"
-	"optc/lint"
-	"optc/ort"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/difftest"
+	"github.com/optc-dev/optc/lint"
+	"github.com/optc-dev/optc/ort"
 )
 
 // convNet: x[1,2,6,6] -> conv1 (bias) -> relu1 -> conv2 (bias, stride 2)

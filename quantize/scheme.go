@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Scheme is how a target quantizes: the activation type and symmetry,

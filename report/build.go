@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"optc/bench"
-	"optc/build"
-	"optc/graph"
-	"optc/passes"
-	"optc/ptq"
+	"github.com/optc-dev/optc/bench"
+	"github.com/optc-dev/optc/build"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/passes"
+	"github.com/optc-dev/optc/ptq"
 )
 
 // FromBuild turns a build's result into its report. dir is the folder the

@@ -3,11 +3,11 @@ package report
 import (
 	"math"
 
-	"optc/bench"
-	"optc/build"
-	"optc/compare"
-	"optc/graph"
-	"optc/ptq"
+	"github.com/optc-dev/optc/bench"
+	"github.com/optc-dev/optc/build"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/ptq"
 )
 
 // FromBench is the report of `optc bench --report DIR`: one model, its

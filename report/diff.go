@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"optc/bench"
-	"optc/config"
+	"github.com/optc-dev/optc/bench"
+	"github.com/optc-dev/optc/config"
 )
 
 // bootstrapResamples is how many resamples put an interval on a latency

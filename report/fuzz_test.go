@@ -5,7 +5,7 @@ import (
 	"io"
 	"testing"
 
-	"optc/config"
+	"github.com/optc-dev/optc/config"
 )
 
 // FuzzParse feeds report.json bytes to what optc diff does with them:

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/internal/jsonfloat"
 )
 
 // sqnrBars is how many tensors the SQNR chart shows (the worst).

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"optc/internal/jsonfloat"
-	"optc/placement"
+	"github.com/optc-dev/optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/placement"
 )
 
 // sqnrRows is how many of the worst-represented tensors report.md lists.

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"optc/compare"
-	"optc/config"
-	"optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/internal/jsonfloat"
 )
 
 // allNaN is sample's artifact made the fp16 variant whose output is NaN

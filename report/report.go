@@ -10,11 +10,11 @@ import (
 	"os"
 	"path/filepath"
 
-	"optc/compare"
-	"optc/graph"
-	"optc/internal/jsonfloat"
-	"optc/placement"
-	"optc/ptq"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/placement"
+	"github.com/optc-dev/optc/ptq"
 )
 
 // Schema is the version of report.json's layout; readers refuse others.

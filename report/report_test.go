@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"optc/bench"
-	"optc/config"
-	"optc/graph"
-	"optc/internal/jsonfloat"
-	"optc/placement"
+	"github.com/optc-dev/optc/bench"
+	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/placement"
 )
 
 // sample is a small report with every section filled, latencies given as

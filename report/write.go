@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 
-	"optc/internal/atomicfile"
+	"github.com/optc-dev/optc/internal/atomicfile"
 )
 
 // WriteFolder writes report.json, report.md and report.html into dir.

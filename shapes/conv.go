@@ -1,7 +1,7 @@
 package shapes
 
 import (
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Convolutions, pooling and matrix products. Spatial sizes follow ONNX

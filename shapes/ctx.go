@@ -3,7 +3,7 @@ package shapes
 import (
 	"fmt"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // rule infers the types of a node's outputs, in output order; a nil entry

@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Helpers over dimensions and shapes. A symbolic dim stands for one

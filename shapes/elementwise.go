@@ -3,7 +3,7 @@ package shapes
 import (
 	"math"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Elementwise operators: numpy broadcasting over all inputs, the element

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // FuzzRules builds one node of a random op with random inputs (shapes

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"optc/graph"
-	"optc/shapes"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/shapes"
 )
 
 // A small builder for hand-made graphs: inputs with symbolic dims,

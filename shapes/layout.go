@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Operators that move, cut, join or repeat data: the output shape comes

@@ -3,7 +3,7 @@ package shapes
 import (
 	"math"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Operators outside the main families: recurrent layers, losses, OneHot,

@@ -9,13 +9,13 @@ import (
 	"slices"
 	"testing"
 
-	"optc/data"
-	"optc/graph"
-	"optc/internal/conformance"
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
-	"optc/ort"
-	"optc/shapes"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/conformance"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/shapes"
 )
 
 // TestBackendModels infers every model of the ONNX backend test data: no

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 func TestElementwise(t *testing.T) {

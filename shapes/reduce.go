@@ -3,7 +3,7 @@ package shapes
 import (
 	"slices"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Reductions: the reduced axes become 1 (keepdims) or go. Axes are an

@@ -32,7 +32,7 @@ import (
 	"errors"
 	"fmt"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Result is what Infer found.

@@ -3,7 +3,7 @@ package shapes
 import (
 	"math"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Operators that make tensors, and the shape-tensor operators whose

@@ -4,7 +4,7 @@ package main
 import (
 	"os"
 
-	"optc/cmd"
+	"github.com/optc-dev/optc/cmd"
 )
 
 func main() {

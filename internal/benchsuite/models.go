@@ -9,17 +9,17 @@ import (
 	"path/filepath"
 	"time"
 
-	"optc/bench"
-	"optc/calibrate"
-	"optc/compare"
-	"optc/data"
-	"optc/graph"
-	"optc/internal/testenv"
-	"optc/optimize"
-	"optc/ort"
-	"optc/prune"
-	"optc/ptq"
-	"optc/quantize"
+	"github.com/optc-dev/optc/bench"
+	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/optimize"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/prune"
+	"github.com/optc-dev/optc/ptq"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // ModelRow is one artifact's speed against the original model, measured

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"optc/ort"
+	"github.com/optc-dev/optc/ort"
 )
 
 // Options say how much to measure.

@@ -9,13 +9,13 @@ import (
 	"path/filepath"
 	"time"
 
-	"optc/build"
-	"optc/config"
-	"optc/data"
-	"optc/graph"
-	"optc/internal/synth"
-	"optc/ort"
-	"optc/passes"
+	"github.com/optc-dev/optc/build"
+	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/synth"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/passes"
 )
 
 // mnistConfig is the bundled demo build (testdata/mnist/optc.yaml), for

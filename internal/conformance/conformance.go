@@ -13,11 +13,11 @@ import (
 	"strings"
 	"testing"
 
-	"optc/data"
-	"optc/graph"
-	"optc/infer"
-	"optc/internal/testenv"
-	"optc/ort"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/infer"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/ort"
 )
 
 // Tolerances of the ONNX backend test runner.

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Model is eight 3x3 convolutions (padding 1), each followed by Relu, at c

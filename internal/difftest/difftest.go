@@ -9,10 +9,10 @@ import (
 	"math"
 	"testing"
 
-	"optc/data"
-	"optc/graph"
-	"optc/internal/ortenv"
-	"optc/ort"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/ort"
 )
 
 // Options set the data and tolerances; the zero value feeds 4 random

@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	"optc/ort"
+	"github.com/optc-dev/optc/ort"
 )
 
 // Require loads the ONNX Runtime library (see ort.Init) or skips the test

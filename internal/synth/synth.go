@@ -5,7 +5,7 @@ package synth
 import (
 	"fmt"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // ReluChain is a model of n Relu nodes in a chain on a 2x3 float input;

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // AudioSamples is the length of Audio's input; with a kernel of 64 and a

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 // Builder makes a model node by node. Model is the model being built,

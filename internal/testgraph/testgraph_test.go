@@ -3,7 +3,7 @@ package testgraph
 import (
 	"testing"
 
-	"optc/graph"
+	"github.com/optc-dev/optc/graph"
 )
 
 func TestBuilder(t *testing.T) {

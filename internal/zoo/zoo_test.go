@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"optc/internal/ortenv"
-	"optc/internal/testenv"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
 )
 
 // The suite is configured by environment variables (make zoo sets them):

@@ -13,9 +13,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"optc/internal/atomicfile"
-	"optc/internal/benchsuite"
-	"optc/internal/testenv"
+	"github.com/optc-dev/optc/internal/atomicfile"
+	"github.com/optc-dev/optc/internal/benchsuite"
+	"github.com/optc-dev/optc/internal/testenv"
 )
 
 func main() {

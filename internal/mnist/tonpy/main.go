@@ -17,9 +17,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"optc/data"
-	"optc/graph"
-	"optc/internal/mnist"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/mnist"
 )
 
 func main() {

@@ -15,9 +15,9 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"optc/data"
-	"optc/graph"
-	"optc/internal/textlines"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/textlines"
 )
 
 func main() {
