@@ -1,6 +1,7 @@
 package build
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -64,6 +65,9 @@ type Timing struct {
 	ColdStartMs float64             `json:"cold_start_ms"` // session creation + first run
 	Batches     []bench.BatchResult `json:"batches"`
 	Repeats     []Repeat            `json:"repeats,omitempty"`
+	// Level is the ORT level it was timed at when that is not the
+	// runtime's (see builder.timeArtifact).
+	Level string `json:"ort_level,omitempty"`
 }
 
 // Repeat is one timing run.
@@ -77,7 +81,7 @@ type Repeat struct {
 func (b *builder) verify() error {
 	spec, dopts := b.eval.spec, b.eval.opts
 	var err error
-	if b.res.Baseline, err = b.timing(b.c.Model, ""); err != nil {
+	if b.res.Baseline, err = b.timing(b.c.Model, "", b.session()); err != nil {
 		return fmt.Errorf("%s: %w", b.c.Model, err)
 	}
 	for _, a := range b.res.Artifacts {
@@ -114,12 +118,36 @@ func (b *builder) verify() error {
 		if n := &b.res.Caveats.CheckSamples; *n == 0 || a.Check.Samples < *n {
 			*n = a.Check.Samples
 		}
-		var err error
-		if a.Timing, err = b.timing(path, runPath); err != nil {
+		if err := b.timeArtifact(a, path, runPath); err != nil {
 			return fmt.Errorf("%s: %w", a.Path, err)
 		}
 	}
 	return nil
+}
+
+// timeArtifact times a model artifact at the runtime level. An artifact
+// for another runtime (TensorRT), which never runs ORT's own graph
+// optimizations, is timed at the highest lower level when ORT crashes
+// optimizing it (ort.ErrCrashed), and the report says so; an artifact ORT
+// itself is to run gets no such allowance.
+func (b *builder) timeArtifact(a *Artifact, path, runPath string) error {
+	sess := b.session()
+	var err error
+	for {
+		a.Timing, err = b.timing(path, runPath, sess)
+		sc, scErr := quantize.SchemeFor(quantize.Target(a.Target))
+		var crash *ort.CrashError
+		if !errors.As(err, &crash) || scErr != nil || !sc.OtherRuntime || sess.Level == ort.LevelDisable {
+			break
+		}
+		b.note(fmt.Sprintf("%s: ONNX Runtime crashes (%s) optimizing it at level %s; timed at level %s (%s does not run ORT's optimizations)",
+			a.Path, crash.Signal, sess.Level, sess.Level-1, a.Target))
+		sess.Level--
+	}
+	if err == nil && sess.Level != b.session().Level {
+		a.Timing.Level = sess.Level.String()
+	}
+	return err
 }
 
 // verifyFP16 checks a float16 artifact as its float16 emulation (see
@@ -202,14 +230,14 @@ const notHeldOut = "no eval data and calibration used every sample: the artifact
 
 // timing measures a model on random inputs at every latency batch size,
 // latency.repeats times, each run taking an equal share of latency.duration.
-func (b *builder) timing(model, runModel string) (*Timing, error) {
+func (b *builder) timing(model, runModel string, sess ort.Options) (*Timing, error) {
 	repeats := max(b.c.Latency.Repeats, 1)
 	t := &Timing{}
 	for range repeats {
 		r, err := bench.Run(bench.Options{
 			Model: model, RunModel: runModel, Data: "random",
 			DataOpts: data.Options{High: 1, Seed: 1, Spec: b.c.Inputs()}, Batches: b.latencyBatches,
-			Session: b.session(), Duration: b.c.Latency.Duration.Duration / time.Duration(repeats), ORTLib: b.c.Runtime.ORTLib,
+			Session: sess, Duration: b.c.Latency.Duration.Duration / time.Duration(repeats), ORTLib: b.c.Runtime.ORTLib,
 		})
 		if err != nil {
 			return nil, err

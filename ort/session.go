@@ -225,19 +225,6 @@ func NewSession(src Source, opts Options) (*Session, error) {
 			return nil, fmt.Errorf("input %q is %s: %w", in.Name, what, ErrNotExpressible)
 		}
 	}
-	so, err := ortgo.NewSessionOptions()
-	if err != nil {
-		return nil, fmt.Errorf("session options: %w", err)
-	}
-	defer so.Destroy()
-	if err := configure(so, opts); err != nil {
-		return nil, err
-	}
-	if src.Path == "" && src.ExternalDir != "" {
-		if err := so.AddSessionConfigEntry("session.model_external_initializers_file_folder_path", src.ExternalDir); err != nil {
-			return nil, err
-		}
-	}
 	names := func(ios []IO) []string {
 		out := make([]string, len(ios))
 		for i, io := range ios {
@@ -245,14 +232,13 @@ func NewSession(src Source, opts Options) (*Session, error) {
 		}
 		return out
 	}
-	var s *ortgo.DynamicAdvancedSession
-	if src.Path != "" {
-		s, err = ortgo.NewDynamicAdvancedSession(src.Path, names(src.Inputs), names(src.Outputs), so)
-	} else {
-		s, err = ortgo.NewDynamicAdvancedSessionWithONNXData(src.Bytes, names(src.Inputs), names(src.Outputs), so)
+	ins, outs := names(src.Inputs), names(src.Outputs)
+	if err := probe(src, ins, outs, opts); err != nil {
+		return nil, err
 	}
+	s, err := openSession(src, ins, outs, opts)
 	if err != nil {
-		return nil, fmt.Errorf("ONNX Runtime cannot load the model: %s", oneLine(err))
+		return nil, err
 	}
 	return &Session{Inputs: src.Inputs, Outputs: src.Outputs, s: s}, nil
 }
