@@ -111,7 +111,7 @@ type SessionSettings struct {
 // settings.
 func (b *builder) exportORT() error {
 	if _, err := os.Stat(b.ortModel + ".data"); err == nil {
-		return b.skipORTFormat()
+		return b.skipORTFormat(fmt.Sprintf("%s keeps its tensors in a side file (over 2 GiB), which the ORT format cannot hold", rel(b, b.ortModel)))
 	}
 	ortPath, err := b.dir.path("ort/model.ort")
 	if err != nil {
@@ -126,8 +126,13 @@ func (b *builder) exportORT() error {
 	so := b.session()
 	so.OptimizedModelPath = ortPath
 	sess, err := ort.NewSession(ort.Source{Path: b.ortModel, Inputs: ins, Outputs: outs}, so)
+	if note := nonTensorNote(ins, outs); err != nil && note != "" {
+		// ORT cannot write such a model in its format ("We do not support
+		// type [9]"); the .onnx runs as it is.
+		return b.skipORTFormat(fmt.Sprintf("ONNX Runtime cannot write %s in the ORT format%s: %v", rel(b, b.ortModel), note, err))
+	}
 	if err != nil {
-		return fmt.Errorf("writing %s: %w%s", ortPath, err, nonTensorNote(ins, outs))
+		return fmt.Errorf("writing %s: %w", ortPath, err)
 	}
 	if err := sess.Close(); err != nil {
 		return err
@@ -166,10 +171,12 @@ func nonTensorNote(ins, outs []ort.IO) string {
 	return ""
 }
 
-func (b *builder) skipORTFormat() error {
+// skipORTFormat writes the session settings without an .ort model, and a
+// note saying why there is none.
+func (b *builder) skipORTFormat(why string) error {
 	so := b.session()
 	version, _ := ort.Version()
-	b.res.Notes = append(b.res.Notes, fmt.Sprintf("ort: %s keeps its tensors in a side file (over 2 GiB), which the ORT format cannot hold: no ort/model.ort; deploy the .onnx with its .data file", rel(b, b.ortModel)))
+	b.res.Notes = append(b.res.Notes, fmt.Sprintf("ort: %s: no ort/model.ort; deploy the .onnx (with its side files)", why))
 	b.add("ort/session.json", "ort", "settings", "", "")
 	return writeJSONFile(b, "ort/session.json", SessionSettings{
 		Model: rel(b, b.ortModel), GraphOptimization: so.Level.String(),

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -114,6 +115,9 @@ func (b *builder) verify() error {
 			}
 			a.Check = checkOf(r)
 			a.Check.Level = sess.Level.String()
+			for _, sk := range r.Skipped {
+				b.note("not checked or timed: " + sk)
+			}
 		}
 		if n := &b.res.Caveats.CheckSamples; *n == 0 || a.Check.Samples < *n {
 			*n = a.Check.Samples
@@ -325,4 +329,9 @@ func (c *Check) nonFiniteText() string {
 	return strings.Join(parts, "; ")
 }
 
-func (b *builder) note(s string) { b.res.Notes = append(b.res.Notes, s) }
+// note adds a line to the report's notes, once.
+func (b *builder) note(s string) {
+	if !slices.Contains(b.res.Notes, s) {
+		b.res.Notes = append(b.res.Notes, s)
+	}
+}

@@ -108,6 +108,9 @@ func benchRun(opts *BenchOptions) error {
 	fmt.Fprintf(out, "model %s\nORT %s, level %s, intra-op threads %s, concurrency %d, data %s\n\n",
 		res.Model, res.ORTVersion, res.Level, threads, res.Concurrency, res.Data)
 	cs := res.ColdStart
+	for _, sk := range res.Skipped {
+		fmt.Fprintf(out, "not timed: %s\n", sk)
+	}
 	fmt.Fprintf(out, "cold start %.1f ms: library %.1f ms, session %.1f ms, first run %.2f ms\n", cs.TotalMs, cs.LibraryInitMs, cs.SessionCreateMs, cs.FirstRunMs)
 	fmt.Fprintf(out, "harness floor (do-nothing model): p50 %.3f ms, p99 %.3f ms (not subtracted)\n\n", res.Harness.P50, res.Harness.P99)
 	fmt.Fprintf(out, "warm latency in ms:\n")

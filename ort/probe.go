@@ -129,10 +129,24 @@ type prober struct {
 
 var probes = prober{seen: map[string]error{}}
 
+// Probe opens src in the probe child, as NewSession does first, and
+// returns a *CrashError when ONNX Runtime crashed there. A caller that
+// times session creation (cold start) probes before it starts the clock.
+func Probe(src Source, opts Options) error {
+	names := func(ios []IO) []string {
+		out := make([]string, len(ios))
+		for i, io := range ios {
+			out[i] = io.Name
+		}
+		return out
+	}
+	return probe(src, names(src.Inputs), names(src.Outputs), opts)
+}
+
 // probe opens src in the child once per model content, level and
-// provider, and returns a *CrashError when ONNX Runtime crashed there.
-// When no child can be started it says nothing: the session is then
-// opened without a probe.
+// provider (the answer is remembered), and returns a *CrashError when
+// ONNX Runtime crashed there. When no child can be started it says
+// nothing: the session is then opened without a probe.
 func probe(src Source, ins, outs []string, opts Options) error {
 	key, err := probeKey(src, opts)
 	if err != nil {
