@@ -234,3 +234,70 @@ func TestBuildNonTensorModels(t *testing.T) {
 		})
 	}
 }
+
+// TestBackendBuildSweep runs `optc build MODEL -o OUT` (float, ORT target,
+// short timing) over the backend test models. A build may fail only where
+// the optimize sweep classifies the model as not expressible or not run by
+// ORT; a build that fails where optimize runs, a panic or a crash fails the
+// test. Plain `go test` takes every 40th model; OPTC_SWEEP=full (make
+// sweep) takes all of them.
+func TestBackendBuildSweep(t *testing.T) {
+	ortenv.Require(t)
+	root, models := conformance.Models(t)
+	if os.Getenv("OPTC_SWEEP") != "full" {
+		var every []string
+		for i, p := range models {
+			if i%40 == 0 {
+				every = append(every, p)
+			}
+		}
+		models = every
+	}
+	tmp := t.TempDir()
+	counts := map[string]int{}
+	start := time.Now()
+	for i, p := range models {
+		rel, _ := filepath.Rel(root, filepath.Dir(p))
+		outcome, detail := buildSweepOne(t, p, filepath.Join(tmp, fmt.Sprintf("b%d", i)), filepath.Join(tmp, fmt.Sprintf("o%d.onnx", i)))
+		counts[outcome]++
+		if outcome == sweepFailed {
+			t.Errorf("%s: %s", rel, detail)
+		} else if outcome != sweepRan && testing.Verbose() {
+			t.Logf("%s: %s: %s", outcome, rel, detail)
+		}
+	}
+	var b bytes.Buffer
+	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
+	for _, o := range sweepOutcomes {
+		fmt.Fprintf(w, "%s\t%d\t\n", o, counts[o])
+	}
+	fmt.Fprintf(w, "total\t%d\t\n", len(models))
+	w.Flush()
+	t.Logf("optc build (ort target) over %d backend test models in %s (ran = built):\n%s", len(models), time.Since(start).Round(time.Second), b.String())
+}
+
+// buildSweepOne builds one model; when the build fails, the optimize
+// sweep's classification of the model says whether that is allowed.
+func buildSweepOne(t *testing.T, model, outDir, optimized string) (outcome, detail string) {
+	defer func() {
+		if r := recover(); r != nil {
+			outcome, detail = sweepFailed, fmt.Sprintf("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	opts, status, msg := parseBuild(t, model, "-o", outDir, "--latency-duration", "20ms")
+	if status != 0 {
+		return sweepFailed, "flags: " + msg
+	}
+	opts.IO = &IO{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}
+	err := buildRun(opts)
+	if err == nil {
+		return sweepRan, ""
+	}
+	if errors.Is(err, ort.ErrNotExpressible) {
+		return sweepNotExpressible, oneLine(err.Error())
+	}
+	if outcome, why := sweepOne(t, model, optimized); outcome != sweepRan {
+		return outcome, why
+	}
+	return sweepFailed, "build failed where optimize runs: " + oneLine(err.Error())
+}
