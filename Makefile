@@ -76,12 +76,13 @@ vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
 
-# What `optc optimize` does, default check included, over every ONNX backend
-# test model (about 1,070), classified: ran, not expressible, ORT cannot run
-# the original, static-batch, failed (must be 0). Prints the table that
-# docs/optimize.md records. `go test ./cmd` runs a subset of it.
+# What `optc optimize` does, default check included, and then `optc build`
+# (ORT target), over every ONNX backend test model (about 1,070),
+# classified: ran, not expressible, ORT cannot run the original,
+# static-batch, failed (must be 0). Prints the tables that docs/optimize.md
+# records. `go test ./cmd` runs a subset of each.
 sweep: testdata ort
-	OPTC_SWEEP=full $(GO) test -count=1 -timeout=30m -run='^TestBackendSweep$$' -v ./cmd
+	OPTC_SWEEP=full $(GO) test -count=1 -timeout=30m -run='^TestBackend(Build)?Sweep$$' -v ./cmd
 
 # A longer fuzzing run, FUZZTIME per target (FUZZTIME=10m make fuzz).
 FUZZTIME ?= 2m
