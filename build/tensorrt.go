@@ -263,6 +263,11 @@ func (b *builder) engineShapes() (map[string]export.ShapeRange, error) {
 			return nil, fmt.Errorf("%w; or give its TensorRT profile (tensorrt.profiles.%s)", err, in.Name)
 		}
 		out[in.Name] = export.ShapeRange{Min: lo[i], Opt: hi[i], Max: hi[i]}
+		for k, d := range in.Shape {
+			if d.Kind == graph.DimSymbolic && hi[i][k] == 0 {
+				b.note(fmt.Sprintf("tensorrt: input %q dim %d (%s) is 0 in the engine profile (no past: a KV cache's first step); set tensorrt.profiles.%s for the lengths the engine must take", in.Name, k, d, in.Name))
+			}
+		}
 	}
 	return out, nil
 }

@@ -456,8 +456,8 @@ func (c Config) Validate() error {
 			continue
 		}
 		for i := range p.Min {
-			if p.Min[i] < 1 || p.Min[i] > p.Opt[i] || p.Opt[i] > p.Max[i] {
-				bad("tensorrt.profiles.%s: want 1 <= min <= opt <= max in every dim", name)
+			if p.Min[i] < 0 || p.Min[i] > p.Opt[i] || p.Opt[i] > p.Max[i] {
+				bad("tensorrt.profiles.%s: want 0 <= min <= opt <= max in every dim (0: an empty tensor, a KV cache's first step)", name)
 				break
 			}
 		}

@@ -363,8 +363,12 @@ func resolveShape(in Input, opts Options, bind map[string]int64) ([]int64, error
 			out[i] = d.Value
 		case i == k:
 			out[i] = int64(max(opts.Batch, 1))
-		case d.Kind == graph.DimSymbolic && bind[d.Param] > 0:
-			out[i] = bind[d.Param]
+		case d.Kind == graph.DimSymbolic:
+			v, ok := symbolValue(d.Param, bind)
+			if !ok {
+				return nil, fmt.Errorf("input %q %s: dim %d (%s) is dynamic; fix it with --shape %s", in.Name, in, i, d, shapeHint(in, eff, k))
+			}
+			out[i] = v
 		default:
 			return nil, fmt.Errorf("input %q %s: dim %d (%s) is dynamic; fix it with --shape %s", in.Name, in, i, d, shapeHint(in, eff, k))
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/optc-dev/optc/graph"
 )
@@ -340,4 +341,43 @@ func ResolveShapes(inputs []Input, opts Options) ([][]int64, error) {
 		out[i] = s
 	}
 	return out, nil
+}
+
+// symbolValue is the size of a symbolic dim: its binding from --shape; 0
+// for an unbound past length (past_sequence_length, past_seq: the first
+// step of a KV cache, which has no past); or a sum of such terms and
+// integers, as exporters write the length of a mask over past and new
+// tokens ("past_sequence_length + sequence_length").
+func symbolValue(param string, bind map[string]int64) (int64, bool) {
+	if param == "" {
+		return 0, false
+	}
+	var sum int64
+	for _, term := range strings.Split(param, "+") {
+		term = strings.TrimSpace(term)
+		if n, err := strconv.ParseInt(term, 10, 64); err == nil && n >= 0 {
+			sum += n
+			continue
+		}
+		if v, ok := bind[term]; ok {
+			sum += v
+			continue
+		}
+		if isPastLength(term) {
+			continue
+		}
+		return 0, false
+	}
+	return sum, true
+}
+
+// isPastLength says whether a symbol names the cached length of a KV
+// cache: an identifier with "past" in it.
+func isPastLength(sym string) bool {
+	if !strings.Contains(strings.ToLower(sym), "past") {
+		return false
+	}
+	return !strings.ContainsFunc(sym, func(r rune) bool {
+		return !(r == '_' || r == '.' || unicode.IsLetter(r) || unicode.IsDigit(r))
+	})
 }

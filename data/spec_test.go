@@ -131,3 +131,47 @@ func TestStaticBatchFilesDropTheRemainder(t *testing.T) {
 	_, err = Open(p, []Input{{Name: "x", DType: graph.Float, Shape: graph.StaticShape(16, 5)}}, Options{})
 	wantErr(t, err, "10 samples do not fill one batch of 16")
 }
+
+// TestKVCacheFirstStep: a decoder with a KV cache declares the cache's
+// length as past_sequence_length and the mask over past and new tokens as
+// their sum. Unless --shape says otherwise, random data is the first step:
+// an empty cache and a mask as long as the ids; a length given on one
+// input is the length of every input sharing its symbol.
+func TestKVCacheFirstStep(t *testing.T) {
+	b := testgraph.New(t, "kv", 17)
+	ids := b.Value("input_ids")
+	ids.Type = graph.TensorType(graph.Int64, graph.Shape{dyn("batch_size"), dyn("sequence_length")})
+	mask := b.Value("attention_mask")
+	mask.Type = graph.TensorType(graph.Int64, graph.Shape{dyn("batch_size"), dyn("past_sequence_length + sequence_length")})
+	past := b.Value("past_key_values.0.key")
+	past.Type = graph.TensorType(graph.Float, graph.Shape{dyn("batch_size"), st(2), dyn("past_sequence_length"), st(4)})
+	b.Graph.Inputs = append(b.Graph.Inputs, ids, mask, past)
+	b.Output(b.Node("n", "Identity", past).Output(0), 1, 2, 0, 4)
+	inputs := GraphInputs(b.Graph)
+	for _, c := range []struct {
+		shapes map[string][]int64
+		want   [][]int64
+	}{
+		{map[string][]int64{"input_ids": {-1, 5}}, [][]int64{{3, 5}, {3, 5}, {3, 2, 0, 4}}},
+		{map[string][]int64{"input_ids": {-1, 1}, "past_key_values.0.key": {-1, 2, 9, 4}}, [][]int64{{3, 1}, {3, 10}, {3, 2, 9, 4}}},
+	} {
+		got, err := ResolveShapes(inputs, Options{Batch: 3, Spec: Spec{Shapes: c.shapes}})
+		if err != nil || !slices.EqualFunc(got, c.want, slices.Equal) {
+			t.Errorf("--shape %v: %v, %v; want %v", c.shapes, got, err, c.want)
+		}
+	}
+	if _, err := ResolveShapes(inputs, Options{Batch: 1}); err == nil || !strings.Contains(err.Error(), "sequence_length") {
+		t.Errorf("no --shape: %v, want the sequence length asked for", err)
+	}
+	src, err := Open("random", inputs, Options{Batch: 2, Samples: 2, Spec: Spec{Shapes: map[string][]int64{"input_ids": {-1, 4}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := src.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := batch.Tensors[2]; !slices.Equal(p.Dims, []int64{2, 2, 0, 4}) || p.ByteSize() != 0 {
+		t.Errorf("past: %v with %d bytes, want an empty [2 2 0 4]", p.Dims, p.ByteSize())
+	}
+}

@@ -172,8 +172,8 @@ func shapeFlags(shapes map[string]ShapeRange) ([]string, error) {
 			return nil, fmt.Errorf("build_engine.sh: input %q: min %v, opt %v, max %v need the same rank, at least 1", name, r.Min, r.Opt, r.Max)
 		}
 		for i := range r.Min {
-			if r.Min[i] < 1 || r.Min[i] > r.Opt[i] || r.Opt[i] > r.Max[i] {
-				return nil, fmt.Errorf("build_engine.sh: input %q dim %d: want 1 <= min <= opt <= max, got %d, %d, %d", name, i, r.Min[i], r.Opt[i], r.Max[i])
+			if r.Min[i] < 0 || r.Min[i] > r.Opt[i] || r.Opt[i] > r.Max[i] {
+				return nil, fmt.Errorf("build_engine.sh: input %q dim %d: want 0 <= min <= opt <= max, got %d, %d, %d", name, i, r.Min[i], r.Opt[i], r.Max[i])
 			}
 		}
 		quoted := name
