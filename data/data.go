@@ -43,6 +43,11 @@ type Input struct {
 	// Range, when set, bounds random values (integer ids into an
 	// embedding of V rows: [0, V)).
 	Range *[2]float64
+	// Divisor says the input divides in an integer Div or Mod: ONNX
+	// Runtime's integer kernels fault (SIGFPE) on a zero divisor, which
+	// ends the process, so random data draws it from [1, 10) and every
+	// source refuses a batch that holds a zero there.
+	Divisor bool
 }
 
 // String returns the input's type as optc prints it: float32[N,3,48,192].
@@ -152,6 +157,14 @@ func Open(spec string, inputs []Input, opts Options) (Source, error) {
 	if err := checkOpen(spec, inputs, opts); err != nil {
 		return nil, err
 	}
+	src, err := open(spec, inputs, opts)
+	if err != nil || !slices.ContainsFunc(inputs, func(in Input) bool { return in.Divisor }) {
+		return src, err
+	}
+	return &nonZeroDivisors{Source: src, where: spec, inputs: inputs}, nil
+}
+
+func open(spec string, inputs []Input, opts Options) (Source, error) {
 	if spec == "random" {
 		return openRandom(inputs, opts)
 	}
@@ -563,4 +576,43 @@ func unwrapPathError(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// nonZeroDivisors refuses a batch with a zero in an input that divides
+// integers (Input.Divisor), before ONNX Runtime faults on it.
+type nonZeroDivisors struct {
+	Source
+	where  string
+	inputs []Input
+}
+
+func (s *nonZeroDivisors) Next() (*Batch, error) {
+	b, err := s.Source.Next()
+	if err != nil {
+		return b, err
+	}
+	for i, in := range s.inputs {
+		if !in.Divisor || i >= len(b.Tensors) {
+			continue
+		}
+		if k, ok := firstZero(b.Tensors[i]); ok {
+			return nil, fmt.Errorf("%s: input %q holds 0 at element %d: it divides in an integer Div or Mod, and ONNX Runtime's integer division by zero crashes the process", s.where, in.Name, k)
+		}
+	}
+	return b, nil
+}
+
+// firstZero is the index of the first zero element of an integer tensor.
+func firstZero(t *graph.Tensor) (int, bool) {
+	b, err := t.Bytes()
+	size := t.DType.BitSize() / 8
+	if err != nil || size == 0 {
+		return 0, false
+	}
+	for i := 0; i+size <= len(b); i += size {
+		if !slices.ContainsFunc(b[i:i+size], func(c byte) bool { return c != 0 }) {
+			return i / size, true
+		}
+	}
+	return 0, false
 }

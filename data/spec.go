@@ -95,6 +95,12 @@ func inferInputs(g *graph.Graph, inputs []Input) {
 				in.Range = &[2]float64{0, float64(v)}
 			}
 		}
+		if isInt(in.DType) && dividesIntegers(g, in.Name) {
+			in.Divisor = true
+			if in.Range == nil {
+				in.Range = &[2]float64{1, 10}
+			}
+		}
 	}
 }
 
@@ -380,4 +386,19 @@ func isPastLength(sym string) bool {
 	return !strings.ContainsFunc(sym, func(r rune) bool {
 		return !(r == '_' || r == '.' || unicode.IsLetter(r) || unicode.IsDigit(r))
 	})
+}
+
+// dividesIntegers says whether the graph input name is the divisor
+// (input 1) of a Div or Mod in g or in any of its subgraphs.
+func dividesIntegers(g *graph.Graph, name string) bool {
+	found := false
+	g.Walk(func(sg *graph.Graph) {
+		for _, n := range sg.Nodes {
+			if (n.OpType == "Div" || n.OpType == "Mod") && n.Domain == "" && len(n.Inputs()) == 2 &&
+				n.Input(1) != nil && n.Input(1).Name == name {
+				found = true
+			}
+		}
+	})
+	return found
 }

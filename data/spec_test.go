@@ -1,6 +1,7 @@
 package data
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -174,4 +175,44 @@ func TestKVCacheFirstStep(t *testing.T) {
 	if p := batch.Tensors[2]; !slices.Equal(p.Dims, []int64{2, 2, 0, 4}) || p.ByteSize() != 0 {
 		t.Errorf("past: %v with %d bytes, want an empty [2 2 0 4]", p.Dims, p.ByteSize())
 	}
+}
+
+// TestIntegerDivisor: an integer input that divides (Mod, Div) gets
+// random values from [1, 10), and a data file with a zero there is
+// refused by name before ONNX Runtime would fault (SIGFPE) on it.
+func TestIntegerDivisor(t *testing.T) {
+	b := testgraph.New(t, "mod", 17)
+	x := b.TypedValue("x", graph.Int32, 4)
+	y := b.TypedValue("y", graph.Int32, 4)
+	b.Graph.Inputs = append(b.Graph.Inputs, x, y)
+	b.Output(b.Node("m", "Mod", x, y).Output(0), 4)
+	inputs := GraphInputs(b.Graph)
+	if inputs[0].Divisor || !inputs[1].Divisor {
+		t.Fatalf("divisor flags %v %v, want y only", inputs[0].Divisor, inputs[1].Divisor)
+	}
+	src, err := Open("random", inputs, Options{High: 1, Samples: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, batch := range readAll(t, src) {
+		if k, zero := firstZero(batch.Tensors[1]); zero {
+			t.Fatalf("random divisor holds 0 at %d", k)
+		}
+	}
+	le := func(vs ...int32) []byte {
+		out := make([]byte, 0, 4*len(vs))
+		for _, v := range vs {
+			out = append(out, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+		}
+		return out
+	}
+	npz := writeZip(t, filepath.Join(t.TempDir(), "d.npz"),
+		zipMember{name: "x.npy", data: npyBytes(t, graph.Int32, []int64{4}, le(1, 2, 3, 4))},
+		zipMember{name: "y.npy", data: npyBytes(t, graph.Int32, []int64{4}, le(1, 2, 0, 4))})
+	src, err = Open(npz, inputs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = src.Next()
+	wantErr(t, err, `input "y" holds 0 at element 2`)
 }
