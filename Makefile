@@ -3,10 +3,21 @@ GO      ?= go
 BIN     := bin/optc
 EXAMPLE := testdata/models/mnist_cnn.onnx
 
-.PHONY: build demo test race testdata ort release release-check ci-recipe fuzz bench bench-quick bench-io bench-big bench-passes bench-int8 vet sweep zoo zoo-models
+.PHONY: build install demo test race testdata ort release release-check ci-recipe fuzz bench bench-quick bench-io bench-big bench-passes bench-int8 vet sweep zoo zoo-models
+
+# The commit optc is built from, for `optc version`: the go command records
+# it itself only in a plain clone (not in a git worktree, nor with
+# -buildvcs=false).
+LDFLAGS := -X github.com/optc-dev/optc/cmd.Commit=$(shell git rev-parse HEAD 2>/dev/null) \
+	-X github.com/optc-dev/optc/cmd.Modified=$(shell git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo true || echo false)
 
 build:
-	$(GO) build -o $(BIN) ./cmd/optc
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/optc
+
+# optc into $(go env GOPATH)/bin, as `go install github.com/optc-dev/optc/cmd/optc@latest`
+# does from outside a checkout.
+install:
+	$(GO) install -ldflags '$(LDFLAGS)' ./cmd/optc
 
 # Builds the bundled example: an INT8 build of the MNIST CNN for ONNX
 # Runtime, TensorRT and Triton (testdata/mnist/optc.yaml: calibration and
@@ -73,6 +84,14 @@ zoo: zoo-models ort
 # sha256s built into it (optc runtime install; nothing when already cached).
 ort: build
 	./$(BIN) runtime install >/dev/null
+
+# docs/ci.md's recipe for a model repository, end to end
+# (internal/cirecipe): go install of optc from a local module proxy into an
+# empty HOME, optc runtime install from a local npm-shaped registry, both
+# builds, optc diff, the comment (gh stubbed) and the gate. A few minutes;
+# not part of make test.
+ci-recipe:
+	OPTC_CI_RECIPE=1 $(GO) test -count=1 -timeout=30m -run='^TestCIRecipe$$' -v ./internal/cirecipe
 
 # apt-get install of the packages $(1), as root or with sudo (CI runs as
 # root on Debian 12), updating the package index only when needed.
