@@ -98,7 +98,7 @@ func pinnedHelp() string {
 		}
 		s = append(s, v+" ("+strings.Join(names, ", ")+")")
 	}
-	return strings.Join(s, "; ") + ". macOS x86-64 has no library in any\nonnxruntime-node >= 1.24: use --ort-lib there."
+	return strings.Join(s, "; ") + ". onnxruntime-node ships no macOS x86-64\nlibrary from 1.24 on: use --ort-lib there."
 }
 
 func runtimeInstallRun(ctx context.Context, opts *RuntimeInstallOptions) error {

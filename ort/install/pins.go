@@ -56,7 +56,7 @@ var releases = map[string]release{
 // notShipped explains the platforms optc supports that no tarball of a
 // usable version carries.
 var notShipped = map[Platform]missing{
-	// onnxruntime-node 1.23.2 still has darwin/x64; 1.24.1 and 1.24.3 do
-	// not, and onnxruntime_go v1.27.0 cannot use 1.23.
-	{"darwin", "amd64"}: {"ONNX Runtime publishes no macOS x86-64 library from 1.24 on, and optc needs >= 1.24"},
+	// onnxruntime-node 1.23.2 still has darwin/x64; 1.24.1, 1.24.3, 1.27.0
+	// and 1.30.0 do not, and onnxruntime_go v1.27.0 cannot use 1.23.
+	{"darwin", "amd64"}: {"the npm package ships no macOS x86-64 library from 1.24 on (1.23.2 was the last), and optc needs >= 1.24"},
 }
