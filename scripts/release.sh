@@ -9,8 +9,8 @@
 # semantic version. The commit and whether the tree had uncommitted changes
 # are linked in too, as the go command records no vcs information from a git
 # worktree. -trimpath and the fixed flags make the build reproducible: two
-# builds of one commit gave the same SHA256SUMS. Installs the cross compiler with apt when it is missing (as
-# root, or with sudo).
+# builds of one commit gave the same SHA256SUMS. Installs the cross
+# compiler with apt when it is missing (as root, or with sudo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
