@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -307,5 +308,45 @@ func TestParsePlatform(t *testing.T) {
 		if _, err := ParsePlatform(s); err == nil {
 			t.Errorf("ParsePlatform(%q) accepted", s)
 		}
+	}
+}
+
+// TestInstallUsesProxy runs Install in a child process (the standard
+// library reads the proxy variables once per process) with HTTP_PROXY
+// pointing at a test proxy and a registry host that does not resolve:
+// the tarball can only come through the proxy.
+func TestInstallUsesProxy(t *testing.T) {
+	const registry = "http://npm.registry.invalid/"
+	if cache := os.Getenv("OPTC_PROXY_CHILD"); cache != "" {
+		fakeRelease(t)
+		_, err := Install(context.Background(), Options{Version: testVersion, CacheDir: cache, Registry: registry, Platforms: []Platform{linuxArm}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	tgz, libs := fakeRelease(t)
+	var asked []string
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.String())
+		if r.URL.String() != registry+"onnxruntime-node/-/onnxruntime-node-"+testVersion+".tgz" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(tgz)
+	}))
+	defer proxy.Close()
+	cache := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestInstallUsesProxy$")
+	cmd.Env = append(os.Environ(), "OPTC_PROXY_CHILD="+cache, "HTTP_PROXY="+proxy.URL, "http_proxy="+proxy.URL, "NO_PROXY=", "no_proxy=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("install through the proxy: %v\n%s", err, out)
+	}
+	if len(asked) != 1 {
+		t.Errorf("the proxy was asked for %v, want the tarball once", asked)
+	}
+	p, _ := LibraryPath(cache, testVersion, linuxArm)
+	if b, err := os.ReadFile(p); err != nil || !bytes.Equal(b, libs[linuxArm]) {
+		t.Errorf("%s: %v, want the library from the proxied tarball", p, err)
 	}
 }
