@@ -69,6 +69,10 @@ func candidates(flag string) []candidate {
 	)
 }
 
+// CacheDir is optc's cache folder (install.CacheDir, where the layout is
+// defined).
+func CacheDir() string { return install.CacheDir() }
+
 // Init loads the ONNX Runtime library (once per process) and returns where
 // it came from. flag is the --ort-lib value ("" when not given). When the
 // library is nowhere and nothing names one explicitly, it is fetched into
