@@ -3,10 +3,21 @@ GO      ?= go
 BIN     := bin/optc
 EXAMPLE := testdata/models/mnist_cnn.onnx
 
-.PHONY: build demo test race testdata ort fuzz bench bench-quick bench-io bench-big bench-passes bench-int8 vet sweep zoo zoo-models
+.PHONY: build install demo test race testdata ort release release-check ci-recipe fuzz bench bench-quick bench-io bench-big bench-passes bench-int8 vet sweep zoo zoo-models
+
+# The commit optc is built from, for `optc version`: the go command records
+# it itself only in a plain clone (not in a git worktree, nor with
+# -buildvcs=false).
+LDFLAGS := -X github.com/optc-dev/optc/cmd.Commit=$(shell git rev-parse HEAD 2>/dev/null) \
+	-X github.com/optc-dev/optc/cmd.Modified=$(shell git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo true || echo false)
 
 build:
-	$(GO) build -o $(BIN) ./cmd/optc
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/optc
+
+# optc into $(go env GOPATH)/bin, as `go install github.com/optc-dev/optc/cmd/optc@latest`
+# does from outside a checkout.
+install:
+	$(GO) install -ldflags '$(LDFLAGS)' ./cmd/optc
 
 # Builds the bundled example: an INT8 build of the MNIST CNN for ONNX
 # Runtime, TensorRT and Triton (testdata/mnist/optc.yaml: calibration and
@@ -68,9 +79,46 @@ zoo-models:
 zoo: zoo-models ort
 	ZOO=full ZOO_REPORT=$(CURDIR)/docs/zoo.md $(GO) test -count=1 -timeout=0 -run='^TestZoo$$' -v ./internal/zoo
 
-# The ONNX Runtime 1.24.1 CPU library, from the npm package onnxruntime-node.
-ort:
-	scripts/fetch-onnxruntime.sh >/dev/null
+# The ONNX Runtime 1.24.1 CPU library for this machine, fetched by optc
+# itself from the npm package onnxruntime-node and checked against the
+# sha256s built into it (optc runtime install; nothing when already cached).
+ort: build
+	./$(BIN) runtime install >/dev/null
+
+# docs/ci.md's recipe for a model repository, end to end
+# (internal/cirecipe): go install of optc from a local module proxy into an
+# empty HOME, optc runtime install from a local npm-shaped registry, both
+# builds, optc diff, the comment (gh stubbed) and the gate. A few minutes;
+# not part of make test.
+ci-recipe:
+	OPTC_CI_RECIPE=1 $(GO) test -count=1 -timeout=30m -run='^TestCIRecipe$$' -v ./internal/cirecipe
+
+# apt-get install of the packages $(1), as root or with sudo (CI runs as
+# root on Debian 12), updating the package index only when needed.
+apt_install = sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; export DEBIAN_FRONTEND=noninteractive; \
+	$$sudo apt-get install -y --no-install-recommends $(1) || \
+	{ $$sudo apt-get update -qq && $$sudo apt-get install -y --no-install-recommends $(1); }
+
+# Release binaries into dist/: optc-VERSION-linux-amd64 and -linux-arm64
+# (cgo on; arm64 cross-compiled with Debian's gcc-aarch64-linux-gnu, which
+# is installed when missing), SHA256SUMS and the Dockerfile
+# (scripts/release.sh). VERSION=v0.1.0 make release; the default is the
+# tag at HEAD, else v0.0.0-dev.
+release:
+	scripts/release.sh
+
+# Runs the release binaries: linux/amd64 here, linux/arm64 under
+# qemu-user-static with Debian's arm64 libraries (installed when missing):
+# version, inspect, runtime list, and run over the bundled MNIST digits with
+# each platform's ORT library from the same npm tarball; the two must agree.
+# About 4 minutes from cold (the arm64 cross-compile), 1.5 warm on 2 cores,
+# so it is not part of make test.
+QEMU_PKGS := qemu-user-static libstdc++6-arm64-cross
+release-check: release
+	@{ command -v qemu-aarch64-static || command -v qemu-aarch64; } >/dev/null && \
+		test -e /usr/aarch64-linux-gnu/lib/libstdc++.so.6 || { \
+		echo "release-check: installing $(QEMU_PKGS)" >&2; $(call apt_install,$(QEMU_PKGS)); }
+	OPTC_RELEASE_DIR=$(CURDIR)/dist $(GO) test -count=1 -timeout=20m -run='^TestReleaseBinaries$$' -v ./internal/release
 
 vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }

@@ -294,7 +294,7 @@ func buildRun(opts *BuildOptions) error {
 		// the working folder.
 		ctx = context.Background()
 	}
-	bo := build.Options{Config: opts.Config, Version: Version, Finish: report.Finish}
+	bo := build.Options{Config: opts.Config, Version: ReadBuildInfo().Version, Finish: report.Finish}
 	if isTerminal(opts.IO.ErrOut) {
 		bo.Progress = opts.IO.ErrOut
 	}

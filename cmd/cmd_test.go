@@ -231,7 +231,7 @@ func TestUsageErrors(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	status, out, _ := run(t, "version")
-	if status != 0 || !strings.HasPrefix(out, "optc "+Version) || !strings.Contains(out, "go1.") {
+	if status != 0 || !strings.HasPrefix(out, "optc "+ReadBuildInfo().Version) || !strings.Contains(out, "go1.") {
 		t.Errorf("status %d, output %q", status, out)
 	}
 }

@@ -13,9 +13,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Version is optc's version, set at link time (-ldflags "-X optc/cmd.Version=...").
-var Version = "0.1.0-dev"
-
 // IO is where a command reads and writes, so tests can capture it.
 type IO struct {
 	In     io.Reader
@@ -56,6 +53,7 @@ func NewRoot(io *IO) *cobra.Command {
 		newCmdCompare(io, g, nil),
 		newCmdBench(io, g, nil),
 		newCmdDiff(io, nil),
+		newCmdRuntime(io, nil, nil),
 		newCmdVersion(io, g),
 	)
 	return root

@@ -118,7 +118,7 @@ func Run(opts Options) (*Result, error) {
 	}
 	// Without a check the runtime is optional: folding then uses the Go
 	// kernels alone.
-	if _, err := ort.Init(opts.ORTLib); err == nil {
+	if _, err := ort.InitLocal(opts.ORTLib); err == nil {
 		popts.Eval = &ort.NodeEvaluator{}
 	}
 	if res.Passes, err = passes.Run(m, pipeline, popts); err != nil {

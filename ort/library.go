@@ -4,22 +4,32 @@
 package ort
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 
 	ortgo "github.com/yalue/onnxruntime_go"
+
+	"github.com/optc-dev/optc/ort/install"
 )
 
 // LibraryVersion is the ONNX Runtime release optc is built and tested
 // against; onnxruntime_go v1.27.0 needs C API 24, so at least 1.24.
-const LibraryVersion = "1.24.1"
+const LibraryVersion = install.DefaultVersion
 
 // FetchCommand fetches the library into the cache folder.
-const FetchCommand = "scripts/fetch-onnxruntime.sh (or: make ort)"
+const FetchCommand = "optc runtime install"
+
+// NoDownloadEnv, set to 1, stops Init from fetching a missing library.
+const NoDownloadEnv = "OPTC_NO_DOWNLOAD"
+
+// Notice gets the one line Init prints before it fetches the library.
+var Notice io.Writer = os.Stderr
 
 var (
 	initOnce    sync.Mutex
@@ -47,41 +57,88 @@ func candidates(flag string) []candidate {
 			cs = append(cs, candidate{"$" + env, p, true})
 		}
 	}
-	cs = append(cs,
-		candidate{"optc cache", filepath.Join(CacheDir(), "onnxruntime", LibraryVersion, "libonnxruntime.so.1"), false},
+	if p, ok := install.LibraryPath(install.CacheDir(), LibraryVersion, install.Current()); ok {
+		cs = append(cs, candidate{"optc cache", p, false})
+	}
+	if runtime.GOOS == "darwin" {
+		return append(cs, candidate{"system library path", "libonnxruntime.dylib", false})
+	}
+	return append(cs,
 		candidate{"system library path", "libonnxruntime.so.1", false},
 		candidate{"system library path", "libonnxruntime.so", false},
 	)
-	return cs
 }
 
-// CacheDir is optc's cache folder: $OPTC_CACHE, else optc under the user's
-// cache folder.
-func CacheDir() string {
-	if d := os.Getenv("OPTC_CACHE"); d != "" {
-		return d
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "optc")
-	}
-	return filepath.Join(os.TempDir(), "optc-cache")
-}
+// CacheDir is optc's cache folder (install.CacheDir, where the layout is
+// defined).
+func CacheDir() string { return install.CacheDir() }
 
 // Init loads the ONNX Runtime library (once per process) and returns where
-// it came from. flag is the --ort-lib value ("" when not given).
+// it came from. flag is the --ort-lib value ("" when not given). When the
+// library is nowhere and nothing names one explicitly, it is fetched into
+// the cache first (install.Install, one line on Notice), unless
+// OPTC_NO_DOWNLOAD=1.
 func Init(flag string) (string, error) {
+	return initLib(flag, os.Getenv(NoDownloadEnv) != "1")
+}
+
+// InitLocal is Init without the download: what `optc version` and the
+// tests use.
+func InitLocal(flag string) (string, error) {
+	return initLib(flag, false)
+}
+
+func initLib(flag string, fetch bool) (string, error) {
 	initOnce.Lock()
 	defer initOnce.Unlock()
 	if initialized {
 		return loadedFrom, nil
 	}
-	var tried []string
-	for _, c := range candidates(flag) {
+	path, tried, explicit := load(candidates(flag))
+	if path != "" {
+		return path, nil
+	}
+	if explicit || !fetch {
+		return "", libraryError(tried)
+	}
+	p, err := fetchLibrary()
+	if err != nil {
+		return "", fmt.Errorf("%w; fetching it failed: %v", libraryError(tried), err)
+	}
+	path, tried2, _ := load([]candidate{{"optc runtime install", p, true}})
+	if path == "" {
+		return "", libraryError(append(tried, tried2...))
+	}
+	return path, nil
+}
+
+// fetchLibrary installs this platform's library into the cache.
+func fetchLibrary() (string, error) {
+	u, err := install.TarballURL(install.Registry(), LibraryVersion)
+	if err != nil {
+		return "", err
+	}
+	if _, ok := install.LibraryPath(install.CacheDir(), LibraryVersion, install.Current()); ok {
+		fmt.Fprintf(Notice, "optc: ONNX Runtime %s not found; fetching it once from %s into %s (%s=1 turns this off)\n",
+			LibraryVersion, u, install.RuntimeDir(install.CacheDir()), NoDownloadEnv)
+	}
+	in, err := install.Install(context.Background(), install.Options{Version: LibraryVersion})
+	if err != nil {
+		return "", err
+	}
+	return in[0].Path, nil
+}
+
+// load tries the candidates in order and returns the path of the first
+// that loads, or what each attempt gave and whether it stopped at an
+// explicit one.
+func load(cs []candidate) (path string, tried []string, explicit bool) {
+	for _, c := range cs {
 		if strings.ContainsRune(c.path, os.PathSeparator) {
 			if _, err := os.Stat(c.path); err != nil {
 				tried = append(tried, fmt.Sprintf("%s (%s): not found", c.path, c.source))
 				if c.explicit {
-					return "", libraryError(tried)
+					return "", tried, true
 				}
 				continue
 			}
@@ -92,14 +149,14 @@ func Init(flag string) (string, error) {
 		err := ortgo.InitializeEnvironment(ortgo.WithLogLevelFatal())
 		if err == nil {
 			initialized, loadedFrom = true, c.path
-			return c.path, nil
+			return c.path, tried, false
 		}
 		tried = append(tried, fmt.Sprintf("%s (%s): %s", c.path, c.source, explainInitError(err)))
 		if c.explicit {
-			return "", libraryError(tried)
+			return "", tried, true
 		}
 	}
-	return "", libraryError(tried)
+	return "", tried, false
 }
 
 func explainInitError(err error) string {
@@ -111,7 +168,7 @@ func explainInitError(err error) string {
 }
 
 func libraryError(tried []string) error {
-	return fmt.Errorf("ONNX Runtime library not found or not usable; looked at: %s. Fetch ONNX Runtime %s with: %s, or point --ort-lib or OPTC_ORT_LIB at libonnxruntime.so",
+	return fmt.Errorf("ONNX Runtime library not found or not usable; looked at: %s. Install ONNX Runtime %s with: %s, or point --ort-lib or OPTC_ORT_LIB at libonnxruntime",
 		strings.Join(tried, "; "), LibraryVersion, FetchCommand)
 }
 

@@ -5,8 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/optc-dev/optc/ort/install"
 )
 
 func TestCandidatesOrder(t *testing.T) {
@@ -14,7 +17,11 @@ func TestCandidatesOrder(t *testing.T) {
 	t.Setenv("ONNXRUNTIME_SHARED_LIBRARY_PATH", "/env/b.so")
 	t.Setenv("OPTC_CACHE", "/cache")
 	cs := candidates("/flag.so")
-	want := []string{"/flag.so", "/env/a.so", "/env/b.so", "/cache/onnxruntime/1.24.1/libonnxruntime.so.1", "libonnxruntime.so.1", "libonnxruntime.so"}
+	cached, ok := install.LibraryPath("/cache", LibraryVersion, install.Current())
+	if !ok || !strings.HasPrefix(cached, "/cache/onnxruntime/1.24.1/"+runtime.GOOS+"-"+runtime.GOARCH+"/libonnxruntime") {
+		t.Fatalf("cache path %q (pinned: %v), want under /cache/onnxruntime/1.24.1/%s-%s/", cached, ok, runtime.GOOS, runtime.GOARCH)
+	}
+	want := []string{"/flag.so", "/env/a.so", "/env/b.so", cached, "libonnxruntime.so.1", "libonnxruntime.so"}
 	if len(cs) != len(want) {
 		t.Fatalf("%d candidates, want %d", len(cs), len(want))
 	}

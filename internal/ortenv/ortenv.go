@@ -4,20 +4,44 @@
 package ortenv
 
 import (
+	"context"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/ort/install"
 )
 
 // Require loads the ONNX Runtime library (see ort.Init) or skips the test
 // when it is missing; under CI (CI=true) a missing library is a failure.
 func Require(t testing.TB) {
 	t.Helper()
-	if _, err := ort.Init(""); err != nil {
+	if _, err := ort.InitLocal(""); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(err)
 		}
 		t.Skip(err)
 	}
+}
+
+// Tarball returns a local copy of the pinned onnxruntime-node tarball
+// (install.DefaultVersion) under the cache folder's npm/, downloading it
+// from the npm registry (install.Registry) and checking it the first time,
+// so that tests of the install path do not download on every run. Without
+// a network the test is skipped, except under CI=true, where it fails.
+func Tarball(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(install.CacheDir(), "npm", "onnxruntime-node-"+install.DefaultVersion+".tgz")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	t.Logf("fetching onnxruntime-node %s into %s (once)", install.DefaultVersion, p)
+	if err := install.FetchTarball(context.Background(), install.Options{}, p); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	return p
 }
