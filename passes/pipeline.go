@@ -27,6 +27,7 @@ var registry = []*Pass{
 	fuseConvBN,
 	fuseHardSwish,
 	fuseLayerNorm,
+	fuseGelu,
 	fuseConvActivation,
 	deadCode,
 	inferShapes,
