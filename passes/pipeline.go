@@ -28,6 +28,7 @@ var registry = []*Pass{
 	fuseHardSwish,
 	fuseLayerNorm,
 	fuseGelu,
+	fuseSkipLayerNorm,
 	fuseConvActivation,
 	deadCode,
 	inferShapes,
