@@ -38,7 +38,7 @@ var fuseGelu = &Pass{
 
 func runFuseGelu(c *Context) (Stats, error) {
 	opset := c.Model.OpsetVersion("")
-	if opset < 20 && !c.ORTContrib || opset < 1 {
+	if opset < 20 && !c.ORTContrib || opset < 1 || !hasOp(c.Model, "Erf", "Tanh") {
 		return Stats{}, nil
 	}
 	shapes := inferShapesOf(c.Model)

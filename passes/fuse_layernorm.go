@@ -49,7 +49,7 @@ var fuseLayerNorm = &Pass{
 
 func runFuseLayerNorm(c *Context) (Stats, error) {
 	opset := c.Model.OpsetVersion("")
-	if opset < 17 && !c.ORTContrib || opset < 1 {
+	if opset < 17 && !c.ORTContrib || opset < 1 || !hasOp(c.Model, "ReduceMean") {
 		return Stats{}, nil
 	}
 	shapes := inferShapesOf(c.Model)

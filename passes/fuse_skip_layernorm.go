@@ -8,7 +8,9 @@ import (
 // into ONNX Runtime's com.microsoft SkipLayerNormalization, one kernel for
 // both, as Transformer encoders write them (post-norm BERT: LN(x + f(x));
 // pre-norm ViT: the sum also feeds the next residual). ONNX has no such
-// operator, so the pass runs only with Context.ORTContrib.
+// operator, so the pass runs only with Context.ORTContrib. It follows
+// fuse-layernorm in the table, so that LayerNorms that pass wrote fuse in
+// the same round.
 //
 // Match, anchored at the LayerNormalization (default domain): float32
 // input; axis the last one (-1, or rank-1), stash_type float, only output
@@ -31,7 +33,7 @@ var fuseSkipLayerNorm = &Pass{
 }
 
 func runFuseSkipLayerNorm(c *Context) (Stats, error) {
-	if !c.ORTContrib {
+	if !c.ORTContrib || !hasOp(c.Model, "LayerNormalization") {
 		return Stats{}, nil
 	}
 	shapes := inferShapesOf(c.Model)

@@ -334,3 +334,18 @@ func (s valueShapes) rank(v *graph.Value) (int, bool) {
 	d, ok := s.dims(v)
 	return len(d), ok
 }
+
+// hasOp reports whether any graph of m has a default-domain node of one of
+// ops: the fusions that need shape inference skip it (and themselves) on
+// models without their anchor.
+func hasOp(m *graph.Model, ops ...string) bool {
+	found := false
+	m.Graph.Walk(func(g *graph.Graph) {
+		for _, n := range g.Nodes {
+			if !found && isOp(n, ops...) {
+				found = true
+			}
+		}
+	})
+	return found
+}
