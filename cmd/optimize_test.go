@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,5 +78,51 @@ func TestOptimizeTableAndUsage(t *testing.T) {
 	status, stdout, _ = run(t, "passes")
 	if status != 0 || !strings.Contains(stdout, "fuse-conv-bn") || !strings.Contains(stdout, "-O2") {
 		t.Errorf("optc passes:\n%s", stdout)
+	}
+}
+
+// --ort-contrib lets the transformer fusions write ONNX Runtime's own
+// operators; without it the result stays standard ONNX (torch's opset-13
+// LayerNorm and GELU have no standard operator there).
+func TestOptimizeORTContrib(t *testing.T) {
+	ortenv.Require(t)
+	dir := t.TempDir()
+	for _, contrib := range []bool{false, true} {
+		out := filepath.Join(dir, fmt.Sprintf("o-%v.onnx", contrib))
+		args := []string{"optimize", testenv.Model("block_opset13.onnx"), "-o", out, "--json"}
+		if contrib {
+			args = append(args, "--ort-contrib")
+		}
+		status, stdout, stderr := run(t, args...)
+		if status != 0 {
+			t.Fatalf("--ort-contrib %v: status %d: %s", contrib, status, stderr)
+		}
+		var res optimize.Result
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatal(err)
+		}
+		ops := map[string]int{}
+		for _, o := range res.After.OpTypes {
+			ops[o.Op] = o.Count
+		}
+		want := map[string]int{}
+		if contrib {
+			want = map[string]int{"LayerNormalization": 1, "com.microsoft.Gelu": 1, "com.microsoft.FastGelu": 1, "com.microsoft.SkipLayerNormalization": 1}
+		}
+		for _, op := range []string{"LayerNormalization", "com.microsoft.Gelu", "com.microsoft.FastGelu", "com.microsoft.SkipLayerNormalization", "Erf", "Tanh", "ReduceMean"} {
+			w := want[op]
+			if op == "Erf" || op == "Tanh" {
+				w = 1 - min(1, want["com.microsoft.Gelu"])
+			}
+			if op == "ReduceMean" {
+				w = 4 * (1 - min(1, want["LayerNormalization"]))
+			}
+			if ops[op] != w {
+				t.Errorf("--ort-contrib %v: %d %s, want %d (ops %v)", contrib, ops[op], op, w, ops)
+			}
+		}
+		if res.Check == nil || !res.Check.Pass {
+			t.Errorf("--ort-contrib %v: check %+v", contrib, res.Check)
+		}
 	}
 }

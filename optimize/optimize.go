@@ -28,6 +28,7 @@ type Options struct {
 	DumpAfter     string // write the model after this pass to DumpPath
 	DumpPath      string
 	FusedConv     bool
+	ORTContrib    bool // transformer fusions may emit ORT-only operators (passes.Context.ORTContrib)
 	FoldSizeLimit int64
 	// Check runs original and result in ORT on CheckSamples random inputs
 	// and refuses to write a result that differs.
@@ -110,8 +111,8 @@ func Run(opts Options) (*Result, error) {
 		res.Pipeline = append(res.Pipeline, p.Name)
 	}
 	popts := passes.Options{VerifyEach: opts.VerifyEach, DumpAfter: opts.DumpAfter, DumpPath: opts.DumpPath,
-		FusedConv: opts.FusedConv, FoldSizeLimit: opts.FoldSizeLimit}
-	if opts.Check || opts.FusedConv {
+		FusedConv: opts.FusedConv, ORTContrib: opts.ORTContrib, FoldSizeLimit: opts.FoldSizeLimit}
+	if opts.Check || opts.FusedConv || opts.ORTContrib {
 		if _, err := ort.Init(opts.ORTLib); err != nil {
 			return nil, err
 		}

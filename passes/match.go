@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/shapes"
 )
 
 // The matcher: small questions a local fusion asks of the graph, so that a
@@ -303,4 +304,48 @@ func minRank(v *graph.Value, depth int) int {
 		return r
 	}
 	return 0
+}
+
+// valueShapes is what shape inference knows of a model's values, for the
+// fusions that need static dims (nil when inference failed: then only
+// declarations and constants count). Take it before rewriting: values a
+// rewrite keeps keep their shapes.
+type valueShapes map[*graph.Value]*graph.Type
+
+func inferShapesOf(m *graph.Model) valueShapes {
+	res, err := shapes.Infer(m)
+	if err != nil {
+		return nil
+	}
+	return res.Types
+}
+
+// dims returns v's dims, -1 where not static; ok is false when even the
+// rank is unknown.
+func (s valueShapes) dims(v *graph.Value) ([]int64, bool) {
+	if t := s[v]; t != nil && t.Kind == graph.KindTensor && t.Shape != nil {
+		return t.Shape.Dims(), true
+	}
+	return knownDims(v)
+}
+
+// rank returns v's rank when known.
+func (s valueShapes) rank(v *graph.Value) (int, bool) {
+	d, ok := s.dims(v)
+	return len(d), ok
+}
+
+// hasOp reports whether any graph of m has a default-domain node of one of
+// ops: the fusions that need shape inference skip it (and themselves) on
+// models without their anchor.
+func hasOp(m *graph.Model, ops ...string) bool {
+	found := false
+	m.Graph.Walk(func(g *graph.Graph) {
+		for _, n := range g.Nodes {
+			if !found && isOp(n, ops...) {
+				found = true
+			}
+		}
+	})
+	return found
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/difftest"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/ort"
 )
 
 // fusionFixture builds small models for the fusion tests. Its helpers are
@@ -178,6 +180,31 @@ func (f *fusionFixture) fuses(p *Pass, ctx Context, want Stats, lo, hi float64) 
 	// Three batches of the (static) batch size.
 	samples := 3 * int(f.g.Inputs[0].Type.Shape.Dims()[0])
 	difftest.Check(f.t, before, after, difftest.Options{DataOpts: data.Options{Low: lo, High: hi, Samples: samples, Seed: 7}})
+}
+
+// fusesInORT is fuses with the differential test at ONNX Runtime's levels
+// disable and all (ORT's own fusions at all must not hide a difference,
+// nor choke on what the pass wrote): p must change the model by want, a
+// second run nothing, and the outputs must agree within 1e-5 + 1e-4|a| on
+// inputs in [lo, hi).
+func (f *fusionFixture) fusesInORT(p *Pass, ctx Context, want Stats, lo, hi float64) {
+	f.t.Helper()
+	ortenv.Require(f.t)
+	before := f.marshal()
+	if st := f.run(p, ctx); st != want {
+		f.t.Fatalf("%s: stats %+v, want %+v", p.Name, st, want)
+	}
+	after := f.marshal()
+	if st := f.run(p, ctx); st.Changed() {
+		f.t.Errorf("%s: a second run changed %+v", p.Name, st)
+	}
+	samples := 3 * max(1, int(f.g.Inputs[0].Type.Shape.Dims()[0])) // a symbolic batch is 1
+	for _, level := range []ort.Level{ort.LevelDisable, ort.LevelAll} {
+		opts := difftest.Options{Level: level, DataOpts: data.Options{Low: lo, High: hi, Samples: samples, Seed: 7}}
+		if err := difftest.Compare(before, after, opts); err != nil {
+			f.t.Fatalf("ORT level %d: %v", level, err)
+		}
+	}
 }
 
 // refuses runs p and wants no stats and the model unchanged byte for byte.

@@ -50,6 +50,13 @@ type Context struct {
 	// (ONNX Runtime targets only); otherwise the fusion is recorded in the
 	// Conv's metadata and the activation stays a node of its own.
 	FusedConv bool
+	// ORTContrib says the model is meant for ONNX Runtime alone: the
+	// transformer fusions may then emit ORT's operators (com.microsoft
+	// Gelu, FastGelu, SkipLayerNormalization, and LayerNormalization below
+	// opset 17, which ORT registers in the default domain) where ONNX has
+	// no standard one. Off, every pass writes standard ONNX only, which
+	// TensorRT and other runtimes read too.
+	ORTContrib bool
 }
 
 // DefaultFoldSizeLimit keeps constant folding from turning a small

@@ -26,6 +26,9 @@ var registry = []*Pass{
 	fuseBiasAdd,
 	fuseConvBN,
 	fuseHardSwish,
+	fuseLayerNorm,
+	fuseGelu,
+	fuseSkipLayerNorm,
 	fuseConvActivation,
 	deadCode,
 	inferShapes,
@@ -85,6 +88,7 @@ type Options struct {
 	Eval          Evaluator
 	FoldSizeLimit int64
 	FusedConv     bool
+	ORTContrib    bool // see Context.ORTContrib
 }
 
 // PassReport is what one pass did over all rounds.
@@ -113,7 +117,7 @@ func Run(m *graph.Model, pipeline []*Pass, opts Options) (*Report, error) {
 	if opts.FoldSizeLimit <= 0 {
 		opts.FoldSizeLimit = DefaultFoldSizeLimit
 	}
-	ctx := &Context{Model: m, Eval: opts.Eval, FoldSizeLimit: opts.FoldSizeLimit, FusedConv: opts.FusedConv}
+	ctx := &Context{Model: m, Eval: opts.Eval, FoldSizeLimit: opts.FoldSizeLimit, FusedConv: opts.FusedConv, ORTContrib: opts.ORTContrib}
 	rep := &Report{}
 	for _, p := range pipeline {
 		rep.Passes = append(rep.Passes, &PassReport{Name: p.Name})

@@ -511,7 +511,20 @@ func TestOtherDomains(t *testing.T) {
 	fused.Producer().Domain = "com.microsoft"
 	relu := b.op1("Relu", nil, x)
 	relu.Producer().Domain = "custom"
-	want(t, b.infer(), fused, "float32[N,4,8,8]", relu, "unknown")
+	// What the transformer fusions write for ONNX Runtime alone.
+	h := b.input("h", "float32[N,S,8]")
+	var ms []*graph.Value
+	for _, op := range []string{"Gelu", "FastGelu", "SkipLayerNormalization"} {
+		ins := []*graph.Value{h}
+		if op == "SkipLayerNormalization" {
+			ins = append(ins, h, b.weights("g", 8))
+		}
+		v := b.op1(op, nil, ins...)
+		v.Producer().Domain = "com.microsoft"
+		ms = append(ms, v)
+	}
+	want(t, b.infer(), fused, "float32[N,4,8,8]", relu, "unknown",
+		ms[0], "float32[N,S,8]", ms[1], "float32[N,S,8]", ms[2], "float32[N,S,8]")
 }
 
 func TestOldConcatAxis(t *testing.T) {

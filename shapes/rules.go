@@ -9,6 +9,10 @@ var rules = map[string]rule{}
 var msRules = map[string]rule{
 	"FusedConv": conv,
 	"FusedGemm": gemm,
+	// fuse-gelu and fuse-skip-layernorm (ORT-only output): Y like input 0.
+	"Gelu":                   same,
+	"FastGelu":               same,
+	"SkipLayerNormalization": same,
 }
 
 func init() {
