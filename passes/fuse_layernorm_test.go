@@ -120,7 +120,7 @@ func TestFuseLayerNorm(t *testing.T) {
 				if s.beta {
 					removed++
 				}
-				ctx := Context{ORTContrib: opset < 17}
+				ctx := Context{ORTContrib: true}
 				f.fusesInORT(fuseLayerNorm, ctx, Stats{Removed: removed, Added: 1}, -3, 3)
 				ln := y.Producer()
 				if ln.OpType != "LayerNormalization" || ln.Domain != "" || ln.Name != last.Name {
@@ -143,12 +143,15 @@ func TestFuseLayerNorm(t *testing.T) {
 	}
 }
 
-// Below opset 17 ONNX has no LayerNormalization: the pass leaves the
-// pattern unless the model is for ONNX Runtime alone.
-func TestFuseLayerNormNeedsORTBelowOpset17(t *testing.T) {
-	f := newFusionFixture(t, 16)
-	f.output(f.layerNorm(f.input("x", 1, 4, 8), []int64{8}, layerNormSpelling{gamma: true, beta: true}).Output(0))
-	f.refuses(fuseLayerNorm, Context{})
+// The pass is opt-in (its kernel is less exact on inputs with a large
+// mean, TestFuseLayerNormLargeMean): without --ort-contrib it leaves the
+// pattern at every opset, ONNX's LayerNormalization (17) included.
+func TestFuseLayerNormNeedsORTContrib(t *testing.T) {
+	for _, opset := range []int64{16, 17} {
+		f := newFusionFixture(t, opset)
+		f.output(f.layerNorm(f.input("x", 1, 4, 8), []int64{8}, layerNormSpelling{gamma: true, beta: true}).Output(0))
+		f.refuses(fuseLayerNorm, Context{})
+	}
 }
 
 // The input of the pattern may be read elsewhere too (the residual).
@@ -157,7 +160,7 @@ func TestFuseLayerNormSharedInput(t *testing.T) {
 	x := f.op("Add", f.input("x", 2, 3, 8), f.weight("r", 8))
 	f.output(f.layerNorm(x, []int64{8}, layerNormSpelling{gamma: true, beta: true}).Output(0))
 	f.output(f.op("Neg", x))
-	f.fusesInORT(fuseLayerNorm, Context{}, Stats{Removed: 9, Added: 1}, -3, 3)
+	f.fusesInORT(fuseLayerNorm, Context{ORTContrib: true}, Stats{Removed: 9, Added: 1}, -3, 3)
 }
 
 // The affine part stops where its result is read elsewhere: the Div or Mul
@@ -168,7 +171,7 @@ func TestFuseLayerNormPartialAffine(t *testing.T) {
 	mul := last.Input(0).Producer()
 	f.output(last.Output(0))
 	f.output(f.op("Neg", mul.Output(0)))
-	f.fusesInORT(fuseLayerNorm, Context{}, Stats{Removed: 8, Added: 1}, -3, 3)
+	f.fusesInORT(fuseLayerNorm, Context{ORTContrib: true}, Stats{Removed: 8, Added: 1}, -3, 3)
 	if last.Graph() == nil || last.Input(0).Producer().OpType != "LayerNormalization" {
 		t.Errorf("the Add of beta should read the fused node")
 	}
@@ -286,7 +289,7 @@ func TestFuseLayerNormLeavesOtherScales(t *testing.T) {
 			div := f.layerNorm(f.input("x", 2, 3, 8), []int64{8}, layerNormSpelling{})
 			mul := f.node("Mul", []*graph.Value{div.Output(0), f.weight("g", dims...)})
 			f.output(mul.Output(0))
-			f.fusesInORT(fuseLayerNorm, Context{}, Stats{Removed: 7, Added: 1}, -3, 3)
+			f.fusesInORT(fuseLayerNorm, Context{ORTContrib: true}, Stats{Removed: 7, Added: 1}, -3, 3)
 			if mul.Graph() == nil || mul.Input(0).Producer().OpType != "LayerNormalization" {
 				t.Errorf("the Mul should stay, reading the fused node")
 			}
@@ -307,7 +310,7 @@ func TestFuseLayerNormLargeMean(t *testing.T) {
 	x := f.op("Add", f.input("x", 4, 16, 64), f.init("offset", nil, []float32{100}))
 	f.output(f.layerNorm(x, []int64{64}, layerNormSpelling{gamma: true, beta: true}).Output(0))
 	before := f.marshal()
-	if st := f.run(fuseLayerNorm, Context{}); st.Added != 1 {
+	if st := f.run(fuseLayerNorm, Context{ORTContrib: true}); st.Added != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 	after := f.marshal()
