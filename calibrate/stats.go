@@ -5,8 +5,8 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strings"
 
+	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/ort"
 )
 
@@ -77,13 +77,7 @@ var Methods = []Method{MinMax, Percentile, Entropy, MSE, Auto}
 
 // MethodNames is Methods for messages and help: "minmax, percentile,
 // entropy, mse or auto".
-func MethodNames() string {
-	var names []string
-	for _, m := range Methods {
-		names = append(names, string(m))
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
+func MethodNames() string { return choice.Or(Methods) }
 
 // ParseMethod returns the method named s, or an error listing Methods.
 func ParseMethod(s string) (Method, error) {

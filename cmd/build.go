@@ -14,6 +14,9 @@ import (
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/internal/choice"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/report"
 )
 
@@ -121,8 +124,8 @@ func overrideImage(set *pflag.FlagSet, f *imageFlags, c *config.Image) error {
 func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVarP(&c.Output, "output", "o", c.Output, "output folder (must not exist unless --force)")
 	fs.BoolVar(&c.Force, "force", c.Force, "replace an existing output folder")
-	fs.StringSliceVar(&c.Targets, "target", c.Targets, "targets: ort, tensorrt, triton or all (repeatable, comma-separated)")
-	fs.IntVarP(&c.OptLevel, "opt-level", "O", c.OptLevel, "optimization passes level: 0, 1 or 2")
+	fs.StringSliceVar(&c.Targets, "target", c.Targets, "targets: "+choice.Or(config.TargetChoices())+" (repeatable, comma-separated)")
+	fs.IntVarP(&c.OptLevel, "opt-level", "O", c.OptLevel, "optimization passes level: "+choice.Or(config.OptLevels))
 	fs.Var(&shapesFlag{&c.Shapes}, "shape", "fix an input's dynamic dims for random data and timing: name:d0,d1,... (? keeps a dim dynamic; a dynamic batch is never pinned) (repeatable)")
 	fs.Var(&mapFlag[float64]{m: &c.Values, parse: data.ParseValueFlag, kind: "name=V"}, "value", "feed an input a constant in random data: name=V (repeatable)")
 	fs.Var(&mapFlag[int]{m: &c.BatchAxes, parse: data.ParseBatchAxisFlag, kind: "name:K"}, "batch-axis", "where an input's batch is: name:K, or name:none (default: inferred) (repeatable)")
@@ -138,8 +141,8 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.Calibration.MovingAverage, "moving-average", c.Calibration.MovingAverage, "minmax: blend per-batch ranges with this weight")
 	fs.StringVar(&c.Calibration.Cache, "calib-cache", c.Calibration.Cache, "an existing calibration file to reuse (skips collection when it matches)")
 
-	fs.StringVar(&c.Quantize.ReduceRange, "reduce-range", c.Quantize.ReduceRange, "7-bit weights: auto (on for x86 without VNNI), on or off")
-	fs.StringVar(&c.Quantize.Format, "format", c.Quantize.Format, "ORT INT8 format: qdq or qoperator (QLinearConv/QLinearMatMul)")
+	fs.StringVar(&c.Quantize.ReduceRange, "reduce-range", c.Quantize.ReduceRange, "7-bit weights: "+choice.Or(quantize.ReduceRangeModes)+" (auto: on for x86 without VNNI)")
+	fs.StringVar(&c.Quantize.Format, "format", c.Quantize.Format, "ORT INT8 format: "+choice.Or(quantize.Formats)+" (QLinearConv/QLinearMatMul)")
 	fs.BoolVar(&c.Quantize.PerChannel, "per-channel", c.Quantize.PerChannel, "per-output-channel weight scales (--per-channel=false: one per tensor)")
 	fs.StringArrayVar(&c.Quantize.Exclude, "exclude", c.Quantize.Exclude, "keep nodes float: a regexp on node name or op type (repeatable)")
 	fs.BoolVar(&c.Quantize.KeepFirstLast, "keep-first-last", c.Quantize.KeepFirstLast, "keep the first and last weighted layers float")
@@ -154,7 +157,7 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.Eval.Samples, "eval-samples", c.Eval.Samples, "check on at most N evaluation samples (0: all)")
 	fs.IntVar(&c.Eval.Batch, "eval-batch", c.Eval.Batch, "evaluation batch size")
 
-	fs.StringVar(&c.Runtime.Level, "level", c.Runtime.Level, "ORT graph optimization level the artifacts run at")
+	fs.StringVar(&c.Runtime.Level, "level", c.Runtime.Level, "ORT graph optimization level the artifacts run at: "+choice.Or(ort.Levels))
 	fs.IntVar(&c.Runtime.Threads, "threads", c.Runtime.Threads, "ORT intra-op threads (0: one per core)")
 	fs.IntSliceVar(&c.Latency.Batches, "latency-batches", c.Latency.Batches, "batch sizes to time")
 	fs.DurationVar(&c.Latency.Duration.Duration, "latency-duration", c.Latency.Duration.Duration, "timing per batch size")

@@ -58,6 +58,7 @@ func NewRoot(io *IO) *cobra.Command {
 		newCmdDiff(io, nil),
 		newCmdVersion(io, g),
 	)
+	registerCompletions(root)
 	return root
 }
 

@@ -14,6 +14,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +22,10 @@ import (
 
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/internal/choice"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/placement"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // Config is everything `optc build` does, as one value.
@@ -317,8 +322,18 @@ func Marshal(c Config) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Targets every build knows.
-var allTargets = []string{"ort", "tensorrt", "triton"}
+// Targets are the targets every build knows, in build order; "all" in
+// the targets key (or --target all) means all of them.
+var Targets = []string{"ort", "tensorrt", "triton"}
+
+// TargetChoices is what the targets key takes: Targets and "all".
+func TargetChoices() []string { return append(slices.Clone(Targets), "all") }
+
+// GatePercentiles are the latency percentiles the latency gate compares.
+var GatePercentiles = []string{"p50", "p90", "p99"}
+
+// OptLevels are the optimization pass levels (-O).
+var OptLevels = []string{"0", "1", "2"}
 
 // ExpandTargets resolves "all" and checks the names; the result is in
 // build order and has no duplicates.
@@ -329,24 +344,24 @@ func (c Config) ExpandTargets() ([]string, error) {
 			name = strings.TrimSpace(name)
 			switch {
 			case name == "all":
-				for _, a := range allTargets {
+				for _, a := range Targets {
 					want[a] = true
 				}
-			case slices.Contains(allTargets, name):
+			case slices.Contains(Targets, name):
 				want[name] = true
 			default:
-				return nil, fmt.Errorf("targets: unknown target %q (want ort, tensorrt, triton or all)", name)
+				return nil, fmt.Errorf("targets: unknown target %q (want %s)", name, choice.Or(TargetChoices()))
 			}
 		}
 	}
 	var out []string
-	for _, a := range allTargets {
+	for _, a := range Targets {
 		if want[a] {
 			out = append(out, a)
 		}
 	}
 	if len(out) == 0 {
-		return nil, errors.New("targets: none given (want ort, tensorrt, triton or all)")
+		return nil, fmt.Errorf("targets: none given (want %s)", choice.Or(TargetChoices()))
 	}
 	return out, nil
 }
@@ -369,8 +384,8 @@ func (c Config) Validate() error {
 			bad("batch_axes.%s: %d (want an axis, or -1 for none)", name, k)
 		}
 	}
-	if c.OptLevel < 0 || c.OptLevel > 2 {
-		bad("opt_level: %d (want 0, 1 or 2)", c.OptLevel)
+	if !slices.Contains(OptLevels, strconv.Itoa(c.OptLevel)) {
+		bad("opt_level: %d (want %s)", c.OptLevel, choice.Or(OptLevels))
 	}
 	if _, err := calibrate.ParseMethod(c.Calibration.Method); err != nil {
 		bad("calibration.method: %q (want %s)", c.Calibration.Method, calibrate.MethodNames())
@@ -387,17 +402,17 @@ func (c Config) Validate() error {
 	if c.Calibration.Samples < 0 || c.Eval.Samples < 0 {
 		bad("calibration.samples and eval.samples must not be negative")
 	}
-	if !slices.Contains([]string{"auto", "on", "off"}, c.Quantize.ReduceRange) {
-		bad("quantize.reduce_range: %q (want auto, on or off)", c.Quantize.ReduceRange)
+	if !slices.Contains(quantize.ReduceRangeModes, c.Quantize.ReduceRange) {
+		bad("quantize.reduce_range: %q (want %s)", c.Quantize.ReduceRange, choice.Or(quantize.ReduceRangeModes))
 	}
 	if c.Quantize.Placement == "" {
-		bad("quantize.placement: empty (want auto, all-int8 or a placement.json)")
+		bad("quantize.placement: empty (want %s or a placement.json)", strings.Join(placement.Modes, ", "))
 	}
 	if c.Quantize.PlacementBudget.Duration <= 0 {
 		bad("quantize.placement_budget: %v (want a positive duration)", c.Quantize.PlacementBudget)
 	}
-	if !slices.Contains([]string{"qdq", "qoperator"}, c.Quantize.Format) {
-		bad("quantize.format: %q (want qdq or qoperator)", c.Quantize.Format)
+	if !slices.Contains(quantize.Formats, quantize.Format(c.Quantize.Format)) {
+		bad("quantize.format: %q (want %s)", c.Quantize.Format, choice.Or(quantize.Formats))
 	}
 	for _, e := range c.Quantize.Exclude {
 		if _, err := regexp.Compile(e); err != nil {
@@ -416,8 +431,8 @@ func (c Config) Validate() error {
 	if c.Eval.Labels != "" && c.Eval.Data == "" {
 		bad("eval.labels needs eval.data")
 	}
-	if !slices.Contains([]string{"disable", "basic", "extended", "all"}, c.Runtime.Level) {
-		bad("runtime.level: %q (want disable, basic, extended or all)", c.Runtime.Level)
+	if !slices.Contains(ort.Levels, c.Runtime.Level) {
+		bad("runtime.level: %q (want %s)", c.Runtime.Level, choice.Or(ort.Levels))
 	}
 	if c.Runtime.Threads < 0 {
 		bad("runtime.threads: %d must not be negative", c.Runtime.Threads)
@@ -488,8 +503,8 @@ func (g Gates) Validate() error {
 		return fmt.Errorf("gates.min_cosine: %g (want 0 to 1)", g.MinCosine)
 	case g.MaxLatencyRegression < 0:
 		return fmt.Errorf("gates.max_latency_regression: %g must not be negative", g.MaxLatencyRegression)
-	case g.Percentile != "" && !slices.Contains([]string{"p50", "p90", "p99"}, g.Percentile):
-		return fmt.Errorf("gates.percentile: %q (want p50, p90 or p99)", g.Percentile)
+	case g.Percentile != "" && !slices.Contains(GatePercentiles, g.Percentile):
+		return fmt.Errorf("gates.percentile: %q (want %s)", g.Percentile, choice.Or(GatePercentiles))
 	case g.MinSpeedup < 0:
 		return fmt.Errorf("gates.min_speedup: %g must not be negative", g.MinSpeedup)
 	case g.MaxSize < 0:
