@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/internal/choice"
+	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/report"
@@ -75,6 +77,17 @@ override the file; --print-config prints the effective configuration.`,
 			if g.ortLib != "" {
 				eff.Runtime.ORTLib = g.ortLib
 			}
+			if !opts.PrintConfig {
+				switch {
+				case eff.Model == "":
+					return usageError{fmt.Errorf("build: give MODEL (or model: in a --config file)")}
+				case eff.Output == "":
+					return usageError{fmt.Errorf("build: -o DIR is required (or output: in a --config file)")}
+				}
+			}
+			if err := checkBuildConfig(cmd.Flags(), configPath, eff); err != nil {
+				return err
+			}
 			opts.Config = eff
 			if runF != nil {
 				return runF(opts)
@@ -89,6 +102,74 @@ override the file; --print-config prints the effective configuration.`,
 	bindBuildFlags(fs, &flagged)
 	img.register(fs)
 	return c
+}
+
+// buildFlagKeys are the config keys build's flags set: docs/config.md's
+// reference table, which TestBuildFlagKeys holds to the flags.
+var buildFlagKeys = map[string]string{
+	"output": "output", "force": "force", "target": "targets", "opt-level": "opt_level",
+	"shape": "shapes", "value": "values", "batch-axis": "batch_axes", "range": "ranges", "int8": "int8",
+	"image-resize": "image.resize", "image-size": "image.size", "image-layout": "image.layout",
+	"image-color": "image.color", "image-scale": "image.scale", "image-mean": "image.mean", "image-std": "image.std",
+	"calib-data": "calibration.data", "calib-samples": "calibration.samples", "calib-batch": "calibration.batch",
+	"seed": "calibration.seed", "method": "calibration.method", "percentile": "calibration.percentile",
+	"moving-average": "calibration.moving_average", "calib-cache": "calibration.cache",
+	"reduce-range": "quantize.reduce_range", "format": "quantize.format", "per-channel": "quantize.per_channel",
+	"exclude": "quantize.exclude", "keep-first-last": "quantize.keep_first_last",
+	"max-accuracy-drop": "quantize.max_accuracy_drop", "min-cosine": "quantize.min_cosine",
+	"allow-accuracy-loss": "quantize.allow_accuracy_loss", "placement": "quantize.placement",
+	"placement-budget": "quantize.placement_budget",
+	"eval-data": "eval.data", "eval-labels": "eval.labels", "eval-samples": "eval.samples", "eval-batch": "eval.batch",
+	"level": "runtime.level", "threads": "runtime.threads", "ort-lib": "runtime.ort_lib",
+	"latency-batches": "latency.batches", "latency-duration": "latency.duration", "p99-budget-ms": "latency.p99_budget_ms",
+	"trt-version": "tensorrt.version", "triton-name": "triton.name",
+}
+
+// checkBuildConfig validates the effective configuration. A problem with a
+// value given by a flag is a usage error (exit 2) naming the flag; one
+// that only the config file explains is an error of that file (exit 1).
+func checkBuildConfig(set *pflag.FlagSet, configPath string, c config.Config) error {
+	var ps config.Problems
+	if err := c.Validate(); err == nil {
+		return nil
+	} else if !errors.As(err, &ps) {
+		return err
+	}
+	byFlag := false
+	for i, p := range ps {
+		set.Visit(func(f *pflag.Flag) {
+			key, ok := buildFlagKeys[f.Name]
+			if !ok || !mentionsKey(p, key) {
+				return
+			}
+			byFlag = true
+			if strings.HasPrefix(p, key) {
+				ps[i] = "--" + f.Name + strings.TrimPrefix(p, key)
+			}
+		})
+	}
+	if byFlag || configPath == "" {
+		return usageError{fmt.Errorf("build: %w", ps)}
+	}
+	return fmt.Errorf("config %s: %w", configPath, ps)
+}
+
+// mentionsKey reports whether msg names the config key (or a key under
+// it, such as ranges.x) as a whole word.
+func mentionsKey(msg, key string) bool {
+	word := func(b byte) bool { return b == '_' || b == '.' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' }
+	for i := 0; ; {
+		j := strings.Index(msg[i:], key)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(key)
+		if (j == 0 || !word(msg[j-1])) && (end == len(msg) || msg[end] == '.' || !word(msg[end])) {
+			return true
+		}
+		i = j + 1
+	}
 }
 
 // overrideImage sets the image keys whose --image-* flag was given.
@@ -302,6 +383,9 @@ func buildRun(opts *BuildOptions) error {
 		bo.Progress = opts.IO.ErrOut
 	}
 	res, err := build.Run(ctx, bo)
+	if errors.Is(err, optimize.ErrCheck) && !errors.Is(err, ort.ErrNotExpressible) {
+		err = fmt.Errorf("%w; -O 1 (no fusions) or -O 0 (no passes) builds without the pass that changed the outputs", err)
+	}
 	if err != nil {
 		return fmt.Errorf("build %s: %w", opts.Config.Model, err)
 	}

@@ -97,11 +97,11 @@ func TestBuildPrintConfigAndErrors(t *testing.T) {
 		want   string
 	}{
 		{[]string{"build", "--config", bad, "m.onnx"}, 1, "bad.yaml: line 3: unknown key date in calibration"},
-		{[]string{"build", "m.onnx", "--target", "gpu", "-o", dir + "/o"}, 1, `unknown target "gpu"`},
-		{[]string{"build", "m.onnx", "--int8", "-o", dir + "/o"}, 1, "int8 needs calibration.data"},
+		{[]string{"build", "m.onnx", "--target", "gpu", "-o", dir + "/o"}, 2, `--target: unknown target "gpu"`},
+		{[]string{"build", "m.onnx", "--int8", "-o", dir + "/o"}, 2, "--int8 needs calibration.data"},
 		{[]string{"build", "m.onnx", "--latency-batches", "x"}, 2, "latency-batches"},
 		{[]string{"build", "a.onnx", "b.onnx"}, 2, "at most one model"},
-		{[]string{"build", "-o", dir + "/o"}, 1, "no model"},
+		{[]string{"build", "-o", dir + "/o"}, 2, "give MODEL"},
 	} {
 		status, _, errOut := run(t, tc.args...)
 		if status != tc.status || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/optc-dev/optc/internal/choice"
 )
 
 // Version is optc's version, set at link time (-ldflags "-X optc/cmd.Version=...").
@@ -41,7 +43,7 @@ func NewRoot(io *IO) *cobra.Command {
 	}
 	root.SetOut(io.Out)
 	root.SetErr(io.ErrOut)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{flagHint(c, err)} })
 	g := &globals{}
 	root.PersistentFlags().StringVar(&g.ortLib, "ort-lib", "", "path to libonnxruntime.so (else $OPTC_ORT_LIB, $ONNXRUNTIME_SHARED_LIBRARY_PATH, the cache, the system)")
 	root.AddCommand(
@@ -59,6 +61,22 @@ func NewRoot(io *IO) *cobra.Command {
 		newCmdVersion(io, g),
 	)
 	registerCompletions(root)
+	// cobra's completion command prints its help and exits 0 when no
+	// shell (or an unknown one) is named; that is a usage error.
+	root.InitDefaultCompletionCmd()
+	if comp, _, err := root.Find([]string{"completion"}); err == nil && comp.Name() == "completion" {
+		var shells []string
+		for _, s := range comp.Commands() {
+			shells = append(shells, s.Name())
+		}
+		comp.Args = cobra.ArbitraryArgs
+		comp.RunE = func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError{fmt.Errorf("completion: name a shell: %s", choice.Or(shells))}
+			}
+			return usageError{fmt.Errorf("completion: unknown shell %q (want %s)", args[0], choice.Or(shells))}
+		}
+	}
 	return root
 }
 
@@ -87,6 +105,39 @@ func Main(args []string, io *IO) (status int) {
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// flagHints point a flag that other commands take at what this command
+// takes instead.
+var flagHints = map[string]map[string]string{
+	"build": {
+		"batch":         "build takes --calib-batch, --eval-batch and --latency-batches",
+		"data":          "build takes --calib-data and --eval-data",
+		"samples":       "build takes --calib-samples and --eval-samples",
+		"labels":        "build takes --eval-labels",
+		"no-check":      "build always checks its passes; -O 1 (no fusions) or -O 0 (no passes) if the check fails",
+		"provider":      "build runs and times its artifacts on ONNX Runtime's CPU provider; --target tensorrt makes the TensorRT artifacts",
+		"inter-threads": "build sets --threads (intra-op) only",
+	},
+	"quantize": {
+		"batch":   "quantize takes --calib-batch and --eval-batch",
+		"data":    "quantize takes --calib-data and --eval-data",
+		"samples": "quantize takes --calib-samples and --eval-samples",
+		"labels":  "quantize takes --eval-labels",
+		"int8":    "quantize always writes INT8",
+	},
+}
+
+// flagHint adds the hint of flagHints to an unknown-flag error.
+func flagHint(c *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	if hint, ok := flagHints[c.Name()][name]; ok {
+		return fmt.Errorf("%w; %s", err, hint)
+	}
+	return err
 }
 
 // exactArgs is cobra.ExactArgs reporting a usage error.

@@ -366,10 +366,16 @@ func (c Config) ExpandTargets() ([]string, error) {
 	return out, nil
 }
 
+// Problems are what Validate found, one message per problem, each
+// starting with (or naming) the key at fault.
+type Problems []string
+
+func (p Problems) Error() string { return strings.Join(p, "; ") }
+
 // Validate checks values the types cannot: names, ranges, combinations.
-// Messages name the key.
+// Messages name the key; the error is Problems.
 func (c Config) Validate() error {
-	var errs []string
+	var errs Problems
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	if _, err := c.ExpandTargets(); err != nil {
 		bad("%v", err)
@@ -396,11 +402,17 @@ func (c Config) Validate() error {
 	if a := c.Calibration.MovingAverage; a < 0 || a >= 1 {
 		bad("calibration.moving_average: %g (want 0 <= a < 1)", a)
 	}
-	if c.Calibration.Batch < 1 || c.Eval.Batch < 1 {
-		bad("calibration.batch and eval.batch must be at least 1")
+	if c.Calibration.Batch < 1 {
+		bad("calibration.batch: %d (want at least 1)", c.Calibration.Batch)
 	}
-	if c.Calibration.Samples < 0 || c.Eval.Samples < 0 {
-		bad("calibration.samples and eval.samples must not be negative")
+	if c.Eval.Batch < 1 {
+		bad("eval.batch: %d (want at least 1)", c.Eval.Batch)
+	}
+	if c.Calibration.Samples < 0 {
+		bad("calibration.samples: %d must not be negative", c.Calibration.Samples)
+	}
+	if c.Eval.Samples < 0 {
+		bad("eval.samples: %d must not be negative", c.Eval.Samples)
 	}
 	if !slices.Contains(quantize.ReduceRangeModes, c.Quantize.ReduceRange) {
 		bad("quantize.reduce_range: %q (want %s)", c.Quantize.ReduceRange, choice.Or(quantize.ReduceRangeModes))
@@ -419,8 +431,11 @@ func (c Config) Validate() error {
 			bad("quantize.exclude: %q: %v", e, err)
 		}
 	}
-	if c.Quantize.MaxAccuracyDrop < 0 || c.Quantize.MinCosine < 0 || c.Quantize.MinCosine > 1 {
-		bad("quantize.max_accuracy_drop must not be negative and quantize.min_cosine must be in [0, 1]")
+	if c.Quantize.MaxAccuracyDrop < 0 {
+		bad("quantize.max_accuracy_drop: %g must not be negative", c.Quantize.MaxAccuracyDrop)
+	}
+	if c.Quantize.MinCosine < 0 || c.Quantize.MinCosine > 1 {
+		bad("quantize.min_cosine: %g (want 0 to 1)", c.Quantize.MinCosine)
 	}
 	if c.Quantize.MaxAccuracyDrop > 0 && c.Eval.Labels == "" {
 		bad("quantize.max_accuracy_drop needs eval.labels (use quantize.min_cosine without labels)")
@@ -489,7 +504,7 @@ func (c Config) Validate() error {
 		bad("%v", err)
 	}
 	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
+		return errs
 	}
 	return nil
 }
