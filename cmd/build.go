@@ -119,7 +119,7 @@ var buildFlagKeys = map[string]string{
 	"max-accuracy-drop": "quantize.max_accuracy_drop", "min-cosine": "quantize.min_cosine",
 	"allow-accuracy-loss": "quantize.allow_accuracy_loss", "placement": "quantize.placement",
 	"placement-budget": "quantize.placement_budget",
-	"eval-data": "eval.data", "eval-labels": "eval.labels", "eval-samples": "eval.samples", "eval-batch": "eval.batch",
+	"eval-data":        "eval.data", "eval-labels": "eval.labels", "eval-samples": "eval.samples", "eval-batch": "eval.batch",
 	"level": "runtime.level", "threads": "runtime.threads", "ort-lib": "runtime.ort_lib",
 	"latency-batches": "latency.batches", "latency-duration": "latency.duration", "p99-budget-ms": "latency.p99_budget_ms",
 	"trt-version": "tensorrt.version", "triton-name": "triton.name",
