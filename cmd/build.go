@@ -28,6 +28,7 @@ type BuildOptions struct {
 	Config      config.Config // the effective configuration: defaults, file, flags
 	PrintConfig bool
 	JSON        bool
+	Quiet       bool // no stage lines on stderr
 	// Context cancels the build (tests); Ctrl-C and SIGTERM end the process
 	// through ExitOnSignal instead.
 	Context context.Context
@@ -99,6 +100,7 @@ override the file; --print-config prints the effective configuration.`,
 	fs.StringVar(&configPath, "config", "", "YAML configuration file (see docs/config.md)")
 	fs.BoolVar(&opts.PrintConfig, "print-config", false, "print the effective configuration as YAML and exit")
 	fs.BoolVar(&opts.JSON, "json", false, "print the report as JSON")
+	fs.BoolVarP(&opts.Quiet, "quiet", "q", false, "print no stage lines on stderr (errors still are)")
 	bindBuildFlags(fs, &flagged)
 	img.register(fs)
 	return c
@@ -379,8 +381,8 @@ func buildRun(opts *BuildOptions) error {
 		ctx = context.Background()
 	}
 	bo := build.Options{Config: opts.Config, Version: Version, Finish: report.Finish}
-	if isTerminal(opts.IO.ErrOut) {
-		bo.Progress = opts.IO.ErrOut
+	if !opts.Quiet {
+		bo.Progress = opts.IO.Progress
 	}
 	res, err := build.Run(ctx, bo)
 	if errors.Is(err, optimize.ErrCheck) && !errors.Is(err, ort.ErrNotExpressible) {

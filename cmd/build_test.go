@@ -2,9 +2,13 @@ package cmd
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -137,5 +141,43 @@ func TestBuildCommandMNIST(t *testing.T) {
 	status, _, stderr = run(t, "build", testenv.Model("mnist_cnn.onnx"), "-o", out)
 	if status != 1 || !strings.Contains(stderr, "--force") {
 		t.Errorf("status %d: %s", status, stderr)
+	}
+}
+
+// TestBuildStageLines: with stderr going to a file (a CI log), build says
+// when each stage starts and ends, with its time; --quiet says nothing;
+// --json keeps stdout one JSON document.
+func TestBuildStageLines(t *testing.T) {
+	ortenv.Require(t)
+	bin := buildOptc(t)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name  string
+		flags []string
+	}{{"log", nil}, {"json", []string{"--json"}}, {"quiet", []string{"--quiet"}}} {
+		cmd := exec.Command(bin, append([]string{"build", testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(dir, c.name),
+			"--latency-batches", "1", "--latency-duration", "50ms"}, c.flags...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%s: %v: %s", c.name, err, stderr.String())
+		}
+		if c.name == "quiet" {
+			if stderr.Len() != 0 {
+				t.Errorf("--quiet: stderr %q", stderr.String())
+			}
+			continue
+		}
+		if c.name == "json" && !json.Valid(stdout.Bytes()) {
+			t.Errorf("--json: stdout is not one JSON document: %.200s", stdout.String())
+		}
+		log := stderr.String()
+		for i, stage := range []string{"load", "passes", "export", "verify", "report"} {
+			start := fmt.Sprintf("build: [%d/5] %s ...\n", i+1, stage)
+			done := regexp.MustCompile(fmt.Sprintf(`(?m)^build: \[%d/5\] %s done in [0-9]+\.[0-9]s$`, i+1, stage))
+			if !strings.Contains(log, start) || !done.MatchString(log) {
+				t.Errorf("%s: stderr lacks the start or end line of %s:\n%s", c.name, stage, log)
+			}
+		}
 	}
 }

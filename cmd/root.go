@@ -23,10 +23,14 @@ type IO struct {
 	In     io.Reader
 	Out    io.Writer
 	ErrOut io.Writer
+	// Progress receives the stage lines of long commands (build): stderr
+	// for the process, on a terminal and in logs alike; nil in tests that
+	// check the one-line failure contract on ErrOut.
+	Progress io.Writer
 }
 
 // StdIO is the process's standard streams.
-func StdIO() *IO { return &IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr} }
+func StdIO() *IO { return &IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, Progress: os.Stderr} }
 
 // usageError marks a mistake in how optc was called (exit status 2).
 type usageError struct{ error }

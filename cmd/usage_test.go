@@ -171,7 +171,7 @@ func TestBuildFlagKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	notConfig := map[string]bool{"config": true, "print-config": true, "json": true, "help": true}
+	notConfig := map[string]bool{"config": true, "print-config": true, "json": true, "quiet": true, "help": true}
 	check := func(name, short string) {
 		if notConfig[name] {
 			return
