@@ -112,7 +112,9 @@ type Options struct {
 	SkipNonFinite bool
 }
 
-func (o Options) check() error {
+// Validate checks the options' ranges (Collect and Ranges do too); the
+// messages name the option.
+func (o Options) Validate() error {
 	if o.MovingAverage < 0 || o.MovingAverage > 1 || math.IsNaN(o.MovingAverage) {
 		return fmt.Errorf("moving average %v is outside [0, 1]", o.MovingAverage)
 	}
@@ -170,7 +172,7 @@ type Stats struct {
 // NewStats returns empty statistics for the named tensors, for callers
 // that produce activations themselves (Observe). Collect uses it.
 func NewStats(tensors []string, opts Options) (*Stats, error) {
-	if err := opts.check(); err != nil {
+	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	s := &Stats{movingAverage: opts.MovingAverage, skip: opts.SkipNonFinite, t: map[string]*tensorStats{}}
@@ -275,7 +277,7 @@ func (s *Stats) Ranges(method Method, opts Options) (map[string]Range, error) {
 
 // ranges is Ranges and, for Auto, the candidate each tensor chose.
 func (s *Stats) ranges(method Method, opts Options) (map[string]Range, map[string]string, error) {
-	if err := opts.check(); err != nil {
+	if err := opts.Validate(); err != nil {
 		return nil, nil, err
 	}
 	if opts.MovingAverage != 0 && opts.MovingAverage != s.movingAverage {

@@ -152,8 +152,19 @@ func (f *dataFlags) options() (data.Options, error) {
 	if f.spec == "" {
 		return data.Options{}, usageError{fmt.Errorf("--data is required (a data file or folder, or random for synthetic inputs)")}
 	}
-	if f.batch < 0 || f.samples < 0 {
-		return data.Options{}, usageError{fmt.Errorf("--batch and --samples must not be negative")}
+	if f.batch < 0 {
+		name := "batch"
+		if f.batchFlag != nil {
+			name = f.batchFlag.Name
+		}
+		return data.Options{}, usageError{fmt.Errorf("--%s %d must not be negative", name, f.batch)}
+	}
+	if f.samples < 0 {
+		name := "samples"
+		if f.batchFlag != nil && f.batchFlag.Name != "batch" {
+			name = strings.TrimSuffix(f.batchFlag.Name, "batch") + "samples" // calib-samples, eval-samples
+		}
+		return data.Options{}, usageError{fmt.Errorf("--%s %d must not be negative", name, f.samples)}
 	}
 	img, err := f.image.options()
 	if err != nil {

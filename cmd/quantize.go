@@ -68,6 +68,9 @@ left in QDQ form with the reason.`,
 			if o.Method, err = calibrate.ParseMethod(method); err != nil {
 				return usageError{fmt.Errorf("--method: %w", err)}
 			}
+			if err := o.Calib.Validate(); err != nil {
+				return usageError{fmt.Errorf("--percentile or --moving-average: %w", err)}
+			}
 			if !slices.Contains(quantize.Targets(), quantize.Target(target)) {
 				return usageError{fmt.Errorf("--target %q: want %s", target, choice.Or(quantize.Targets()))}
 			}
@@ -82,6 +85,16 @@ left in QDQ form with the reason.`,
 			if reduceRange != "auto" {
 				on := reduceRange == "on"
 				o.Quant.ReduceRange = &on
+			}
+			switch {
+			case calib.spec == "" && o.CalibCache == "":
+				return usageError{fmt.Errorf("quantize: --calib-data is required (or a --calib-cache made for this model)")}
+			case o.MaxAccuracyDrop < 0:
+				return usageError{fmt.Errorf("--max-accuracy-drop %g must not be negative", o.MaxAccuracyDrop)}
+			case o.MaxAccuracyDrop > 0 && o.EvalLabels == "":
+				return usageError{fmt.Errorf("--max-accuracy-drop needs --eval-labels (use --min-cosine without labels)")}
+			case o.MinCosine < 0 || o.MinCosine > 1:
+				return usageError{fmt.Errorf("--min-cosine %g: want 0 to 1", o.MinCosine)}
 			}
 			if perTensor {
 				off := false

@@ -118,7 +118,6 @@ func TestQuantizeBadInput(t *testing.T) {
 		want string
 	}{
 		{"NaN", []string{testenv.Model("mnist_cnn.onnx"), "-o", out, "--calib-data", nanFile}, "NaN"},
-		{"no data", []string{testenv.Model("mnist_cnn.onnx"), "-o", out}, "no calibration data"},
 		{"wrong data", []string{testenv.Model("mnist_cnn.onnx"), "-o", out, "--calib-data", filepath.Join(testenv.Data(t, "mnist"), "test_labels.npy")}, `"input"`},
 		{"cache of another model", []string{testenv.Model("mnist_cnn.onnx"), "-o", out, "--calib-cache", otherCache}, "another model"},
 		{"nothing to quantize", []string{relu, "-o", out, "--calib-data", "random", "--calib-batch", "1"}, "no operator was quantized"},
