@@ -124,6 +124,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if c.Model == "" {
 		return nil, fmt.Errorf("no model: give MODEL (or model: in the config)")
 	}
+	if c.Output == "" {
+		return nil, fmt.Errorf("no output folder: give -o DIR (or output: in the config)")
+	}
 	targets, _ := c.ExpandTargets()
 	if within(abs(c.Model), abs(c.Output)) {
 		return nil, fmt.Errorf("output folder %s holds the input model %s; choose another -o", c.Output, c.Model)
