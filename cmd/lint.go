@@ -48,7 +48,7 @@ nothing. --json prints the findings as one JSON object.`,
 			return lintRun(opts)
 		},
 	}
-	c.Flags().StringVar(&opts.Target, "target", "", "the runtime to check for: tensorrt (required)")
+	c.Flags().StringVar(&opts.Target, "target", "", "the runtime to check for: "+choice.Or(lint.Targets)+" (required)")
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object instead of a table")
 	return c
 }
