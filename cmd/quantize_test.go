@@ -236,7 +236,7 @@ func TestQuantizeFallsBack(t *testing.T) {
 	}
 	status, stdout, stderr := run(t, "quantize", testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(t.TempDir(), "q.onnx"),
 		"--calib-data", filepath.Join(dir, "train_images.npy"), "--max-accuracy-drop", "0.5")
-	failsCleanly(t, status, 1, stdout, stderr, "needs --eval-labels")
+	failsCleanly(t, status, 2, stdout, stderr, "needs --eval-labels") // a missing flag: usage
 }
 
 // TestQuantizePaddleOCRCls is the acceptance check on the PaddleOCR
