@@ -28,11 +28,13 @@ demo: build ort
 
 # Fetches what the tests need (cached, checksummed; the model zoo is
 # generated) and runs every test,
-# then a short fuzzing pass over every parser. The pass is counted in
+# then a short fuzzing pass over every parser. GOTESTFLAGS go to every
+# go test (CI: -count=1, so that nothing is served from the test cache). The pass is counted in
 # executions, not seconds: Go 1.26's fuzzer can fail a time-bounded run
 # with "context deadline exceeded" as the time runs out (golang/go#75804).
+GOTESTFLAGS ?=
 test: testdata zoo-models ort vet
-	$(GO) test ./...
+	$(GO) test $(GOTESTFLAGS) ./...
 	$(MAKE) --no-print-directory race
 	$(MAKE) --no-print-directory fuzz FUZZTIME=30000x
 
@@ -40,7 +42,7 @@ test: testdata zoo-models ort vet
 # concurrent requests, build's interrupt path, temporaries registered by
 # parallel writers, concurrent reads of external data.
 race:
-	$(GO) test -race -run='^(TestConcurrent.*|TestBuildInterrupted|TestBuildFailureLeavesNothing)$$' \
+	$(GO) test $(GOTESTFLAGS) -race -run='^(TestConcurrent.*|TestBuildInterrupted|TestBuildFailureLeavesNothing)$$' \
 		./bench ./build ./graph ./internal/atomicfile
 
 # Every fuzz target, as package:Target. Their seeds are real files; the

@@ -31,7 +31,8 @@ import (
 // Options are a build's effective configuration and where it reports.
 type Options struct {
 	Config config.Config
-	// Progress receives one line per stage (nil: silent).
+	// Progress receives a line when each stage starts and ends (with its
+	// wall time) and one per long step inside a stage (nil: silent).
 	Progress io.Writer
 	// Version is optc's version, recorded in the manifest.
 	Version string
@@ -123,6 +124,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if c.Model == "" {
 		return nil, fmt.Errorf("no model: give MODEL (or model: in the config)")
 	}
+	if c.Output == "" {
+		return nil, fmt.Errorf("no output folder: give -o DIR (or output: in the config)")
+	}
 	targets, _ := c.ExpandTargets()
 	if within(abs(c.Model), abs(c.Output)) {
 		return nil, fmt.Errorf("output folder %s holds the input model %s; choose another -o", c.Output, c.Model)
@@ -162,19 +166,30 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	return b.res, nil
 }
 
+// runStages runs the stages in order; each prints a line when it starts
+// and one when it ends, with its wall time, so that a log shows where a
+// long build is.
 func (b *builder) runStages() error {
-	for _, st := range b.stages() {
+	stages := b.stages()
+	for i, st := range stages {
 		if err := b.ctx.Err(); err != nil {
 			return err
 		}
 		start := time.Now()
-		b.progress("%s", st.name)
+		b.progress("[%d/%d] %s ...", i+1, len(stages), st.name)
 		if err := st.run(); err != nil {
+			b.progress("[%d/%d] %s failed after %s", i+1, len(stages), st.name, elapsed(start))
 			return fmt.Errorf("%s: %w", st.name, err)
 		}
+		b.progress("[%d/%d] %s done in %s", i+1, len(stages), st.name, elapsed(start))
 		b.res.Stages = append(b.res.Stages, Stage{Name: st.name, Seconds: time.Since(start).Seconds()})
 	}
 	return nil
+}
+
+// elapsed is the time since start in seconds, to a tenth.
+func elapsed(start time.Time) string {
+	return fmt.Sprintf("%.1fs", time.Since(start).Seconds())
 }
 
 // builder carries one build's state from stage to stage.

@@ -331,6 +331,11 @@ func TestBuildRefusesToOverwrite(t *testing.T) {
 	if _, err := Run(context.Background(), Options{Config: c}); err == nil || !strings.Contains(err.Error(), "holds the input model") {
 		t.Fatalf("got %v", err)
 	}
+	// No output folder at all is named as such, not as an empty name.
+	c.Output = ""
+	if _, err := Run(context.Background(), Options{Config: c}); err == nil || !strings.Contains(err.Error(), "no output folder") {
+		t.Fatalf("without an output folder: got %v", err)
+	}
 }
 
 // A failing stage names itself and leaves neither the output folder nor

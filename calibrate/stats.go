@@ -5,8 +5,8 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strings"
 
+	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/ort"
 )
 
@@ -77,13 +77,7 @@ var Methods = []Method{MinMax, Percentile, Entropy, MSE, Auto}
 
 // MethodNames is Methods for messages and help: "minmax, percentile,
 // entropy, mse or auto".
-func MethodNames() string {
-	var names []string
-	for _, m := range Methods {
-		names = append(names, string(m))
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
+func MethodNames() string { return choice.Or(Methods) }
 
 // ParseMethod returns the method named s, or an error listing Methods.
 func ParseMethod(s string) (Method, error) {
@@ -118,7 +112,9 @@ type Options struct {
 	SkipNonFinite bool
 }
 
-func (o Options) check() error {
+// Validate checks the options' ranges (Collect and Ranges do too); the
+// messages name the option.
+func (o Options) Validate() error {
 	if o.MovingAverage < 0 || o.MovingAverage > 1 || math.IsNaN(o.MovingAverage) {
 		return fmt.Errorf("moving average %v is outside [0, 1]", o.MovingAverage)
 	}
@@ -176,7 +172,7 @@ type Stats struct {
 // NewStats returns empty statistics for the named tensors, for callers
 // that produce activations themselves (Observe). Collect uses it.
 func NewStats(tensors []string, opts Options) (*Stats, error) {
-	if err := opts.check(); err != nil {
+	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	s := &Stats{movingAverage: opts.MovingAverage, skip: opts.SkipNonFinite, t: map[string]*tensorStats{}}
@@ -281,7 +277,7 @@ func (s *Stats) Ranges(method Method, opts Options) (map[string]Range, error) {
 
 // ranges is Ranges and, for Auto, the candidate each tensor chose.
 func (s *Stats) ranges(method Method, opts Options) (map[string]Range, map[string]string, error) {
-	if err := opts.check(); err != nil {
+	if err := opts.Validate(); err != nil {
 		return nil, nil, err
 	}
 	if opts.MovingAverage != 0 && opts.MovingAverage != s.movingAverage {

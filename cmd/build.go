@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,10 @@ import (
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/internal/choice"
+	"github.com/optc-dev/optc/optimize"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/report"
 )
 
@@ -23,6 +28,7 @@ type BuildOptions struct {
 	Config      config.Config // the effective configuration: defaults, file, flags
 	PrintConfig bool
 	JSON        bool
+	Quiet       bool // no stage lines on stderr
 	// Context cancels the build (tests); Ctrl-C and SIGTERM end the process
 	// through ExitOnSignal instead.
 	Context context.Context
@@ -72,6 +78,17 @@ override the file; --print-config prints the effective configuration.`,
 			if g.ortLib != "" {
 				eff.Runtime.ORTLib = g.ortLib
 			}
+			if !opts.PrintConfig {
+				switch {
+				case eff.Model == "":
+					return usageError{fmt.Errorf("build: give MODEL (or model: in a --config file)")}
+				case eff.Output == "":
+					return usageError{fmt.Errorf("build: -o DIR is required (or output: in a --config file)")}
+				}
+			}
+			if err := checkBuildConfig(cmd.Flags(), configPath, eff); err != nil {
+				return err
+			}
 			opts.Config = eff
 			if runF != nil {
 				return runF(opts)
@@ -83,9 +100,78 @@ override the file; --print-config prints the effective configuration.`,
 	fs.StringVar(&configPath, "config", "", "YAML configuration file (see docs/config.md)")
 	fs.BoolVar(&opts.PrintConfig, "print-config", false, "print the effective configuration as YAML and exit")
 	fs.BoolVar(&opts.JSON, "json", false, "print the report as JSON")
+	fs.BoolVarP(&opts.Quiet, "quiet", "q", false, "print no stage lines on stderr (errors still are)")
 	bindBuildFlags(fs, &flagged)
 	img.register(fs)
 	return c
+}
+
+// buildFlagKeys are the config keys build's flags set: docs/config.md's
+// reference table, which TestBuildFlagKeys holds to the flags.
+var buildFlagKeys = map[string]string{
+	"output": "output", "force": "force", "target": "targets", "opt-level": "opt_level",
+	"shape": "shapes", "value": "values", "batch-axis": "batch_axes", "range": "ranges", "int8": "int8",
+	"image-resize": "image.resize", "image-size": "image.size", "image-layout": "image.layout",
+	"image-color": "image.color", "image-scale": "image.scale", "image-mean": "image.mean", "image-std": "image.std",
+	"calib-data": "calibration.data", "calib-samples": "calibration.samples", "calib-batch": "calibration.batch",
+	"seed": "calibration.seed", "method": "calibration.method", "percentile": "calibration.percentile",
+	"moving-average": "calibration.moving_average", "calib-cache": "calibration.cache",
+	"reduce-range": "quantize.reduce_range", "format": "quantize.format", "per-channel": "quantize.per_channel",
+	"exclude": "quantize.exclude", "keep-first-last": "quantize.keep_first_last",
+	"max-accuracy-drop": "quantize.max_accuracy_drop", "min-cosine": "quantize.min_cosine",
+	"allow-accuracy-loss": "quantize.allow_accuracy_loss", "placement": "quantize.placement",
+	"placement-budget": "quantize.placement_budget",
+	"eval-data":        "eval.data", "eval-labels": "eval.labels", "eval-samples": "eval.samples", "eval-batch": "eval.batch",
+	"level": "runtime.level", "threads": "runtime.threads", "ort-lib": "runtime.ort_lib",
+	"latency-batches": "latency.batches", "latency-duration": "latency.duration", "p99-budget-ms": "latency.p99_budget_ms",
+	"trt-version": "tensorrt.version", "triton-name": "triton.name",
+}
+
+// checkBuildConfig validates the effective configuration. A problem with a
+// value given by a flag is a usage error (exit 2) naming the flag; one
+// that only the config file explains is an error of that file (exit 1).
+func checkBuildConfig(set *pflag.FlagSet, configPath string, c config.Config) error {
+	var ps config.Problems
+	if err := c.Validate(); err == nil {
+		return nil
+	} else if !errors.As(err, &ps) {
+		return err
+	}
+	byFlag := false
+	for i, p := range ps {
+		set.Visit(func(f *pflag.Flag) {
+			key, ok := buildFlagKeys[f.Name]
+			if !ok || !mentionsKey(p, key) {
+				return
+			}
+			byFlag = true
+			if strings.HasPrefix(p, key) {
+				ps[i] = "--" + f.Name + strings.TrimPrefix(p, key)
+			}
+		})
+	}
+	if byFlag || configPath == "" {
+		return usageError{fmt.Errorf("build: %w", ps)}
+	}
+	return fmt.Errorf("config %s: %w", configPath, ps)
+}
+
+// mentionsKey reports whether msg names the config key (or a key under
+// it, such as ranges.x) as a whole word.
+func mentionsKey(msg, key string) bool {
+	word := func(b byte) bool { return b == '_' || b == '.' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' }
+	for i := 0; ; {
+		j := strings.Index(msg[i:], key)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(key)
+		if (j == 0 || !word(msg[j-1])) && (end == len(msg) || msg[end] == '.' || !word(msg[end])) {
+			return true
+		}
+		i = j + 1
+	}
 }
 
 // overrideImage sets the image keys whose --image-* flag was given.
@@ -121,8 +207,8 @@ func overrideImage(set *pflag.FlagSet, f *imageFlags, c *config.Image) error {
 func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVarP(&c.Output, "output", "o", c.Output, "output folder (must not exist unless --force)")
 	fs.BoolVar(&c.Force, "force", c.Force, "replace an existing output folder")
-	fs.StringSliceVar(&c.Targets, "target", c.Targets, "targets: ort, tensorrt, triton or all (repeatable, comma-separated)")
-	fs.IntVarP(&c.OptLevel, "opt-level", "O", c.OptLevel, "optimization passes level: 0, 1 or 2")
+	fs.StringSliceVar(&c.Targets, "target", c.Targets, "targets: "+choice.Or(config.TargetChoices())+" (repeatable, comma-separated)")
+	fs.IntVarP(&c.OptLevel, "opt-level", "O", c.OptLevel, "optimization passes level: "+choice.Or(config.OptLevels))
 	fs.Var(&shapesFlag{&c.Shapes}, "shape", "fix an input's dynamic dims for random data and timing: name:d0,d1,... (? keeps a dim dynamic; a dynamic batch is never pinned) (repeatable)")
 	fs.Var(&mapFlag[float64]{m: &c.Values, parse: data.ParseValueFlag, kind: "name=V"}, "value", "feed an input a constant in random data: name=V (repeatable)")
 	fs.Var(&mapFlag[int]{m: &c.BatchAxes, parse: data.ParseBatchAxisFlag, kind: "name:K"}, "batch-axis", "where an input's batch is: name:K, or name:none (default: inferred) (repeatable)")
@@ -138,8 +224,8 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.Calibration.MovingAverage, "moving-average", c.Calibration.MovingAverage, "minmax: blend per-batch ranges with this weight")
 	fs.StringVar(&c.Calibration.Cache, "calib-cache", c.Calibration.Cache, "an existing calibration file to reuse (skips collection when it matches)")
 
-	fs.StringVar(&c.Quantize.ReduceRange, "reduce-range", c.Quantize.ReduceRange, "7-bit weights: auto (on for x86 without VNNI), on or off")
-	fs.StringVar(&c.Quantize.Format, "format", c.Quantize.Format, "ORT INT8 format: qdq or qoperator (QLinearConv/QLinearMatMul)")
+	fs.StringVar(&c.Quantize.ReduceRange, "reduce-range", c.Quantize.ReduceRange, "7-bit weights: "+choice.Or(quantize.ReduceRangeModes)+" (auto: on for x86 without VNNI)")
+	fs.StringVar(&c.Quantize.Format, "format", c.Quantize.Format, "ORT INT8 format: "+choice.Or(quantize.Formats)+" (QLinearConv/QLinearMatMul)")
 	fs.BoolVar(&c.Quantize.PerChannel, "per-channel", c.Quantize.PerChannel, "per-output-channel weight scales (--per-channel=false: one per tensor)")
 	fs.StringArrayVar(&c.Quantize.Exclude, "exclude", c.Quantize.Exclude, "keep nodes float: a regexp on node name or op type (repeatable)")
 	fs.BoolVar(&c.Quantize.KeepFirstLast, "keep-first-last", c.Quantize.KeepFirstLast, "keep the first and last weighted layers float")
@@ -154,7 +240,7 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.Eval.Samples, "eval-samples", c.Eval.Samples, "check on at most N evaluation samples (0: all)")
 	fs.IntVar(&c.Eval.Batch, "eval-batch", c.Eval.Batch, "evaluation batch size")
 
-	fs.StringVar(&c.Runtime.Level, "level", c.Runtime.Level, "ORT graph optimization level the artifacts run at")
+	fs.StringVar(&c.Runtime.Level, "level", c.Runtime.Level, "ORT graph optimization level the artifacts run at: "+choice.Or(ort.Levels))
 	fs.IntVar(&c.Runtime.Threads, "threads", c.Runtime.Threads, "ORT intra-op threads (0: one per core)")
 	fs.IntSliceVar(&c.Latency.Batches, "latency-batches", c.Latency.Batches, "batch sizes to time")
 	fs.DurationVar(&c.Latency.Duration.Duration, "latency-duration", c.Latency.Duration.Duration, "timing per batch size")
@@ -295,10 +381,13 @@ func buildRun(opts *BuildOptions) error {
 		ctx = context.Background()
 	}
 	bo := build.Options{Config: opts.Config, Version: ReadBuildInfo().Version, Finish: report.Finish}
-	if isTerminal(opts.IO.ErrOut) {
-		bo.Progress = opts.IO.ErrOut
+	if !opts.Quiet {
+		bo.Progress = opts.IO.Progress
 	}
 	res, err := build.Run(ctx, bo)
+	if errors.Is(err, optimize.ErrCheck) && !errors.Is(err, ort.ErrNotExpressible) {
+		err = fmt.Errorf("%w; -O 1 (no fusions) or -O 0 (no passes) builds without the pass that changed the outputs", err)
+	}
 	if err != nil {
 		return fmt.Errorf("build %s: %w", opts.Config.Model, err)
 	}

@@ -2,9 +2,13 @@ package cmd
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -97,11 +101,11 @@ func TestBuildPrintConfigAndErrors(t *testing.T) {
 		want   string
 	}{
 		{[]string{"build", "--config", bad, "m.onnx"}, 1, "bad.yaml: line 3: unknown key date in calibration"},
-		{[]string{"build", "m.onnx", "--target", "gpu", "-o", dir + "/o"}, 1, `unknown target "gpu"`},
-		{[]string{"build", "m.onnx", "--int8", "-o", dir + "/o"}, 1, "int8 needs calibration.data"},
+		{[]string{"build", "m.onnx", "--target", "gpu", "-o", dir + "/o"}, 2, `--target: unknown target "gpu"`},
+		{[]string{"build", "m.onnx", "--int8", "-o", dir + "/o"}, 2, "--int8 needs calibration.data"},
 		{[]string{"build", "m.onnx", "--latency-batches", "x"}, 2, "latency-batches"},
 		{[]string{"build", "a.onnx", "b.onnx"}, 2, "at most one model"},
-		{[]string{"build", "-o", dir + "/o"}, 1, "no model"},
+		{[]string{"build", "-o", dir + "/o"}, 2, "give MODEL"},
 	} {
 		status, _, errOut := run(t, tc.args...)
 		if status != tc.status || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
@@ -137,5 +141,43 @@ func TestBuildCommandMNIST(t *testing.T) {
 	status, _, stderr = run(t, "build", testenv.Model("mnist_cnn.onnx"), "-o", out)
 	if status != 1 || !strings.Contains(stderr, "--force") {
 		t.Errorf("status %d: %s", status, stderr)
+	}
+}
+
+// TestBuildStageLines: with stderr going to a file (a CI log), build says
+// when each stage starts and ends, with its time; --quiet says nothing;
+// --json keeps stdout one JSON document.
+func TestBuildStageLines(t *testing.T) {
+	ortenv.Require(t)
+	bin := buildOptc(t)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name  string
+		flags []string
+	}{{"log", nil}, {"json", []string{"--json"}}, {"quiet", []string{"--quiet"}}} {
+		cmd := exec.Command(bin, append([]string{"build", testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(dir, c.name),
+			"--latency-batches", "1", "--latency-duration", "50ms"}, c.flags...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%s: %v: %s", c.name, err, stderr.String())
+		}
+		if c.name == "quiet" {
+			if stderr.Len() != 0 {
+				t.Errorf("--quiet: stderr %q", stderr.String())
+			}
+			continue
+		}
+		if c.name == "json" && !json.Valid(stdout.Bytes()) {
+			t.Errorf("--json: stdout is not one JSON document: %.200s", stdout.String())
+		}
+		log := stderr.String()
+		for i, stage := range []string{"load", "passes", "export", "verify", "report"} {
+			start := fmt.Sprintf("build: [%d/5] %s ...\n", i+1, stage)
+			done := regexp.MustCompile(fmt.Sprintf(`(?m)^build: \[%d/5\] %s done in [0-9]+\.[0-9]s$`, i+1, stage))
+			if !strings.Contains(log, start) || !done.MatchString(log) {
+				t.Errorf("%s: stderr lacks the start or end line of %s:\n%s", c.name, stage, log)
+			}
+		}
 	}
 }

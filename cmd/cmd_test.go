@@ -221,14 +221,6 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{{"inspect"}, {"inspect", "--bogus", "x"}, {"convert", "x"}, {"frobnicate"}, {"convert", "a", "-o", "b", "--size-threshold", "many"}} {
-		status, out, errOut := run(t, args...)
-		failsCleanly(t, status, 2, out, errOut, "")
-		_ = args
-	}
-}
-
 func TestVersion(t *testing.T) {
 	status, out, _ := run(t, "version")
 	if status != 0 || !strings.HasPrefix(out, "optc "+ReadBuildInfo().Version) || !strings.Contains(out, "go1.") {

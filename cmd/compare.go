@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/internal/choice"
 )
 
 // CompareOptions are the inputs of `optc compare`.
@@ -74,7 +75,7 @@ finite pair, fails like a tolerance does.`,
 	c.Flags().StringVar(&opts.Compare.LabelsOutput, "labels-output", "", "the output the labels score (default: the first [N, classes] output)")
 	c.Flags().StringArrayVar(&atol, "atol", nil, fmt.Sprintf("absolute tolerance, X or OUTPUT:X (default %g)", compare.DefaultAtol))
 	c.Flags().StringArrayVar(&rtol, "rtol", nil, fmt.Sprintf("relative tolerance, X or OUTPUT:X (default %g)", compare.DefaultRtol))
-	c.Flags().StringVar(&check, "check", "max", "statistic the tolerance judges: max, mean or p99")
+	c.Flags().StringVar(&check, "check", "max", "statistic the tolerance judges: "+choice.Or(compare.Stats))
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
 	sf.register(c.Flags())
 	df.register(c.Flags(), true)

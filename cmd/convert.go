@@ -38,6 +38,9 @@ overwritten.`,
 			if opts.Output == "" {
 				return usageError{fmt.Errorf("convert: -o OUT is required")}
 			}
+			if opts.Location != "" && !filepath.IsLocal(opts.Location) {
+				return usageError{fmt.Errorf("--location %q: want a file name inside OUT's folder", opts.Location)}
+			}
 			if runF != nil {
 				return runF(opts)
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/report"
 )
 
@@ -82,7 +83,7 @@ Exit status 1 names every failed gate with both values; 0 otherwise.`,
 	fs.Float64Var(&flagged.MaxAccuracyDrop, "max-accuracy-drop", 0, "largest task accuracy drop allowed, in points (0: off)")
 	fs.Float64Var(&flagged.MinCosine, "min-cosine", 0, "lowest cosine to its input model allowed for every NEW artifact (0: off)")
 	fs.Float64Var(&flagged.MaxLatencyRegression, "max-latency-regression", 0, "largest latency growth allowed, in percent (0: off)")
-	fs.StringVar(&flagged.Percentile, "percentile", "p50", "latency the regression and speed-up gates look at: p50, p90 or p99")
+	fs.StringVar(&flagged.Percentile, "percentile", "p50", "latency the regression and speed-up gates look at: "+choice.Or(config.GatePercentiles))
 	fs.Float64Var(&flagged.MinSpeedup, "min-speedup", 0, "lowest speed-up of every NEW artifact over NEW's input model (0: off)")
 	fs.Int64Var(&flagged.MaxSize, "max-size", 0, "largest size in bytes allowed for every NEW model artifact (0: off)")
 	fs.BoolVar(&opts.JSON, "json", false, "print the comparison as JSON")

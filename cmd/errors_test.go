@@ -242,8 +242,15 @@ func snapshot(t *testing.T, dir string) map[string][sha256.Size]byte {
 // failsWithin runs optc like run does, bounded by catalogTimeout, and
 // checks the failure contract: status, one "optc: " line naming want, no
 // internal error (a recovered panic), nothing on stdout, and the folder
-// dir exactly as it was.
-func failsWithin(t *testing.T, dir string, wantStatus int, want string, args ...string) {
+// dir exactly as it was. It returns stderr.
+func failsWithin(t *testing.T, dir string, wantStatus int, want string, args ...string) string {
+	t.Helper()
+	return failsWithinOut(t, dir, wantStatus, want, false, args...)
+}
+
+// failsWithinOut is failsWithin for a command that may print on stdout
+// what it measured before it failed (stdout true).
+func failsWithinOut(t *testing.T, dir string, wantStatus int, want string, stdout bool, args ...string) string {
 	t.Helper()
 	before := snapshot(t, dir)
 	type result struct {
@@ -266,6 +273,9 @@ func failsWithin(t *testing.T, dir string, wantStatus int, want string, args ...
 	if strings.Contains(r.stderr, "internal error") {
 		t.Errorf("optc %s: %s", strings.Join(args, " "), r.stderr)
 	}
+	if stdout {
+		r.stdout = ""
+	}
 	failsCleanly(t, r.status, wantStatus, r.stdout, r.stderr, want)
 	after := snapshot(t, dir)
 	for p, h := range after {
@@ -280,6 +290,7 @@ func failsWithin(t *testing.T, dir string, wantStatus int, want string, args ...
 			t.Errorf("optc %s: removed %s", args[0], p)
 		}
 	}
+	return r.stderr
 }
 
 func TestErrorCatalogModels(t *testing.T) {

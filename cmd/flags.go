@@ -3,12 +3,14 @@ package cmd
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/ort"
 )
 
@@ -26,10 +28,10 @@ type sessionFlags struct {
 }
 
 func (f *sessionFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.level, "level", "all", "ORT graph optimization level: disable, basic, extended or all")
+	fs.StringVar(&f.level, "level", "all", "ORT graph optimization level: "+choice.Or(ort.Levels))
 	fs.IntVar(&f.threads, "threads", 0, "ORT intra-op threads (0: ORT's default, one per core)")
 	fs.IntVar(&f.interThreads, "inter-threads", 0, "ORT inter-op threads (0: ORT's default)")
-	fs.StringVar(&f.provider, "provider", "cpu", "execution provider: cpu, cuda or tensorrt")
+	fs.StringVar(&f.provider, "provider", "cpu", "execution provider: "+choice.Or(ort.Providers))
 }
 
 func (f *sessionFlags) options() (ort.Options, error) {
@@ -40,10 +42,8 @@ func (f *sessionFlags) options() (ort.Options, error) {
 	if f.threads < 0 || f.interThreads < 0 {
 		return ort.Options{}, usageError{fmt.Errorf("thread counts must not be negative")}
 	}
-	switch f.provider {
-	case "cpu", "cuda", "tensorrt":
-	default:
-		return ort.Options{}, usageError{fmt.Errorf("unknown --provider %q (want cpu, cuda or tensorrt)", f.provider)}
+	if !slices.Contains(ort.Providers, f.provider) {
+		return ort.Options{}, usageError{fmt.Errorf("unknown --provider %q (want %s)", f.provider, choice.Or(ort.Providers))}
 	}
 	return ort.Options{Level: level, IntraOpThreads: f.threads, InterOpThreads: f.interThreads, Provider: f.provider}, nil
 }
@@ -152,8 +152,19 @@ func (f *dataFlags) options() (data.Options, error) {
 	if f.spec == "" {
 		return data.Options{}, usageError{fmt.Errorf("--data is required (a data file or folder, or random for synthetic inputs)")}
 	}
-	if f.batch < 0 || f.samples < 0 {
-		return data.Options{}, usageError{fmt.Errorf("--batch and --samples must not be negative")}
+	if f.batch < 0 {
+		name := "batch"
+		if f.batchFlag != nil {
+			name = f.batchFlag.Name
+		}
+		return data.Options{}, usageError{fmt.Errorf("--%s %d must not be negative", name, f.batch)}
+	}
+	if f.samples < 0 {
+		name := "samples"
+		if f.batchFlag != nil && f.batchFlag.Name != "batch" {
+			name = strings.TrimSuffix(f.batchFlag.Name, "batch") + "samples" // calib-samples, eval-samples
+		}
+		return data.Options{}, usageError{fmt.Errorf("--%s %d must not be negative", name, f.samples)}
 	}
 	img, err := f.image.options()
 	if err != nil {
@@ -176,8 +187,8 @@ type imageFlags struct {
 func (f *imageFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.resize, "image-resize", 0, "image folders: resize the shorter side to N pixels, then center-crop (0: resize straight to the crop size)")
 	fs.StringVar(&f.size, "image-size", "", "image folders: crop size HxW, or N for NxN (default: the input's static dims)")
-	fs.StringVar(&f.layout, "image-layout", "NCHW", "image folders: NCHW or NHWC")
-	fs.StringVar(&f.color, "image-color", "rgb", "image folders: rgb, bgr or gray")
+	fs.StringVar(&f.layout, "image-layout", data.ImageLayouts[0], "image folders: "+choice.Or(data.ImageLayouts))
+	fs.StringVar(&f.color, "image-color", data.ImageColors[0], "image folders: "+choice.Or(data.ImageColors))
 	fs.StringVar(&f.scale, "image-scale", "1/255", "image folders: pixel values (0..255) are multiplied by this first; a number or a fraction")
 	fs.StringVar(&f.mean, "image-mean", "", "image folders: per-channel mean a,b,c subtracted after scaling (default 0)")
 	fs.StringVar(&f.std, "image-std", "", "image folders: per-channel std a,b,c divided by after the mean (default 1)")

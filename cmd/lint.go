@@ -2,11 +2,13 @@ package cmd
 
 import (
 	"fmt"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/lint"
 )
 
@@ -37,8 +39,8 @@ nothing. --json prints the findings as one JSON object.`,
 		Args: exactArgs(1, "one model file"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			opts.Model = args[0]
-			if opts.Target != "tensorrt" {
-				return usageError{fmt.Errorf("--target %q: want tensorrt", opts.Target)}
+			if !slices.Contains(lint.Targets, opts.Target) {
+				return usageError{fmt.Errorf("--target %q: want %s", opts.Target, choice.Or(lint.Targets))}
 			}
 			if runF != nil {
 				return runF(opts)
@@ -46,7 +48,7 @@ nothing. --json prints the findings as one JSON object.`,
 			return lintRun(opts)
 		},
 	}
-	c.Flags().StringVar(&opts.Target, "target", "", "the runtime to check for: tensorrt (required)")
+	c.Flags().StringVar(&opts.Target, "target", "", "the runtime to check for: "+choice.Or(lint.Targets)+" (required)")
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object instead of a table")
 	return c
 }

@@ -98,6 +98,12 @@ before/after table and per-pass statistics.`,
 			if (o.PruneLabels != "" || o.MaxAccuracyDrop > 0) && len(o.Prune) == 0 {
 				return usageError{fmt.Errorf("--labels and --max-accuracy-drop measure pruning: give --prune too")}
 			}
+			if o.MaxAccuracyDrop > 0 && (o.PruneLabels == "" || cost.spec == "") {
+				return usageError{fmt.Errorf("--max-accuracy-drop needs --labels (and --data) to measure accuracy")}
+			}
+			if o.MaxAccuracyDrop < 0 || o.CheckSamples < 0 {
+				return usageError{fmt.Errorf("--max-accuracy-drop and --check must not be negative")}
+			}
 			if runF != nil {
 				return runF(opts)
 			}

@@ -80,5 +80,5 @@ func TestPruneUsage(t *testing.T) {
 		failsCleanly(t, status, 2, stdout, stderr, "")
 	}
 	status, stdout, stderr := run(t, "optimize", testenv.Model("mnist_cnn.onnx"), "-o", out, "--prune", "magnitude:0.5", "--max-accuracy-drop", "1")
-	failsCleanly(t, status, 1, stdout, stderr, "needs --labels")
+	failsCleanly(t, status, 2, stdout, stderr, "needs --labels") // a missing flag: usage
 }

@@ -3,12 +3,14 @@ package cmd
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/report"
@@ -66,25 +68,33 @@ left in QDQ form with the reason.`,
 			if o.Method, err = calibrate.ParseMethod(method); err != nil {
 				return usageError{fmt.Errorf("--method: %w", err)}
 			}
-			switch target {
-			case "ort-cpu", "tensorrt":
-				o.Quant.Target = quantize.Target(target)
-			default:
-				return usageError{fmt.Errorf("--target %q: want ort-cpu or tensorrt", target)}
+			if err := o.Calib.Validate(); err != nil {
+				return usageError{fmt.Errorf("--percentile or --moving-average: %w", err)}
 			}
-			switch format {
-			case "qdq", "qoperator":
-				o.Quant.Format = quantize.Format(format)
-			default:
-				return usageError{fmt.Errorf("--format %q: want qdq or qoperator", format)}
+			if !slices.Contains(quantize.Targets(), quantize.Target(target)) {
+				return usageError{fmt.Errorf("--target %q: want %s", target, choice.Or(quantize.Targets()))}
 			}
-			switch reduceRange {
-			case "auto":
-			case "on", "off":
+			o.Quant.Target = quantize.Target(target)
+			if !slices.Contains(quantize.Formats, quantize.Format(format)) {
+				return usageError{fmt.Errorf("--format %q: want %s", format, choice.Or(quantize.Formats))}
+			}
+			o.Quant.Format = quantize.Format(format)
+			if !slices.Contains(quantize.ReduceRangeModes, reduceRange) {
+				return usageError{fmt.Errorf("--reduce-range %q: want %s", reduceRange, choice.Or(quantize.ReduceRangeModes))}
+			}
+			if reduceRange != "auto" {
 				on := reduceRange == "on"
 				o.Quant.ReduceRange = &on
-			default:
-				return usageError{fmt.Errorf("--reduce-range %q: want auto, on or off", reduceRange)}
+			}
+			switch {
+			case calib.spec == "" && o.CalibCache == "":
+				return usageError{fmt.Errorf("quantize: --calib-data is required (or a --calib-cache made for this model)")}
+			case o.MaxAccuracyDrop < 0:
+				return usageError{fmt.Errorf("--max-accuracy-drop %g must not be negative", o.MaxAccuracyDrop)}
+			case o.MaxAccuracyDrop > 0 && o.EvalLabels == "":
+				return usageError{fmt.Errorf("--max-accuracy-drop needs --eval-labels (use --min-cosine without labels)")}
+			case o.MinCosine < 0 || o.MinCosine > 1:
+				return usageError{fmt.Errorf("--min-cosine %g: want 0 to 1", o.MinCosine)}
 			}
 			if perTensor {
 				off := false
@@ -135,9 +145,9 @@ left in QDQ form with the reason.`,
 	fs.StringVar(&method, "method", "percentile", "range method: "+calibrate.MethodNames()+" (auto: per tensor, the candidate with the least quantization error)")
 	fs.Float64Var(&o.Calib.Percentile, "percentile", calibrate.DefaultPercentile, "percentile for --method percentile")
 	fs.Float64Var(&o.Calib.MovingAverage, "moving-average", 0, "minmax: blend per-batch ranges with this weight (0: plain min/max)")
-	fs.StringVar(&target, "target", "ort-cpu", "numeric scheme: ort-cpu or tensorrt")
-	fs.StringVar(&reduceRange, "reduce-range", "auto", "7-bit weights: auto (on for x86 without VNNI), on or off")
-	fs.StringVar(&format, "format", "qdq", "qdq (Q/DQ around float ops) or qoperator (QLinearConv/QLinearMatMul; ort-cpu)")
+	fs.StringVar(&target, "target", string(quantize.TargetORTCPU), "numeric scheme: "+choice.Or(quantize.Targets()))
+	fs.StringVar(&reduceRange, "reduce-range", "auto", "7-bit weights: "+choice.Or(quantize.ReduceRangeModes)+" (auto: on for x86 without VNNI)")
+	fs.StringVar(&format, "format", "qdq", choice.Or(quantize.Formats)+": Q/DQ around float ops, or QLinearConv/QLinearMatMul (ort-cpu)")
 	fs.BoolVar(&perTensor, "per-tensor", false, "one weight scale per tensor instead of per output channel")
 	fs.StringArrayVar(&o.Quant.Exclude, "exclude", nil, "keep nodes float: a regexp on node name or op type (repeatable)")
 	fs.BoolVar(&o.Quant.KeepFirstLast, "keep-first-last", false, "keep the first and last weighted layers float")

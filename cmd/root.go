@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/optc-dev/optc/internal/choice"
 )
 
 // IO is where a command reads and writes, so tests can capture it.
@@ -18,10 +20,14 @@ type IO struct {
 	In     io.Reader
 	Out    io.Writer
 	ErrOut io.Writer
+	// Progress receives the stage lines of long commands (build): stderr
+	// for the process, on a terminal and in logs alike; nil in tests that
+	// check the one-line failure contract on ErrOut.
+	Progress io.Writer
 }
 
 // StdIO is the process's standard streams.
-func StdIO() *IO { return &IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr} }
+func StdIO() *IO { return &IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, Progress: os.Stderr} }
 
 // usageError marks a mistake in how optc was called (exit status 2).
 type usageError struct{ error }
@@ -38,7 +44,7 @@ func NewRoot(io *IO) *cobra.Command {
 	}
 	root.SetOut(io.Out)
 	root.SetErr(io.ErrOut)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{flagHint(c, err)} })
 	g := &globals{}
 	root.PersistentFlags().StringVar(&g.ortLib, "ort-lib", "", "path to libonnxruntime.so (else $OPTC_ORT_LIB, $ONNXRUNTIME_SHARED_LIBRARY_PATH, the cache, the system)")
 	root.AddCommand(
@@ -56,6 +62,23 @@ func NewRoot(io *IO) *cobra.Command {
 		newCmdRuntime(io, nil, nil),
 		newCmdVersion(io, g),
 	)
+	registerCompletions(root)
+	// cobra's completion command prints its help and exits 0 when no
+	// shell (or an unknown one) is named; that is a usage error.
+	root.InitDefaultCompletionCmd()
+	if comp, _, err := root.Find([]string{"completion"}); err == nil && comp.Name() == "completion" {
+		var shells []string
+		for _, s := range comp.Commands() {
+			shells = append(shells, s.Name())
+		}
+		comp.Args = cobra.ArbitraryArgs
+		comp.RunE = func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError{fmt.Errorf("completion: name a shell: %s", choice.Or(shells))}
+			}
+			return usageError{fmt.Errorf("completion: unknown shell %q (want %s)", args[0], choice.Or(shells))}
+		}
+	}
 	return root
 }
 
@@ -84,6 +107,39 @@ func Main(args []string, io *IO) (status int) {
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// flagHints point a flag that other commands take at what this command
+// takes instead.
+var flagHints = map[string]map[string]string{
+	"build": {
+		"batch":         "build takes --calib-batch, --eval-batch and --latency-batches",
+		"data":          "build takes --calib-data and --eval-data",
+		"samples":       "build takes --calib-samples and --eval-samples",
+		"labels":        "build takes --eval-labels",
+		"no-check":      "build always checks its passes; -O 1 (no fusions) or -O 0 (no passes) if the check fails",
+		"provider":      "build runs and times its artifacts on ONNX Runtime's CPU provider; --target tensorrt makes the TensorRT artifacts",
+		"inter-threads": "build sets --threads (intra-op) only",
+	},
+	"quantize": {
+		"batch":   "quantize takes --calib-batch and --eval-batch",
+		"data":    "quantize takes --calib-data and --eval-data",
+		"samples": "quantize takes --calib-samples and --eval-samples",
+		"labels":  "quantize takes --eval-labels",
+		"int8":    "quantize always writes INT8",
+	},
+}
+
+// flagHint adds the hint of flagHints to an unknown-flag error.
+func flagHint(c *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	if hint, ok := flagHints[c.Name()][name]; ok {
+		return fmt.Errorf("%w; %s", err, hint)
+	}
+	return err
 }
 
 // exactArgs is cobra.ExactArgs reporting a usage error.

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/internal/jsonfloat"
 )
 
@@ -22,13 +23,15 @@ const (
 	StatP99  Stat = "p99"
 )
 
+// Stats are the statistics a check can use.
+var Stats = []Stat{StatMax, StatMean, StatP99}
+
 // ParseStat reads max, mean or p99.
 func ParseStat(s string) (Stat, error) {
-	switch Stat(s) {
-	case StatMax, StatMean, StatP99:
+	if slices.Contains(Stats, Stat(s)) {
 		return Stat(s), nil
 	}
-	return "", fmt.Errorf("unknown statistic %q (want max, mean or p99)", s)
+	return "", fmt.Errorf("unknown statistic %q (want %s)", s, choice.Or(Stats))
 }
 
 // OutputStats are the error statistics of one output over all samples,

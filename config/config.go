@@ -8,12 +8,14 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,147 +23,151 @@ import (
 
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/internal/choice"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/placement"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // Config is everything `optc build` does, as one value.
 type Config struct {
-	Model    string   `yaml:"model"`
-	Output   string   `yaml:"output"`
-	Force    bool     `yaml:"force"`
-	Targets  []string `yaml:"targets"`   // ort, tensorrt, triton or all
-	OptLevel int      `yaml:"opt_level"` // -O: 0, 1 or 2
+	Model    string   `yaml:"model" json:"model"`
+	Output   string   `yaml:"output" json:"output,omitempty"`
+	Force    bool     `yaml:"force" json:"force,omitempty"`
+	Targets  []string `yaml:"targets" json:"targets"`     // ort, tensorrt, triton or all
+	OptLevel int      `yaml:"opt_level" json:"opt_level"` // -O: 0, 1 or 2
 	// Shapes fixes dynamic input dims for the measurements (name: dims;
 	// -1 keeps a dim dynamic; on a dynamic batch axis the value is only
 	// the default batch).
-	Shapes map[string][]int64 `yaml:"shapes"`
+	Shapes map[string][]int64 `yaml:"shapes" json:"shapes"`
 	// BatchAxes overrides where an input's batch is (name: axis; -1 for an
 	// input that is not per sample).
-	BatchAxes map[string]int `yaml:"batch_axes,omitempty"`
+	BatchAxes map[string]int `yaml:"batch_axes,omitempty" json:"batch_axes,omitempty"`
 	// Values feeds inputs a constant in random data (name: value).
-	Values map[string]float64 `yaml:"values,omitempty"`
+	Values map[string]float64 `yaml:"values,omitempty" json:"values,omitempty"`
 	// Ranges bounds an input's random values (name: [lo, hi]).
-	Ranges      map[string][]float64 `yaml:"ranges,omitempty"`
-	INT8        bool                 `yaml:"int8"`
-	Image       Image                `yaml:"image"`
-	Calibration Calibration          `yaml:"calibration"`
-	Quantize    Quantize             `yaml:"quantize"`
-	Eval        Eval                 `yaml:"eval"`
-	Runtime     Runtime              `yaml:"runtime"`
-	Latency     Latency              `yaml:"latency"`
-	TensorRT    TensorRT             `yaml:"tensorrt"`
-	Triton      Triton               `yaml:"triton"`
-	Gates       Gates                `yaml:"gates"`
+	Ranges      map[string][]float64 `yaml:"ranges,omitempty" json:"ranges,omitempty"`
+	INT8        bool                 `yaml:"int8" json:"int8"`
+	Image       Image                `yaml:"image" json:"image"`
+	Calibration Calibration          `yaml:"calibration" json:"calibration"`
+	Quantize    Quantize             `yaml:"quantize" json:"quantize"`
+	Eval        Eval                 `yaml:"eval" json:"eval"`
+	Runtime     Runtime              `yaml:"runtime" json:"runtime"`
+	Latency     Latency              `yaml:"latency" json:"latency"`
+	TensorRT    TensorRT             `yaml:"tensorrt" json:"tensorrt"`
+	Triton      Triton               `yaml:"triton" json:"triton"`
+	Gates       Gates                `yaml:"gates" json:"gates"`
 }
 
 // Gates are the budgets `optc diff` enforces between two builds (zero: not
 // checked); flags of optc diff override them.
 type Gates struct {
-	MaxAccuracyDrop      float64 `yaml:"max_accuracy_drop"`      // points, old minus new
-	MinCosine            float64 `yaml:"min_cosine"`             // every new artifact against its input
-	MaxLatencyRegression float64 `yaml:"max_latency_regression"` // percent, new over old
-	Percentile           string  `yaml:"percentile"`             // p50, p90 or p99 for the latency gate
-	MinSpeedup           float64 `yaml:"min_speedup"`            // new artifact over new input model
-	MaxSize              int64   `yaml:"max_size"`               // bytes of every new model artifact
+	MaxAccuracyDrop      float64 `yaml:"max_accuracy_drop" json:"max_accuracy_drop"`           // points, old minus new
+	MinCosine            float64 `yaml:"min_cosine" json:"min_cosine"`                         // every new artifact against its input
+	MaxLatencyRegression float64 `yaml:"max_latency_regression" json:"max_latency_regression"` // percent, new over old
+	Percentile           string  `yaml:"percentile" json:"percentile"`                         // p50, p90 or p99 for the latency gate
+	MinSpeedup           float64 `yaml:"min_speedup" json:"min_speedup"`                       // new artifact over new input model
+	MaxSize              int64   `yaml:"max_size" json:"max_size"`                             // bytes of every new model artifact
 }
 
 // Image is how image files in a data folder become input tensors.
 type Image struct {
-	Resize int       `yaml:"resize"` // shorter side before the center crop; 0: straight to the crop size
-	Size   []int     `yaml:"size"`   // crop [height, width]; empty: the model input's dims
-	Layout string    `yaml:"layout"` // NCHW or NHWC
-	Color  string    `yaml:"color"`  // rgb, bgr or gray
-	Scale  float64   `yaml:"scale"`  // pixel (0-255) times this; 0: 1/255
-	Mean   []float64 `yaml:"mean"`
-	Std    []float64 `yaml:"std"`
+	Resize int       `yaml:"resize" json:"resize"` // shorter side before the center crop; 0: straight to the crop size
+	Size   []int     `yaml:"size" json:"size"`     // crop [height, width]; empty: the model input's dims
+	Layout string    `yaml:"layout" json:"layout"` // NCHW or NHWC
+	Color  string    `yaml:"color" json:"color"`   // rgb, bgr or gray
+	Scale  float64   `yaml:"scale" json:"scale"`   // pixel (0-255) times this; 0: 1/255
+	Mean   []float64 `yaml:"mean" json:"mean"`
+	Std    []float64 `yaml:"std" json:"std"`
 }
 
 // Calibration is the data and method INT8 ranges come from.
 type Calibration struct {
-	Data          string  `yaml:"data"`
-	Samples       int     `yaml:"samples"` // 0: all
-	Batch         int     `yaml:"batch"`
-	Seed          int64   `yaml:"seed"`
-	Method        string  `yaml:"method"` // one of calibrate.Methods
-	Percentile    float64 `yaml:"percentile"`
-	MovingAverage float64 `yaml:"moving_average"`
-	Cache         string  `yaml:"cache"` // reused when it matches the model
+	Data          string  `yaml:"data" json:"data"`
+	Samples       int     `yaml:"samples" json:"samples"` // 0: all
+	Batch         int     `yaml:"batch" json:"batch"`
+	Seed          int64   `yaml:"seed" json:"seed"`
+	Method        string  `yaml:"method" json:"method"` // one of calibrate.Methods
+	Percentile    float64 `yaml:"percentile" json:"percentile"`
+	MovingAverage float64 `yaml:"moving_average" json:"moving_average"`
+	Cache         string  `yaml:"cache" json:"cache"` // reused when it matches the model
 }
 
 // Quantize is the INT8 scheme.
 type Quantize struct {
-	ReduceRange     string   `yaml:"reduce_range"` // auto, on or off
-	Format          string   `yaml:"format"`       // qdq or qoperator (ort-cpu only)
-	PerChannel      bool     `yaml:"per_channel"`
-	Exclude         []string `yaml:"exclude"` // regular expressions on node names and op types
-	KeepFirstLast   bool     `yaml:"keep_first_last"`
-	MaxAccuracyDrop float64  `yaml:"max_accuracy_drop"` // points; needs eval labels (0: the guard's 1)
-	MinCosine       float64  `yaml:"min_cosine"`
+	ReduceRange     string   `yaml:"reduce_range" json:"reduce_range"` // auto, on or off
+	Format          string   `yaml:"format" json:"format"`             // qdq or qoperator (ort-cpu only)
+	PerChannel      bool     `yaml:"per_channel" json:"per_channel"`
+	Exclude         []string `yaml:"exclude" json:"exclude"` // regular expressions on node names and op types
+	KeepFirstLast   bool     `yaml:"keep_first_last" json:"keep_first_last"`
+	MaxAccuracyDrop float64  `yaml:"max_accuracy_drop" json:"max_accuracy_drop"` // points; needs eval labels (0: the guard's 1)
+	MinCosine       float64  `yaml:"min_cosine" json:"min_cosine"`
 	// AllowAccuracyLoss keeps the INT8 artifacts when they miss the
 	// accuracy guard (ptq.Guard) after the fallback; the ORT artifact is
 	// then FP32. Without it such a build fails.
-	AllowAccuracyLoss bool `yaml:"allow_accuracy_loss"`
+	AllowAccuracyLoss bool `yaml:"allow_accuracy_loss" json:"allow_accuracy_loss"`
 	// Placement is where INT8 goes for ort-cpu: auto (measured),
 	// all-int8, or a placement.json to replay; PlacementBudget bounds auto.
-	Placement       string   `yaml:"placement"`
-	PlacementBudget Duration `yaml:"placement_budget"`
+	Placement       string   `yaml:"placement" json:"placement"`
+	PlacementBudget Duration `yaml:"placement_budget" json:"placement_budget"`
 }
 
 // Eval is the data the artifacts are checked on.
 type Eval struct {
-	Data    string `yaml:"data"`
-	Labels  string `yaml:"labels"`
-	Samples int    `yaml:"samples"`
-	Batch   int    `yaml:"batch"`
+	Data    string `yaml:"data" json:"data"`
+	Labels  string `yaml:"labels" json:"labels"`
+	Samples int    `yaml:"samples" json:"samples"`
+	Batch   int    `yaml:"batch" json:"batch"`
 }
 
 // Runtime is how ONNX Runtime runs the artifacts.
 type Runtime struct {
-	Level   string `yaml:"level"`   // disable, basic, extended or all
-	Threads int    `yaml:"threads"` // intra-op; 0: one per core
-	ORTLib  string `yaml:"ort_lib"`
+	Level   string `yaml:"level" json:"level"`     // disable, basic, extended or all
+	Threads int    `yaml:"threads" json:"threads"` // intra-op; 0: one per core
+	ORTLib  string `yaml:"ort_lib" json:"ort_lib,omitempty"`
 }
 
 // Latency is how the artifacts are timed.
 type Latency struct {
-	Batches  []int    `yaml:"batches"`
-	Duration Duration `yaml:"duration"` // per batch size
+	Batches  []int    `yaml:"batches" json:"batches"`
+	Duration Duration `yaml:"duration" json:"duration"` // per batch size
 	// Threads are the intra-op thread counts the deployment sweep tries
 	// (empty: 1 and all cores).
-	Threads []int `yaml:"threads"`
+	Threads []int `yaml:"threads" json:"threads"`
 	// P99BudgetMs bounds the high-throughput profile's p99 (0: no bound).
-	P99BudgetMs float64 `yaml:"p99_budget_ms"`
+	P99BudgetMs float64 `yaml:"p99_budget_ms" json:"p99_budget_ms"`
 	// Repeats splits the timing into this many short runs, so that optc
 	// diff can tell a regression from noise.
-	Repeats int `yaml:"repeats"`
+	Repeats int `yaml:"repeats" json:"repeats"`
 }
 
 // TensorRT is the TensorRT target's engine settings.
 type TensorRT struct {
 	// Version is written into the legacy calibration cache header
 	// (TRT-<version>-EntropyCalibration2), e.g. 100300 for 10.3.0.
-	Version string `yaml:"version"`
+	Version string `yaml:"version" json:"version"`
 	// Profiles are the optimization profile per dynamic input for
 	// build_engine.sh (empty: min=opt=max=the measured shape).
-	Profiles map[string]ShapeProfile `yaml:"profiles"`
+	Profiles map[string]ShapeProfile `yaml:"profiles" json:"profiles"`
 }
 
 // ShapeProfile is one input's min/opt/max shapes for a TensorRT profile.
 type ShapeProfile struct {
-	Min []int64 `yaml:"min"`
-	Opt []int64 `yaml:"opt"`
-	Max []int64 `yaml:"max"`
+	Min []int64 `yaml:"min" json:"min"`
+	Opt []int64 `yaml:"opt" json:"opt"`
+	Max []int64 `yaml:"max" json:"max"`
 }
 
 // Triton pins the Triton model configuration (zeros: derived from the
 // sweep). Batch and Threads together pin the high-throughput profile and
 // skip the sweep, so that the configuration is the same on every build.
 type Triton struct {
-	Name            string `yaml:"name"`
-	Batch           int    `yaml:"batch"`
-	Threads         int    `yaml:"threads"`
-	MaxBatchSize    int    `yaml:"max_batch_size"`
-	Instances       int    `yaml:"instances"`
-	MaxQueueDelayUs int    `yaml:"max_queue_delay_us"`
+	Name            string `yaml:"name" json:"name"`
+	Batch           int    `yaml:"batch" json:"batch"`
+	Threads         int    `yaml:"threads" json:"threads"`
+	MaxBatchSize    int    `yaml:"max_batch_size" json:"max_batch_size"`
+	Instances       int    `yaml:"instances" json:"instances"`
+	MaxQueueDelayUs int    `yaml:"max_queue_delay_us" json:"max_queue_delay_us"`
 }
 
 // Duration is a time.Duration written as "2s" or "500ms".
@@ -183,6 +189,23 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // MarshalYAML writes the duration as "2s".
 func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// MarshalJSON writes the duration as "2s", as in the YAML file.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON reads "2s"-style durations.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (want e.g. 2s or 500ms)", s)
+	}
+	d.Duration = v
+	return nil
+}
 
 // Default is the configuration without a file or flags.
 func Default() Config {
@@ -317,8 +340,18 @@ func Marshal(c Config) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Targets every build knows.
-var allTargets = []string{"ort", "tensorrt", "triton"}
+// Targets are the targets every build knows, in build order; "all" in
+// the targets key (or --target all) means all of them.
+var Targets = []string{"ort", "tensorrt", "triton"}
+
+// TargetChoices is what the targets key takes: Targets and "all".
+func TargetChoices() []string { return append(slices.Clone(Targets), "all") }
+
+// GatePercentiles are the latency percentiles the latency gate compares.
+var GatePercentiles = []string{"p50", "p90", "p99"}
+
+// OptLevels are the optimization pass levels (-O).
+var OptLevels = []string{"0", "1", "2"}
 
 // ExpandTargets resolves "all" and checks the names; the result is in
 // build order and has no duplicates.
@@ -329,32 +362,38 @@ func (c Config) ExpandTargets() ([]string, error) {
 			name = strings.TrimSpace(name)
 			switch {
 			case name == "all":
-				for _, a := range allTargets {
+				for _, a := range Targets {
 					want[a] = true
 				}
-			case slices.Contains(allTargets, name):
+			case slices.Contains(Targets, name):
 				want[name] = true
 			default:
-				return nil, fmt.Errorf("targets: unknown target %q (want ort, tensorrt, triton or all)", name)
+				return nil, fmt.Errorf("targets: unknown target %q (want %s)", name, choice.Or(TargetChoices()))
 			}
 		}
 	}
 	var out []string
-	for _, a := range allTargets {
+	for _, a := range Targets {
 		if want[a] {
 			out = append(out, a)
 		}
 	}
 	if len(out) == 0 {
-		return nil, errors.New("targets: none given (want ort, tensorrt, triton or all)")
+		return nil, fmt.Errorf("targets: none given (want %s)", choice.Or(TargetChoices()))
 	}
 	return out, nil
 }
 
+// Problems are what Validate found, one message per problem, each
+// starting with (or naming) the key at fault.
+type Problems []string
+
+func (p Problems) Error() string { return strings.Join(p, "; ") }
+
 // Validate checks values the types cannot: names, ranges, combinations.
-// Messages name the key.
+// Messages name the key; the error is Problems.
 func (c Config) Validate() error {
-	var errs []string
+	var errs Problems
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	if _, err := c.ExpandTargets(); err != nil {
 		bad("%v", err)
@@ -369,8 +408,8 @@ func (c Config) Validate() error {
 			bad("batch_axes.%s: %d (want an axis, or -1 for none)", name, k)
 		}
 	}
-	if c.OptLevel < 0 || c.OptLevel > 2 {
-		bad("opt_level: %d (want 0, 1 or 2)", c.OptLevel)
+	if !slices.Contains(OptLevels, strconv.Itoa(c.OptLevel)) {
+		bad("opt_level: %d (want %s)", c.OptLevel, choice.Or(OptLevels))
 	}
 	if _, err := calibrate.ParseMethod(c.Calibration.Method); err != nil {
 		bad("calibration.method: %q (want %s)", c.Calibration.Method, calibrate.MethodNames())
@@ -381,31 +420,40 @@ func (c Config) Validate() error {
 	if a := c.Calibration.MovingAverage; a < 0 || a >= 1 {
 		bad("calibration.moving_average: %g (want 0 <= a < 1)", a)
 	}
-	if c.Calibration.Batch < 1 || c.Eval.Batch < 1 {
-		bad("calibration.batch and eval.batch must be at least 1")
+	if c.Calibration.Batch < 1 {
+		bad("calibration.batch: %d (want at least 1)", c.Calibration.Batch)
 	}
-	if c.Calibration.Samples < 0 || c.Eval.Samples < 0 {
-		bad("calibration.samples and eval.samples must not be negative")
+	if c.Eval.Batch < 1 {
+		bad("eval.batch: %d (want at least 1)", c.Eval.Batch)
 	}
-	if !slices.Contains([]string{"auto", "on", "off"}, c.Quantize.ReduceRange) {
-		bad("quantize.reduce_range: %q (want auto, on or off)", c.Quantize.ReduceRange)
+	if c.Calibration.Samples < 0 {
+		bad("calibration.samples: %d must not be negative", c.Calibration.Samples)
+	}
+	if c.Eval.Samples < 0 {
+		bad("eval.samples: %d must not be negative", c.Eval.Samples)
+	}
+	if !slices.Contains(quantize.ReduceRangeModes, c.Quantize.ReduceRange) {
+		bad("quantize.reduce_range: %q (want %s)", c.Quantize.ReduceRange, choice.Or(quantize.ReduceRangeModes))
 	}
 	if c.Quantize.Placement == "" {
-		bad("quantize.placement: empty (want auto, all-int8 or a placement.json)")
+		bad("quantize.placement: empty (want %s or a placement.json)", strings.Join(placement.Modes, ", "))
 	}
 	if c.Quantize.PlacementBudget.Duration <= 0 {
 		bad("quantize.placement_budget: %v (want a positive duration)", c.Quantize.PlacementBudget)
 	}
-	if !slices.Contains([]string{"qdq", "qoperator"}, c.Quantize.Format) {
-		bad("quantize.format: %q (want qdq or qoperator)", c.Quantize.Format)
+	if !slices.Contains(quantize.Formats, quantize.Format(c.Quantize.Format)) {
+		bad("quantize.format: %q (want %s)", c.Quantize.Format, choice.Or(quantize.Formats))
 	}
 	for _, e := range c.Quantize.Exclude {
 		if _, err := regexp.Compile(e); err != nil {
 			bad("quantize.exclude: %q: %v", e, err)
 		}
 	}
-	if c.Quantize.MaxAccuracyDrop < 0 || c.Quantize.MinCosine < 0 || c.Quantize.MinCosine > 1 {
-		bad("quantize.max_accuracy_drop must not be negative and quantize.min_cosine must be in [0, 1]")
+	if c.Quantize.MaxAccuracyDrop < 0 {
+		bad("quantize.max_accuracy_drop: %g must not be negative", c.Quantize.MaxAccuracyDrop)
+	}
+	if c.Quantize.MinCosine < 0 || c.Quantize.MinCosine > 1 {
+		bad("quantize.min_cosine: %g (want 0 to 1)", c.Quantize.MinCosine)
 	}
 	if c.Quantize.MaxAccuracyDrop > 0 && c.Eval.Labels == "" {
 		bad("quantize.max_accuracy_drop needs eval.labels (use quantize.min_cosine without labels)")
@@ -416,8 +464,8 @@ func (c Config) Validate() error {
 	if c.Eval.Labels != "" && c.Eval.Data == "" {
 		bad("eval.labels needs eval.data")
 	}
-	if !slices.Contains([]string{"disable", "basic", "extended", "all"}, c.Runtime.Level) {
-		bad("runtime.level: %q (want disable, basic, extended or all)", c.Runtime.Level)
+	if !slices.Contains(ort.Levels, c.Runtime.Level) {
+		bad("runtime.level: %q (want %s)", c.Runtime.Level, choice.Or(ort.Levels))
 	}
 	if c.Runtime.Threads < 0 {
 		bad("runtime.threads: %d must not be negative", c.Runtime.Threads)
@@ -474,7 +522,7 @@ func (c Config) Validate() error {
 		bad("%v", err)
 	}
 	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
+		return errs
 	}
 	return nil
 }
@@ -488,8 +536,8 @@ func (g Gates) Validate() error {
 		return fmt.Errorf("gates.min_cosine: %g (want 0 to 1)", g.MinCosine)
 	case g.MaxLatencyRegression < 0:
 		return fmt.Errorf("gates.max_latency_regression: %g must not be negative", g.MaxLatencyRegression)
-	case g.Percentile != "" && !slices.Contains([]string{"p50", "p90", "p99"}, g.Percentile):
-		return fmt.Errorf("gates.percentile: %q (want p50, p90 or p99)", g.Percentile)
+	case g.Percentile != "" && !slices.Contains(GatePercentiles, g.Percentile):
+		return fmt.Errorf("gates.percentile: %q (want %s)", g.Percentile, choice.Or(GatePercentiles))
 	case g.MinSpeedup < 0:
 		return fmt.Errorf("gates.min_speedup: %g must not be negative", g.MinSpeedup)
 	case g.MaxSize < 0:

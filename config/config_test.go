@@ -1,12 +1,15 @@
 package config
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 func TestDecodeReadsEveryKey(t *testing.T) {
@@ -174,5 +177,57 @@ func TestExpandTargets(t *testing.T) {
 	c.Targets = []string{"all"}
 	if got, _ := c.ExpandTargets(); !reflect.DeepEqual(got, []string{"ort", "tensorrt", "triton"}) {
 		t.Fatalf("all gave %v", got)
+	}
+}
+
+// TestJSONKeysAreYAMLKeys: the configuration in manifest.json uses the
+// config file's snake_case keys (not Go field names), and reads back.
+func TestJSONKeysAreYAMLKeys(t *testing.T) {
+	c := Default()
+	c.Model, c.Output, c.Shapes = "m.onnx", "out", map[string][]int64{"x": {1, 3}}
+	js, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ys, err := Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromJSON, fromYAML map[string]any
+	if err := json.Unmarshal(js, &fromJSON); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(ys, &fromYAML); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(path string, j, y map[string]any)
+	walk = func(path string, j, y map[string]any) {
+		for k, v := range j {
+			yv, ok := y[k]
+			if !ok {
+				t.Errorf("JSON key %s%s is not a config key", path, k)
+				continue
+			}
+			if jm, ok := v.(map[string]any); ok {
+				ym, _ := yv.(map[string]any)
+				if path+k != "shapes" {
+					walk(path+k+".", jm, ym)
+				}
+			}
+		}
+	}
+	walk("", fromJSON, fromYAML)
+	if _, ok := fromJSON["opt_level"]; !ok {
+		t.Errorf("no opt_level in %s", js)
+	}
+	if fromJSON["latency"].(map[string]any)["duration"] != "1s" {
+		t.Errorf("latency.duration is not written as 1s: %s", js)
+	}
+	var back Config
+	if err := json.Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Latency.Duration != c.Latency.Duration || back.OptLevel != c.OptLevel || back.Output != "out" {
+		t.Errorf("read back %+v", back)
 	}
 }

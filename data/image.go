@@ -13,11 +13,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/image/draw"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/choice"
 )
 
 // ImageOptions says how image files become an input tensor (image folders
@@ -69,18 +71,37 @@ func (o ImageOptions) Channels() int {
 	return 3
 }
 
+// ImageLayouts and ImageColors are the values of ImageOptions' Layout and
+// Color (the first is the default).
+var (
+	ImageLayouts = []string{"NCHW", "NHWC"}
+	ImageColors  = []string{"rgb", "bgr", "gray"}
+)
+
+// colorHint suggests the color (and, for a channel count of 3 or 1 on the
+// other axis, the layout) that gives an input its channels.
+func colorHint(channels int64, layout string) string {
+	switch channels {
+	case 1:
+		return "; for grayscale images use --image-color gray (image.color: gray in a config)"
+	case 3:
+		return "; use --image-color rgb or bgr (image.color in a config)"
+	}
+	other := "NHWC"
+	if layout == "NHWC" {
+		other = "NCHW"
+	}
+	return fmt.Sprintf("; if the channels are on another axis, try --image-layout %s", other)
+}
+
 // Validate checks the options on their own (the model is checked when an
 // image folder is opened); errors name the option.
 func (o ImageOptions) Validate() error {
-	switch o.Layout {
-	case "", "NCHW", "NHWC":
-	default:
-		return fmt.Errorf("image layout %q: want NCHW or NHWC", o.Layout)
+	if o.Layout != "" && !slices.Contains(ImageLayouts, o.Layout) {
+		return fmt.Errorf("image layout %q: want %s", o.Layout, choice.Or(ImageLayouts))
 	}
-	switch o.Color {
-	case "", "rgb", "bgr", "gray":
-	default:
-		return fmt.Errorf("image color %q: want rgb, bgr or gray", o.Color)
+	if o.Color != "" && !slices.Contains(ImageColors, o.Color) {
+		return fmt.Errorf("image color %q: want %s", o.Color, choice.Or(ImageColors))
 	}
 	if o.Resize < 0 || o.Height < 0 || o.Width < 0 {
 		return fmt.Errorf("image resize %d and size %dx%d must not be negative", o.Resize, o.Height, o.Width)
@@ -195,7 +216,7 @@ func openImages(dir string, files []string, inputs []Input, opts Options) (Sourc
 		c, h, w = 3, 1, 2
 	}
 	if eff != nil && eff[c].Kind == graph.DimStatic && eff[c].Value != int64(img.Channels()) {
-		return nil, fmt.Errorf("%s: input %q expects %s: %d channels on axis %d (%s), but color %s gives %d", dir, in.Name, expects(in, eff, overridden, opts), eff[c].Value, c, img.Layout, img.Color, img.Channels())
+		return nil, fmt.Errorf("%s: input %q expects %s: %d channels on axis %d (%s), but color %s gives %d%s", dir, in.Name, expects(in, eff, overridden, opts), eff[c].Value, c, img.Layout, img.Color, img.Channels(), colorHint(eff[c].Value, img.Layout))
 	}
 	if s.height, err = cropSide(dir, in, eff, h, img.Height, "height"); err != nil {
 		return nil, err

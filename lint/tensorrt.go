@@ -59,6 +59,9 @@ var (
 		"Elu", "Selu", "Softplus", "PRelu", "BatchNormalization"}
 )
 
+// Targets are the runtimes lint checks for (`optc lint --target`).
+var Targets = []string{"tensorrt"}
+
 // TensorRT returns what stands between m and a TensorRT engine that runs
 // it as quantized, sorted (errors first, then by rule, node, message).
 // The placement rules for weighted ops apply only to models that hold

@@ -13,6 +13,7 @@ import (
 	ortgo "github.com/yalue/onnxruntime_go"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/choice"
 )
 
 // Level is ONNX Runtime's graph optimization level.
@@ -26,23 +27,28 @@ const (
 	LevelAll
 )
 
-var levelNames = []string{"disable", "basic", "extended", "all"}
+// Levels are the level names ParseLevel reads, in order: the one list
+// flags, the build config, completion and messages use.
+var Levels = []string{"disable", "basic", "extended", "all"}
+
+// Providers are the execution providers a session can ask for.
+var Providers = []string{"cpu", "cuda", "tensorrt"}
 
 func (l Level) String() string {
-	if l >= 0 && int(l) < len(levelNames) {
-		return levelNames[l]
+	if l >= 0 && int(l) < len(Levels) {
+		return Levels[l]
 	}
 	return fmt.Sprintf("level(%d)", int(l))
 }
 
 // ParseLevel reads disable, basic, extended or all.
 func ParseLevel(s string) (Level, error) {
-	for i, n := range levelNames {
+	for i, n := range Levels {
 		if strings.EqualFold(s, n) {
 			return Level(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown ORT optimization level %q (want disable, basic, extended or all)", s)
+	return 0, fmt.Errorf("unknown ORT optimization level %q (want %s)", s, choice.Or(Levels))
 }
 
 func (l Level) ortLevel() ortgo.GraphOptimizationLevel {
@@ -336,7 +342,7 @@ func configure(so *ortgo.SessionOptions, opts Options) error {
 			return providerError("tensorrt", err)
 		}
 	default:
-		return fmt.Errorf("unknown execution provider %q (want cpu, cuda or tensorrt)", opts.Provider)
+		return fmt.Errorf("unknown execution provider %q (want %s)", opts.Provider, choice.Or(Providers))
 	}
 	if opts.OptimizedModelPath != "" {
 		if strings.HasSuffix(opts.OptimizedModelPath, ".ort") {

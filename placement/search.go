@@ -20,6 +20,9 @@ const (
 	ModeReplay  = "replay"   // decisions read from a placement file
 )
 
+// Modes are what `--placement` takes besides a placement file.
+var Modes = []string{ModeAuto, ModeAllINT8}
+
 // Candidates the search times against each other.
 const (
 	CandidateFP32    = "fp32"

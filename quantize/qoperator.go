@@ -22,6 +22,14 @@ const (
 	FormatQOperator Format = "qoperator"
 )
 
+// Formats are the formats Apply writes: the one list flags, the build
+// config, completion and messages use.
+var Formats = []Format{FormatQDQ, FormatQOperator}
+
+// ReduceRangeModes are the values of the reduce-range setting: auto (7-bit
+// weights on x86 CPUs without VNNI), on and off.
+var ReduceRangeModes = []string{"auto", "on", "off"}
+
 // QOperatorReport says what ToQOperator did: the quantized operators it
 // made, and the QDQ groups it left alone and why.
 type QOperatorReport struct {

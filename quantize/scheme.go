@@ -54,6 +54,15 @@ var schemes = []Scheme{
 	{Target: TargetTensorRT, ActivationType: graph.Int8, ResidualAdds: true, ActivationMatMul: true, OtherRuntime: true},
 }
 
+// Targets are the targets that have a scheme, in order.
+func Targets() []Target {
+	out := make([]Target, len(schemes))
+	for i, s := range schemes {
+		out[i] = s.Target
+	}
+	return out
+}
+
 // SchemeFor returns target's scheme ("" is ort-cpu).
 func SchemeFor(target Target) (Scheme, error) {
 	if target == "" {

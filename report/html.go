@@ -169,15 +169,18 @@ var pageTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <meta charset="utf-8">
 <title>{{.Title}}</title>
 <style>
-body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #222; max-width: 1400px; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; padding: 16px 24px; color: #222; max-width: 1400px; overflow-wrap: anywhere; }
 h1 { font-size: 20px; }
-table { border-collapse: collapse; margin: 8px 0 16px; }
-th, td { border: 1px solid #ccc; padding: 3px 8px; white-space: nowrap; }
+.table { max-width: 100%; overflow-x: auto; margin: 8px 0 16px; }
+table { border-collapse: collapse; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; white-space: nowrap; overflow-wrap: normal; }
 td { text-align: right; } td:first-child, th:first-child { text-align: left; }
 th { background: #f3f3f3; }
 code { font-size: 12px; }
-.charts { display: flex; flex-wrap: wrap; gap: 16px; }
-figure { margin: 0; border: 1px solid #ddd; padding: 4px; }
+.charts { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
+figure { margin: 0; border: 1px solid #ddd; padding: 4px; min-width: 0; max-width: 100%; }
+figure svg { display: block; max-width: 100%; height: auto; }
 svg text { font: 11px sans-serif; fill: #333; }
 svg .title { font-size: 13px; font-weight: bold; }
 svg .grid { stroke: #e5e5e5; }

@@ -15,7 +15,7 @@ func markdownTables(md string) template.HTML {
 	inTable, header := false, false
 	for _, line := range strings.Split(md, "\n") {
 		if !strings.HasPrefix(line, "|") && inTable {
-			b.WriteString("</table>\n")
+			b.WriteString("</table></div>\n")
 			inTable = false
 		}
 		switch {
@@ -24,7 +24,8 @@ func markdownTables(md string) template.HTML {
 		case strings.HasPrefix(line, "|---"):
 		case strings.HasPrefix(line, "|"):
 			if !inTable {
-				b.WriteString("<table>\n")
+				// A wide table scrolls inside its own box, not the page.
+				b.WriteString("<div class=\"table\"><table>\n")
 				inTable, header = true, true
 			}
 			cell := "td"
@@ -49,7 +50,7 @@ func markdownTables(md string) template.HTML {
 		}
 	}
 	if inTable {
-		b.WriteString("</table>\n")
+		b.WriteString("</table></div>\n")
 	}
 	return template.HTML(b.String())
 }

@@ -4,11 +4,16 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"strconv"
 	"strings"
 )
 
 // Charts are hand-written SVG so that report.html needs nothing but
-// itself: no scripts, no fonts, no network.
+// itself: no scripts, no fonts, no network. Each chart is laid out from
+// what it holds: the left margin from its widest tick label, the band
+// under the plot from its longest x label, the height from the legend's
+// rows, so that no text overlaps, nothing is cut off and no empty band is
+// left. The page scales a chart down to the window's width (viewBox).
 
 // palette colours the series (colour-blind friendly, Okabe-Ito).
 var palette = []string{"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442", "#000000"}
@@ -23,27 +28,122 @@ type series struct {
 func (s series) fill() string { return palette[s.color%len(palette)] }
 
 const (
-	chartW, chartH = 640, 370 // a bar chart widens with its bars
-	padL, padR     = 64, 32
-	padT, padB     = 28, 130
+	chartW  = 640 // a chart's width; a bar chart widens with its bars
+	plotH   = 200 // height of the plot area
+	padT    = 30  // the title's band
+	padR    = 24
+	charW   = 6.4  // width of an average character of the 11px labels, for layout
+	fontH   = 11.0 // their height
+	rowH    = 16   // a legend row
+	xLabelN = 28   // longest x label shown whole; longer ones keep their end (the full name is the tooltip)
+	barMaxW = 36   // a bar group of one series (22 when there are many)
+	minBarW = 360  // narrowest bar chart
+	tilt    = 40   // degrees the bar chart's x labels are turned
 )
+
+// frame is a chart's layout.
+type frame struct {
+	w, h         float64
+	left, bottom float64 // the plot's left edge and its baseline
+	plotW        float64
+	ticks        []float64
+	labels       []string // tick labels
+	lo, hi       float64  // values at the plot's bottom and top (the first and last ticks)
+}
+
+func (f frame) y(v float64) float64 { return f.bottom - plotH*(v-f.lo)/(f.hi-f.lo) }
+
+// newFrame lays out a chart of at least width w whose x labels need band
+// pixels under the axis and whose legend holds names, for values in
+// [lo, hi].
+func newFrame(title string, w, band float64, lo, hi float64, names []string) frame {
+	f := frame{}
+	var step float64
+	f.ticks, step = niceTicks(lo, hi)
+	f.lo, f.hi = f.ticks[0], f.ticks[len(f.ticks)-1]
+	widest := 0
+	for _, t := range f.ticks {
+		l := tickLabel(t, step)
+		f.labels = append(f.labels, l)
+		widest = max(widest, len(l))
+	}
+	// The unit, turned, in [4, 4+fontH]; then the tick labels; then the axis.
+	f.left = 4 + fontH + 8 + charW*float64(widest) + 6
+	f.w = math.Max(w, f.left+padR+math.Max(legendWidth(names), titleWidth(title)))
+	f.plotW = f.w - f.left - padR
+	f.bottom = padT + plotH
+	f.height(band, names)
+	return f
+}
+
+// height sets the chart's height for its width: the plot, the x labels'
+// band and the legend's rows.
+func (f *frame) height(band float64, names []string) {
+	f.h = f.bottom + band + float64(legendRows(names, f.w))*rowH + 6
+}
+
+// niceTicks span [min(lo, 0), max(hi, 0)] in steps of 1, 2 or 5 times a
+// power of ten, from a multiple of the step at or below to one at or
+// above: at most 5 intervals (6 when the range straddles 0).
+func niceTicks(lo, hi float64) ([]float64, float64) {
+	lo, hi = math.Min(lo, 0), math.Max(hi, 0)
+	if math.IsInf(lo, 0) || math.IsNaN(lo) {
+		lo = 0
+	}
+	if !(hi > lo) || math.IsInf(hi, 0) {
+		hi = lo + 1
+	}
+	raw := (hi - lo) / 5
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := 10 * mag
+	for _, m := range []float64{1, 2, 5} {
+		if m*mag >= raw*(1-1e-9) {
+			step = m * mag
+			break
+		}
+	}
+	first := int(math.Floor(lo/step + 1e-9))
+	last := int(math.Ceil(hi/step - 1e-9))
+	var ticks []float64
+	for i := first; i <= last; i++ {
+		ticks = append(ticks, float64(i)*step)
+	}
+	return ticks, step
+}
+
+// tickLabel writes v, a multiple of step, with no more digits than the
+// step needs: 0.2, 1.5, 250, 2e4, 1.5e4, 5e-4.
+func tickLabel(v, step float64) string {
+	if v == 0 {
+		return "0"
+	}
+	if step >= 1e4 || step < 1e-3 {
+		e := math.Floor(math.Log10(math.Abs(v)))
+		m := v / math.Pow(10, e)
+		return strconv.FormatFloat(math.Round(m*10)/10, 'f', -1, 64) + "e" + strconv.Itoa(int(e))
+	}
+	dec := max(0, int(-math.Floor(math.Log10(step)+1e-9)))
+	p := math.Pow(10, float64(dec))
+	return strconv.FormatFloat(math.Round(v*p)/p, 'f', -1, 64)
+}
 
 // lineChart draws series over categorical x labels, y from 0.
 func lineChart(title, yUnit string, xs []string, ss []series) string {
 	var b strings.Builder
-	ymax := maxOf(ss)
-	plotW, plotH := float64(chartW-padL-padR), float64(chartH-padT-padB)
+	lo, hi := extent(ss)
+	f := newFrame(title, chartW, fontH+10, lo, hi, names(ss))
 	x := func(i int) float64 {
 		if len(xs) == 1 {
-			return padL + plotW/2
+			return f.left + f.plotW/2
 		}
-		return padL + plotW*float64(i)/float64(len(xs)-1)
+		// Half a label's width in from each end, so end labels stay inside.
+		inset := 24.0
+		return f.left + inset + (f.plotW-2*inset)*float64(i)/float64(len(xs)-1)
 	}
-	y := func(v float64) float64 { return padT + plotH*(1-v/ymax) }
-	open(&b, title, chartW)
-	axes(&b, ymax, yUnit, y, chartW)
+	open(&b, title, f)
+	axes(&b, yUnit, f)
 	for i, l := range xs {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, x(i), chartH-padB+16, html.EscapeString(l))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" class="xlabel">%s</text>`, x(i), f.bottom+fontH+5, html.EscapeString(l))
 	}
 	for _, s := range ss {
 		c := s.fill()
@@ -52,114 +152,172 @@ func lineChart(title, yUnit string, xs []string, ss []series) string {
 			if math.IsNaN(v) {
 				continue
 			}
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(v)))
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s: %.3g %s</title></circle>`,
-				x(i), y(v), c, html.EscapeString(s.name), v, yUnit)
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), f.y(v)))
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s: %.4g %s</title></circle>`,
+				x(i), f.y(v), c, html.EscapeString(s.name), v, yUnit)
 		}
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`, c, strings.Join(pts, " "))
 	}
-	legend(&b, ss, chartW)
+	legend(&b, ss, f, f.bottom+fontH+10)
 	b.WriteString("</svg>")
 	return b.String()
 }
 
 // barChart draws groups of vertical bars: one group per label, one bar
-// per series.
+// per series. Labels are turned so that long names fit.
 func barChart(title, yUnit string, labels []string, ss []series) string {
 	var b strings.Builder
-	ymax := maxOf(ss)
-	w := max(chartW, padL+padR+len(labels)*max(8*len(ss)+6, 22))
-	plotW, plotH := float64(w-padL-padR), float64(chartH-padT-padB)
-	y := func(v float64) float64 { return padT + plotH*(1-v/ymax) }
-	open(&b, title, w)
-	axes(&b, ymax, yUnit, y, w)
-	group := plotW / float64(max(len(labels), 1))
-	bar := group * 0.8 / float64(max(len(ss), 1))
+	shown := make([]string, len(labels))
+	longest := 0
 	for i, l := range labels {
-		gx := padL + group*float64(i) + group*0.1
+		shown[i] = shorten(l, xLabelN)
+		longest = max(longest, len([]rune(shown[i])))
+	}
+	sin, cos := math.Sin(tilt*math.Pi/180), math.Cos(tilt*math.Pi/180)
+	band := 8 + sin*charW*float64(longest) + cos*fontH
+	var legendNames []string
+	if len(ss) > 1 {
+		legendNames = names(ss)
+	}
+	// Turned labels need about fontH/sin(tilt) = 17 px apart.
+	group := float64(barMaxW)
+	if len(labels) > 12 {
+		group = 22
+	}
+	if len(ss) > 1 {
+		group = float64(8*len(ss) + 8)
+	}
+	content := group * float64(len(labels))
+	lo, hi := extent(ss)
+	f := newFrame(title, 0, band, lo, hi, legendNames)
+	f.w = math.Max(f.w, math.Max(minBarW, f.left+content+padR))
+	f.plotW = f.w - f.left - padR
+	start := f.left + (f.plotW-content)/2
+	// A turned label reaches cos·width left of its group's centre: widen
+	// the left margin (and the chart) where the first ones would be cut.
+	short := 0.0
+	for i, l := range shown {
+		short = math.Max(short, cos*charW*float64(len([]rune(l)))+4-(start+group*(float64(i)+0.5)))
+	}
+	f.left, f.w, start = f.left+short, f.w+short, start+short
+	f.height(band, legendNames)
+	bar := group * 0.8 / float64(max(len(ss), 1))
+	open(&b, title, f)
+	axes(&b, yUnit, f)
+	for i, l := range labels {
+		gx := start + group*float64(i) + group*0.1
 		for k, s := range ss {
 			v := s.ys[i]
 			if math.IsNaN(v) {
 				continue
 			}
+			top, bottom := f.y(math.Max(v, 0)), f.y(math.Min(v, 0))
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %.4g %s</title></rect>`,
-				gx+bar*float64(k), y(v), math.Max(bar-1, 1), padT+plotH-y(v), s.fill(),
+				gx+bar*float64(k), top, math.Max(bar-1, 1), bottom-top, s.fill(),
 				html.EscapeString(s.name), html.EscapeString(l), v, yUnit)
 		}
-		cx := gx + group*0.4
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="end" transform="rotate(-40 %.1f %d)">%s</text>`,
-			cx, chartH-padB+14, cx, chartH-padB+14, html.EscapeString(shorten(l, 18)))
+		cx, ly := gx+group*0.4, f.bottom+8+cos*fontH*0.8
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" transform="rotate(-%d %.1f %.1f)" class="xlabel"><title>%s</title>%s</text>`,
+			cx, ly, tilt, cx, ly, html.EscapeString(l), html.EscapeString(shown[i]))
 	}
-	if len(ss) > 1 {
-		legend(&b, ss, w)
+	if len(legendNames) > 0 {
+		legend(&b, ss, f, f.bottom+band)
 	}
 	b.WriteString("</svg>")
 	return b.String()
 }
 
-func open(b *strings.Builder, title string, w int) {
-	fmt.Fprintf(b, `<svg viewBox="0 0 %d %d" width="%d" height="%d" role="img">`, w, chartH, w, chartH)
-	fmt.Fprintf(b, `<text x="%d" y="18" class="title">%s</text>`, padL, html.EscapeString(title))
+func names(ss []series) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.name
+	}
+	return out
 }
 
-// axes draws the frame, y ticks and grid lines.
-func axes(b *strings.Builder, ymax float64, unit string, y func(float64) float64, w int) {
-	for i := 0; i <= 4; i++ {
-		v := ymax * float64(i) / 4
-		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" class="grid"/>`, padL, w-padR, y(v), y(v))
-		fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">%.3g</text>`, padL-6, y(v)+4, v)
-	}
-	fmt.Fprintf(b, `<text x="12" y="%d" transform="rotate(-90 12 %d)" text-anchor="middle">%s</text>`,
-		padT+(chartH-padT-padB)/2, padT+(chartH-padT-padB)/2, html.EscapeString(unit))
-	fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%d" y2="%d" class="axis"/>`, padL, w-padR, chartH-padB, chartH-padB)
-	fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%d" y2="%d" class="axis"/>`, padL, padL, padT, chartH-padB)
+// open starts the SVG: its natural size, scaled down by the page to fit.
+func open(b *strings.Builder, title string, f frame) {
+	fmt.Fprintf(b, `<svg viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" role="img">`, f.w, f.h, f.w, f.h)
+	fmt.Fprintf(b, `<text x="%.1f" y="18" class="title">%s</text>`, f.left, html.EscapeString(title))
 }
 
-// legend names the series under the plot, in as many rows as it takes.
-func legend(b *strings.Builder, ss []series, w int) {
-	const row = 15
-	type item struct {
-		x, row int
-		name   string
+// axes draws the frame, the y ticks, the grid lines and the unit.
+func axes(b *strings.Builder, unit string, f frame) {
+	for i, v := range f.ticks {
+		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" class="grid"/>`, f.left, f.w-padR, f.y(v), f.y(v))
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end" class="tick">%s</text>`, f.left-6, f.y(v)+4, f.labels[i])
 	}
-	var items []item
-	x, r := padL, 0
-	for _, s := range ss {
-		name := shorten(s.name, 28)
-		width := 24 + 7*len(name)
-		if x+width > w-padR && x > padL {
-			x, r = padL, r+1
+	mid := f.bottom - plotH/2
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" transform="rotate(-90 %.1f %.1f)" text-anchor="middle" class="unit">%s</text>`,
+		4+fontH-2, mid, 4+fontH-2, mid, html.EscapeString(unit))
+	fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" class="axis"/>`, f.left, f.w-padR, f.y(0), f.y(0))
+	fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" class="axis"/>`, f.left, f.left, float64(padT)-6, f.bottom)
+}
+
+// titleWidth is the width of a chart title (13px bold).
+func titleWidth(title string) float64 { return 7.8 * float64(len([]rune(title))) }
+
+// legendItemWidth is the width of one legend entry: a swatch, the name
+// in full, a gap.
+func legendItemWidth(name string) float64 { return 14 + charW*float64(len([]rune(name))) + 18 }
+
+// legendWidth is the widest legend entry (0 for none).
+func legendWidth(names []string) float64 {
+	w := 0.0
+	for _, n := range names {
+		w = math.Max(w, legendItemWidth(n))
+	}
+	return w
+}
+
+// legendRows is how many rows the legend takes in a chart of width w.
+func legendRows(names []string, w float64) int {
+	if len(names) == 0 {
+		return 0
+	}
+	rows, x := 1, 0.0
+	for _, n := range names {
+		iw := legendItemWidth(n)
+		if x > 0 && x+iw > w-padR-8 {
+			rows, x = rows+1, 0
 		}
-		items = append(items, item{x, r, name})
-		x += width
+		x += iw
 	}
-	top := chartH - 6 - row*r
-	for k, it := range items {
-		y := top + row*it.row
-		fmt.Fprintf(b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">%s</text>`,
-			it.x, y-9, ss[k].fill(), it.x+14, y, html.EscapeString(it.name))
+	return rows
+}
+
+// legend names the series in full under the plot, from y down, in as
+// many rows as it takes (legendRows).
+func legend(b *strings.Builder, ss []series, f frame, y float64) {
+	x, row := 8.0, 0
+	for _, s := range ss {
+		iw := legendItemWidth(s.name)
+		if x > 8 && x-8+iw > f.w-padR-8 {
+			x, row = 8, row+1
+		}
+		ty := y + rowH*float64(row+1) - 4
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/><text x="%.1f" y="%.1f" class="legend">%s</text>`,
+			x, ty-9, s.fill(), x+14, ty, html.EscapeString(s.name))
+		x += iw
 	}
 }
 
-// maxOf is the y axis' top: the largest value with headroom (1 when all are 0).
-func maxOf(ss []series) float64 {
-	m := 0.0
+// extent is the smallest and largest value drawn (0, 0 when there is none).
+func extent(ss []series) (lo, hi float64) {
 	for _, s := range ss {
 		for _, v := range s.ys {
-			if !math.IsNaN(v) {
-				m = math.Max(m, v)
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
 			}
 		}
 	}
-	if m <= 0 {
-		return 1
-	}
-	return m * 1.1
+	return lo, hi
 }
 
 func shorten(s string, n int) string {
-	if len(s) <= n {
+	r := []rune(s)
+	if len(r) <= n {
 		return s
 	}
-	return "…" + s[len(s)-n+1:]
+	return "…" + string(r[len(r)-n+1:])
 }

@@ -1,0 +1,59 @@
+package cmd
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestCompletion: `optc completion`'s scripts ask optc (`__complete`) for a
+// flag's values; every flag that takes one of a fixed set of names offers
+// them, and only those.
+func TestCompletion(t *testing.T) {
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"build", "m.onnx", "--target", ""}, []string{"ort", "tensorrt", "triton", "all"}},
+		{[]string{"build", "--method", ""}, []string{"minmax", "percentile", "entropy", "mse", "auto"}},
+		{[]string{"build", "--level", ""}, []string{"disable", "basic", "extended", "all"}},
+		{[]string{"build", "--format", ""}, []string{"qdq", "qoperator"}},
+		{[]string{"build", "--opt-level", ""}, []string{"0", "1", "2"}},
+		{[]string{"build", "--reduce-range", ""}, []string{"auto", "on", "off"}},
+		{[]string{"build", "--placement", ""}, []string{"auto", "all-int8"}},
+		{[]string{"build", "--image-color", ""}, []string{"rgb", "bgr", "gray"}},
+		{[]string{"quantize", "--target", ""}, []string{"ort-cpu", "tensorrt"}},
+		{[]string{"quantize", "--method", ""}, []string{"minmax", "percentile", "entropy", "mse", "auto"}},
+		{[]string{"quantize", "--format", ""}, []string{"qdq", "qoperator"}},
+		{[]string{"quantize", "--image-layout", ""}, []string{"NCHW", "NHWC"}},
+		{[]string{"run", "m.onnx", "--level", ""}, []string{"disable", "basic", "extended", "all"}},
+		{[]string{"bench", "--provider", ""}, []string{"cpu", "cuda", "tensorrt"}},
+		{[]string{"compare", "--check", ""}, []string{"max", "mean", "p99"}},
+		{[]string{"optimize", "--opt-level", ""}, []string{"0", "1", "2"}},
+		{[]string{"lint", "--target", ""}, []string{"tensorrt"}},
+		{[]string{"diff", "--percentile", ""}, []string{"p50", "p90", "p99"}},
+	}
+	for _, c := range cases {
+		status, out, errOut := run(t, append([]string{"__complete"}, c.args...)...)
+		if status != 0 {
+			t.Errorf("%v: status %d: %s", c.args, status, errOut)
+			continue
+		}
+		var got []string
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if !strings.HasPrefix(l, ":") { // the last line is the directive
+				got = append(got, l)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%v: offers %q, want %q", c.args, got, c.want)
+		}
+	}
+	// The completion command itself writes a script for each shell.
+	for _, sh := range []string{"bash", "zsh", "fish", "powershell"} {
+		status, out, errOut := run(t, "completion", sh)
+		if status != 0 || !strings.Contains(out, "__complete") {
+			t.Errorf("completion %s: status %d, %d bytes, %s", sh, status, len(out), errOut)
+		}
+	}
+}

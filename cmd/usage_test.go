@@ -1,0 +1,210 @@
+package cmd
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/optc-dev/optc/internal/testenv"
+)
+
+// usageCases are mistakes in how optc is called, in every command: each
+// must exit 2 (docs/errors.md) with one stderr line naming the problem,
+// before any file is read. m.onnx does not exist: a usage error comes
+// first.
+var usageCases = []struct {
+	args []string
+	want string
+}{
+	{[]string{"frobnicate"}, "frobnicate"},
+	{[]string{"inspect"}, "expects one model file"},
+	{[]string{"inspect", "a.onnx", "b.onnx"}, "got 2 arguments"},
+	{[]string{"inspect", "--json=maybe", "m.onnx"}, `"maybe"`},
+	{[]string{"inspect", "--no-such-flag", "m.onnx"}, "--no-such-flag"},
+	{[]string{"convert"}, "expects one input model"},
+	{[]string{"convert", "m.onnx"}, "-o OUT is required"},
+	{[]string{"convert", "m.onnx", "-o", "c.onnx", "--size-threshold", "-1"}, "--size-threshold"},
+	{[]string{"convert", "m.onnx", "-o", "c.onnx", "--size-threshold", "many"}, `"many"`},
+	{[]string{"optimize"}, "expects one input model"},
+	{[]string{"optimize", "m.onnx"}, "-o OUT is required"},
+	{[]string{"optimize", "m.onnx", "-o", "o.onnx", "--prune-scope", "nowhere"}, "--prune-scope"},
+	{[]string{"optimize", "m.onnx", "-o", "o.onnx", "--check", "x"}, "--check"},
+	{[]string{"optimize", "m.onnx", "-o", "o.onnx", "--check", "-1"}, "--check"},
+	{[]string{"optimize", "m.onnx", "-o", "o.onnx", "--prune", "magnitude:0.5", "--max-accuracy-drop", "1"}, "needs --labels"},
+	{[]string{"convert", "m.onnx", "-o", "c.onnx", "--external-data", "--location", "../x.bin"}, `--location "../x.bin"`},
+	{[]string{"passes", "extra"}, "expects no arguments"},
+	{[]string{"quantize"}, "expects one input model"},
+	{[]string{"quantize", "m.onnx"}, "-o OUT is required"},
+	{[]string{"quantize", "m.onnx", "-o", "q.onnx", "--target", "foo"}, `--target "foo"`},
+	{[]string{"quantize", "m.onnx", "-o", "q.onnx", "--method", "foo"}, `"foo"`},
+	{[]string{"quantize", "m.onnx", "-o", "q.onnx", "--format", "foo"}, `--format "foo"`},
+	{[]string{"quantize", "m.onnx", "-o", "q.onnx", "--reduce-range", "maybe"}, `--reduce-range "maybe"`},
+	{[]string{"quantize", "m.onnx", "-o", "q.onnx", "--level", "foo"}, `"foo"`},
+	{[]string{"quantize", "m.onnx", "-o", "q.onnx", "--data", "x.npy"}, "--calib-data"},
+	{[]string{"quantize", "m.onnx", "-o", "q.onnx"}, "--calib-data is required"},
+	{[]string{"quantize", "m.onnx", "-o", "q.onnx", "--calib-data", "random", "--percentile", "200"}, "percentile 200"},
+	{[]string{"quantize", "m.onnx", "-o", "q.onnx", "--calib-data", "random", "--calib-batch", "-1"}, "--calib-batch -1"},
+	{[]string{"quantize", "m.onnx", "-o", "q.onnx", "--calib-data", "random", "--eval-data", "random", "--eval-samples", "-1"}, "--eval-samples -1"},
+	{[]string{"quantize", "m.onnx", "-o", "q.onnx", "--calib-data", "random", "--max-accuracy-drop", "2"}, "--eval-labels"},
+	{[]string{"quantize", "m.onnx", "-o", "q.onnx", "--calib-data", "random", "--min-cosine", "3"}, "--min-cosine 3"},
+	{[]string{"build"}, "give MODEL"},
+	{[]string{"build", "a.onnx", "b.onnx"}, "at most one model"},
+	{[]string{"build", "m.onnx"}, "-o DIR is required"},
+	{[]string{"build", "m.onnx", "-o", "b", "--target", "foo"}, `--target: unknown target "foo"`},
+	{[]string{"build", "m.onnx", "-o", "b", "--method", "foo"}, `--method: "foo"`},
+	{[]string{"build", "m.onnx", "-o", "b", "--format", "foo"}, `--format: "foo"`},
+	{[]string{"build", "m.onnx", "-o", "b", "--level", "foo"}, `--level: "foo"`},
+	{[]string{"build", "m.onnx", "-o", "b", "-O", "7"}, "--opt-level: 7"},
+	{[]string{"build", "m.onnx", "-o", "b", "--reduce-range", "maybe"}, `--reduce-range: "maybe"`},
+	{[]string{"build", "m.onnx", "-o", "b", "--calib-batch", "0"}, "--calib-batch: 0 (want at least 1)"},
+	{[]string{"build", "m.onnx", "-o", "b", "--threads", "abc"}, `"abc"`},
+	{[]string{"build", "m.onnx", "-o", "b", "--latency-duration", "5"}, "--latency-duration"},
+	{[]string{"build", "m.onnx", "-o", "b", "--image-color", "purple"}, `"purple"`},
+	{[]string{"build", "m.onnx", "-o", "b", "--int8"}, "--calib-data"},
+	{[]string{"build", "m.onnx", "-o", "b", "--batch", "8"}, "--calib-batch, --eval-batch and --latency-batches"},
+	{[]string{"build", "m.onnx", "-o", "b", "--no-check"}, "-O 1"},
+	{[]string{"lint", "m.onnx"}, `--target ""`},
+	{[]string{"lint", "--target", "foo", "m.onnx"}, `--target "foo"`},
+	{[]string{"run", "m.onnx"}, "-o DIR is required"},
+	{[]string{"run", "m.onnx", "-o", "r"}, "--data is required"},
+	{[]string{"run", "m.onnx", "-o", "r", "--data", "random", "--level", "foo"}, `"foo"`},
+	{[]string{"run", "m.onnx", "-o", "r", "--data", "random", "--provider", "foo"}, `--provider "foo"`},
+	{[]string{"run", "m.onnx", "-o", "r", "--data", "random", "--threads", "-1"}, "thread counts"},
+	{[]string{"run", "m.onnx", "-o", "r", "--data", "random", "--shape", "x"}, "--shape"},
+	{[]string{"compare", "m.onnx"}, "expects two model files"},
+	{[]string{"compare", "a.onnx", "b.onnx", "--data", "random", "--check", "median"}, `"median"`},
+	{[]string{"compare", "a.onnx", "b.onnx", "--data", "random", "--atol", "x:y"}, "--atol"},
+	{[]string{"bench", "m.onnx"}, "--data is required"},
+	{[]string{"bench", "m.onnx", "--data", "random", "--batch", "x"}, `--batch "x"`},
+	{[]string{"bench", "m.onnx", "--data", "random", "--iterations", "-1"}, "--iterations"},
+	{[]string{"diff", "a"}, "expects two reports"},
+	{[]string{"diff", "a", "b", "--percentile", "p77"}, `"p77"`},
+	{[]string{"diff", "a", "b", "--min-cosine", "2"}, "min_cosine"},
+	{[]string{"version", "extra"}, "expects no arguments"},
+	{[]string{"completion"}, "name a shell"},
+	{[]string{"completion", "fish2"}, `unknown shell "fish2"`},
+}
+
+// TestUsageErrors runs the optc binary, built once, on every usage
+// mistake of every command: exit status 2, one stderr line naming the
+// problem, nothing on stdout, nothing written.
+func TestUsageErrors(t *testing.T) {
+	bin := buildOptc(t)
+	seen := map[string]bool{}
+	for _, c := range usageCases {
+		dir := t.TempDir()
+		cmd := exec.Command(bin, c.args...)
+		cmd.Dir = dir
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		var ee *exec.ExitError
+		status := 0
+		if errors.As(err, &ee) {
+			status = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		failsCleanly(t, status, 2, out.String(), errOut.String(), c.want)
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("optc %s: wrote %v", strings.Join(c.args, " "), entries)
+		}
+		seen[c.args[0]] = true
+	}
+	// Every command has at least one case.
+	for _, c := range NewRoot(StdIO()).Commands() {
+		if !c.Hidden && c.Name() != "help" && !seen[c.Name()] {
+			t.Errorf("no usage case for optc %s", c.Name())
+		}
+	}
+}
+
+// TestBuildOutputHoldsModel: build without -o is a usage error even when
+// the model lies in the current folder, and an -o that holds the model is
+// refused naming both.
+func TestBuildOutputHoldsModel(t *testing.T) {
+	bin := buildOptc(t)
+	dir := t.TempDir()
+	b, err := os.ReadFile(testenv.Model("mnist_cnn.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "m.onnx"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args   []string
+		status int
+		want   string
+	}{
+		{[]string{"build", "m.onnx"}, 2, "-o DIR is required"},
+		{[]string{"build", "m.onnx", "-o", "."}, 1, "output folder . holds the input model m.onnx"},
+	} {
+		cmd := exec.Command(bin, c.args...)
+		cmd.Dir = dir
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		status := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			status = ee.ExitCode()
+		}
+		failsCleanly(t, status, c.status, out.String(), errOut.String(), c.want)
+	}
+}
+
+// TestBuildFlagKeys: every flag of build that sets a config key is in
+// buildFlagKeys (so that a bad value is reported under the flag's name),
+// and docs/config.md's reference pairs that key with that flag.
+func TestBuildFlagKeys(t *testing.T) {
+	doc, err := os.ReadFile("../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{} // key cell -> flag cell
+	for _, l := range strings.Split(string(doc), "\n") {
+		cells := strings.Split(l, "|")
+		if len(cells) > 3 && strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
+			rows[cells[1]] = cells[2]
+		}
+	}
+	root := NewRoot(StdIO())
+	build, _, err := root.Find([]string{"build"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notConfig := map[string]bool{"config": true, "print-config": true, "json": true, "quiet": true, "help": true}
+	check := func(name, short string) {
+		if notConfig[name] {
+			return
+		}
+		key, ok := buildFlagKeys[name]
+		if !ok {
+			t.Errorf("build --%s: not in buildFlagKeys", name)
+			return
+		}
+		for keys, flags := range rows {
+			if strings.Contains(keys, "`"+key+"`") {
+				if !strings.Contains(flags, "`--"+name) && (short == "" || !strings.Contains(flags, "`-"+short+"`")) {
+					t.Errorf("docs/config.md: key %s documents flag %s, want --%s", key, strings.TrimSpace(flags), name)
+				}
+				return
+			}
+		}
+		t.Errorf("docs/config.md: no row for key %s (--%s)", key, name)
+	}
+	build.Flags().VisitAll(func(f *pflag.Flag) { check(f.Name, f.Shorthand) })
+	build.InheritedFlags().VisitAll(func(f *pflag.Flag) { check(f.Name, f.Shorthand) })
+	for name := range buildFlagKeys {
+		if build.Flags().Lookup(name) == nil && build.InheritedFlags().Lookup(name) == nil {
+			t.Errorf("buildFlagKeys names --%s, which build lacks", name)
+		}
+	}
+}
