@@ -24,6 +24,7 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/ortenv"
 	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/internal/testgraph"
 	"github.com/optc-dev/optc/onnxpb"
 )
 
@@ -223,6 +224,13 @@ func TestErrorsDocumented(t *testing.T) {
 			})(t)
 			p := writeFile(t, filepath.Join(dir, "m.onnx"), m)
 			return []docRun{{[]string{"run", p, "--data", "random", "-o", filepath.Join(dir, "out")}, []string{"ONNX Runtime cannot load the model: "}}}
+		}},
+		"ONNX Runtime crashed (SIGSEGV: segmentation violation) opening the model at level all; ...": {func(t *testing.T, dir string) []docRun {
+			p := filepath.Join(dir, "crash.onnx")
+			if err := graph.Save(testgraph.TransposeIntoHalfMatMul(t), p, graph.SaveOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			return []docRun{{[]string{"run", p, "--data", "random", "-o", filepath.Join(dir, "out")}, []string{"ONNX Runtime crashed (SIGSEGV: segmentation violation) opening the model at level all; "}}}
 		}},
 
 		// Data.

@@ -10,24 +10,8 @@ import (
 	"github.com/optc-dev/optc/ort"
 )
 
-// transposeIntoHalfMatMul is the smallest model known to crash ONNX
-// Runtime 1.24.1 (SIGSEGV creating the session at level all): a float16
-// Transpose that moves the batch axis, feeding a float16 MatMul. The GRU
-// model of the zoo becomes one when converted to float16 for TensorRT.
 func transposeIntoHalfMatMul(t *testing.T) ort.Source {
-	b := testgraph.New(t, "crash", 13)
-	x := b.TypedValue("x", graph.Float, 8, 1, 32)
-	b.Graph.Inputs = append(b.Graph.Inputs, x)
-	half := b.Node("half", "Cast", x)
-	half.SetAttr(&graph.Attr{Name: "to", Type: graph.AttrInt, Int: int64(graph.Float16)})
-	tr := b.Node("swap", "Transpose", half.Output(0))
-	tr.SetAttr(&graph.Attr{Name: "perm", Type: graph.AttrInts, Ints: []int64{1, 0, 2}})
-	w := b.Init("w", graph.Float16, []int64{32, 10}, make([]byte, 32*10*2))
-	mm := b.Node("mm", "MatMul", tr.Output(0), w)
-	back := b.Node("back", "Cast", mm.Output(0))
-	back.SetAttr(&graph.Attr{Name: "to", Type: graph.AttrInt, Int: int64(graph.Float)})
-	b.Output(back.Output(0), 1, 8, 10)
-	src, err := ort.SourceOf(b.Model)
+	src, err := ort.SourceOf(testgraph.TransposeIntoHalfMatMul(t))
 	if err != nil {
 		t.Fatal(err)
 	}

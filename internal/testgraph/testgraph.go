@@ -141,3 +141,24 @@ func TensorBesideOptional(t testing.TB, path string) string {
 	}
 	return out
 }
+
+// TransposeIntoHalfMatMul is the smallest model known to crash ONNX
+// Runtime 1.24.1 (SIGSEGV creating a session at level all): x float32
+// [8,1,32] cast to float16, a Transpose that moves the batch axis
+// (perm 1,0,2), a float16 MatMul by zeros [32,10], cast back to float32
+// [1,8,10]. A GRU converted to float16 for TensorRT becomes one.
+func TransposeIntoHalfMatMul(t testing.TB) *graph.Model {
+	b := New(t, "crash", 13)
+	x := b.TypedValue("x", graph.Float, 8, 1, 32)
+	b.Graph.Inputs = append(b.Graph.Inputs, x)
+	half := b.Node("half", "Cast", x)
+	half.SetAttr(&graph.Attr{Name: "to", Type: graph.AttrInt, Int: int64(graph.Float16)})
+	swap := b.Node("swap", "Transpose", half.Output(0))
+	swap.SetAttr(&graph.Attr{Name: "perm", Type: graph.AttrInts, Ints: []int64{1, 0, 2}})
+	w := b.Init("w", graph.Float16, []int64{32, 10}, make([]byte, 32*10*2))
+	mm := b.Node("mm", "MatMul", swap.Output(0), w)
+	back := b.Node("back", "Cast", mm.Output(0))
+	back.SetAttr(&graph.Attr{Name: "to", Type: graph.AttrInt, Int: int64(graph.Float)})
+	b.Output(back.Output(0), 1, 8, 10)
+	return b.Model
+}
