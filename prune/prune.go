@@ -59,6 +59,14 @@ type Options struct {
 	// kernels block channels by 8 or 16 (NCHWc), and an odd count costs
 	// padding and reorders that can make a pruned model slower.
 	ChannelMultiple int64
+	// Data, when set, makes the methods data-driven: channels:R chooses
+	// channels by the error they leave in the layers that read them and
+	// refits those layers by least squares (Reconstruct); magnitude:S and
+	// 2:4 choose masks and update the kept weights by OBS (SparseGPT).
+	Data *Data
+	// keep, when set, restricts Channels to the groups named by their
+	// first source layer, keeping the channels given (Reconstruct's steps).
+	keep map[string][]int
 }
 
 // multiple is ChannelMultiple with its default.
@@ -80,6 +88,10 @@ type Layer struct {
 	After   float64 `json:"sparsity_after"`
 	Removed int64   `json:"channels_removed,omitempty"` // channels:R
 	Skipped string  `json:"skipped,omitempty"`          // why it was left alone
+	// Refit says how the data-driven methods changed the weights that
+	// stay: "obs" (SparseGPT update), "least squares" (channels: the
+	// consumers refit), or "none: why"; empty without calibration data.
+	Refit string `json:"refit,omitempty"`
 }
 
 // Report is what a pruning run did.
