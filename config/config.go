@@ -21,6 +21,7 @@ import (
 
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/prune"
 )
 
 // Config is everything `optc build` does, as one value.
@@ -44,6 +45,7 @@ type Config struct {
 	INT8        bool                 `yaml:"int8"`
 	Image       Image                `yaml:"image"`
 	Calibration Calibration          `yaml:"calibration"`
+	Prune       Prune                `yaml:"prune"`
 	Quantize    Quantize             `yaml:"quantize"`
 	Eval        Eval                 `yaml:"eval"`
 	Runtime     Runtime              `yaml:"runtime"`
@@ -85,6 +87,20 @@ type Calibration struct {
 	Percentile    float64 `yaml:"percentile"`
 	MovingAverage float64 `yaml:"moving_average"`
 	Cache         string  `yaml:"cache"` // reused when it matches the model
+}
+
+// Prune is pruning after the passes, before quantization
+// (docs/prune.md): the pruned model is what every artifact grows from.
+type Prune struct {
+	Methods []string `yaml:"methods"` // magnitude:S, 2:4 or channels:R, applied in order
+	// Reconstruct makes pruning data-driven on calibration.data (channels:
+	// least-squares reconstruction; 2:4 and magnitude: OBS updates).
+	// Without calibration data the build prunes by magnitude and says so.
+	Reconstruct bool     `yaml:"reconstruct"`
+	Exclude     []string `yaml:"exclude"` // nodes (or weights) left alone
+	// MaxAccuracyDrop spares the most sensitive layers until pruning
+	// costs at most this many points on the eval data (needs eval.labels).
+	MaxAccuracyDrop float64 `yaml:"max_accuracy_drop"`
 }
 
 // Quantize is the INT8 scheme.
@@ -193,6 +209,7 @@ func Default() Config {
 		Calibration: Calibration{
 			Batch: 8, Seed: 1, Method: "percentile", Percentile: 99.999,
 		},
+		Prune:    Prune{Reconstruct: true},
 		Quantize: Quantize{ReduceRange: "auto", Format: "qdq", PerChannel: true, Placement: "auto", PlacementBudget: Duration{time.Minute}},
 		Eval:     Eval{Batch: 8},
 		Runtime:  Runtime{Level: "all"},
@@ -241,6 +258,7 @@ var typeNames = strings.NewReplacer(
 	"in type config.Image", "in image",
 	"in type config.Calibration", "in calibration",
 	"in type config.Quantize", "in quantize",
+	"in type config.Prune", "in prune",
 	"in type config.Eval", "in eval",
 	"in type config.Runtime", "in runtime",
 	"in type config.Latency", "in latency",
@@ -386,6 +404,17 @@ func (c Config) Validate() error {
 	}
 	if c.Calibration.Samples < 0 || c.Eval.Samples < 0 {
 		bad("calibration.samples and eval.samples must not be negative")
+	}
+	for _, m := range c.Prune.Methods {
+		if _, err := prune.ParseMethod(m); err != nil {
+			bad("prune.methods: %v", strings.TrimPrefix(err.Error(), "--prune "))
+		}
+	}
+	if c.Prune.MaxAccuracyDrop < 0 {
+		bad("prune.max_accuracy_drop must not be negative")
+	}
+	if c.Prune.MaxAccuracyDrop > 0 && (c.Eval.Labels == "" || len(c.Prune.Methods) == 0) {
+		bad("prune.max_accuracy_drop needs prune.methods and eval.labels")
 	}
 	if !slices.Contains([]string{"auto", "on", "off"}, c.Quantize.ReduceRange) {
 		bad("quantize.reduce_range: %q (want auto, on or off)", c.Quantize.ReduceRange)
