@@ -140,7 +140,10 @@ func reconstructGroup(m, ref *graph.Model, p groupPlan, changed bool, opts Optio
 	if err := d.inputGrams(m, refModel, lis); err != nil {
 		return "", err
 	}
-	keep := chooseChannels(cs, int(p.channels), int(p.removed))
+	keep, err := selectChannels(cs, int(p.channels), int(p.removed), d.damp())
+	if err != nil {
+		return "", err
+	}
 	if _, err := channelsOnly(m, p, opts, keep); err != nil {
 		return "", err
 	}
@@ -192,4 +195,16 @@ func l1Keep(p groupPlan) []int {
 		return nil
 	}
 	return keep
+}
+
+// selectChannels chooses the channels to keep by group OBS
+// (chooseChannelsOBS), or by the covariance greedy (chooseChannels) when a
+// consumer's input is too large to invert quickly.
+func selectChannels(cs []*consumerStats, channels, removed int, damp float64) ([]int, error) {
+	for _, c := range cs {
+		if c.in.p.dim > obsSelectMaxDim {
+			return chooseChannels(cs, channels, removed), nil
+		}
+	}
+	return chooseChannelsOBS(cs, channels, removed, damp)
 }
