@@ -23,7 +23,7 @@ func (b *builder) pruneOptions(o *optimize.Options) error {
 		return nil
 	}
 	o.PruneOpts = prune.Options{Scope: "layer", Exclude: c.Prune.Exclude}
-	o.MaxAccuracyDrop = c.Prune.MaxAccuracyDrop
+	o.MaxAccuracyDrop, o.MinCosine = c.Prune.MaxAccuracyDrop, c.Prune.MinCosine
 	switch {
 	case !c.Prune.Reconstruct:
 	case c.Calibration.Data == "" || c.Calibration.Data == "random":

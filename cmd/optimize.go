@@ -119,7 +119,13 @@ before/after table and per-pass statistics.`,
 				d.Opts.Shuffle = calib.samples > 0
 				o.PruneOpts.Data = d
 			}
-			if (o.PruneLabels != "" || o.MaxAccuracyDrop > 0) && len(o.Prune) == 0 {
+			if o.MinCosine < 0 || o.MinCosine > 1 {
+				return usageError{fmt.Errorf("--min-cosine must be in [0, 1]")}
+			}
+			if slices.ContainsFunc(o.Prune, func(m prune.Method) bool { return m.Auto }) && o.MaxAccuracyDrop <= 0 && o.MinCosine <= 0 {
+				return usageError{fmt.Errorf("--prune channels:auto needs a budget: --max-accuracy-drop P (with --data and --labels) or --min-cosine C")}
+			}
+			if (o.PruneLabels != "" || o.MaxAccuracyDrop > 0 || o.MinCosine > 0) && len(o.Prune) == 0 {
 				return usageError{fmt.Errorf("--labels and --max-accuracy-drop measure pruning: give --prune too")}
 			}
 			if runF != nil {
@@ -158,6 +164,7 @@ before/after table and per-pass statistics.`,
 	fs.IntVar(&cost.samples, "samples", 0, "use at most this many samples of --data")
 	fs.StringVar(&o.PruneLabels, "labels", "", "a .npy of class ids for --data: measures the accuracy drop of pruning")
 	fs.Float64Var(&o.MaxAccuracyDrop, "max-accuracy-drop", 0, "accuracy budget in points: spare the most sensitive layers until pruning costs no more")
+	fs.Float64Var(&o.MinCosine, "min-cosine", 0, "channels:auto: lowest cosine to the unpruned model allowed on every output")
 	df.registerSpec(fs)
 	fs.Int64Var(&df.seed, "seed", 1, "seed of the check's random inputs")
 	return c
@@ -294,9 +301,22 @@ func printPrune(out io.Writer, p *optimize.PruneResult) {
 		w.Flush()
 	}
 	if len(p.Search) > 0 {
-		fmt.Fprintf(out, "accuracy budget search (most sensitive layers spared first):\n")
+		if p.Search[0].Ratio > 0 {
+			fmt.Fprintf(out, "channels:auto: the largest ratio that keeps the budget, tried largest first:\n")
+		} else {
+			fmt.Fprintf(out, "accuracy budget search (most sensitive layers spared first):\n")
+		}
 		for _, s := range p.Search {
-			fmt.Fprintf(out, "  sparing %s: drop %.2f points\n", strings.Join(s.Spared, ", "), s.DropPoints)
+			within := "over the budget"
+			if s.Within {
+				within = "within the budget"
+			}
+			switch {
+			case s.Ratio > 0:
+				fmt.Fprintf(out, "  ratio %g: drop %.2f points, min cosine %.4f: %s\n", s.Ratio, s.DropPoints, s.MinCosine, within)
+			default:
+				fmt.Fprintf(out, "  sparing %s: drop %.2f points\n", strings.Join(s.Spared, ", "), s.DropPoints)
+			}
 		}
 	}
 	if c := p.Cost; c != nil {

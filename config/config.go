@@ -101,6 +101,9 @@ type Prune struct {
 	// MaxAccuracyDrop spares the most sensitive layers until pruning
 	// costs at most this many points on the eval data (needs eval.labels).
 	MaxAccuracyDrop float64 `yaml:"max_accuracy_drop"`
+	// MinCosine is the lowest cosine to the unpruned model allowed on
+	// every output: with max_accuracy_drop, the budget channels:auto keeps.
+	MinCosine float64 `yaml:"min_cosine"`
 }
 
 // Quantize is the INT8 scheme.
@@ -415,6 +418,12 @@ func (c Config) Validate() error {
 	}
 	if c.Prune.MaxAccuracyDrop > 0 && (c.Eval.Labels == "" || len(c.Prune.Methods) == 0) {
 		bad("prune.max_accuracy_drop needs prune.methods and eval.labels")
+	}
+	if c.Prune.MinCosine < 0 || c.Prune.MinCosine > 1 {
+		bad("prune.min_cosine: %g (want 0 to 1)", c.Prune.MinCosine)
+	}
+	if slices.Contains(c.Prune.Methods, "channels:auto") && c.Prune.MaxAccuracyDrop <= 0 && c.Prune.MinCosine <= 0 {
+		bad("prune.methods: channels:auto needs a budget: prune.max_accuracy_drop (with eval.labels) or prune.min_cosine")
 	}
 	if !slices.Contains([]string{"auto", "on", "off"}, c.Quantize.ReduceRange) {
 		bad("quantize.reduce_range: %q (want auto, on or off)", c.Quantize.ReduceRange)

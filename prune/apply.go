@@ -9,6 +9,9 @@ import (
 // Apply runs one pruning method over m; with opts.Data, its data-driven
 // form.
 func Apply(m *graph.Model, meth Method, opts Options) (*Report, error) {
+	if meth.Auto {
+		return nil, fmt.Errorf("%s: the ratio comes from a budget search (optc optimize --max-accuracy-drop or --min-cosine); give a ratio here", meth)
+	}
 	if opts.Data != nil {
 		switch meth.Kind {
 		case "magnitude", "2:4":

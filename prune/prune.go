@@ -16,23 +16,36 @@ import (
 type Method struct {
 	Kind  string  // "magnitude", "2:4" or "channels"
 	Ratio float64 // sparsity S or channel fraction R; unused for 2:4
+	// Auto (channels:auto) leaves the ratio to a budget search by the
+	// caller (optimize): Apply refuses it.
+	Auto bool
 }
+
+// AutoRatios are the channel ratios channels:auto tries, largest first.
+var AutoRatios = []float64{0.5, 0.375, 0.25, 0.125}
 
 func (m Method) String() string {
 	if m.Kind == "2:4" {
 		return "2:4"
 	}
+	if m.Auto {
+		return m.Kind + ":auto"
+	}
 	return fmt.Sprintf("%s:%g", m.Kind, m.Ratio)
 }
 
-// ParseMethod reads magnitude:S, 2:4 or channels:R with 0 <= S, R < 1.
+// ParseMethod reads magnitude:S, 2:4, channels:R with 0 <= S, R < 1, or
+// channels:auto.
 func ParseMethod(s string) (Method, error) {
-	if s == "2:4" {
+	switch s {
+	case "2:4":
 		return Method{Kind: "2:4"}, nil
+	case "channels:auto":
+		return Method{Kind: "channels", Auto: true}, nil
 	}
 	kind, val, ok := strings.Cut(s, ":")
 	if !ok || (kind != "magnitude" && kind != "channels") {
-		return Method{}, fmt.Errorf("--prune %q: want magnitude:S, 2:4 or channels:R", s)
+		return Method{}, fmt.Errorf("--prune %q: want magnitude:S, 2:4, channels:R or channels:auto", s)
 	}
 	r, err := strconv.ParseFloat(val, 64)
 	if err != nil || r < 0 || r >= 1 {
