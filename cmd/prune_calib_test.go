@@ -81,6 +81,8 @@ func TestPruneCalibUsage(t *testing.T) {
 		{[]string{"optimize", m, "-o", out, "--calib-data", "x.npy"}, "give --prune too"},
 		{[]string{"optimize", m, "-o", out, "--prune", "2:4", "--calib-data", "random"}, "needs real samples"},
 		{[]string{"optimize", m, "-o", out, "--prune", "magnitude:0.5", "--prune-scope", "global", "--calib-data", "x.npy"}, "global"},
+		{[]string{"optimize", m, "-o", out, "--prune", "channels:auto"}, "needs a budget"},
+		{[]string{"optimize", m, "-o", out, "--prune", "channels:auto", "--min-cosine", "1.5"}, "--min-cosine"},
 	} {
 		status, stdout, stderr := run(t, c.args...)
 		failsCleanly(t, status, 2, stdout, stderr, c.want)
@@ -145,5 +147,33 @@ latency: {batches: [1], duration: 100ms, repeats: 1}
 	status, stdout, stderr = run(t, "build", "--config", cfg, "-o", out, "--force", "--prune-reconstruct=false")
 	if status != 0 || !strings.Contains(stdout, "without calibration data") {
 		t.Errorf("status %d, --prune-reconstruct=false:\n%s%s", status, stdout, stderr)
+	}
+}
+
+// channels:auto under a 1-point budget with reconstruction: the largest
+// ratio tried that keeps it is taken (MNIST keeps 0.5), the drop measured
+// on the held-out digits is within the budget, and the latency is
+// reported.
+func TestPruneChannelsAutoMNIST(t *testing.T) {
+	ortenv.Require(t)
+	images, labels := mnistData(t)
+	train := testenv.Data(t, "mnist/train_images.npy")
+	res := optimizeJSON(t, testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(t.TempDir(), "auto.onnx"),
+		"--prune", "channels:auto", "--max-accuracy-drop", "1", "--calib-data", train, "--calib-samples", "256",
+		"--data", images, "--labels", labels, "--batch", "500")
+	p := res.Prune
+	if len(p.Search) == 0 || !p.Search[len(p.Search)-1].Within {
+		t.Fatalf("search %+v ends outside the budget", p.Search)
+	}
+	for _, s := range p.Search[:len(p.Search)-1] {
+		if s.Within {
+			t.Errorf("search went on after ratio %g kept the budget", s.Ratio)
+		}
+	}
+	if p.Cost.Accuracy == nil || p.Cost.Accuracy.DropPoints > 1 || p.Reports[0].ParamsAfter >= p.Reports[0].ParamsBefore {
+		t.Errorf("auto: accuracy %+v, params %d -> %d", p.Cost.Accuracy, p.Reports[0].ParamsBefore, p.Reports[0].ParamsAfter)
+	}
+	if p.Latency == nil || p.Latency.AfterP50 <= 0 {
+		t.Errorf("no latency: %+v", p.Latency)
 	}
 }
