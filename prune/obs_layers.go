@@ -30,8 +30,17 @@ func OBS(m *graph.Model, meth Method, opts Options, d *Data) (*Report, error) {
 		}
 	}
 	rep := &Report{Method: meth.String(), ParamsBefore: totalParams(m)}
+	unpruned, err := m.Clone()
+	if err != nil {
+		return nil, err
+	}
 	var zeroed, elems int64
+	changed := false // a layer before this one changed: the inputs differ
 	for _, w := range findWeights(m) {
+		var ref *graph.Model
+		if changed {
+			ref = unpruned
+		}
 		l := w.layer()
 		l.Ratio = meth.Ratio
 		if nm {
@@ -58,19 +67,21 @@ func OBS(m *graph.Model, meth Method, opts Options, d *Data) (*Report, error) {
 		}
 		l.Before = fraction(countZeros(vals), l.Params)
 		if l.Ratio > 0 {
-			refit, err := obsLayer(m, w, l.Ratio, nm, d)
+			refit, err := obsLayer(m, ref, w, l.Ratio, nm, d)
+			changed = changed || refit == "obs"
 			if err != nil {
 				return nil, fmt.Errorf("layer %s: %w", w.node.Name, err)
 			}
 			if refit != "obs" {
 				// The plain method, for what OBS cannot handle.
-				changed := false
+				plain := false
 				if nm {
-					changed = apply24(vals, w.tensor.Dims, axis)
+					plain = apply24(vals, w.tensor.Dims, axis)
 				} else {
-					changed = zeroSmallest(vals, exactCount(l.Ratio, int64(len(vals))))
+					plain = zeroSmallest(vals, exactCount(l.Ratio, int64(len(vals))))
 				}
-				if changed {
+				changed = changed || plain
+				if plain {
 					if err := replaceWeight(w, vals); err != nil {
 						return nil, err
 					}
@@ -94,7 +105,7 @@ func OBS(m *graph.Model, meth Method, opts Options, d *Data) (*Report, error) {
 
 // obsLayer prunes one weight with SparseGPT and returns "obs", or, when it
 // cannot, leaves the weight alone and returns why ("none: ...").
-func obsLayer(m *graph.Model, w *weight, ratio float64, nm bool, d *Data) (string, error) {
+func obsLayer(m, ref *graph.Model, w *weight, ratio float64, nm bool, d *Data) (string, error) {
 	n := w.node
 	if len(w.nodes) > 1 {
 		return "none: the weight is shared by several layers", nil
@@ -111,7 +122,7 @@ func obsLayer(m *graph.Model, w *weight, ratio float64, nm bool, d *Data) (strin
 		return "none: " + err.Error(), nil
 	}
 	li := &layerInput{name: n.Name, value: n.Input(0).Name, p: p}
-	if err := d.inputGrams(m, nil, []*layerInput{li}); err != nil {
+	if err := d.inputGrams(m, ref, []*layerInput{li}); err != nil {
 		return "", err
 	}
 	bias, hasBias, err := readBias(n, lay.rows)
@@ -152,6 +163,14 @@ func obsLayer(m *graph.Model, w *weight, ratio float64, nm bool, d *Data) (strin
 		}
 		if hasBias {
 			mat[r*cols+lay.cols] = float64(bias[r])
+		}
+	}
+	if li.g.c != nil {
+		// Earlier layers changed this one's inputs: first refit the dense
+		// weights so that W′·x̃ matches the unpruned W·x (least squares,
+		// the same damped H), then prune W′.
+		if err := towardUnpruned(mat, lay, cols, h, li.g, p.dim, hasBias); err != nil {
+			return "", err
 		}
 	}
 	keep := make([]bool, cols)
@@ -300,5 +319,47 @@ func setConstInput(g *graph.Graph, n *graph.Node, i int, dims []int64, vals []fl
 		return err
 	}
 	n.SetInput(i, v)
+	return nil
+}
+
+// towardUnpruned replaces mat (rows×cols, the layout's columns then the
+// bias) by the solution of (H̃ + λI)·W′ᵀ = C·Wᵀ + λ·Wᵀ, h being the damped
+// H̃ in the same order and g.c the cross Gram Σ x̃·xᵀ: the dense weights
+// whose outputs on the pruned model's inputs best match the unpruned
+// model's outputs.
+func towardUnpruned(mat []float64, lay *layout, cols int, h []float64, g *gram, dim int, hasBias bool) error {
+	src := func(j int) int {
+		if j == lay.cols {
+			return dim
+		}
+		return lay.perm[j]
+	}
+	rows := lay.rows
+	lambda := 0.0 // what dampen added: h's diagonal minus H̃'s
+	for i := 0; i < cols; i++ {
+		lambda += h[i*cols+i] - g.g[src(i)*g.n+src(i)]
+	}
+	lambda /= float64(cols)
+	rhs := make([]float64, cols*rows)
+	for i := 0; i < cols; i++ {
+		crow := g.c[src(i)*g.n : src(i)*g.n+g.n]
+		for r := 0; r < rows; r++ {
+			s := lambda * mat[r*cols+i]
+			for j := 0; j < cols; j++ {
+				s += crow[src(j)] * mat[r*cols+j]
+			}
+			rhs[i*rows+r] = s
+		}
+	}
+	l := append([]float64(nil), h...)
+	if err := cholesky(l, cols); err != nil {
+		return err
+	}
+	cholSolve(l, cols, rhs, rows)
+	for r := 0; r < rows; r++ {
+		for i := 0; i < cols; i++ {
+			mat[r*cols+i] = rhs[i*rows+r]
+		}
+	}
 	return nil
 }
