@@ -149,7 +149,7 @@ before/after table and per-pass statistics.`,
 	fs.Float64Var(&o.CheckRtol, "check-rtol", optimize.DefaultCheckRtol, "relative tolerance of the check")
 	fs.BoolVar(&external, "external-data", false, "write tensors of 1 KiB or more to OUT.data")
 	fs.BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
-	fs.StringArrayVar(&pruneSpecs, "prune", nil, "prune after optimizing: magnitude:S, 2:4 or channels:R (repeatable)")
+	fs.StringArrayVar(&pruneSpecs, "prune", nil, "prune after optimizing: magnitude:S, 2:4, channels:R or channels:auto (repeatable); data-driven with --calib-data")
 	fs.StringVar(&o.PruneOpts.Scope, "prune-scope", "layer", "magnitude pruning per layer or with one global threshold: layer or global")
 	fs.StringVar(&pruneExclude, "prune-exclude", "", "nodes (or weights) not to prune, comma-separated")
 	fs.Int64Var(&o.PruneOpts.MinElements, "prune-min-elements", 0, "leave weights with fewer elements alone (0: 1024 for magnitude and 2:4, no minimum for channels)")

@@ -92,7 +92,7 @@ type Calibration struct {
 // Prune is pruning after the passes, before quantization
 // (docs/prune.md): the pruned model is what every artifact grows from.
 type Prune struct {
-	Methods []string `yaml:"methods"` // magnitude:S, 2:4 or channels:R, applied in order
+	Methods []string `yaml:"methods"` // magnitude:S, 2:4, channels:R or channels:auto, applied in order
 	// Reconstruct makes pruning data-driven on calibration.data (channels:
 	// least-squares reconstruction; 2:4 and magnitude: OBS updates).
 	// Without calibration data the build prunes by magnitude and says so.

@@ -12,7 +12,7 @@ import (
 )
 
 // Method is one pruning request, as written on the command line:
-// magnitude:S, 2:4 or channels:R.
+// magnitude:S, 2:4, channels:R or channels:auto.
 type Method struct {
 	Kind  string  // "magnitude", "2:4" or "channels"
 	Ratio float64 // sparsity S or channel fraction R; unused for 2:4
