@@ -165,10 +165,13 @@ func obsLayer(m, ref *graph.Model, w *weight, ratio float64, nm bool, d *Data) (
 			mat[r*cols+lay.cols] = float64(bias[r])
 		}
 	}
-	if li.g.c != nil {
+	if li.g.c != nil && li.g.rows >= minRowsPerFeature*int64(cols) {
 		// Earlier layers changed this one's inputs: first refit the dense
 		// weights so that W′·x̃ matches the unpruned W·x (least squares,
-		// the same damped H), then prune W′.
+		// the same damped H), then prune W′. Only where the data
+		// determines the fit: with fewer vectors than features (a Gemm
+		// reading a large flattened map, one vector per sample) it fits
+		// the calibration samples and loses accuracy elsewhere.
 		if err := towardUnpruned(mat, lay, cols, h, li.g, p.dim, hasBias); err != nil {
 			return "", err
 		}
@@ -321,6 +324,10 @@ func setConstInput(g *graph.Graph, n *graph.Node, i int, dims []int64, vals []fl
 	n.SetInput(i, v)
 	return nil
 }
+
+// minRowsPerFeature is how many input vectors per feature a layer needs
+// before OBS refits it toward the unpruned outputs.
+const minRowsPerFeature = 4
 
 // towardUnpruned replaces mat (rows×cols, the layout's columns then the
 // bias) by the solution of (H̃ + λI)·W′ᵀ = C·Wᵀ + λ·Wᵀ, h being the damped
