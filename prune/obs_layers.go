@@ -330,10 +330,11 @@ func setConstInput(g *graph.Graph, n *graph.Node, i int, dims []int64, vals []fl
 const minRowsPerFeature = 4
 
 // towardUnpruned replaces mat (rows×cols, the layout's columns then the
-// bias) by the solution of (H̃ + λI)·W′ᵀ = C·Wᵀ + λ·Wᵀ, h being the damped
-// H̃ in the same order and g.c the cross Gram Σ x̃·xᵀ: the dense weights
+// bias) by the solution of (H̃ + Λ)·W′ᵀ = C·Wᵀ + Λ·Wᵀ, h = H̃ + Λ being the
+// damped Gram in the same order (Λ diagonal: the damping, and 1 on inputs
+// that are always zero) and g.c the cross Gram Σ x̃·xᵀ: the dense weights
 // whose outputs on the pruned model's inputs best match the unpruned
-// model's outputs.
+// model's outputs, kept as they are where the data says nothing.
 func towardUnpruned(mat []float64, lay *layout, cols int, h []float64, g *gram, dim int, hasBias bool) error {
 	src := func(j int) int {
 		if j == lay.cols {
@@ -342,16 +343,14 @@ func towardUnpruned(mat []float64, lay *layout, cols int, h []float64, g *gram, 
 		return lay.perm[j]
 	}
 	rows := lay.rows
-	lambda := 0.0 // what dampen added: h's diagonal minus H̃'s
-	for i := 0; i < cols; i++ {
-		lambda += h[i*cols+i] - g.g[src(i)*g.n+src(i)]
-	}
-	lambda /= float64(cols)
 	rhs := make([]float64, cols*rows)
 	for i := 0; i < cols; i++ {
 		crow := g.c[src(i)*g.n : src(i)*g.n+g.n]
+		// What h adds to H̃ on this feature (the damping, or all of it for
+		// an input that is always zero) pulls toward the weight as it is.
+		prior := h[i*cols+i] - g.g[src(i)*g.n+src(i)]
 		for r := 0; r < rows; r++ {
-			s := lambda * mat[r*cols+i]
+			s := prior * mat[r*cols+i]
 			for j := 0; j < cols; j++ {
 				s += crow[src(j)] * mat[r*cols+j]
 			}
