@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/optc
 EXAMPLE := testdata/models/mnist_cnn.onnx
 
-.PHONY: build install demo test race testdata ort release release-check ci-recipe fuzz bench bench-quick bench-io bench-big bench-passes bench-int8 vet sweep zoo zoo-models
+.PHONY: build install demo test race testdata ort release release-check ci-recipe fuzz bench bench-quick bench-io bench-big bench-passes bench-int8 bench-prune vet sweep zoo zoo-models
 
 # The commit optc is built from, for `optc version`: the go command records
 # it itself only in a plain clone (not in a git worktree, nor with
@@ -169,5 +169,12 @@ bench-passes: testdata ort
 	$(GO) test -run='^$$' -bench=OptimizedVsOriginal -benchtime=1x -timeout=30m ./optimize
 
 # INT8 against float on a ResNet-style conv stack, measured by optc quantize's code.
+# docs/prune.md's table: MNIST, PaddleOCR cls and rec pruned without and
+# with calibration data (reconstruction / OBS), scored on held-out data,
+# and cls latency; about 15 minutes on 2 cores. OPTC_PRUNE_MODELS=mnist,cls
+# picks models.
+bench-prune: testdata ort
+	$(GO) test -run='^$$' -bench=PruneFigures -benchtime=1x -timeout=90m -v ./prune
+
 bench-int8: ort
 	$(GO) test -run='^$$' -bench=ConvStackInt8 -benchtime=1x ./ptq

@@ -265,11 +265,15 @@ func (b *builder) passes() error {
 	if err != nil {
 		return err
 	}
-	b.res.Optimize, err = optimize.Run(optimize.Options{
+	o := optimize.Options{
 		Input: b.c.Model, Output: out, Level: b.c.OptLevel, Check: true,
 		CheckAtol: optimize.DefaultCheckAtol, CheckRtol: optimize.DefaultCheckRtol,
 		DataOpts: data.Options{Spec: b.c.Inputs(), High: 1, Seed: 1}, ORTLib: b.c.Runtime.ORTLib,
-	})
+	}
+	if err := b.pruneOptions(&o); err != nil {
+		return err
+	}
+	b.res.Optimize, err = optimize.Run(o)
 	if err != nil {
 		return err
 	}

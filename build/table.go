@@ -8,6 +8,7 @@ import (
 
 	"github.com/optc-dev/optc/export"
 	"github.com/optc-dev/optc/lint"
+	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 )
@@ -95,6 +96,9 @@ func WriteTable(w io.Writer, r *Result) error {
 			fmt.Fprintf(w, "  %s (%s)\n", a.Path, a.Kind)
 		}
 	}
+	if r.Optimize != nil && r.Optimize.Prune != nil {
+		writePrune(w, r.Optimize.Prune)
+	}
 	for _, q := range []struct {
 		name string
 		res  *ptq.Result
@@ -166,4 +170,45 @@ func guardLine(g *ptq.Guard) string {
 		on = " on the calibration data (not held out)"
 	}
 	return fmt.Sprintf("accuracy guard %s%s: %s", verdict, on, strings.Join(cs, "; "))
+}
+
+// writePrune says what pruning did to model.fp32.onnx and what it cost
+// against the unpruned float model.
+func writePrune(w io.Writer, p *optimize.PruneResult) {
+	for _, r := range p.Reports {
+		pruned, refit := 0, map[string]int{}
+		for _, l := range r.Layers {
+			if l.Skipped == "" {
+				pruned++
+				if l.Refit != "" {
+					refit[strings.SplitN(l.Refit, ":", 2)[0]]++
+				}
+			}
+		}
+		how := "without calibration data"
+		if len(refit) > 0 {
+			var parts []string
+			for _, k := range []string{"least squares", "obs", "none"} {
+				if refit[k] > 0 {
+					parts = append(parts, fmt.Sprintf("%d %s", refit[k], k))
+				}
+			}
+			how = "refit on the calibration data: " + strings.Join(parts, ", ")
+		}
+		fmt.Fprintf(w, "prune %s: %d of %d layers pruned (%s); parameters %d -> %d\n",
+			r.Method, pruned, len(r.Layers), how, r.ParamsBefore, r.ParamsAfter)
+	}
+	if c := p.Cost; c != nil {
+		var parts []string
+		for _, o := range c.Outputs {
+			parts = append(parts, fmt.Sprintf("%s cosine %s", o.Name, o.Cosine.Text("%.4f")))
+		}
+		if a := c.Accuracy; a != nil {
+			parts = append(parts, fmt.Sprintf("accuracy %.2f%% -> %.2f%% (drop %.2f points)", a.A, a.B, a.DropPoints))
+		}
+		fmt.Fprintf(w, "prune cost (pruned vs unpruned float, %d samples of %s): %s\n", c.Samples, c.Data, strings.Join(parts, "; "))
+	}
+	if len(p.Spared) > 0 {
+		fmt.Fprintf(w, "prune: spared for the accuracy budget: %s\n", strings.Join(p.Spared, ", "))
+	}
 }

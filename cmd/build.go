@@ -224,6 +224,9 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.Calibration.MovingAverage, "moving-average", c.Calibration.MovingAverage, "minmax: blend per-batch ranges with this weight")
 	fs.StringVar(&c.Calibration.Cache, "calib-cache", c.Calibration.Cache, "an existing calibration file to reuse (skips collection when it matches)")
 
+	fs.StringArrayVar(&c.Prune.Methods, "prune", c.Prune.Methods, "prune after the passes: magnitude:S, 2:4, channels:R or channels:auto (repeatable); data-driven on --calib-data")
+	fs.BoolVar(&c.Prune.Reconstruct, "prune-reconstruct", c.Prune.Reconstruct, "data-driven pruning on --calib-data (--prune-reconstruct=false: by magnitude alone)")
+
 	fs.StringVar(&c.Quantize.ReduceRange, "reduce-range", c.Quantize.ReduceRange, "7-bit weights: "+choice.Or(quantize.ReduceRangeModes)+" (auto: on for x86 without VNNI)")
 	fs.StringVar(&c.Quantize.Format, "format", c.Quantize.Format, "ORT INT8 format: "+choice.Or(quantize.Formats)+" (QLinearConv/QLinearMatMul)")
 	fs.BoolVar(&c.Quantize.PerChannel, "per-channel", c.Quantize.PerChannel, "per-output-channel weight scales (--per-channel=false: one per tensor)")

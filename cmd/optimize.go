@@ -13,6 +13,7 @@ import (
 
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/optimize"
+	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/passes"
 	"github.com/optc-dev/optc/prune"
 )
@@ -32,7 +33,8 @@ func newCmdOptimize(io *IO, g *globals, runF func(*OptimizeOptions) error) *cobr
 	var noCheck, external bool
 	var pruneSpecs []string
 	var pruneExclude string
-	var cost dataFlags
+	var cost, calib dataFlags
+	var damp float64
 	c := &cobra.Command{
 		Use:   "optimize IN -o OUT",
 		Short: "Run the pass pipeline and write the optimized model, checked against the original in ORT",
@@ -95,7 +97,35 @@ before/after table and per-pass statistics.`,
 				}
 				o.PruneData = cost.spec
 			}
-			if (o.PruneLabels != "" || o.MaxAccuracyDrop > 0) && len(o.Prune) == 0 {
+			if calib.spec != "" {
+				if len(o.Prune) == 0 {
+					return usageError{fmt.Errorf("--calib-data makes pruning data-driven: give --prune too")}
+				}
+				if calib.spec == "random" {
+					return usageError{fmt.Errorf("--calib-data random: reconstruction fits the weights to the data, so it needs real samples")}
+				}
+				if o.PruneOpts.Scope == "global" {
+					return usageError{fmt.Errorf("--calib-data prunes each layer on its own data: --prune-scope global has no data-driven form")}
+				}
+				if damp < 0 {
+					return usageError{fmt.Errorf("--prune-damp must not be negative")}
+				}
+				calib.inherit(&df)
+				d := &prune.Data{Spec: calib.spec, Damp: damp, ORTLib: g.ortLib, Session: ort.DefaultOptions()}
+				if d.Opts, err = calib.options(); err != nil {
+					return err
+				}
+				d.Opts.Shapes = nil // data files carry their own shapes
+				d.Opts.Shuffle = calib.samples > 0
+				o.PruneOpts.Data = d
+			}
+			if o.MinCosine < 0 || o.MinCosine > 1 {
+				return usageError{fmt.Errorf("--min-cosine must be in [0, 1]")}
+			}
+			if slices.ContainsFunc(o.Prune, func(m prune.Method) bool { return m.Auto }) && o.MaxAccuracyDrop <= 0 && o.MinCosine <= 0 {
+				return usageError{fmt.Errorf("--prune channels:auto needs a budget: --max-accuracy-drop P (with --data and --labels) or --min-cosine C")}
+			}
+			if (o.PruneLabels != "" || o.MaxAccuracyDrop > 0 || o.MinCosine > 0) && len(o.Prune) == 0 {
 				return usageError{fmt.Errorf("--labels and --max-accuracy-drop measure pruning: give --prune too")}
 			}
 			if o.MaxAccuracyDrop > 0 && (o.PruneLabels == "" || cost.spec == "") {
@@ -126,16 +156,22 @@ before/after table and per-pass statistics.`,
 	fs.Float64Var(&o.CheckRtol, "check-rtol", optimize.DefaultCheckRtol, "relative tolerance of the check")
 	fs.BoolVar(&external, "external-data", false, "write tensors of 1 KiB or more to OUT.data")
 	fs.BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
-	fs.StringArrayVar(&pruneSpecs, "prune", nil, "prune after optimizing: magnitude:S, 2:4 or channels:R (repeatable)")
+	fs.StringArrayVar(&pruneSpecs, "prune", nil, "prune after optimizing: magnitude:S, 2:4, channels:R or channels:auto (repeatable); data-driven with --calib-data")
 	fs.StringVar(&o.PruneOpts.Scope, "prune-scope", "layer", "magnitude pruning per layer or with one global threshold: layer or global")
 	fs.StringVar(&pruneExclude, "prune-exclude", "", "nodes (or weights) not to prune, comma-separated")
 	fs.Int64Var(&o.PruneOpts.MinElements, "prune-min-elements", 0, "leave weights with fewer elements alone (0: 1024 for magnitude and 2:4, no minimum for channels)")
 	fs.Int64Var(&o.PruneOpts.ChannelMultiple, "prune-channel-multiple", 8, "channels:R keeps a multiple of this many channels per layer (ORT's kernels block by 8; 1 for exact counts)")
+	fs.StringVar(&calib.spec, "calib-data", "", "calibration data for data-driven pruning (channels: least-squares reconstruction; 2:4, magnitude: OBS updates): .npy, .npz, .pb folder(s), an image folder")
+	calib.batchVar(fs, "calib-batch", 32, "batch size for --calib-data")
+	fs.IntVar(&calib.samples, "calib-samples", 0, "prune on N samples drawn at random (seeded by --seed) from --calib-data (0: all)")
+	fs.Float64Var(&damp, "prune-damp", prune.DefaultDamp, "data-driven pruning: fraction of the input Gram's mean diagonal added before solving")
+	calib.image.register(fs)
 	fs.StringVar(&cost.spec, "data", "", "data to measure what pruning costs (default: the check's random inputs)")
 	cost.batchVar(fs, "batch", 64, "batch size for --data")
 	fs.IntVar(&cost.samples, "samples", 0, "use at most this many samples of --data")
 	fs.StringVar(&o.PruneLabels, "labels", "", "a .npy of class ids for --data: measures the accuracy drop of pruning")
 	fs.Float64Var(&o.MaxAccuracyDrop, "max-accuracy-drop", 0, "accuracy budget in points: spare the most sensitive layers until pruning costs no more")
+	fs.Float64Var(&o.MinCosine, "min-cosine", 0, "channels:auto: lowest cosine to the unpruned model allowed on every output")
 	df.registerSpec(fs)
 	fs.Int64Var(&df.seed, "seed", 1, "seed of the check's random inputs")
 	return c
@@ -261,16 +297,33 @@ func printPrune(out io.Writer, p *optimize.PruneResult) {
 		fmt.Fprintf(out, "\nprune %s: %d layers pruned, %d left alone; sparsity of the pruned weights %.1f%%; parameters %s -> %s\n",
 			r.Method, pruned, skipped, 100*r.Sparsity, thousands(r.ParamsBefore), thousands(r.ParamsAfter))
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(w, "  layer\top\tparams\tsparsity\tchannels removed\tnote\t\n")
+		fmt.Fprintf(w, "  layer\top\tparams\tsparsity\tchannels removed\trefit\tnote\t\n")
 		for _, l := range r.Layers {
-			fmt.Fprintf(w, "  %s\t%s\t%d\t%.1f%% -> %.1f%%\t%d\t%s\t\n", l.Node, l.Op, l.Params, 100*l.Before, 100*l.After, l.Removed, l.Skipped)
+			refit := l.Refit
+			if refit == "" {
+				refit = "-"
+			}
+			fmt.Fprintf(w, "  %s\t%s\t%d\t%.1f%% -> %.1f%%\t%d\t%s\t%s\t\n", l.Node, l.Op, l.Params, 100*l.Before, 100*l.After, l.Removed, refit, l.Skipped)
 		}
 		w.Flush()
 	}
 	if len(p.Search) > 0 {
-		fmt.Fprintf(out, "accuracy budget search (most sensitive layers spared first):\n")
+		if p.Search[0].Ratio > 0 {
+			fmt.Fprintf(out, "channels:auto: the largest ratio that keeps the budget, tried largest first:\n")
+		} else {
+			fmt.Fprintf(out, "accuracy budget search (most sensitive layers spared first):\n")
+		}
 		for _, s := range p.Search {
-			fmt.Fprintf(out, "  sparing %s: drop %.2f points\n", strings.Join(s.Spared, ", "), s.DropPoints)
+			within := "over the budget"
+			if s.Within {
+				within = "within the budget"
+			}
+			switch {
+			case s.Ratio > 0:
+				fmt.Fprintf(out, "  ratio %g: drop %.2f points, min cosine %.4f: %s\n", s.Ratio, s.DropPoints, s.MinCosine, within)
+			default:
+				fmt.Fprintf(out, "  sparing %s: drop %.2f points\n", strings.Join(s.Spared, ", "), s.DropPoints)
+			}
 		}
 	}
 	if c := p.Cost; c != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/placement"
+	"github.com/optc-dev/optc/prune"
 	"github.com/optc-dev/optc/quantize"
 )
 
@@ -50,6 +51,7 @@ type Config struct {
 	INT8        bool                 `yaml:"int8" json:"int8"`
 	Image       Image                `yaml:"image" json:"image"`
 	Calibration Calibration          `yaml:"calibration" json:"calibration"`
+	Prune       Prune                `yaml:"prune" json:"prune"`
 	Quantize    Quantize             `yaml:"quantize" json:"quantize"`
 	Eval        Eval                 `yaml:"eval" json:"eval"`
 	Runtime     Runtime              `yaml:"runtime" json:"runtime"`
@@ -91,6 +93,23 @@ type Calibration struct {
 	Percentile    float64 `yaml:"percentile" json:"percentile"`
 	MovingAverage float64 `yaml:"moving_average" json:"moving_average"`
 	Cache         string  `yaml:"cache" json:"cache"` // reused when it matches the model
+}
+
+// Prune is pruning after the passes, before quantization
+// (docs/prune.md): the pruned model is what every artifact grows from.
+type Prune struct {
+	Methods []string `yaml:"methods" json:"methods"` // magnitude:S, 2:4, channels:R or channels:auto, applied in order
+	// Reconstruct makes pruning data-driven on calibration.data (channels:
+	// least-squares reconstruction; 2:4 and magnitude: OBS updates).
+	// Without calibration data the build prunes by magnitude and says so.
+	Reconstruct bool     `yaml:"reconstruct" json:"reconstruct"`
+	Exclude     []string `yaml:"exclude" json:"exclude"` // nodes (or weights) left alone
+	// MaxAccuracyDrop spares the most sensitive layers until pruning
+	// costs at most this many points on the eval data (needs eval.labels).
+	MaxAccuracyDrop float64 `yaml:"max_accuracy_drop" json:"max_accuracy_drop"`
+	// MinCosine is the lowest cosine to the unpruned model allowed on
+	// every output: with max_accuracy_drop, the budget channels:auto keeps.
+	MinCosine float64 `yaml:"min_cosine" json:"min_cosine"`
 }
 
 // Quantize is the INT8 scheme.
@@ -216,6 +235,7 @@ func Default() Config {
 		Calibration: Calibration{
 			Batch: 8, Seed: 1, Method: "percentile", Percentile: 99.999,
 		},
+		Prune:    Prune{Reconstruct: true},
 		Quantize: Quantize{ReduceRange: "auto", Format: "qdq", PerChannel: true, Placement: "auto", PlacementBudget: Duration{time.Minute}},
 		Eval:     Eval{Batch: 8},
 		Runtime:  Runtime{Level: "all"},
@@ -264,6 +284,7 @@ var typeNames = strings.NewReplacer(
 	"in type config.Image", "in image",
 	"in type config.Calibration", "in calibration",
 	"in type config.Quantize", "in quantize",
+	"in type config.Prune", "in prune",
 	"in type config.Eval", "in eval",
 	"in type config.Runtime", "in runtime",
 	"in type config.Latency", "in latency",
@@ -431,6 +452,23 @@ func (c Config) Validate() error {
 	}
 	if c.Eval.Samples < 0 {
 		bad("eval.samples: %d must not be negative", c.Eval.Samples)
+	}
+	for _, m := range c.Prune.Methods {
+		if _, err := prune.ParseMethod(m); err != nil {
+			bad("prune.methods: %v", strings.TrimPrefix(err.Error(), "--prune "))
+		}
+	}
+	if c.Prune.MaxAccuracyDrop < 0 {
+		bad("prune.max_accuracy_drop must not be negative")
+	}
+	if c.Prune.MaxAccuracyDrop > 0 && (c.Eval.Labels == "" || len(c.Prune.Methods) == 0) {
+		bad("prune.max_accuracy_drop needs prune.methods and eval.labels")
+	}
+	if c.Prune.MinCosine < 0 || c.Prune.MinCosine > 1 {
+		bad("prune.min_cosine: %g (want 0 to 1)", c.Prune.MinCosine)
+	}
+	if slices.Contains(c.Prune.Methods, "channels:auto") && c.Prune.MaxAccuracyDrop <= 0 && c.Prune.MinCosine <= 0 {
+		bad("prune.methods: channels:auto needs a budget: prune.max_accuracy_drop (with eval.labels) or prune.min_cosine")
 	}
 	if !slices.Contains(quantize.ReduceRangeModes, c.Quantize.ReduceRange) {
 		bad("quantize.reduce_range: %q (want %s)", c.Quantize.ReduceRange, choice.Or(quantize.ReduceRangeModes))

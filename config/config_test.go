@@ -27,6 +27,7 @@ ranges: {ids: [0, 30522]}
 int8: true
 image: {resize: 256, size: [224, 224], layout: NHWC, color: bgr, scale: 0.5, mean: [1, 2, 3], std: [4, 5, 6]}
 calibration: {data: c.npy, samples: 100, batch: 4, seed: 7, method: entropy, percentile: 99.9, moving_average: 0.1, cache: c.json}
+prune: {methods: ["channels:auto", "2:4"], reconstruct: false, exclude: [fc], max_accuracy_drop: 2, min_cosine: 0.98}
 quantize: {reduce_range: "on", format: qoperator, per_channel: false, exclude: [Gemm], keep_first_last: true, max_accuracy_drop: 0.5, min_cosine: 0.99,
   placement: p.json, placement_budget: 30s}
 eval: {data: e.npy, labels: l.npy, samples: 10, batch: 2}
@@ -51,6 +52,7 @@ gates: {max_accuracy_drop: 1, min_cosine: 0.99, max_latency_regression: 10, perc
 			Mean: []float64{1, 2, 3}, Std: []float64{4, 5, 6}},
 		Calibration: Calibration{Data: "c.npy", Samples: 100, Batch: 4, Seed: 7, Method: "entropy",
 			Percentile: 99.9, MovingAverage: 0.1, Cache: "c.json"},
+		Prune: Prune{Methods: []string{"channels:auto", "2:4"}, Reconstruct: false, Exclude: []string{"fc"}, MaxAccuracyDrop: 2, MinCosine: 0.98},
 		Quantize: Quantize{ReduceRange: "on", Format: "qoperator", PerChannel: false, Exclude: []string{"Gemm"}, KeepFirstLast: true,
 			MaxAccuracyDrop: 0.5, MinCosine: 0.99, Placement: "p.json", PlacementBudget: Duration{30 * time.Second}},
 		Eval:    Eval{Data: "e.npy", Labels: "l.npy", Samples: 10, Batch: 2},
@@ -141,6 +143,10 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{func(c *Config) { c.Quantize.Format = "qlinear" }, "quantize.format"},
 		{func(c *Config) { c.Quantize.MaxAccuracyDrop = 1 }, "needs eval.labels"},
 		{func(c *Config) { c.INT8 = true }, "int8 needs calibration.data"},
+		{func(c *Config) { c.Prune.Methods = []string{"channels:1.5"} }, `prune.methods: "channels:1.5"`},
+		{func(c *Config) { c.Prune.Methods = []string{"channels:auto"} }, "channels:auto needs a budget"},
+		{func(c *Config) { c.Prune.Methods, c.Prune.MaxAccuracyDrop = []string{"2:4"}, 1 }, "prune.max_accuracy_drop needs"},
+		{func(c *Config) { c.Prune.MinCosine = 2 }, "prune.min_cosine: 2"},
 		{func(c *Config) { c.Runtime.Level = "max" }, "runtime.level"},
 		{func(c *Config) { c.Latency.Batches = []int{0} }, "latency.batches: 0"},
 		{func(c *Config) { c.Latency.Duration = Duration{} }, "latency.duration"},

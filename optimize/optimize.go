@@ -50,6 +50,9 @@ type Options struct {
 	PruneDataOpts   data.Options
 	PruneLabels     string
 	MaxAccuracyDrop float64 // in points; spares the most sensitive layers until met
+	// MinCosine is the lowest cosine to the unpruned model allowed on
+	// every output; with MaxAccuracyDrop, the budget channels:auto keeps.
+	MinCosine float64
 }
 
 // Default check tolerances: what onnxsim checks a simplified model with.
@@ -145,6 +148,9 @@ func Run(opts Options) (*Result, error) {
 	if len(opts.Prune) > 0 {
 		if opts.MaxAccuracyDrop > 0 && opts.PruneLabels == "" {
 			return nil, fmt.Errorf("--max-accuracy-drop needs --labels (and --data) to measure accuracy")
+		}
+		if hasAuto(opts.Prune) && opts.MaxAccuracyDrop <= 0 && opts.MinCosine <= 0 {
+			return nil, fmt.Errorf("channels:auto needs a budget: --max-accuracy-drop (with --data and --labels) or --min-cosine")
 		}
 		if _, err := ort.Init(opts.ORTLib); err != nil {
 			return nil, err

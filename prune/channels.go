@@ -100,7 +100,19 @@ func Channels(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 				grp.skip(fmt.Sprintf("%d channels: keeping a multiple of %d leaves none to remove", grp.channels, opts.multiple()))
 			}
 		}
-		if removed > 0 {
+		if removed > 0 && opts.keep != nil {
+			// Reconstruct prunes one group at a time, with channels it chose.
+			keep, ok := opts.keep[grp.sources[0].node.Name]
+			switch {
+			case !ok:
+				grp.skip("not in this step")
+				removed = 0
+			case int64(len(keep)) != grp.channels-removed:
+				return nil, fmt.Errorf("prune channels: %d channels to keep for %s, want %d", len(keep), grp.sources[0].node, grp.channels-removed)
+			default:
+				grp.keep = keep
+			}
+		} else if removed > 0 {
 			keep, err := keepChannels(grp, removed)
 			if err != nil {
 				grp.skip("not pruned: " + err.Error())

@@ -12,27 +12,40 @@ import (
 )
 
 // Method is one pruning request, as written on the command line:
-// magnitude:S, 2:4 or channels:R.
+// magnitude:S, 2:4, channels:R or channels:auto.
 type Method struct {
 	Kind  string  // "magnitude", "2:4" or "channels"
 	Ratio float64 // sparsity S or channel fraction R; unused for 2:4
+	// Auto (channels:auto) leaves the ratio to a budget search by the
+	// caller (optimize): Apply refuses it.
+	Auto bool
 }
+
+// AutoRatios are the channel ratios channels:auto tries, largest first.
+var AutoRatios = []float64{0.5, 0.375, 0.25, 0.125}
 
 func (m Method) String() string {
 	if m.Kind == "2:4" {
 		return "2:4"
 	}
+	if m.Auto {
+		return m.Kind + ":auto"
+	}
 	return fmt.Sprintf("%s:%g", m.Kind, m.Ratio)
 }
 
-// ParseMethod reads magnitude:S, 2:4 or channels:R with 0 <= S, R < 1.
+// ParseMethod reads magnitude:S, 2:4, channels:R with 0 <= S, R < 1, or
+// channels:auto.
 func ParseMethod(s string) (Method, error) {
-	if s == "2:4" {
+	switch s {
+	case "2:4":
 		return Method{Kind: "2:4"}, nil
+	case "channels:auto":
+		return Method{Kind: "channels", Auto: true}, nil
 	}
 	kind, val, ok := strings.Cut(s, ":")
 	if !ok || (kind != "magnitude" && kind != "channels") {
-		return Method{}, fmt.Errorf("--prune %q: want magnitude:S, 2:4 or channels:R", s)
+		return Method{}, fmt.Errorf("--prune %q: want magnitude:S, 2:4, channels:R or channels:auto", s)
 	}
 	r, err := strconv.ParseFloat(val, 64)
 	if err != nil || r < 0 || r >= 1 {
@@ -59,6 +72,14 @@ type Options struct {
 	// kernels block channels by 8 or 16 (NCHWc), and an odd count costs
 	// padding and reorders that can make a pruned model slower.
 	ChannelMultiple int64
+	// Data, when set, makes the methods data-driven: channels:R chooses
+	// channels by the error they leave in the layers that read them and
+	// refits those layers by least squares (Reconstruct); magnitude:S and
+	// 2:4 choose masks and update the kept weights by OBS (SparseGPT).
+	Data *Data
+	// keep, when set, restricts Channels to the groups named by their
+	// first source layer, keeping the channels given (Reconstruct's steps).
+	keep map[string][]int
 }
 
 // multiple is ChannelMultiple with its default.
@@ -80,6 +101,10 @@ type Layer struct {
 	After   float64 `json:"sparsity_after"`
 	Removed int64   `json:"channels_removed,omitempty"` // channels:R
 	Skipped string  `json:"skipped,omitempty"`          // why it was left alone
+	// Refit says how the data-driven methods changed the weights that
+	// stay: "obs" (SparseGPT update), "least squares" (channels: the
+	// consumers refit), or "none: why"; empty without calibration data.
+	Refit string `json:"refit,omitempty"`
 }
 
 // Report is what a pruning run did.

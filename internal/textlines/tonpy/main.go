@@ -2,9 +2,9 @@
 // textlines into .npy files optc reads: cls_images.npy [N,3,48,192]
 // float32 and cls_labels.npy [N] int64 (label 0 upright, 1 rotated by 180
 // degrees), and cls_calib.npy [200,3,48,192] float32, a calibration set
-// rendered from a different seed.
+// rendered from a different seed (CALIB_N lines instead of 200 when given).
 //
-//	go run ./internal/textlines/tonpy OUT_DIR [N]
+//	go run ./internal/textlines/tonpy OUT_DIR [N [CALIB_N]]
 package main
 
 import (
@@ -21,26 +21,28 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 2 && len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: tonpy OUT_DIR [N]")
+	if len(os.Args) < 2 || len(os.Args) > 4 {
+		fmt.Fprintln(os.Stderr, "usage: tonpy OUT_DIR [N [CALIB_N]]")
 		os.Exit(2)
 	}
-	n := 1000
-	if len(os.Args) == 3 {
-		v, err := strconv.Atoi(os.Args[2])
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "tonpy: N:", err)
-			os.Exit(2)
+	n, calibN := 1000, textlines.CalibSamples
+	for i, p := range []*int{&n, &calibN} {
+		if len(os.Args) > 2+i {
+			v, err := strconv.Atoi(os.Args[2+i])
+			if err != nil || v <= 0 {
+				fmt.Fprintf(os.Stderr, "tonpy: %q is not a positive count\n", os.Args[2+i])
+				os.Exit(2)
+			}
+			*p = v
 		}
-		n = v
 	}
-	if err := write(os.Args[1], n); err != nil {
+	if err := write(os.Args[1], n, calibN); err != nil {
 		fmt.Fprintln(os.Stderr, "tonpy:", err)
 		os.Exit(1)
 	}
 }
 
-func write(out string, n int) error {
+func write(out string, n, calibN int) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -48,7 +50,7 @@ func write(out string, n int) error {
 	if err != nil {
 		return err
 	}
-	calib, err := textlines.Generate(textlines.CalibSeed, textlines.CalibSamples)
+	calib, err := textlines.Generate(textlines.CalibSeed, calibN)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,179 @@
+package cmd
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/optc-dev/optc/build"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+)
+
+// The user's path: optc optimize --prune channels:0.25 with calibration
+// data (training digits) keeps MNIST within 1 point on the held-out
+// digits, where the same ratio without it loses about 13; every pruned
+// layer says it was refit; the same command twice writes the same bytes.
+func TestPruneChannelsCalibMNIST(t *testing.T) {
+	ortenv.Require(t)
+	images, labels := mnistData(t)
+	train := testenv.Data(t, "mnist/train_images.npy")
+	dir := t.TempDir()
+	args := func(out string) []string {
+		return []string{testenv.Model("mnist_cnn.onnx"), "-o", out, "--prune", "channels:0.25",
+			"--calib-data", train, "--calib-samples", "256", "--data", images, "--labels", labels, "--batch", "500"}
+	}
+	res := optimizeJSON(t, args(filepath.Join(dir, "a.onnx"))...)
+	a := res.Prune.Cost.Accuracy
+	if a == nil || a.DropPoints > 1 {
+		t.Errorf("channels:0.25 with --calib-data: accuracy %+v, want a drop of at most 1 point", a)
+	}
+	pruned := 0
+	for _, l := range res.Prune.Reports[0].Layers {
+		if l.Removed > 0 {
+			pruned++
+			if l.Refit != "least squares" {
+				t.Errorf("layer %s: refit %q", l.Node, l.Refit)
+			}
+		}
+	}
+	if pruned == 0 || res.Prune.Reports[0].ParamsAfter >= res.Prune.Reports[0].ParamsBefore {
+		t.Errorf("nothing pruned: %+v", res.Prune.Reports[0])
+	}
+	optimizeJSON(t, args(filepath.Join(dir, "b.onnx"))...)
+	x, _ := os.ReadFile(filepath.Join(dir, "a.onnx"))
+	y, _ := os.ReadFile(filepath.Join(dir, "b.onnx"))
+	if len(x) == 0 || string(x) != string(y) {
+		t.Errorf("two runs wrote different models (%d and %d bytes)", len(x), len(y))
+	}
+}
+
+// magnitude:0.75 with calibration data (OBS) keeps MNIST's accuracy far
+// better than by magnitude alone (88.4%); the fc layer is excluded to keep
+// the test fast.
+func TestPruneMagnitudeOBSMNIST(t *testing.T) {
+	ortenv.Require(t)
+	images, labels := mnistData(t)
+	train := testenv.Data(t, "mnist/train_images.npy")
+	res := optimizeJSON(t, testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(t.TempDir(), "m.onnx"),
+		"--prune", "magnitude:0.75", "--prune-exclude", "/fc/Gemm", "--calib-data", train, "--calib-samples", "256",
+		"--data", images, "--labels", labels, "--batch", "500")
+	r := res.Prune.Reports[0]
+	for _, l := range r.Layers {
+		if l.Skipped == "" && (l.Refit != "obs" || l.After < 0.749) {
+			t.Errorf("layer %s: refit %q, sparsity %.3f", l.Node, l.Refit, l.After)
+		}
+	}
+	if a := res.Prune.Cost.Accuracy; a == nil || a.DropPoints > 1 {
+		t.Errorf("magnitude:0.75 with OBS: accuracy %+v, want a drop of at most 1 point", a)
+	}
+}
+
+func TestPruneCalibUsage(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "x.onnx")
+	m := testenv.Model("mnist_cnn.onnx")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"optimize", m, "-o", out, "--calib-data", "x.npy"}, "give --prune too"},
+		{[]string{"optimize", m, "-o", out, "--prune", "2:4", "--calib-data", "random"}, "needs real samples"},
+		{[]string{"optimize", m, "-o", out, "--prune", "magnitude:0.5", "--prune-scope", "global", "--calib-data", "x.npy"}, "global"},
+		{[]string{"optimize", m, "-o", out, "--prune", "channels:auto"}, "needs a budget"},
+		{[]string{"optimize", m, "-o", out, "--prune", "channels:auto", "--min-cosine", "1.5"}, "--min-cosine"},
+	} {
+		status, stdout, stderr := run(t, c.args...)
+		failsCleanly(t, status, 2, stdout, stderr, c.want)
+	}
+}
+
+// A calibration file that is not there: one line naming it, exit 1.
+func TestPruneCalibMissing(t *testing.T) {
+	ortenv.Require(t)
+	out := filepath.Join(t.TempDir(), "x.onnx")
+	status, stdout, stderr := run(t, "optimize", testenv.Model("mnist_cnn.onnx"), "-o", out, "--prune", "channels:0.25", "--calib-data", "/nonexistent/calib.npy")
+	failsCleanly(t, status, 1, stdout, stderr, "/nonexistent/calib.npy")
+}
+
+// optc build with prune: in the config prunes model.fp32.onnx with
+// reconstruction on the calibration images, says so, and checks the
+// artifacts against the unpruned input.
+func TestBuildPruneConfig(t *testing.T) {
+	ortenv.Require(t)
+	root := filepath.Join("..", "testdata", "mnist")
+	cfg := filepath.Join(t.TempDir(), "optc.yaml")
+	yaml := `model: ` + filepath.Join("..", "testdata", "models", "mnist_cnn.onnx") + `
+image: {color: gray, scale: 0.00392156862745098}
+calibration: {data: ` + filepath.Join(root, "calib") + `}
+eval: {data: ` + filepath.Join(root, "eval") + `, labels: ` + filepath.Join(root, "eval_labels.npy") + `}
+prune: {methods: ["channels:0.25"]}
+latency: {batches: [1], duration: 100ms, repeats: 1}
+`
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "b")
+	status, stdout, stderr := run(t, "build", "--config", cfg, "-o", out)
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	if !strings.Contains(stdout, "prune channels:0.25:") || !strings.Contains(stdout, "least squares") {
+		t.Errorf("the build summary does not say what pruning did:\n%s", stdout)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct{ Details build.Result }
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	res := rep.Details
+	if res.Optimize == nil {
+		t.Fatal("report.json has no details.optimize")
+	}
+	p := res.Optimize.Prune
+	if p == nil || p.Reports[0].ParamsAfter >= p.Reports[0].ParamsBefore {
+		t.Fatalf("report.json: prune %+v", p)
+	}
+	for _, a := range res.Artifacts {
+		if a.Path == "model.fp32.onnx" && (a.Check == nil || a.Check.Accuracy == nil || a.Check.Accuracy.DropPoints > 2) {
+			t.Errorf("model.fp32.onnx against the unpruned input: %+v", a.Check)
+		}
+	}
+	// The same with prune.reconstruct off is plain L1 pruning.
+	status, stdout, stderr = run(t, "build", "--config", cfg, "-o", out, "--force", "--prune-reconstruct=false")
+	if status != 0 || !strings.Contains(stdout, "without calibration data") {
+		t.Errorf("status %d, --prune-reconstruct=false:\n%s%s", status, stdout, stderr)
+	}
+}
+
+// channels:auto under a 1-point budget with reconstruction: the largest
+// ratio tried that keeps it is taken (MNIST keeps 0.5), the drop measured
+// on the held-out digits is within the budget, and the latency is
+// reported.
+func TestPruneChannelsAutoMNIST(t *testing.T) {
+	ortenv.Require(t)
+	images, labels := mnistData(t)
+	train := testenv.Data(t, "mnist/train_images.npy")
+	res := optimizeJSON(t, testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(t.TempDir(), "auto.onnx"),
+		"--prune", "channels:auto", "--max-accuracy-drop", "1", "--calib-data", train, "--calib-samples", "256",
+		"--data", images, "--labels", labels, "--batch", "500")
+	p := res.Prune
+	if len(p.Search) == 0 || !p.Search[len(p.Search)-1].Within {
+		t.Fatalf("search %+v ends outside the budget", p.Search)
+	}
+	for _, s := range p.Search[:len(p.Search)-1] {
+		if s.Within {
+			t.Errorf("search went on after ratio %g kept the budget", s.Ratio)
+		}
+	}
+	if p.Cost.Accuracy == nil || p.Cost.Accuracy.DropPoints > 1 || p.Reports[0].ParamsAfter >= p.Reports[0].ParamsBefore {
+		t.Errorf("auto: accuracy %+v, params %d -> %d", p.Cost.Accuracy, p.Reports[0].ParamsBefore, p.Reports[0].ParamsAfter)
+	}
+	if p.Latency == nil || p.Latency.AfterP50 <= 0 {
+		t.Errorf("no latency: %+v", p.Latency)
+	}
+}
