@@ -116,6 +116,7 @@ var buildFlagKeys = map[string]string{
 	"calib-data": "calibration.data", "calib-samples": "calibration.samples", "calib-batch": "calibration.batch",
 	"seed": "calibration.seed", "method": "calibration.method", "percentile": "calibration.percentile",
 	"moving-average": "calibration.moving_average", "calib-cache": "calibration.cache",
+	"prune": "prune.methods", "prune-reconstruct": "prune.reconstruct",
 	"reduce-range": "quantize.reduce_range", "format": "quantize.format", "per-channel": "quantize.per_channel",
 	"exclude": "quantize.exclude", "keep-first-last": "quantize.keep_first_last",
 	"max-accuracy-drop": "quantize.max_accuracy_drop", "min-cosine": "quantize.min_cosine",
