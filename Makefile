@@ -31,8 +31,8 @@ demo: build ort
 # then a short fuzzing pass over every parser. The package timeout is
 # raised from go test's 10 minutes: ./cmd runs every command end to end and
 # takes longer than that on a loaded 2-core machine. GOTESTFLAGS go to every
-# go test (CI: -count=1, so that nothing is served from the test cache). The pass is counted in
-# executions, not seconds: Go 1.26's fuzzer can fail a time-bounded run
+# go test (CI: -count=1, so that nothing is served from the test cache).
+# The fuzzing pass is counted in executions, not seconds: Go 1.26's fuzzer can fail a time-bounded run
 # with "context deadline exceeded" as the time runs out (golang/go#75804).
 GOTESTFLAGS ?=
 test: testdata zoo-models ort vet
