@@ -146,7 +146,7 @@ func flagHint(c *cobra.Command, err error) error {
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return usageError{fmt.Errorf("%s: expects %s, got %d arguments (see optc %s --help)", cmd.Name(), what, len(args), cmd.Name())}
+			return usageError{fmt.Errorf("%s: expects %s, got %d arguments (see %s --help)", cmd.Name(), what, len(args), cmd.CommandPath())}
 		}
 		return nil
 	}

@@ -40,6 +40,14 @@ unless OPTC_NO_DOWNLOAD=1.
 
 The registry is $OPTC_NPM_REGISTRY, else $npm_config_registry, else
 https://registry.npmjs.org/; HTTPS_PROXY, HTTP_PROXY and NO_PROXY apply.`,
+		// A word that is not a subcommand is a usage error, not help.
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("runtime: unknown subcommand %q (want install or list)", args[0])}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	c.AddCommand(newCmdRuntimeInstall(io, installF), newCmdRuntimeList(io, listF))
 	return c

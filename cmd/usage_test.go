@@ -88,6 +88,9 @@ var usageCases = []struct {
 	{[]string{"diff", "a", "b", "--min-cosine", "2"}, "min_cosine"},
 	{[]string{"version", "extra"}, "expects no arguments"},
 	{[]string{"completion"}, "name a shell"},
+	{[]string{"runtime", "frob"}, `unknown subcommand "frob"`},
+	{[]string{"runtime", "install", "--platform", "foo"}, `platform "foo": want os/arch`},
+	{[]string{"runtime", "list", "extra"}, "list: expects no arguments, got 1 arguments (see optc runtime list --help)"},
 	{[]string{"completion", "fish2"}, `unknown shell "fish2"`},
 }
 
