@@ -119,21 +119,16 @@ func Magnitude(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 		}
 	}
 
-	var zeroed, elems int64
+	var totals sparsityTotals
 	for i, j := range jobs {
 		if changed[i] {
 			if err := replaceWeight(j.w, j.vals); err != nil {
 				return nil, err
 			}
 		}
-		z := countZeros(j.vals)
-		l := &rep.Layers[j.layer]
-		l.After = fraction(z, l.Params)
-		zeroed += z
-		elems += l.Params
+		totals.after(&rep.Layers[j.layer], j.vals)
 	}
-	rep.Sparsity = fraction(zeroed, elems)
-	rep.ParamsAfter = totalParams(m)
+	totals.finish(rep, m)
 	return rep, nil
 }
 

@@ -34,7 +34,7 @@ func OBS(m *graph.Model, meth Method, opts Options, d *Data) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	var zeroed, elems int64
+	var totals sparsityTotals
 	changed := false // a layer before this one changed: the inputs differ
 	for _, w := range findWeights(m) {
 		var ref *graph.Model
@@ -92,14 +92,10 @@ func OBS(m *graph.Model, meth Method, opts Options, d *Data) (*Report, error) {
 				return nil, err
 			}
 		}
-		z := countZeros(vals)
-		l.After = fraction(z, l.Params)
-		zeroed += z
-		elems += l.Params
+		totals.after(&l, vals)
 		rep.Layers = append(rep.Layers, l)
 	}
-	rep.Sparsity = fraction(zeroed, elems)
-	rep.ParamsAfter = totalParams(m)
+	totals.finish(rep, m)
 	return rep, nil
 }
 

@@ -19,7 +19,7 @@ import (
 // Pruned weights get new tensors; the loaded data is never written.
 func SemiStructured(m *graph.Model, opts Options) (*Report, error) {
 	rep := &Report{Method: Method{Kind: "2:4"}.String(), ParamsBefore: totalParams(m)}
-	var zeroed, elems int64
+	var totals sparsityTotals
 	for _, w := range findWeights(m) {
 		l := w.layer()
 		l.Ratio = 0.5
@@ -42,14 +42,10 @@ func SemiStructured(m *graph.Model, opts Options) (*Report, error) {
 				return nil, err
 			}
 		}
-		z := countZeros(vals)
-		l.After = fraction(z, l.Params)
-		zeroed += z
-		elems += l.Params
+		totals.after(&l, vals)
 		rep.Layers = append(rep.Layers, l)
 	}
-	rep.Sparsity = fraction(zeroed, elems)
-	rep.ParamsAfter = totalParams(m)
+	totals.finish(rep, m)
 	return rep, nil
 }
 

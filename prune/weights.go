@@ -212,3 +212,21 @@ func totalParams(m *graph.Model) int64 {
 	})
 	return total
 }
+
+// sparsityTotals adds up what every pruned layer holds after pruning, for
+// the report's overall sparsity.
+type sparsityTotals struct{ zeroed, elems int64 }
+
+// after sets l's sparsity after pruning from its values and counts it.
+func (t *sparsityTotals) after(l *Layer, vals []float32) {
+	z := countZeros(vals)
+	l.After = fraction(z, l.Params)
+	t.zeroed += z
+	t.elems += l.Params
+}
+
+// finish writes the totals and m's parameter count into rep.
+func (t sparsityTotals) finish(rep *Report, m *graph.Model) {
+	rep.Sparsity = fraction(t.zeroed, t.elems)
+	rep.ParamsAfter = totalParams(m)
+}
