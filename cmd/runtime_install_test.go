@@ -2,9 +2,6 @@ package cmd
 
 import (
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
-	"path"
 	"strings"
 	"testing"
 
@@ -45,25 +42,17 @@ func TestRuntimeInstallRefusals(t *testing.T) {
 // linux/arm64) from an npm-shaped server holding the cached tarball into
 // an empty cache, then lists it.
 func TestRuntimeInstallAndList(t *testing.T) {
-	tgz := ortenv.Tarball(t)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/onnxruntime-node/-/"+path.Base(tgz) {
-			http.NotFound(w, r)
-			return
-		}
-		http.ServeFile(w, r, tgz)
-	}))
-	defer srv.Close()
+	registryURL, _ := ortenv.Registry(t)
 	cache := t.TempDir()
 	t.Setenv("OPTC_CACHE", cache)
-	t.Setenv("OPTC_NPM_REGISTRY", srv.URL)
+	t.Setenv("OPTC_NPM_REGISTRY", registryURL)
 	status, out, errOut := run(t, "runtime", "install", "--platform", "linux/amd64,linux/arm64")
 	if status != 0 {
 		t.Fatalf("status %d: %s", status, errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "ONNX Runtime 1.24.1 linux/amd64: "+cache) || !strings.Contains(lines[1], "linux/arm64") ||
-		!strings.Contains(out, "fetched from "+srv.URL) {
+		!strings.Contains(out, "fetched from "+registryURL) {
 		t.Errorf("install printed %q", out)
 	}
 	if errOut != "" {

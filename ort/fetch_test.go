@@ -2,14 +2,10 @@ package ort_test
 
 import (
 	"bytes"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/optc-dev/optc/internal/ortenv"
@@ -41,20 +37,10 @@ func TestInitFetchesOnFirstUse(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the system library path may hold a library on this OS")
 	}
-	tgz := ortenv.Tarball(t)
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		if r.URL.Path != "/onnxruntime-node/-/"+path.Base(tgz) {
-			http.NotFound(w, r)
-			return
-		}
-		http.ServeFile(w, r, tgz)
-	}))
-	defer srv.Close()
+	registryURL, hits := ortenv.Registry(t)
 	child := func(mode, cache string, env ...string) (stdout, stderr string) {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestInitFetchesOnFirstUse$")
-		cmd.Env = append(os.Environ(), "OPTC_FETCH_CHILD="+mode, "OPTC_CACHE="+cache, "OPTC_NPM_REGISTRY="+srv.URL,
+		cmd.Env = append(os.Environ(), "OPTC_FETCH_CHILD="+mode, "OPTC_CACHE="+cache, "OPTC_NPM_REGISTRY="+registryURL,
 			"OPTC_ORT_LIB=", "ONNXRUNTIME_SHARED_LIBRARY_PATH=", "OPTC_NO_DOWNLOAD=")
 		cmd.Env = append(cmd.Env, env...)
 		var out, errb bytes.Buffer
@@ -80,7 +66,7 @@ func TestInitFetchesOnFirstUse(t *testing.T) {
 	if out != "loaded "+ort.LibraryVersion+" "+want {
 		t.Errorf("first use: %q, want %q", out, "loaded "+ort.LibraryVersion+" "+want)
 	}
-	if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, srv.URL) || !strings.Contains(stderr, ort.NoDownloadEnv+"=1") {
+	if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, registryURL) || !strings.Contains(stderr, ort.NoDownloadEnv+"=1") {
 		t.Errorf("first use: notice %q, want one line naming the registry and %s", stderr, ort.NoDownloadEnv)
 	}
 	out, stderr = child("fetch", cache)

@@ -3,16 +3,12 @@ package cirecipe
 import (
 	"bytes"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,17 +126,7 @@ func TestCIRecipe(t *testing.T) {
 
 	// An npm-shaped registry with the pinned tarball (a cached copy of
 	// registry.npmjs.org's), standing in for the registry or a mirror.
-	tgz := ortenv.Tarball(t)
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		if r.URL.Path != "/onnxruntime-node/-/"+path.Base(tgz) {
-			http.NotFound(w, r)
-			return
-		}
-		http.ServeFile(w, r, tgz)
-	}))
-	defer srv.Close()
+	registryURL, hits := ortenv.Registry(t)
 
 	ws := modelRepository(t, root, dirs["work"], config, wfText)
 	ghLog := filepath.Join(tmp, "gh")
@@ -170,7 +156,7 @@ func TestCIRecipe(t *testing.T) {
 		"GONOSUMDB=github.com/optc-dev/optc",
 		"GOFLAGS=-modcacherw",
 		"GOCACHE=" + gocache,
-		"OPTC_NPM_REGISTRY=" + srv.URL,
+		"OPTC_NPM_REGISTRY=" + registryURL,
 		"RUNNER_TEMP=" + dirs["runner"],
 		"GITHUB_WORKSPACE=" + ws,
 		"GITHUB_ACTIONS=true",

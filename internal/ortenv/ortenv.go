@@ -5,8 +5,12 @@ package ortenv
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/optc-dev/optc/ort"
@@ -44,4 +48,24 @@ func Tarball(t testing.TB) string {
 		t.Skip(err)
 	}
 	return p
+}
+
+// Registry serves the pinned tarball (Tarball) where an npm registry has
+// it, standing in for registry.npmjs.org or a mirror; it returns the
+// registry's URL and a count of the requests it got. The server stops when
+// the test ends.
+func Registry(t testing.TB) (url string, hits *atomic.Int32) {
+	t.Helper()
+	tgz := Tarball(t)
+	hits = new(atomic.Int32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if r.URL.Path != "/onnxruntime-node/-/"+path.Base(tgz) {
+			http.NotFound(w, r)
+			return
+		}
+		http.ServeFile(w, r, tgz)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, hits
 }

@@ -2,10 +2,7 @@ package install_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"path"
 	"strings"
 	"testing"
 
@@ -18,20 +15,13 @@ import (
 // cached copy: the pins in the binary match what npm publishes.
 func TestPinnedRelease(t *testing.T) {
 	tgz := ortenv.Tarball(t)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/onnxruntime-node/-/"+path.Base(tgz) {
-			http.NotFound(w, r)
-			return
-		}
-		http.ServeFile(w, r, tgz)
-	}))
-	defer srv.Close()
+	registryURL, _ := ortenv.Registry(t)
 	ps := install.Supported(install.DefaultVersion)
 	if len(ps) != 3 {
 		t.Errorf("pinned platforms %v, want linux/amd64, linux/arm64, darwin/arm64", ps)
 	}
 	cache := t.TempDir()
-	got, err := install.Install(context.Background(), install.Options{Platforms: ps, CacheDir: cache, Registry: srv.URL})
+	got, err := install.Install(context.Background(), install.Options{Platforms: ps, CacheDir: cache, Registry: registryURL})
 	if err != nil {
 		t.Fatal(err)
 	}
