@@ -19,6 +19,8 @@ import (
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/export/tensorrt"
+	"github.com/optc-dev/optc/export/triton"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/atomicfile"
 	"github.com/optc-dev/optc/optimize"
@@ -63,13 +65,13 @@ type Result struct {
 	Caveats ptq.Caveats `json:"caveats"`
 	// TensorRT is the TensorRT target's fp16 report, lint findings and
 	// engine measurement (or why there is none).
-	TensorRT *TensorRTResult `json:"tensorrt,omitempty"`
+	TensorRT *tensorrt.Result `json:"tensorrt,omitempty"`
 	// Deployment is the Triton target's profiles and the sweep behind them.
-	Deployment  *Deployment   `json:"deployment,omitempty"`
-	Stages      []Stage       `json:"stages"`
-	Environment Environment   `json:"environment"`
-	Notes       []string      `json:"notes,omitempty"`
-	opts        config.Config // effective options, for the manifest
+	Deployment  *triton.Deployment `json:"deployment,omitempty"`
+	Stages      []Stage            `json:"stages"`
+	Environment Environment        `json:"environment"`
+	Notes       []string           `json:"notes,omitempty"`
+	opts        config.Config      // effective options, for the manifest
 }
 
 // Config is the effective configuration the build ran with.
@@ -204,6 +206,8 @@ type builder struct {
 	float     string // the optimized float model, in the working folder
 	ortModel  string // what the ORT target deploys (float or INT8)
 	calibFile string // optc's calibration file, when quantizing
+	// quantized is each scheme's model in the working folder.
+	quantized map[quantize.Target]string
 	// latencyBatches are the batch sizes every artifact is timed at:
 	// latency.batches, or the model's static batch alone.
 	latencyBatches []int
@@ -303,7 +307,8 @@ func (b *builder) quantize() error {
 		}
 	}
 	b.add("calibration.json", "all", "calibration", "", "")
-	if b.wants("ort") || b.wants("triton") {
+	b.quantized = map[quantize.Target]string{}
+	if b.needs(quantize.TargetORTCPU) {
 		out, err := b.dir.path("model.int8.onnx")
 		if err != nil {
 			return err
@@ -311,7 +316,7 @@ func (b *builder) quantize() error {
 		if b.res.INT8, err = ptq.Run(b.ptqOptions(quantize.TargetORTCPU, out)); err != nil {
 			return err
 		}
-		b.ortModel = out
+		b.ortModel, b.quantized[quantize.TargetORTCPU] = out, out
 		b.add("model.int8.onnx", "ort", "model", "int8", "")
 		b.disqualifyNonFinite()
 		if err := b.writePlacement(); err != nil {
@@ -322,11 +327,12 @@ func (b *builder) quantize() error {
 			b.note(fmt.Sprintf("ort-cpu: model.int8.onnx misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended: the ORT and Triton artifacts are FP32", ptq.FailedChecks(g.Checks)))
 		}
 	}
-	if b.wants("tensorrt") {
+	if b.needs(quantize.TargetTensorRT) {
 		out, err := b.dir.path("tensorrt/model.int8.qdq.onnx")
 		if err != nil {
 			return err
 		}
+		b.quantized[quantize.TargetTensorRT] = out
 		if b.res.INT8TRT, err = ptq.Run(b.ptqOptions(quantize.TargetTensorRT, out)); err != nil {
 			return err
 		}

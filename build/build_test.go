@@ -18,6 +18,7 @@ import (
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/export"
+	exportort "github.com/optc-dev/optc/export/ort"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/ortenv"
 	"github.com/optc-dev/optc/internal/testenv"
@@ -114,7 +115,7 @@ func TestBuildMNISTInt8(t *testing.T) {
 	if man.Options.Output != "" || man.Accuracy["model.int8.onnx"] == nil {
 		t.Errorf("manifest options/accuracy: %+v", man.Options)
 	}
-	var settings SessionSettings
+	var settings exportort.SessionSettings
 	readJSON(t, filepath.Join(out, "ort/session.json"), &settings)
 	if settings.GraphOptimization != "all" || settings.Model != "model.int8.onnx" || settings.Portable {
 		t.Errorf("session settings %+v", settings)

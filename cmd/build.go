@@ -15,6 +15,7 @@ import (
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/export/target"
 	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/ort"
@@ -40,16 +41,17 @@ func newCmdBuild(io *IO, g *globals, runF func(*BuildOptions) error) *cobra.Comm
 	var img imageFlags
 	flagged := config.Default()
 	c := &cobra.Command{
-		Use:   "build MODEL [-o DIR] [--int8 --calib-data P] [--target ort|tensorrt|triton|all] [--config optc.yaml]",
+		Use:   "build MODEL [-o DIR] [--int8 --calib-data P] [--target " + strings.Join(config.TargetChoices(), "|") + "] [--config optc.yaml]",
 		Short: "Optimize, quantize and export a model into a folder of checked deployable artifacts",
 		Long: `Build runs everything: load and verify MODEL, the optimization passes,
-(with --int8) calibration and INT8 quantization, export for each target
-(ort: .onnx, .ort and session settings; tensorrt: Q/DQ and fp16 ONNX, a
-calibration cache, build_engine.sh; triton: a model repository), then checks
-every artifact against MODEL in ONNX Runtime (accuracy or agreement on the
-eval data, latency percentiles and throughput) and writes manifest.json and
-report.json. The folder appears only when everything succeeded.
+(with --int8) calibration and INT8 quantization, export for each target,
+then checks every artifact against MODEL in ONNX Runtime (accuracy or
+agreement on the eval data, latency percentiles and throughput) and writes
+manifest.json and report.json. The folder appears only when everything
+succeeded.
 
+Targets (--target, repeatable; all: every one):
+` + targetHelp() + `
 Every flag has a key in the YAML --config file (docs/config.md); flags
 override the file; --print-config prints the effective configuration.`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -403,4 +405,14 @@ func buildRun(opts *BuildOptions) error {
 	}
 	_, err = fmt.Fprintf(opts.IO.Out, "report: %s (and report.html, report.json)\n", filepath.Join(res.Output, "report.md"))
 	return err
+}
+
+// targetHelp is one line per registered target: its name and what it
+// deploys to.
+func targetHelp() string {
+	var b strings.Builder
+	for _, t := range target.All() {
+		fmt.Fprintf(&b, "  %-9s %s\n", t.Name(), t.Doc())
+	}
+	return b.String()
 }

@@ -7,8 +7,8 @@ import (
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/export/target"
 	"github.com/optc-dev/optc/internal/choice"
-	"github.com/optc-dev/optc/lint"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/quantize"
@@ -34,7 +34,7 @@ var flagChoices = map[string][]string{
 var commandFlagChoices = map[string]map[string][]string{
 	"build":    {"target": config.TargetChoices()},
 	"quantize": {"target": choice.Strings(quantize.Targets())},
-	"lint":     {"target": lint.Targets},
+	"lint":     {"target": target.Linters()},
 	"diff":     {"percentile": config.GatePercentiles},
 	"compare":  {"check": choice.Strings(compare.Stats)},
 }

@@ -3,10 +3,12 @@ package cmd
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/optc-dev/optc/export/target"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/lint"
@@ -23,7 +25,7 @@ type LintOptions struct {
 func newCmdLint(io *IO, runF func(*LintOptions) error) *cobra.Command {
 	opts := &LintOptions{IO: io}
 	c := &cobra.Command{
-		Use:   "lint MODEL --target tensorrt",
+		Use:   "lint MODEL --target " + strings.Join(target.Linters(), "|"),
 		Short: "Check a model against what a runtime accepts and fuses, before building it",
 		Long: `Check a model for the target runtime without running it. For tensorrt:
 Q/DQ nodes must be int8 (or float8), symmetric (zero point 0) with constant
@@ -39,8 +41,8 @@ nothing. --json prints the findings as one JSON object.`,
 		Args: exactArgs(1, "one model file"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			opts.Model = args[0]
-			if !slices.Contains(lint.Targets, opts.Target) {
-				return usageError{fmt.Errorf("--target %q: want %s", opts.Target, choice.Or(lint.Targets))}
+			if !slices.Contains(target.Linters(), opts.Target) {
+				return usageError{fmt.Errorf("--target %q: want %s", opts.Target, choice.Or(target.Linters()))}
 			}
 			if runF != nil {
 				return runF(opts)
@@ -48,7 +50,7 @@ nothing. --json prints the findings as one JSON object.`,
 			return lintRun(opts)
 		},
 	}
-	c.Flags().StringVar(&opts.Target, "target", "", "the runtime to check for: "+choice.Or(lint.Targets)+" (required)")
+	c.Flags().StringVar(&opts.Target, "target", "", "the runtime to check for: "+choice.Or(target.Linters())+" (required)")
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object instead of a table")
 	return c
 }
@@ -59,7 +61,7 @@ func lintRun(opts *LintOptions) error {
 		return err
 	}
 	defer m.Close()
-	fs := lint.TensorRT(m)
+	fs := target.Lookup(opts.Target).(target.Linter).Lint(m)
 	if fs == nil {
 		fs = []lint.Finding{}
 	}

@@ -362,8 +362,10 @@ func Marshal(c Config) ([]byte, error) {
 }
 
 // Targets are the targets every build knows, in build order; "all" in
-// the targets key (or --target all) means all of them.
-var Targets = []string{"ort", "tensorrt", "triton"}
+// the targets key (or --target all) means all of them. The target
+// registry (export/target.Register, called by export/targets) fills it:
+// config cannot import the targets, which read their sections from it.
+var Targets []string
 
 // TargetChoices is what the targets key takes: Targets and "all".
 func TargetChoices() []string { return append(slices.Clone(Targets), "all") }

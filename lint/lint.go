@@ -1,18 +1,12 @@
-// Package lint checks a model against what a runtime will accept and fuse,
-// before anyone spends a build on it. TensorRT is the first target: its
-// explicit-quantization rules (symmetric INT8, zero points 0, per-channel
-// scales only on weights along the output-channel axis, Q/DQ placements
-// its fusions recognise) and the operators and types its ONNX parser
-// cannot take. A finding names the node and says how to fix it.
+// Package lint is what every target's checks report: a Finding names the
+// rule, the node and the fix. The rules live with the target that owns
+// them (TensorRT's in export/tensorrt/trtlint); optc lint and the build
+// find them through the target registry (export/target.Linter).
 package lint
 
 import (
 	"cmp"
-	"fmt"
-	"math"
 	"slices"
-
-	"github.com/optc-dev/optc/graph"
 )
 
 // Severities: an error means TensorRT refuses the model or computes
@@ -42,8 +36,8 @@ func Errors(fs []Finding) int {
 	return n
 }
 
-// sortFindings orders errors first, then by rule, node and message.
-func sortFindings(fs []Finding) {
+// Sort orders errors first, then by rule, node and message.
+func Sort(fs []Finding) {
 	rank := func(s string) int {
 		if s == Error {
 			return 0
@@ -54,60 +48,4 @@ func sortFindings(fs []Finding) {
 		return cmp.Or(cmp.Compare(rank(a.Severity), rank(b.Severity)), cmp.Compare(a.Rule, b.Rule),
 			cmp.Compare(a.Node, b.Node), cmp.Compare(a.Message, b.Message))
 	})
-}
-
-// nodeID names n in a finding: its name, or for an unnamed node its op
-// and first output, which ONNX makes unique.
-func nodeID(n *graph.Node) string {
-	if n.Name != "" {
-		return n.Name
-	}
-	out := ""
-	if len(n.Outputs()) > 0 && n.Output(0) != nil {
-		out = n.Output(0).Name
-	}
-	return n.OpType + " -> " + out
-}
-
-func isOp(n *graph.Node, ops ...string) bool {
-	return n != nil && (n.Domain == "" || n.Domain == "ai.onnx") && slices.Contains(ops, n.OpType)
-}
-
-// constFloats returns v's values when it is a constant float32 tensor.
-func constFloats(v *graph.Value) ([]float32, bool) {
-	if v == nil {
-		return nil, false
-	}
-	t := v.ConstantTensor()
-	if t == nil || t.DType != graph.Float {
-		return nil, false
-	}
-	f, err := t.Float32s()
-	return f, err == nil
-}
-
-// allZero reports whether every byte of t's data is zero (the value 0 of
-// every integer and float8 type).
-func allZero(t *graph.Tensor) (bool, error) {
-	b, err := t.Bytes()
-	if err != nil {
-		return false, err
-	}
-	for _, x := range b {
-		if x != 0 {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
-func finiteScale(f float32) bool {
-	return f > 0 && !math.IsInf(float64(f), 0) && !math.IsNaN(float64(f))
-}
-
-func plural(n int, s string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, s)
-	}
-	return fmt.Sprintf("%d %ss", n, s)
 }

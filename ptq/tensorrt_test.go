@@ -14,7 +14,7 @@ import (
 	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/internal/testgraph"
 	"github.com/optc-dev/optc/internal/textlines"
-	"github.com/optc-dev/optc/lint"
+	"github.com/optc-dev/optc/export/tensorrt/trtlint"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
@@ -84,7 +84,7 @@ func TestTensorRTLintClean(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			fs := lint.TensorRT(m)
+			fs := trtlint.Check(m)
 			for _, f := range fs {
 				t.Errorf("lint: %s %s %s: %s", f.Severity, f.Rule, f.Node, f.Message)
 			}

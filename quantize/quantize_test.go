@@ -10,7 +10,7 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/difftest"
-	"github.com/optc-dev/optc/lint"
+	"github.com/optc-dev/optc/export/tensorrt/trtlint"
 	"github.com/optc-dev/optc/ort"
 )
 
@@ -380,7 +380,7 @@ func TestTensorRTResidualPlacement(t *testing.T) {
 	if add.Input(1) != conv2.Output(0) || add.Input(0) != conv1.Input(0) {
 		t.Errorf("add reads %q and %q; want conv1's dequantized input and conv2's raw output", add.Input(0).Name, add.Input(1).Name)
 	}
-	if fs := lint.TensorRT(b.Model); len(fs) != 0 {
+	if fs := trtlint.Check(b.Model); len(fs) != 0 {
 		t.Errorf("lint: %+v", fs)
 	}
 	if rep.QDQPairs != 3 {
@@ -398,7 +398,7 @@ func TestTensorRTResidualPlacement(t *testing.T) {
 	if add.Input(0).Name != "conv0_out" || add.Input(1).Name != "conv2_out" {
 		t.Errorf("add reads %q and %q; want both raw", add.Input(0).Name, add.Input(1).Name)
 	}
-	if fs := lint.TensorRT(b.Model); len(fs) != 0 {
+	if fs := trtlint.Check(b.Model); len(fs) != 0 {
 		t.Errorf("lint: %+v", fs)
 	}
 }
@@ -429,7 +429,7 @@ func TestActivationMatMul(t *testing.T) {
 			t.Errorf("%s: att's inputs dequantized: %v; report %+v", target, both, rep)
 		}
 		if target == TargetTensorRT {
-			if fs := lint.TensorRT(b.Model); len(fs) != 0 {
+			if fs := trtlint.Check(b.Model); len(fs) != 0 {
 				t.Errorf("lint: %+v", fs)
 			}
 		}

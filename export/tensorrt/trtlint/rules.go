@@ -1,4 +1,10 @@
-package lint
+// Package trtlint holds TensorRT's explicit-quantization rules over a Q/DQ
+// model (symmetric INT8, zero points 0, per-channel scales only on weights
+// along the output-channel axis, Q/DQ placements its fusions recognise)
+// and the operators and types its ONNX parser cannot take. The TensorRT
+// target runs it on the Q/DQ model it builds; optc lint --target tensorrt
+// runs it on any model.
+package trtlint
 
 // TensorRT's rules, and where they come from:
 //   - explicit quantization (TensorRT developer guide, "Explicit
@@ -17,9 +23,11 @@ package lint
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/lint"
 )
 
 // The rules TensorRT checks.
@@ -59,14 +67,11 @@ var (
 		"Elu", "Selu", "Softplus", "PRelu", "BatchNormalization"}
 )
 
-// Targets are the runtimes lint checks for (`optc lint --target`).
-var Targets = []string{"tensorrt"}
-
 // TensorRT returns what stands between m and a TensorRT engine that runs
 // it as quantized, sorted (errors first, then by rule, node, message).
 // The placement rules for weighted ops apply only to models that hold
 // Q/DQ nodes: a float model is not expected to have them.
-func TensorRT(m *graph.Model) []Finding {
+func Check(m *graph.Model) []lint.Finding {
 	l := &trtLinter{opset: m.OpsetVersion("")}
 	m.Graph.Walk(func(g *graph.Graph) {
 		for _, n := range g.Nodes {
@@ -76,14 +81,14 @@ func TensorRT(m *graph.Model) []Finding {
 		}
 	})
 	m.Graph.Walk(l.graph)
-	sortFindings(l.fs)
+	lint.Sort(l.fs)
 	return l.fs
 }
 
 type trtLinter struct {
 	opset     int64
 	quantized bool
-	fs        []Finding
+	fs        []lint.Finding
 }
 
 func (l *trtLinter) add(rule, severity string, n *graph.Node, format string, args ...any) {
@@ -91,7 +96,7 @@ func (l *trtLinter) add(rule, severity string, n *graph.Node, format string, arg
 	if n != nil {
 		id = nodeID(n)
 	}
-	l.fs = append(l.fs, Finding{Rule: rule, Severity: severity, Node: id, Message: fmt.Sprintf(format, args...)})
+	l.fs = append(l.fs, lint.Finding{Rule: rule, Severity: severity, Node: id, Message: fmt.Sprintf(format, args...)})
 }
 
 func (l *trtLinter) graph(g *graph.Graph) {
@@ -102,10 +107,10 @@ func (l *trtLinter) graph(g *graph.Graph) {
 		switch {
 		case n.Domain != "" && n.Domain != "ai.onnx":
 			if !slices.Contains(pluginDomains, n.Domain) {
-				l.add(RuleUnsupportedOp, Error, n, "%s.%s is not an ONNX operator TensorRT imports; rewrite it with standard ONNX ops (run the model's exporter without runtime-specific fusions) or provide a TensorRT plugin named %q", n.Domain, n.OpType, n.OpType)
+				l.add(RuleUnsupportedOp, lint.Error, n, "%s.%s is not an ONNX operator TensorRT imports; rewrite it with standard ONNX ops (run the model's exporter without runtime-specific fusions) or provide a TensorRT plugin named %q", n.Domain, n.OpType, n.OpType)
 			}
 		case isOp(n, unsupportedOps...):
-			l.add(RuleUnsupportedOp, Error, n, "TensorRT's ONNX parser does not import %s; export the model without it (quantize with QuantizeLinear/DequantizeLinear, keep sequences and strings outside the engine)", n.OpType)
+			l.add(RuleUnsupportedOp, lint.Error, n, "TensorRT's ONNX parser does not import %s; export the model without it (quantize with QuantizeLinear/DequantizeLinear, keep sequences and strings outside the engine)", n.OpType)
 		case isOp(n, "QuantizeLinear", "DequantizeLinear"):
 			l.qdq(n)
 		}
@@ -140,7 +145,7 @@ func (l *trtLinter) valueType(v *graph.Value) {
 	if p := v.Producer(); p != nil {
 		n = p
 	}
-	l.add(RuleUnsupportedType, Error, n, "value %q is a %s; TensorRT computes numeric tensors only, so keep it outside the engine (pre- or post-processing)", v.Name, what)
+	l.add(RuleUnsupportedType, lint.Error, n, "value %q is a %s; TensorRT computes numeric tensors only, so keep it outside the engine (pre- or post-processing)", v.Name, what)
 }
 
 // qdqType returns the integer or float8 type n quantizes to, false when
@@ -216,15 +221,15 @@ func (l *trtLinter) qdq(n *graph.Node) {
 		isWeight = data != nil && data.ConstantTensor() != nil
 	}
 	if dt, ok := qdqType(n); ok && dt != graph.Int8 && dt != graph.Float8E4M3FN && !(dt == graph.Int4 && isWeight && n.OpType == "DequantizeLinear") {
-		l.add(RuleQDQType, Error, n, "%s to %s: TensorRT takes int8 (or float8e4m3fn; int4 for weight-only DequantizeLinear) Q/DQ only; quantize for TensorRT (optc quantize --target tensorrt: int8, zero point 0, float bias)", n.OpType, dt)
+		l.add(RuleQDQType, lint.Error, n, "%s to %s: TensorRT takes int8 (or float8e4m3fn; int4 for weight-only DequantizeLinear) Q/DQ only; quantize for TensorRT (optc quantize --target tensorrt: int8, zero point 0, float bias)", n.OpType, dt)
 	}
 	if zp := n.Input(2); zp != nil {
 		if t := zp.ConstantTensor(); t == nil {
-			l.add(RuleQDQZeroPoint, Error, n, "zero point %q is not a constant; TensorRT needs a constant zero point of 0, so store it as an initializer", zp.Name)
+			l.add(RuleQDQZeroPoint, lint.Error, n, "zero point %q is not a constant; TensorRT needs a constant zero point of 0, so store it as an initializer", zp.Name)
 		} else if zero, err := allZero(t); err != nil {
-			l.add(RuleQDQZeroPoint, Error, n, "zero point %q cannot be read: %v", zp.Name, err)
+			l.add(RuleQDQZeroPoint, lint.Error, n, "zero point %q cannot be read: %v", zp.Name, err)
 		} else if !zero {
-			l.add(RuleQDQZeroPoint, Error, n, "zero point %q is not 0; TensorRT quantizes symmetrically, so recompute the scale from max(|min|, |max|)/127 with zero point 0", zp.Name)
+			l.add(RuleQDQZeroPoint, lint.Error, n, "zero point %q is not 0; TensorRT quantizes symmetrically, so recompute the scale from max(|min|, |max|)/127 with zero point 0", zp.Name)
 		}
 	}
 	l.scale(n)
@@ -237,10 +242,10 @@ func (l *trtLinter) qdq(n *graph.Node) {
 		return
 	}
 	if l.opset < 13 {
-		l.add(RuleQDQOpset, Error, n, "per-channel %s (%d scales) needs the axis attribute of opset 13, but the model imports opset %d; upgrade the model to opset 13 or use one scale", n.OpType, scaleCount(n), l.opset)
+		l.add(RuleQDQOpset, lint.Error, n, "per-channel %s (%d scales) needs the axis attribute of opset 13, but the model imports opset %d; upgrade the model to opset 13 or use one scale", n.OpType, scaleCount(n), l.opset)
 	}
 	if !isWeight {
-		l.add(RuleQDQPerChannelAct, Error, n, "per-channel scales (%d) on %q, which is not a constant weight; TensorRT takes per-channel scales on weights only, so use one scale for this activation", scaleCount(n), data.Name)
+		l.add(RuleQDQPerChannelAct, lint.Error, n, "per-channel scales (%d) on %q, which is not a constant weight; TensorRT takes per-channel scales on weights only, so use one scale for this activation", scaleCount(n), data.Name)
 	}
 }
 
@@ -251,7 +256,7 @@ func (l *trtLinter) scale(n *graph.Node) {
 		if s != nil {
 			name = s.Name
 		}
-		l.add(RuleQDQScale, Error, n, "scale %q is not a constant; TensorRT needs constant scales, so fold it into an initializer", name)
+		l.add(RuleQDQScale, lint.Error, n, "scale %q is not a constant; TensorRT needs constant scales, so fold it into an initializer", name)
 		return
 	}
 	vals, ok := constFloats(s)
@@ -269,7 +274,7 @@ func (l *trtLinter) scale(n *graph.Node) {
 		}
 	}
 	if bad > 0 {
-		l.add(RuleQDQScale, Error, n, "scale %q has %s not finite and > 0 (first %v); a scale must be positive, so give zero-range channels a scale like 1 instead of 0", s.Name, plural(bad, "value"), first)
+		l.add(RuleQDQScale, lint.Error, n, "scale %q has %s not finite and > 0 (first %v); a scale must be positive, so give zero-range channels a scale like 1 instead of 0", s.Name, plural(bad, "value"), first)
 	}
 }
 
@@ -281,7 +286,7 @@ func (l *trtLinter) pair(dq *graph.Node) {
 		return
 	}
 	if !sameConstant(q.Input(1), dq.Input(1)) || !sameConstant(q.Input(2), dq.Input(2)) {
-		l.add(RuleQDQPairMismatch, Error, dq, "dequantizes the output of %q with another scale or zero point than it was quantized with; TensorRT treats the pair as one quantization step, so give both the same scale and zero point", nodeID(q))
+		l.add(RuleQDQPairMismatch, lint.Error, dq, "dequantizes the output of %q with another scale or zero point than it was quantized with; TensorRT treats the pair as one quantization step, so give both the same scale and zero point", nodeID(q))
 	}
 }
 
@@ -332,7 +337,7 @@ func (l *trtLinter) activationAfterQ(q *graph.Node) {
 	if next.OpType == "Add" {
 		fix = "put the Q/DQ on the Add's other (residual) input instead"
 	}
-	l.add(RuleQBeforeActivation, Warning, q, "quantizes the output of %s %q before its %s %q, which blocks TensorRT's fusion of the two; %s", w.OpType, nodeID(w), next.OpType, nodeID(next), fix)
+	l.add(RuleQBeforeActivation, lint.Warning, q, "quantizes the output of %s %q before its %s %q, which blocks TensorRT's fusion of the two; %s", w.OpType, nodeID(w), next.OpType, nodeID(next), fix)
 }
 
 // fusibleOther reports whether the Add's input other than v is a conv (or
@@ -396,7 +401,7 @@ func (l *trtLinter) weighted(n *graph.Node) {
 			continue
 		}
 		if !isOp(v.Producer(), "DequantizeLinear") {
-			l.add(RuleWeightedFloatInput, Warning, n, "%s input %d %q has no DequantizeLinear, so TensorRT runs this %s in float/fp16, not INT8; quantize both its data and weight inputs (or keep it float on purpose)", role, i, v.Name, n.OpType)
+			l.add(RuleWeightedFloatInput, lint.Warning, n, "%s input %d %q has no DequantizeLinear, so TensorRT runs this %s in float/fp16, not INT8; quantize both its data and weight inputs (or keep it float on purpose)", role, i, v.Name, n.OpType)
 		}
 	}
 	dq := n.Input(1)
@@ -414,7 +419,7 @@ func (l *trtLinter) weighted(n *graph.Node) {
 		axis += rank
 	}
 	if want := weightAxis(n, rank); axis != want {
-		l.add(RuleQDQAxis, Error, d, "per-channel weight scales of %s %q run along axis %d; TensorRT takes them along the output-channel axis %d of the weight, so requantize the weight along axis %d", n.OpType, nodeID(n), axis, want, want)
+		l.add(RuleQDQAxis, lint.Error, d, "per-channel weight scales of %s %q run along axis %d; TensorRT takes them along the output-channel axis %d of the weight, so requantize the weight along axis %d", n.OpType, nodeID(n), axis, want, want)
 	}
 }
 
@@ -445,5 +450,61 @@ func (l *trtLinter) residual(n *graph.Node) {
 	default:
 		return
 	}
-	l.add(RuleResidualUnquantized, Warning, n, "adds %q to the output of quantized %q without Q/DQ on input %d %q, so TensorRT cannot fuse the addition into the convolution; put QuantizeLinear/DequantizeLinear on input %d", n.Input(other).Name, nodeID(n.Input(conv).Producer()), other, n.Input(other).Name, other)
+	l.add(RuleResidualUnquantized, lint.Warning, n, "adds %q to the output of quantized %q without Q/DQ on input %d %q, so TensorRT cannot fuse the addition into the convolution; put QuantizeLinear/DequantizeLinear on input %d", n.Input(other).Name, nodeID(n.Input(conv).Producer()), other, n.Input(other).Name, other)
+}
+
+// nodeID names n in a finding: its name, or for an unnamed node its op
+// and first output, which ONNX makes unique.
+func nodeID(n *graph.Node) string {
+	if n.Name != "" {
+		return n.Name
+	}
+	out := ""
+	if len(n.Outputs()) > 0 && n.Output(0) != nil {
+		out = n.Output(0).Name
+	}
+	return n.OpType + " -> " + out
+}
+
+func isOp(n *graph.Node, ops ...string) bool {
+	return n != nil && (n.Domain == "" || n.Domain == "ai.onnx") && slices.Contains(ops, n.OpType)
+}
+
+// constFloats returns v's values when it is a constant float32 tensor.
+func constFloats(v *graph.Value) ([]float32, bool) {
+	if v == nil {
+		return nil, false
+	}
+	t := v.ConstantTensor()
+	if t == nil || t.DType != graph.Float {
+		return nil, false
+	}
+	f, err := t.Float32s()
+	return f, err == nil
+}
+
+// allZero reports whether every byte of t's data is zero (the value 0 of
+// every integer and float8 type).
+func allZero(t *graph.Tensor) (bool, error) {
+	b, err := t.Bytes()
+	if err != nil {
+		return false, err
+	}
+	for _, x := range b {
+		if x != 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func finiteScale(f float32) bool {
+	return f > 0 && !math.IsInf(float64(f), 0) && !math.IsNaN(float64(f))
+}
+
+func plural(n int, s string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, s)
+	}
+	return fmt.Sprintf("%d %ss", n, s)
 }

@@ -1,4 +1,9 @@
-package build
+// Package tensorrt is the TensorRT target of optc build: the Q/DQ INT8
+// model (made by the quantize stage with the tensorrt scheme), a float16
+// variant, TensorRT's legacy calibration cache, build_engine*.sh scripts,
+// the Q/DQ model linted against TensorRT's rules (trtlint) and, where
+// trtexec is on PATH, the engine built and timed.
+package tensorrt
 
 import (
 	"bytes"
@@ -13,15 +18,53 @@ import (
 	"strings"
 
 	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/export"
+	"github.com/optc-dev/optc/export/target"
+	"github.com/optc-dev/optc/export/tensorrt/trtlint"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/atomicfile"
 	"github.com/optc-dev/optc/lint"
+	"github.com/optc-dev/optc/quantize"
 )
 
-// TensorRTResult is what the TensorRT target made and found.
-type TensorRTResult struct {
+// Target is the tensorrt target.
+type Target struct{}
+
+func (Target) Name() string { return "tensorrt" }
+func (Target) Doc() string {
+	return "TensorRT: Q/DQ INT8 and fp16 ONNX, legacy calibration cache, build_engine.sh, lint"
+}
+func (Target) Section() string         { return "tensorrt" }
+func (Target) Scheme() quantize.Target { return quantize.TargetTensorRT }
+func (Target) Artifacts() []string {
+	return []string{"tensorrt/model.int8.qdq.onnx", "tensorrt/model.fp16.onnx", "tensorrt/calibration.cache",
+		"tensorrt/build_engine.sh", "tensorrt/build_engine_fp16.sh", "tensorrt/build_engine_calib_cache.sh", "tensorrt/lint.json"}
+}
+
+// Lint is optc lint --target tensorrt.
+func (Target) Lint(m *graph.Model) []lint.Finding { return trtlint.Check(m) }
+
+// Export writes the TensorRT artifacts; the result is the *Result.
+func (Target) Export(h target.Host) (any, error) {
+	e := &exporter{h: h, c: h.Config(), r: &Result{}}
+	return e.r, e.export()
+}
+
+// exporter carries one export's state.
+type exporter struct {
+	h target.Host
+	c config.Config
+	r *Result
+}
+
+func (e *exporter) note(s string)                         { e.h.Note(s) }
+func (e *exporter) add(rel, kind, precision, from string) { e.h.Add(rel, kind, precision, from) }
+
+// Result is what the TensorRT target made and found (report.json:
+// tensorrt).
+type Result struct {
 	FP16 *export.FP16Report `json:"fp16"`
 	// FP16Ranges names the data the float16 variant's value ranges were
 	// measured on; "" when there was none and the op rules alone decided.
@@ -39,36 +82,35 @@ type TensorRTResult struct {
 // legacy calibration cache and the engine scripts (the Q/DQ model was made
 // by the quantize stage), lints the Q/DQ model and, where trtexec exists,
 // builds and times the engine.
-func (b *builder) exportTensorRT() error {
-	r := &TensorRTResult{}
-	b.res.TensorRT = r
-	m, err := graph.LoadFile(b.float)
+func (e *exporter) export() error {
+	r := e.r
+	m, err := graph.LoadFile(e.h.Float())
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	ranges, err := b.fp16Ranges(m)
+	ranges, err := e.fp16Ranges(m)
 	if err != nil {
 		// The ranges refine the op rules; failing to measure them must
 		// not take the target down. The emulated check on the
 		// calibration data (verify) still shows an overflow.
-		b.note(fmt.Sprintf("tensorrt fp16: value ranges could not be measured, so float16 follows the op rules alone: %v", err))
+		e.note(fmt.Sprintf("tensorrt fp16: value ranges could not be measured, so float16 follows the op rules alone: %v", err))
 		ranges = nil
 	}
 	if r.FP16, err = export.ToFloat16(m, export.FP16Options{Ranges: ranges}); err != nil {
 		return fmt.Errorf("fp16 variant: %w", err)
 	}
-	b.noteFP16()
-	fp16, err := b.dir.path("tensorrt/model.fp16.onnx")
+	e.noteFP16()
+	fp16, err := e.h.Path("tensorrt/model.fp16.onnx")
 	if err != nil {
 		return err
 	}
 	if err := graph.Save(m, fp16, graph.SaveOptions{}); err != nil {
 		return err
 	}
-	b.add("tensorrt/model.fp16.onnx", "tensorrt", "model", "fp16", "")
+	e.add("tensorrt/model.fp16.onnx", "model", "fp16", "")
 
-	shapes, err := b.engineShapes()
+	shapes, err := e.engineShapes()
 	if err != nil {
 		return err
 	}
@@ -78,20 +120,20 @@ func (b *builder) exportTensorRT() error {
 		if err != nil {
 			return err
 		}
-		p, err := b.dir.path("tensorrt/" + name)
+		p, err := e.h.Path("tensorrt/" + name)
 		if err != nil {
 			return err
 		}
 		if err := atomicfile.Write(p, s); err != nil {
 			return err
 		}
-		b.add("tensorrt/"+name, "tensorrt", "script", "", "")
+		e.add("tensorrt/"+name, "script", "", "")
 		return os.Chmod(p, 0o755)
 	}
-	if !b.c.INT8 {
-		return errors.Join(script("build_engine.sh", "model.fp16.onnx", export.EngineFP16, ""), b.buildEngine("build_engine.sh"))
+	if !e.c.INT8 {
+		return errors.Join(script("build_engine.sh", "model.fp16.onnx", export.EngineFP16, ""), e.buildEngine("build_engine.sh"))
 	}
-	if err := b.writeTRTCache(); err != nil {
+	if err := e.writeTRTCache(); err != nil {
 		return err
 	}
 	for _, s := range []struct {
@@ -107,42 +149,25 @@ func (b *builder) exportTensorRT() error {
 			return err
 		}
 	}
-	if err := b.lintQDQ(); err != nil {
+	if err := e.lintQDQ(); err != nil {
 		return err
 	}
-	return b.buildEngine("build_engine.sh")
-}
-
-// fp16Data is what the float16 variant's ranges are measured on and what
-// it is checked on besides the eval data: the calibration data (the
-// samples calibration draws: the deployment's range), else the eval
-// data; "" when there is neither.
-func (b *builder) fp16Data() (string, data.Options) {
-	c := b.c
-	switch {
-	case c.Calibration.Data != "":
-		o := b.dataOptions(c.Calibration.Data, c.Calibration.Batch, c.Calibration.Samples)
-		o.Shuffle = c.Calibration.Samples > 0
-		return c.Calibration.Data, o
-	case c.Eval.Data != "":
-		return c.Eval.Data, b.dataOptions(c.Eval.Data, c.Eval.Batch, c.Eval.Samples)
-	}
-	return "", data.Options{}
+	return e.buildEngine("build_engine.sh")
 }
 
 // fp16Ranges measures the min and max of every float32 value of the
-// float model (export.FP16Tensors) on fp16Data, for ToFloat16 to keep
+// float model (export.FP16Tensors) on the host's RangeData, for ToFloat16 to keep
 // what float16 cannot hold in float32. The INT8 calibration cannot serve:
 // it holds clipped ranges (percentile, entropy, mse) of the tensors
 // quantization needs, of the model ptq rewrote. Without data it returns
 // nil and says so: the op rules decide alone.
-func (b *builder) fp16Ranges(m *graph.Model) (map[string]calibrate.Range, error) {
-	spec, opts := b.fp16Data()
+func (e *exporter) fp16Ranges(m *graph.Model) (map[string]calibrate.Range, error) {
+	spec, opts := e.h.RangeData()
 	if spec == "" {
-		b.note("tensorrt fp16: no calibration or eval data to measure value ranges on, so float16 follows the op rules alone and overflow is not checked (give calibration.data with the deployment's range)")
+		e.note("tensorrt fp16: no calibration or eval data to measure value ranges on, so float16 follows the op rules alone and overflow is not checked (give calibration.data with the deployment's range)")
 		return nil, nil
 	}
-	b.progress("measure float16 ranges on %s", spec)
+	e.h.Progress("measure float16 ranges on %s", spec)
 	names, err := export.FP16Tensors(m)
 	if err != nil {
 		return nil, err
@@ -164,15 +189,15 @@ func (b *builder) fp16Ranges(m *graph.Model) (map[string]calibrate.Range, error)
 			ranges[n] = calibrate.Range{Min: s.Min, Max: s.Max}
 		}
 	}
-	b.res.TensorRT.FP16Ranges = spec
+	e.r.FP16Ranges = spec
 	return ranges, nil
 }
 
 // noteFP16 is the build output's line on the values the float16 variant
 // keeps float32 for their measured range (report.json has each node and
 // reason under tensorrt.fp16).
-func (b *builder) noteFP16() {
-	r := b.res.TensorRT
+func (e *exporter) noteFP16() {
+	r := e.r
 	out := r.FP16.OutOfRange
 	if len(out) == 0 {
 		return
@@ -185,15 +210,15 @@ func (b *builder) noteFP16() {
 		}
 		names = append(names, fmt.Sprintf("%s (|x| up to %.3g)", v.Value, math.Max(math.Abs(v.Min), math.Abs(v.Max))))
 	}
-	b.note(fmt.Sprintf("tensorrt fp16: %d tensor(s) stay float32, measured beyond ±%g (float16's 65504/4) on %s: %s; %d node(s) beyond those the op rules keep run float32 for them (report.json: tensorrt.fp16)",
+	e.note(fmt.Sprintf("tensorrt fp16: %d tensor(s) stay float32, measured beyond ±%g (float16's 65504/4) on %s: %s; %d node(s) beyond those the op rules keep run float32 for them (report.json: tensorrt.fp16)",
 		len(out), float64(export.FP16SafeMax), r.FP16Ranges, strings.Join(names, ", "), r.FP16.KeptForRange))
 }
 
 // writeTRTCache converts optc's calibration ranges into TensorRT's legacy
 // cache: one amax per tensor of the float model (symmetric, so the larger
 // magnitude of the range).
-func (b *builder) writeTRTCache() error {
-	c, err := calibrate.ReadCache(b.calibFile)
+func (e *exporter) writeTRTCache() error {
+	c, err := calibrate.ReadCache(e.h.CalibrationFile())
 	if err != nil {
 		return err
 	}
@@ -202,34 +227,34 @@ func (b *builder) writeTRTCache() error {
 		amax[name] = math.Max(math.Abs(r.Min), math.Abs(r.Max))
 	}
 	var buf bytes.Buffer
-	if err := export.WriteTRTCalibCache(&buf, b.c.TensorRT.Version, amax); err != nil {
+	if err := export.WriteTRTCalibCache(&buf, e.c.TensorRT.Version, amax); err != nil {
 		return err
 	}
-	p, err := b.dir.path("tensorrt/calibration.cache")
+	p, err := e.h.Path("tensorrt/calibration.cache")
 	if err != nil {
 		return err
 	}
-	b.add("tensorrt/calibration.cache", "tensorrt", "calibration", "", "")
+	e.add("tensorrt/calibration.cache", "calibration", "", "")
 	return atomicfile.Write(p, buf.Bytes())
 }
 
 // lintQDQ checks the Q/DQ model against TensorRT's rules; an error-level
 // finding fails the build, naming the node.
-func (b *builder) lintQDQ() error {
-	m, err := graph.LoadFile(b.dir.tmpPath("tensorrt/model.int8.qdq.onnx"))
+func (e *exporter) lintQDQ() error {
+	m, err := graph.LoadFile(e.h.Quantized(quantize.TargetTensorRT))
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	findings := lint.TensorRT(m)
+	findings := trtlint.Check(m)
 	if findings == nil {
 		findings = []lint.Finding{} // [] in lint.json, not null
 	}
-	b.res.TensorRT.Lint = findings
-	if err := writeJSONFile(b, "tensorrt/lint.json", findings); err != nil {
+	e.r.Lint = findings
+	if err := target.WriteJSON(e.h, "tensorrt/lint.json", findings); err != nil {
 		return err
 	}
-	b.add("tensorrt/lint.json", "tensorrt", "lint", "", "")
+	e.add("tensorrt/lint.json", "lint", "", "")
 	if n := lint.Errors(findings); n > 0 {
 		f := findings[0] // errors sort first
 		return fmt.Errorf("the Q/DQ model breaks %d TensorRT rule(s); first: %s at node %q: %s", n, f.Rule, f.Node, f.Message)
@@ -240,19 +265,19 @@ func (b *builder) lintQDQ() error {
 // engineShapes is each dynamic input's min/opt/max for the scripts: from
 // tensorrt.profiles, else the input specification (--shape) with a dynamic
 // batch from 1 to the largest latency batch, the range the build timed.
-func (b *builder) engineShapes() (map[string]export.ShapeRange, error) {
-	m, err := graph.LoadFile(b.float)
+func (e *exporter) engineShapes() (map[string]export.ShapeRange, error) {
+	m, err := graph.LoadFile(e.h.Float())
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
 	ins := data.GraphInputs(m.Graph)
-	spec := b.c.Inputs()
+	spec := e.c.Inputs()
 	lo, loErr := data.ResolveShapes(ins, data.Options{Batch: 1, Spec: spec})
-	hi, hiErr := data.ResolveShapes(ins, data.Options{Batch: slices.Max(b.latencyBatches), Spec: spec})
+	hi, hiErr := data.ResolveShapes(ins, data.Options{Batch: slices.Max(e.h.LatencyBatches()), Spec: spec})
 	out := map[string]export.ShapeRange{}
 	for i, in := range ins {
-		if p, ok := b.c.TensorRT.Profiles[in.Name]; ok {
+		if p, ok := e.c.TensorRT.Profiles[in.Name]; ok {
 			out[in.Name] = export.ShapeRange{Min: p.Min, Opt: p.Opt, Max: p.Max}
 			continue
 		}
@@ -265,7 +290,7 @@ func (b *builder) engineShapes() (map[string]export.ShapeRange, error) {
 		out[in.Name] = export.ShapeRange{Min: lo[i], Opt: hi[i], Max: hi[i]}
 		for k, d := range in.Shape {
 			if d.Kind == graph.DimSymbolic && hi[i][k] == 0 {
-				b.note(fmt.Sprintf("tensorrt: input %q dim %d (%s) is 0 in the engine profile (no past: a KV cache's first step); set tensorrt.profiles.%s for the lengths the engine must take", in.Name, k, d, in.Name))
+				e.note(fmt.Sprintf("tensorrt: input %q dim %d (%s) is 0 in the engine profile (no past: a KV cache's first step); set tensorrt.profiles.%s for the lengths the engine must take", in.Name, k, d, in.Name))
 			}
 		}
 	}
@@ -274,26 +299,30 @@ func (b *builder) engineShapes() (map[string]export.ShapeRange, error) {
 
 // buildEngine runs the script where trtexec exists and keeps its
 // measurement; elsewhere it says the step was skipped.
-func (b *builder) buildEngine(script string) error {
+func (e *exporter) buildEngine(script string) error {
 	if _, err := exec.LookPath("trtexec"); err != nil {
-		b.res.TensorRT.EngineSkipped = "trtexec is not on PATH: the engine was not built; run tensorrt/" + script + " on a machine with TensorRT"
-		b.note("tensorrt: " + b.res.TensorRT.EngineSkipped)
+		e.r.EngineSkipped = "trtexec is not on PATH: the engine was not built; run tensorrt/" + script + " on a machine with TensorRT"
+		e.note("tensorrt: " + e.r.EngineSkipped)
 		return nil
 	}
-	cmd := exec.CommandContext(b.ctx, "sh", script)
-	cmd.Dir = b.dir.tmpPath("tensorrt")
+	p, err := e.h.Path("tensorrt/" + script)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(e.h.Context(), "sh", script)
+	cmd.Dir = filepath.Dir(p)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("tensorrt/%s: %w: %s", script, err, lastLines(out, 5))
 	}
-	if b.res.TensorRT.Engine, err = export.ParseTrtexecReport(bytes.NewReader(out)); err != nil {
+	if e.r.Engine, err = export.ParseTrtexecReport(bytes.NewReader(out)); err != nil {
 		return fmt.Errorf("tensorrt/%s: %w", script, err)
 	}
 	// The engine and timing cache depend on the GPU: report them, they
 	// are not reproducible artifacts.
 	for _, f := range []string{"model.int8.qdq.engine", "model.fp16.engine", "timing.cache"} {
 		if _, err := os.Stat(filepath.Join(cmd.Dir, f)); err == nil {
-			b.add("tensorrt/"+f, "tensorrt", "engine", "", "")
+			e.add("tensorrt/"+f, "engine", "", "")
 		}
 	}
 	return nil

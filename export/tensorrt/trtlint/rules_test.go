@@ -1,4 +1,4 @@
-package lint
+package trtlint
 
 import (
 	"math"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/testgraph"
+	"github.com/optc-dev/optc/lint"
 )
 
 // builder makes small models node by node, with the Q/DQ helpers the
@@ -139,7 +140,7 @@ func trtBlock(t *testing.T) (b *builder, conv1, r, conv2 *graph.Node) {
 }
 
 // rules returns "rule severity node" for each finding.
-func rules(fs []Finding) string {
+func rules(fs []lint.Finding) string {
 	var s []string
 	for _, f := range fs {
 		s = append(s, f.Rule+" "+f.Severity+" "+f.Node)
@@ -152,14 +153,14 @@ func TestTensorRTClean(t *testing.T) {
 	if err := b.Model.Verify(); err != nil {
 		t.Fatal(err)
 	}
-	if fs := TensorRT(b.Model); len(fs) != 0 {
+	if fs := Check(b.Model); len(fs) != 0 {
 		t.Errorf("findings on a clean model: %+v", fs)
 	}
 	// A float model: no Q/DQ, nothing to say about placements.
 	f := newBuilder(t, 13)
 	x := f.Input("x", 1, 3, 8, 8)
 	m := f.returning(f.Node("conv", "Conv", x, f.Floats("w", []int64{1, 3, 1, 1}, 1, 1, 1)))
-	if fs := TensorRT(m); len(fs) != 0 {
+	if fs := Check(m); len(fs) != 0 {
 		t.Errorf("findings on a float model: %+v", fs)
 	}
 }
@@ -168,7 +169,7 @@ func TestTensorRTRules(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		build func(t *testing.T) *graph.Model
-		want  string // rules(TensorRT(m))
+		want  string // rules(Check(m))
 	}{
 		{"uint8 activation with a zero point", qdqOnX(13, graph.Uint8, 128), "qdq-type error x_dq; qdq-type error x_q; qdq-zero-point error x_dq; qdq-zero-point error x_q"},
 		{"uint8 by default, without a zero point", func(t *testing.T) *graph.Model {
@@ -297,12 +298,12 @@ func TestTensorRTRules(t *testing.T) {
 		}, "unsupported-type error ; unsupported-type error id"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			fs := TensorRT(c.build(t))
+			fs := Check(c.build(t))
 			if got := rules(fs); got != c.want {
 				t.Errorf("findings\n  %s\nwant\n  %s\n%+v", got, c.want, fs)
 			}
 			for _, f := range fs {
-				if f.Message == "" || (f.Severity != Error && f.Severity != Warning) {
+				if f.Message == "" || (f.Severity != lint.Error && f.Severity != lint.Warning) {
 					t.Errorf("finding %+v: no message or an unknown severity", f)
 				}
 			}
@@ -317,12 +318,12 @@ func TestTensorRTSorted(t *testing.T) {
 	skip := b.Input("skip", 1, 4, 6, 6)
 	add := b.Node("add", "Add", conv.Output(0), skip)
 	u := b.qdq("u", add.Output(0), 0.1, graph.Uint8, 7)
-	fs := TensorRT(b.returning(u))
+	fs := Check(b.returning(u))
 	want := "qdq-type error u_dq; qdq-type error u_q; qdq-zero-point error u_dq; qdq-zero-point error u_q; residual-add-unquantized warning add"
 	if got := rules(fs); got != want {
 		t.Errorf("findings\n  %s\nwant\n  %s", got, want)
 	}
-	if Errors(fs) != 4 {
-		t.Errorf("Errors = %d, want 4", Errors(fs))
+	if lint.Errors(fs) != 4 {
+		t.Errorf("Errors = %d, want 4", lint.Errors(fs))
 	}
 }

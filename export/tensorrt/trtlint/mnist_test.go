@@ -1,4 +1,4 @@
-package lint
+package trtlint
 
 import (
 	"path/filepath"
@@ -9,6 +9,7 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/ortenv"
 	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/lint"
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/quantize"
@@ -50,7 +51,7 @@ func TestTensorRTOnQuantizedMNIST(t *testing.T) {
 	for name, r := range rs {
 		ranges[name] = [2]float64{r.Min, r.Max}
 	}
-	if fs := TensorRT(base); len(fs) != 0 {
+	if fs := Check(base); len(fs) != 0 {
 		t.Errorf("the float model: %s", rules(fs))
 	}
 	for _, target := range []quantize.Target{quantize.TargetTensorRT, quantize.TargetORTCPU} {
@@ -66,8 +67,8 @@ func TestTensorRTOnQuantizedMNIST(t *testing.T) {
 		if len(rep.Quantized) < 4 {
 			t.Fatalf("%s: quantized only %v", target, rep.Quantized)
 		}
-		fs := TensorRT(m)
-		t.Logf("%s: %d findings, %d errors: %s", target, len(fs), Errors(fs), rules(fs))
+		fs := Check(m)
+		t.Logf("%s: %d findings, %d errors: %s", target, len(fs), lint.Errors(fs), rules(fs))
 		if target == quantize.TargetTensorRT {
 			if len(fs) != 0 {
 				t.Errorf("findings on the tensorrt target: %+v", fs)

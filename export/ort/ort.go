@@ -1,0 +1,123 @@
+// Package ort is the ONNX Runtime target of optc build: the deployed
+// model's ORT-format twin, written by ORT itself, and the session settings
+// it was made and measured with (ort/session.json).
+package ort
+
+import (
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/optc-dev/optc/export/target"
+	"github.com/optc-dev/optc/graph"
+	onnxrt "github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/quantize"
+)
+
+// Target is the ort target.
+type Target struct{}
+
+func (Target) Name() string { return "ort" }
+func (Target) Doc() string {
+	return "ONNX Runtime on CPU: the deployed model (INT8 where it pays), its .ort twin and session settings"
+}
+func (Target) Section() string                   { return "runtime" }
+func (Target) Scheme() quantize.Target           { return quantize.TargetORTCPU }
+func (Target) Artifacts() []string               { return []string{"ort/model.ort", "ort/session.json"} }
+func (Target) Export(h target.Host) (any, error) { return nil, export(h) }
+
+// SessionSettings is ort/session.json: how the ORT artifacts were made
+// and measured, so a deployment can run them the same way.
+type SessionSettings struct {
+	Model              string `json:"model"`
+	ORTModel           string `json:"ort_model,omitempty"`
+	GraphOptimization  string `json:"graph_optimization_level"`
+	IntraOpThreads     int    `json:"intra_op_threads"` // 0: ORT's default, one per core
+	InterOpThreads     int    `json:"inter_op_threads"`
+	ExecutionProvider  string `json:"execution_provider"`
+	ORTVersion         string `json:"ort_version"`
+	SaveModelFormatKey string `json:"ort_model_session_config,omitempty"`
+	// Portable is false at level all (and extended): ORT then writes
+	// layout-specific kernels (NCHWc) that are only valid on a CPU with the
+	// same instruction set; load the .onnx with the same level elsewhere.
+	Portable bool `json:"portable"`
+}
+
+// export writes the deployed model's ORT-format twin (ORT itself
+// optimizes and serializes it at the runtime level) and the session
+// settings.
+func export(h target.Host) error {
+	deployed := h.Deployed()
+	if _, err := os.Stat(deployed + ".data"); err == nil {
+		return skipORTFormat(h, fmt.Sprintf("%s keeps its tensors in a side file (over 2 GiB), which the ORT format cannot hold", h.Rel(deployed)))
+	}
+	ortPath, err := h.Path("ort/model.ort")
+	if err != nil {
+		return err
+	}
+	m, err := graph.LoadFile(deployed)
+	if err != nil {
+		return err
+	}
+	ins, outs := onnxrt.Interface(m)
+	m.Close()
+	so := h.Session()
+	so.OptimizedModelPath = ortPath
+	sess, err := onnxrt.NewSession(onnxrt.Source{Path: deployed, Inputs: ins, Outputs: outs}, so)
+	if note := nonTensorNote(ins, outs); err != nil && note != "" {
+		// ORT cannot write such a model in its format ("We do not support
+		// type [9]"); the .onnx runs as it is.
+		return skipORTFormat(h, fmt.Sprintf("ONNX Runtime cannot write %s in the ORT format%s: %v", h.Rel(deployed), note, err))
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", ortPath, err)
+	}
+	if err := sess.Close(); err != nil {
+		return err
+	}
+	if _, err := os.Stat(ortPath); err != nil {
+		return fmt.Errorf("ONNX Runtime did not write %s: %w", ortPath, err)
+	}
+	version, _ := onnxrt.Version()
+	settings := SessionSettings{
+		Model: h.Rel(deployed), ORTModel: "ort/model.ort", GraphOptimization: so.Level.String(),
+		IntraOpThreads: so.IntraOpThreads, InterOpThreads: so.InterOpThreads, ExecutionProvider: "CPUExecutionProvider",
+		ORTVersion: version, SaveModelFormatKey: "session.save_model_format=ORT",
+		Portable: so.Level <= onnxrt.LevelBasic,
+	}
+	precision := "fp32"
+	if deployed != h.Float() {
+		precision = "int8"
+	}
+	h.Add("ort/model.ort", "ort-model", precision, h.Rel(deployed))
+	h.Add("ort/session.json", "settings", "", "")
+	return target.WriteJSON(h, "ort/session.json", settings)
+}
+
+// nonTensorNote names the first value of the interface that is not a
+// tensor, which is what the ORT format fails on ("We do not support type
+// [9]" for an optional), or says nothing.
+func nonTensorNote(ins, outs []onnxrt.IO) string {
+	for _, io := range append(slices.Clone(ins), outs...) {
+		if io.Kind != graph.KindTensor && io.Kind != graph.KindUnknown {
+			return fmt.Sprintf(" (%q is %s, not a tensor)", io.Name, io.NotExpressible())
+		}
+	}
+	return ""
+}
+
+// skipORTFormat is export for a model the ORT format cannot hold (tensors
+// in a side file over protobuf's 2 GiB limit, or a value that is not a
+// tensor): it writes the session settings without an .ort model, and a
+// note saying why there is none.
+func skipORTFormat(h target.Host, why string) error {
+	so := h.Session()
+	version, _ := onnxrt.Version()
+	h.Note(fmt.Sprintf("ort: %s: no ort/model.ort; deploy the .onnx (with its side files)", why))
+	h.Add("ort/session.json", "settings", "", "")
+	return target.WriteJSON(h, "ort/session.json", SessionSettings{
+		Model: h.Rel(h.Deployed()), GraphOptimization: so.Level.String(),
+		IntraOpThreads: so.IntraOpThreads, InterOpThreads: so.InterOpThreads, ExecutionProvider: "CPUExecutionProvider",
+		ORTVersion: version, Portable: true,
+	})
+}

@@ -1,0 +1,139 @@
+// Package target is the registry of optc build's deployment targets. A
+// target is a plug-in, like a database/sql driver: one package under
+// export/ implements Target, and export/targets registers it in one line.
+// config (the names the targets key takes), build (what runs in the export
+// stage and which quantization it needs), optc lint and the CLI's help and
+// completion all read this registry; none of them names a target.
+package target
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/atomicfile"
+	"github.com/optc-dev/optc/lint"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/quantize"
+)
+
+// Target is one deployment target of optc build.
+type Target interface {
+	// Name is the target's word in the targets key and --target.
+	Name() string
+	// Doc is one line for help: what the target deploys to.
+	Doc() string
+	// Section is the config key holding the target's options ("" when it
+	// has none); docs/config.md documents it.
+	Section() string
+	// Scheme is the quantization the target deploys with --int8
+	// (quantize.Schemes), "" when it takes no INT8 model. The quantize
+	// stage runs once per scheme the wanted targets need.
+	Scheme() quantize.Target
+	// Artifacts are the files the target writes, relative to the output
+	// folder (for help and docs; the manifest lists what was written).
+	Artifacts() []string
+	// Export writes the target's artifacts into the build's working
+	// folder through h. It returns the target's section of report.json
+	// (nil when it has none).
+	Export(h Host) (any, error)
+}
+
+// Linter is a target that can check a model against what its runtime
+// accepts (optc lint --target NAME).
+type Linter interface {
+	Lint(m *graph.Model) []lint.Finding
+}
+
+// Host is what a build offers a target: its configuration, its working
+// folder and the models the earlier stages made.
+type Host interface {
+	Context() context.Context
+	Config() config.Config
+	// Path is where rel (slash-separated, relative to the output folder)
+	// is in the working folder; its parent folder exists.
+	Path(rel string) (string, error)
+	// Rel is path relative to the working folder, with forward slashes.
+	Rel(path string) string
+	// Add records an artifact the target wrote: kind (model, ort-model,
+	// model-copy, calibration, script, config, settings, lint, engine),
+	// precision of a model (fp32, fp16, int8) and the model it was made
+	// from ("" for none).
+	Add(rel, kind, precision, from string)
+	// Note adds a line to the build's notes (once).
+	Note(s string)
+	// Progress prints a line for a long step.
+	Progress(format string, args ...any)
+	// Float is the optimized float model every artifact grows from.
+	Float() string
+	// Deployed is the model the ORT-based targets deploy: the INT8
+	// ort-cpu model, or Float when INT8 does not pay or was not asked for.
+	Deployed() string
+	// Quantized is the model quantized for scheme ("" when there is none).
+	Quantized(scheme quantize.Target) string
+	// CalibrationFile is optc's calibration file ("" without --int8).
+	CalibrationFile() string
+	// LatencyBatches are the batch sizes every artifact is timed at.
+	LatencyBatches() []int
+	// Session is how every artifact is run and measured.
+	Session() ort.Options
+	// RangeData is the data that shows the deployment's value range (the
+	// calibration data, else the eval data; "" when there is neither),
+	// read as the build reads it.
+	RangeData() (string, data.Options)
+}
+
+var registry []Target
+
+// Register adds targets in build order; a name registered twice panics
+// (a programming error, caught by any test).
+func Register(ts ...Target) {
+	for _, t := range ts {
+		if Lookup(t.Name()) != nil || t.Name() == "all" {
+			panic(fmt.Sprintf("target: %q registered twice", t.Name()))
+		}
+		registry = append(registry, t)
+		config.Targets = append(config.Targets, t.Name())
+	}
+}
+
+// All are the registered targets in build order.
+func All() []Target { return slices.Clone(registry) }
+
+// Lookup is the target named name, nil when there is none.
+func Lookup(name string) Target {
+	for _, t := range registry {
+		if t.Name() == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// Linters are the names of the targets optc lint can check for.
+func Linters() []string {
+	var names []string
+	for _, t := range registry {
+		if _, ok := t.(Linter); ok {
+			names = append(names, t.Name())
+		}
+	}
+	return names
+}
+
+// WriteJSON writes v as indented JSON to rel in h's working folder.
+func WriteJSON(h Host, rel string, v any) error {
+	p, err := h.Path(rel)
+	if err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(p, append(js, '\n'))
+}
