@@ -21,7 +21,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/internal/ortenv"
 	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/internal/testgraph"
@@ -151,8 +153,8 @@ func TestErrorsDocumented(t *testing.T) {
 			return []docRun{{[]string{"build", mnist, "-o", filepath.Join(dir, "b"), "--batch", "8"}, []string{"unknown flag: --batch; build takes --calib-batch, --eval-batch and --latency-batches"}},
 				{[]string{"inspect", "--no-such-flag", mnist}, []string{"unknown flag: --no-such-flag"}}}
 		}},
-		`build: --target: unknown target "foo" (want ort, tensorrt, triton or all)`: {func(t *testing.T, dir string) []docRun {
-			return []docRun{{[]string{"build", mnist, "-o", filepath.Join(dir, "b"), "--target", "foo"}, []string{`build: --target: unknown target "foo" (want ort, tensorrt, triton or all)`}},
+		`build: --target: unknown target "foo" (want ` + choice.Or(config.TargetChoices()) + `)`: {func(t *testing.T, dir string) []docRun {
+			return []docRun{{[]string{"build", mnist, "-o", filepath.Join(dir, "b"), "--target", "foo"}, []string{`build: --target: unknown target "foo" (want ` + choice.Or(config.TargetChoices()) + `)`}},
 				{[]string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx"), "--calib-data", "random", "--method", "foo"}, []string{`"foo"`}}}
 		}},
 		`config optc.yaml: targets: unknown target "foo"`: {func(t *testing.T, dir string) []docRun {

@@ -5,6 +5,7 @@
 package targets
 
 import (
+	"github.com/optc-dev/optc/export/openvino"
 	"github.com/optc-dev/optc/export/ort"
 	"github.com/optc-dev/optc/export/target"
 	"github.com/optc-dev/optc/export/tensorrt"
@@ -16,5 +17,6 @@ func init() {
 		ort.Target{},
 		tensorrt.Target{},
 		triton.Target{},
+		openvino.Target{},
 	)
 }
