@@ -277,7 +277,11 @@ func newCmdPasses(io *IO) *cobra.Command {
 			w := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintf(w, "pass\tlevel\twhat it does\n")
 			for _, p := range passes.All() {
-				fmt.Fprintf(w, "%s\t-O%d\t%s\n", p.Name, p.Level, p.Doc)
+				level := fmt.Sprintf("-O%d", p.Level)
+				if p.Level == passes.OnRequest {
+					level = "named"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\n", p.Name, level, p.Doc)
 			}
 			return w.Flush()
 		},

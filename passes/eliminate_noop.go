@@ -18,10 +18,11 @@ import (
 // a graph returns stays unless its input can take the output's name (see
 // graphEdit.canBypass).
 var eliminateNoop = &Pass{
-	Name:  "eliminate-noop",
-	Doc:   "remove Reshape, Transpose, Cast, Pad, Slice and Concat nodes that change nothing",
-	Level: 1,
-	Run:   runEliminateNoop,
+	Name:   "eliminate-noop",
+	Doc:    "remove Reshape, Transpose, Cast, Pad, Slice and Concat nodes that change nothing",
+	Level:  1,
+	Shapes: DeclaredShapes,
+	Run:    runEliminateNoop,
 }
 
 func runEliminateNoop(c *Context) (Stats, error) {

@@ -22,10 +22,11 @@ import (
 // the limit (ConstantOfShape, Expand, Tile and Range of large shapes stay
 // nodes; the kernels refuse them before computing anything).
 var foldConstants = &Pass{
-	Name:  "fold-constants",
-	Doc:   "evaluate nodes whose inputs are all constant and store their outputs as initializers",
-	Level: 1,
-	Run:   runFoldConstants,
+	Name:   "fold-constants",
+	Doc:    "evaluate nodes whose inputs are all constant and store their outputs as initializers",
+	Level:  1,
+	Shapes: DeclaredShapes,
+	Run:    runFoldConstants,
 }
 
 // notFolded lists operators whose result is not a function of their

@@ -20,7 +20,7 @@ type biasAdd struct {
 }
 
 func runFuseBiasAdd(c *Context) (Stats, error) {
-	return rewriteEach(c.Model, matchBiasAdd, (*biasAdd).rewrite)
+	return Rule[*biasAdd]{OpTypes: []string{"Add"}, Match: matchBiasAdd, Apply: (*biasAdd).rewrite}.apply(c.Model)
 }
 
 func matchBiasAdd(add *graph.Node) (*biasAdd, bool) {

@@ -27,10 +27,11 @@ import (
 // inputs and attributes plus activation and activation_params, producing
 // the activation's output value; the com.microsoft opset is imported.
 var fuseConvActivation = &Pass{
-	Name:  "fuse-conv-activation",
-	Doc:   "pair Conv with its activation: note it in metadata, or emit com.microsoft FusedConv",
-	Level: 2,
-	Run:   runFuseConvActivation,
+	Name:   "fuse-conv-activation",
+	Doc:    "pair Conv with its activation: note it in metadata, or emit com.microsoft FusedConv",
+	Level:  2,
+	Shapes: DeclaredShapes,
+	Run:    runFuseConvActivation,
 }
 
 // Metadata keys the pass sets on a Conv.
@@ -49,9 +50,9 @@ func runFuseConvActivation(c *Context) (Stats, error) {
 	if c.FusedConv {
 		rewrite = (*convActivation).fuse
 	}
-	st, err := rewriteEach(c.Model, match, rewrite)
-	if err == nil && c.FusedConv && st.Added > 0 && c.Model.OpsetVersion(msDomain) == 0 {
-		c.Model.Opsets = append(c.Model.Opsets, graph.OpsetImport{Domain: msDomain, Version: 1})
+	st, err := Rule[*convActivation]{OpTypes: []string{"Conv"}, Match: match, Apply: rewrite}.apply(c.Model)
+	if err == nil && c.FusedConv && st.Added > 0 {
+		importDomain(c.Model, msDomain)
 	}
 	return st, err
 }

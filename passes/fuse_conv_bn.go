@@ -26,16 +26,17 @@ import (
 // dead-code elimination, or for other readers); the op then produces the
 // BN's output value itself, so names the graph exposes do not change.
 var fuseConvBN = &Pass{
-	Name:  "fuse-conv-bn",
-	Doc:   "fold inference BatchNormalization into the Conv, ConvTranspose, Gemm or MatMul before it",
-	Level: 2,
-	Run:   runFuseConvBN,
+	Name:   "fuse-conv-bn",
+	Doc:    "fold inference BatchNormalization into the Conv, ConvTranspose, Gemm or MatMul before it",
+	Level:  2,
+	Shapes: DeclaredShapes,
+	Run:    runFuseConvBN,
 }
 
 func runFuseConvBN(c *Context) (Stats, error) {
 	opset := c.Model.OpsetVersion("")
 	match := func(bn *graph.Node) (*convBN, bool) { return matchConvBN(bn, opset) }
-	return rewriteEach(c.Model, match, (*convBN).rewrite)
+	return Rule[*convBN]{OpTypes: []string{"BatchNormalization"}, Match: match, Apply: (*convBN).rewrite}.apply(c.Model)
 }
 
 // convBN is a matched op -> BatchNormalization pair and the folded
@@ -90,35 +91,6 @@ func matchConvBN(bn *graph.Node, opset int64) (*convBN, bool) {
 	return p, true
 }
 
-// outputChannels is the number of channels op computes, as its weight
-// says: 0 where the weight has the wrong rank or group does not divide it.
-func outputChannels(op *graph.Node, w *graph.Tensor) int64 {
-	d := w.Dims
-	switch op.OpType {
-	case "Conv":
-		if len(d) >= 3 {
-			return d[0]
-		}
-	case "ConvTranspose":
-		group := op.AttrInt("group", 1)
-		if len(d) >= 3 && group >= 1 && d[0]%group == 0 {
-			return d[1] * group
-		}
-	case "Gemm":
-		if len(d) == 2 {
-			if op.AttrInt("transB", 0) != 0 {
-				return d[0]
-			}
-			return d[1]
-		}
-	case "MatMul":
-		if len(d) == 2 {
-			return d[1]
-		}
-	}
-	return 0
-}
-
 // bnAffine returns BN as y = s*x + t per channel, for n channels.
 func bnAffine(bn *graph.Node, n int64) (s, t []float64, ok bool) {
 	var p [4][]float32 // scale, B, mean, var
@@ -138,23 +110,6 @@ func bnAffine(bn *graph.Node, n int64) (s, t []float64, ok bool) {
 		t[c] = float64(p[1][c]) - float64(p[2][c])*s[c]
 	}
 	return s, t, true
-}
-
-// convBias returns the op's bias input as float64 (zeros when absent), or
-// false when it is not a constant float32 vector of n.
-func convBias(op *graph.Node, n int64) ([]float64, bool) {
-	b := make([]float64, n)
-	if op.Input(2) == nil {
-		return b, len(op.Inputs()) <= 3
-	}
-	f, ok := vectorConst(op.Input(2), n)
-	if !ok || len(op.Inputs()) > 3 {
-		return nil, false
-	}
-	for i, x := range f {
-		b[i] = float64(x)
-	}
-	return b, true
 }
 
 // foldScaled returns W with every element multiplied by s of its output

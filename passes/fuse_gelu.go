@@ -30,10 +30,11 @@ import (
 //
 // Rewrite: the new node produces the last Mul's output value.
 var fuseGelu = &Pass{
-	Name:  "fuse-gelu",
-	Doc:   "replace the erf and tanh forms of GELU with Gelu (opset >= 20), or ORT-only com.microsoft Gelu/FastGelu below",
-	Level: 2,
-	Run:   runFuseGelu,
+	Name:   "fuse-gelu",
+	Doc:    "replace the erf and tanh forms of GELU with Gelu (opset >= 20), or ORT-only com.microsoft Gelu/FastGelu below",
+	Level:  2,
+	Shapes: DeclaredShapes | InferredShapes,
+	Run:    runFuseGelu,
 }
 
 func runFuseGelu(c *Context) (Stats, error) {
@@ -41,11 +42,12 @@ func runFuseGelu(c *Context) (Stats, error) {
 	if opset < 20 && !c.ORTContrib || opset < 1 || !hasOp(c.Model, "Erf", "Tanh") {
 		return Stats{}, nil
 	}
-	shapes := inferShapesOf(c.Model)
+	shapes := c.Shapes()
 	match := func(last *graph.Node) (*gelu, bool) { return matchGelu(last, shapes) }
-	st, err := rewriteEach(c.Model, match, func(p *gelu) (Stats, error) { return p.rewrite(opset) })
-	if err == nil && opset < 20 && st.Added > 0 && c.Model.OpsetVersion(msDomain) == 0 {
-		c.Model.Opsets = append(c.Model.Opsets, graph.OpsetImport{Domain: msDomain, Version: 1})
+	rewrite := func(p *gelu) (Stats, error) { return p.rewrite(opset) }
+	st, err := Rule[*gelu]{OpTypes: []string{"Mul"}, Match: match, Apply: rewrite}.apply(c.Model)
+	if err == nil && opset < 20 && st.Added > 0 {
+		importDomain(c.Model, msDomain)
 	}
 	return st, err
 }

@@ -20,10 +20,11 @@ import (
 // Rewrite: the new nodes produce the last op's output value, so its name
 // and readers stay.
 var fuseHardSwish = &Pass{
-	Name:  "fuse-hardswish",
-	Doc:   "replace x*Clip(x+3,0,6)/6 with HardSwish (opset >= 14) or x*HardSigmoid(x)",
-	Level: 2,
-	Run:   runFuseHardSwish,
+	Name:   "fuse-hardswish",
+	Doc:    "replace x*Clip(x+3,0,6)/6 with HardSwish (opset >= 14) or x*HardSigmoid(x)",
+	Level:  2,
+	Shapes: DeclaredShapes,
+	Run:    runFuseHardSwish,
 }
 
 func runFuseHardSwish(c *Context) (Stats, error) {
@@ -32,7 +33,8 @@ func runFuseHardSwish(c *Context) (Stats, error) {
 		return Stats{}, nil // HardSigmoid as used here is opset 6's
 	}
 	match := func(last *graph.Node) (*hardSwish, bool) { return matchHardSwish(last, opset) }
-	return rewriteEach(c.Model, match, func(p *hardSwish) (Stats, error) { return p.rewrite(opset) })
+	rewrite := func(p *hardSwish) (Stats, error) { return p.rewrite(opset) }
+	return Rule[*hardSwish]{OpTypes: []string{"Div", "Mul"}, Match: match, Apply: rewrite}.apply(c.Model)
 }
 
 // hardSwish is a matched pattern: x and the Add, Clip, Mul and last

@@ -45,10 +45,11 @@ import (
 // standard deviation; exporters' LayerNorms follow residual adds whose
 // means are small.
 var fuseLayerNorm = &Pass{
-	Name:  "fuse-layernorm",
-	Doc:   "replace ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div[/Mul/Add] with LayerNormalization (with --ort-contrib only)",
-	Level: 2,
-	Run:   runFuseLayerNorm,
+	Name:   "fuse-layernorm",
+	Doc:    "replace ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div[/Mul/Add] with LayerNormalization (with --ort-contrib only)",
+	Level:  2,
+	Shapes: DeclaredShapes | InferredShapes,
+	Run:    runFuseLayerNorm,
 }
 
 func runFuseLayerNorm(c *Context) (Stats, error) {
@@ -56,9 +57,9 @@ func runFuseLayerNorm(c *Context) (Stats, error) {
 	if !c.ORTContrib || opset < 1 || !hasOp(c.Model, "ReduceMean") {
 		return Stats{}, nil
 	}
-	shapes := inferShapesOf(c.Model)
+	shapes := c.Shapes()
 	match := func(div *graph.Node) (*layerNorm, bool) { return matchLayerNorm(div, opset, shapes) }
-	return rewriteEach(c.Model, match, (*layerNorm).rewrite)
+	return Rule[*layerNorm]{OpTypes: []string{"Div"}, Match: match, Apply: (*layerNorm).rewrite}.apply(c.Model)
 }
 
 // layerNorm is a matched pattern: x, the normalized trailing dims, eps,

@@ -26,21 +26,22 @@ import (
 // epsilon, producing the LN's output value (and the Add's as output 3
 // where needed); both nodes go; the com.microsoft opset is imported.
 var fuseSkipLayerNorm = &Pass{
-	Name:  "fuse-skip-layernorm",
-	Doc:   "fold the residual Add before LayerNormalization into com.microsoft SkipLayerNormalization (ORT-only output)",
-	Level: 2,
-	Run:   runFuseSkipLayerNorm,
+	Name:   "fuse-skip-layernorm",
+	Doc:    "fold the residual Add before LayerNormalization into com.microsoft SkipLayerNormalization (ORT-only output)",
+	Level:  2,
+	Shapes: InferredShapes,
+	Run:    runFuseSkipLayerNorm,
 }
 
 func runFuseSkipLayerNorm(c *Context) (Stats, error) {
 	if !c.ORTContrib || !hasOp(c.Model, "LayerNormalization") {
 		return Stats{}, nil
 	}
-	shapes := inferShapesOf(c.Model)
+	shapes := c.Shapes()
 	match := func(ln *graph.Node) (*skipLayerNorm, bool) { return matchSkipLayerNorm(ln, shapes) }
-	st, err := rewriteEach(c.Model, match, (*skipLayerNorm).rewrite)
-	if err == nil && st.Added > 0 && c.Model.OpsetVersion(msDomain) == 0 {
-		c.Model.Opsets = append(c.Model.Opsets, graph.OpsetImport{Domain: msDomain, Version: 1})
+	st, err := Rule[*skipLayerNorm]{OpTypes: []string{"LayerNormalization"}, Match: match, Apply: (*skipLayerNorm).rewrite}.apply(c.Model)
+	if err == nil && st.Added > 0 {
+		importDomain(c.Model, msDomain)
 	}
 	return st, err
 }

@@ -14,10 +14,11 @@ import (
 // Later passes and runtimes read the annotations. A second run finds
 // nothing to add, so the fixed-point loop ends.
 var inferShapes = &Pass{
-	Name:  "infer-shapes",
-	Doc:   "annotate values with their inferred element types and shapes",
-	Level: 1,
-	Run:   runInferShapes,
+	Name:           "infer-shapes",
+	Doc:            "annotate values with their inferred element types and shapes",
+	Level:          1,
+	ProvidesShapes: true,
+	Run:            runInferShapes,
 }
 
 func runInferShapes(c *Context) (Stats, error) {

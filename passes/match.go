@@ -12,8 +12,8 @@ import (
 // The matcher: small questions a local fusion asks of the graph, so that a
 // rule reads as "match Conv -> BatchNormalization where the Conv output
 // has one consumer and the BN parameters are constant; rewrite" rather
-// than as index juggling. Each fusion is a match function that returns the
-// pattern (or false, leaving the graph alone) and a rewrite.
+// than as index juggling. Each fusion is a Rule (rule.go) whose Match is
+// built from these; every helper more than one pass uses lives here.
 
 // forEachNode calls fn for every node of every graph of m, over a snapshot
 // of each graph's nodes taken before the first call, skipping nodes an
@@ -36,19 +36,6 @@ func forEachNode(m *graph.Model, fn func(n *graph.Node) (Stats, error)) (Stats, 
 		}
 	}
 	return st, nil
-}
-
-// rewriteEach applies a rule to every node of m: match returns the
-// pattern anchored at the node, or false to leave the graph alone, and
-// rewrite changes the graph and says how.
-func rewriteEach[P any](m *graph.Model, match func(n *graph.Node) (P, bool), rewrite func(p P) (Stats, error)) (Stats, error) {
-	return forEachNode(m, func(n *graph.Node) (Stats, error) {
-		p, ok := match(n)
-		if !ok {
-			return Stats{}, nil
-		}
-		return rewrite(p)
-	})
 }
 
 // isOp reports whether n is one of ops of the default ONNX domain.
@@ -348,4 +335,50 @@ func hasOp(m *graph.Model, ops ...string) bool {
 		}
 	})
 	return found
+}
+
+// outputChannels is the number of channels op computes, as its weight
+// says: 0 where the weight has the wrong rank or group does not divide it.
+func outputChannels(op *graph.Node, w *graph.Tensor) int64 {
+	d := w.Dims
+	switch op.OpType {
+	case "Conv":
+		if len(d) >= 3 {
+			return d[0]
+		}
+	case "ConvTranspose":
+		group := op.AttrInt("group", 1)
+		if len(d) >= 3 && group >= 1 && d[0]%group == 0 {
+			return d[1] * group
+		}
+	case "Gemm":
+		if len(d) == 2 {
+			if op.AttrInt("transB", 0) != 0 {
+				return d[0]
+			}
+			return d[1]
+		}
+	case "MatMul":
+		if len(d) == 2 {
+			return d[1]
+		}
+	}
+	return 0
+}
+
+// convBias returns the op's bias input as float64 (zeros when absent), or
+// false when it is not a constant float32 vector of n.
+func convBias(op *graph.Node, n int64) ([]float64, bool) {
+	b := make([]float64, n)
+	if op.Input(2) == nil {
+		return b, len(op.Inputs()) <= 3
+	}
+	f, ok := vectorConst(op.Input(2), n)
+	if !ok || len(op.Inputs()) > 3 {
+		return nil, false
+	}
+	for i, x := range f {
+		b[i] = float64(x)
+	}
+	return b, true
 }

@@ -16,10 +16,11 @@ import (
 // it ([], [1], [N], [1, N], [M or 1, N or 1]); the MatMul output is read
 // only by the Add; opset 7 or later.
 var matmulAddToGemm = &Pass{
-	Name:  "matmul-add-to-gemm",
-	Doc:   "turn 2-D MatMul + constant bias Add into Gemm",
-	Level: 1,
-	Run:   runMatMulAddToGemm,
+	Name:   "matmul-add-to-gemm",
+	Doc:    "turn 2-D MatMul + constant bias Add into Gemm",
+	Level:  1,
+	Shapes: DeclaredShapes,
+	Run:    runMatMulAddToGemm,
 }
 
 func runMatMulAddToGemm(c *Context) (Stats, error) {

@@ -18,10 +18,11 @@ import (
 // known. A Squeeze without axes (drop every 1) counts only first and with
 // fully known dims. The first node must feed only the second.
 var mergeSqueezeUnsqueeze = &Pass{
-	Name:  "merge-squeeze-unsqueeze",
-	Doc:   "remove Squeeze/Unsqueeze pairs over the same axes",
-	Level: 1,
-	Run:   runMergeSqueezeUnsqueeze,
+	Name:   "merge-squeeze-unsqueeze",
+	Doc:    "remove Squeeze/Unsqueeze pairs over the same axes",
+	Level:  1,
+	Shapes: DeclaredShapes,
+	Run:    runMergeSqueezeUnsqueeze,
 }
 
 func runMergeSqueezeUnsqueeze(c *Context) (Stats, error) {

@@ -13,10 +13,11 @@ import (
 // A permutation that is absent (reverse the axes) is used only when the
 // rank is known from the other permutation or the input's type.
 var mergeTransposes = &Pass{
-	Name:  "merge-transposes",
-	Doc:   "merge consecutive Transposes, removing pairs that cancel",
-	Level: 1,
-	Run:   runMergeTransposes,
+	Name:   "merge-transposes",
+	Doc:    "merge consecutive Transposes, removing pairs that cancel",
+	Level:  1,
+	Shapes: DeclaredShapes,
+	Run:    runMergeTransposes,
 }
 
 func runMergeTransposes(c *Context) (Stats, error) {

@@ -18,8 +18,38 @@ type Pass struct {
 	// Level is the lowest -O level that runs the pass: 1 for exact
 	// cleanups and folding, 2 for fusions.
 	Level int
-	Run   func(c *Context) (Stats, error)
+	// Shapes is what the pass reads of value types and shapes (a
+	// combination of DeclaredShapes and InferredShapes), declared
+	// as x/tools/go/analysis declares Requires; TestPassDependencies
+	// checks the declarations against the code and the table order.
+	Shapes ShapeUse
+	// ProvidesShapes says the pass writes inferred types onto values
+	// (infer-shapes, last in the table, so every round ends with them).
+	ProvidesShapes bool
+	Run            func(c *Context) (Stats, error)
 }
+
+// ShapeUse is what a pass reads of value types and shapes.
+type ShapeUse int
+
+const (
+	// NoShapes: the pass does not look at value types.
+	NoShapes ShapeUse = 0
+	// DeclaredShapes: the pass reads the types declared on values
+	// (knownDims, knownElem, rankOf). infer-shapes writes them at the end
+	// of each round, so the pass sees new values' types from the next
+	// round on, and complete ones in the round that ends the fixed point.
+	// It never assumes a type it cannot read.
+	DeclaredShapes ShapeUse = 1 << iota
+	// InferredShapes: the pass reads Context.Shapes, an inference of the
+	// current model that the driver computes on first use and drops after
+	// any pass that changed the model.
+	InferredShapes
+)
+
+// OnRequest is the Level of a pass no -O level runs: it runs when named
+// (--passes) or called by a driver that needs it (ptq: upgrade-opset).
+const OnRequest = 3
 
 // Stats says what a pass changed.
 type Stats struct {
@@ -57,7 +87,26 @@ type Context struct {
 	// no standard one. Off, every pass writes standard ONNX only, which
 	// TensorRT and other runtimes read too.
 	ORTContrib bool
+	// Opset is the default-domain opset upgrade-opset moves the model to
+	// (0: DefaultUpgradeOpset).
+	Opset int64
+
+	shapes      valueShapes // Shapes' inference; valid while shapesValid
+	shapesValid bool
 }
+
+// Shapes is the inferred types and shapes of the current model's values
+// (nil where inference failed), computed once until a pass changes the
+// model (the driver then calls shapesChanged).
+func (c *Context) Shapes() valueShapes {
+	if !c.shapesValid {
+		c.shapes, c.shapesValid = inferShapesOf(c.Model), true
+	}
+	return c.shapes
+}
+
+// shapesChanged drops the inference Shapes keeps.
+func (c *Context) shapesChanged() { c.shapes, c.shapesValid = nil, false }
 
 // DefaultFoldSizeLimit keeps constant folding from turning a small
 // expression (e.g. ConstantOfShape of a large shape) into a large weight.

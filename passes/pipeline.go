@@ -32,6 +32,7 @@ var registry = []*Pass{
 	fuseConvActivation,
 	deadCode,
 	inferShapes,
+	upgradeOpset, // on request only
 }
 
 // All returns every pass in pipeline order.
@@ -51,8 +52,9 @@ func Lookup(name string) (*Pass, error) {
 	return nil, fmt.Errorf("unknown pass %q (passes: %s)", name, strings.Join(names, ", "))
 }
 
-// Select returns the pipeline for an -O level (0, 1 or 2), or exactly the
-// named passes in table order when only is not empty, minus disabled.
+// Select returns the pipeline for an -O level (0, 1 or 2: the passes of
+// that level or lower, never OnRequest ones), or exactly the named passes
+// in table order when only is not empty, minus disabled.
 func Select(level int, only, disabled []string) ([]*Pass, error) {
 	if level < 0 || level > 2 {
 		return nil, fmt.Errorf("optimization level -O%d: want 0, 1 or 2", level)
@@ -88,7 +90,8 @@ type Options struct {
 	Eval          Evaluator
 	FoldSizeLimit int64
 	FusedConv     bool
-	ORTContrib    bool // see Context.ORTContrib
+	ORTContrib    bool  // see Context.ORTContrib
+	Opset         int64 // see Context.Opset
 }
 
 // PassReport is what one pass did over all rounds.
@@ -117,7 +120,7 @@ func Run(m *graph.Model, pipeline []*Pass, opts Options) (*Report, error) {
 	if opts.FoldSizeLimit <= 0 {
 		opts.FoldSizeLimit = DefaultFoldSizeLimit
 	}
-	ctx := &Context{Model: m, Eval: opts.Eval, FoldSizeLimit: opts.FoldSizeLimit, FusedConv: opts.FusedConv, ORTContrib: opts.ORTContrib}
+	ctx := &Context{Model: m, Eval: opts.Eval, FoldSizeLimit: opts.FoldSizeLimit, FusedConv: opts.FusedConv, ORTContrib: opts.ORTContrib, Opset: opts.Opset}
 	rep := &Report{}
 	for _, p := range pipeline {
 		rep.Passes = append(rep.Passes, &PassReport{Name: p.Name})
@@ -136,6 +139,9 @@ func Run(m *graph.Model, pipeline []*Pass, opts Options) (*Report, error) {
 				return nil, fmt.Errorf("pass %s: %w", p.Name, err)
 			}
 			pr.Stats.add(st)
+			if st.Changed() {
+				ctx.shapesChanged()
+			}
 			changed = changed || st.Changed()
 			if opts.VerifyEach {
 				if err := m.Verify(); err != nil {

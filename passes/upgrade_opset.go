@@ -12,6 +12,34 @@ import (
 	"github.com/optc-dev/optc/shapes"
 )
 
+// upgradeOpset is UpgradeOpset as a pass. No -O level runs it: it changes
+// how the model is written, not what it computes, only where a later
+// stage needs a newer opset (ptq: per-channel Q/DQ needs 13) or when
+// named (--passes upgrade-opset). A model already at the target or newer
+// is left alone.
+var upgradeOpset = &Pass{
+	Name:   "upgrade-opset",
+	Doc:    "rewrite default-domain nodes from opset 9..12 to 13 (on request: ptq, --passes)",
+	Level:  OnRequest,
+	Shapes: DeclaredShapes | InferredShapes,
+	Run:    runUpgradeOpset,
+}
+
+// DefaultUpgradeOpset is the opset upgrade-opset moves a model to.
+const DefaultUpgradeOpset = 13
+
+func runUpgradeOpset(c *Context) (Stats, error) {
+	target := c.Opset
+	if target == 0 {
+		target = DefaultUpgradeOpset
+	}
+	if c.Model.OpsetVersion("") >= target {
+		return Stats{}, nil
+	}
+	n, err := UpgradeOpset(c.Model, target)
+	return Stats{Rewritten: n}, err
+}
+
 // UpgradeOpset rewrites the default-domain nodes of m (main graph and
 // subgraphs) from the model's default opset to target, then sets the opset
 // import. It supports sources 9..12 and targets up to 13. Only operators
@@ -19,8 +47,9 @@ import (
 // any other default-domain operator makes it fail, naming the node, before
 // anything is changed. changed counts nodes rewritten or added.
 //
-// It is not in the pass table: the quantize driver calls it, because
-// QuantizeLinear/DequantizeLinear with per-channel axes need opset 13.
+// It is the upgrade-opset pass of the table (on request); the quantize
+// driver calls it because QuantizeLinear/DequantizeLinear with
+// per-channel axes need opset 13.
 func UpgradeOpset(m *graph.Model, target int64) (changed int, err error) {
 	if m == nil || m.Graph == nil {
 		return 0, fmt.Errorf("upgrade opset: the model has no graph")

@@ -1,0 +1,108 @@
+package passes
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/optc-dev/optc/graph"
+)
+
+// TestPassDependencies checks each pass's declared use of value types
+// (Pass.Shapes) against its file, and the table order the declarations
+// rely on: the shape provider runs after every rewrite in a round, in
+// every level that runs a pass reading declared types.
+func TestPassDependencies(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := map[string]string{} // pass name -> source of the file declaring it
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`(?m)^\tName:\s+"([a-z0-9-]+)"`).FindAllStringSubmatch(string(b), -1) {
+			src[m[1]] = string(b)
+		}
+	}
+	// The helpers that read declared types, and the two ways to infer.
+	declared := regexp.MustCompile(`knownDims\(|knownElem\(|rankOf\(|minRank\(|typeOf\(|\.Type\.(Shape|Elem)`)
+	inferred := regexp.MustCompile(`c\.Shapes\(\)|shapes\.Infer\(`)
+	providerAt, lastRewrite := -1, -1
+	for i, p := range All() {
+		s, ok := src[p.Name]
+		if !ok {
+			t.Errorf("%s: no file declares it", p.Name)
+			continue
+		}
+		if p.ProvidesShapes {
+			providerAt = i
+			continue
+		}
+		if p.Level != OnRequest {
+			lastRewrite = i
+		}
+		if declared.MatchString(s) && p.Shapes&DeclaredShapes == 0 {
+			t.Errorf("%s reads declared types (%s) but does not declare DeclaredShapes", p.Name, declared.FindString(s))
+		}
+		if inferred.MatchString(s) && p.Shapes&InferredShapes == 0 {
+			t.Errorf("%s infers shapes (%s) but does not declare InferredShapes", p.Name, inferred.FindString(s))
+		}
+		if p.Shapes&DeclaredShapes != 0 && !declared.MatchString(s) || p.Shapes&InferredShapes != 0 && !inferred.MatchString(s) {
+			t.Errorf("%s declares Shapes %b that its file does not use", p.Name, p.Shapes)
+		}
+	}
+	if providerAt < 0 || providerAt < lastRewrite {
+		t.Fatalf("the shape provider (at %d) must come after every -O pass (last at %d)", providerAt, lastRewrite)
+	}
+	for level := 1; level <= 2; level++ {
+		pipeline, err := Select(level, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		needs, provides := "", false
+		for _, p := range pipeline {
+			if p.Shapes&DeclaredShapes != 0 {
+				needs = p.Name
+			}
+			provides = provides || p.ProvidesShapes
+			if p.Level == OnRequest {
+				t.Errorf("-O%d runs %s, which is on request only", level, p.Name)
+			}
+		}
+		if needs != "" && !provides {
+			t.Errorf("-O%d runs %s, which reads declared types, without a shape provider", level, needs)
+		}
+	}
+	if p, err := Lookup("matmul-add-to-gemm"); err != nil || p.Shapes&DeclaredShapes == 0 {
+		t.Errorf("matmul-add-to-gemm must declare that it needs shapes: %v", err)
+	}
+}
+
+// TestContextShapesDropped: Context.Shapes keeps its inference until the
+// driver says the model changed, then infers the changed model.
+func TestContextShapesDropped(t *testing.T) {
+	f := newFusionFixture(t, 17)
+	x := f.input("x", 1, 4)
+	f.output(f.node("Relu", []*graph.Value{x}).Output(0))
+	c := &Context{Model: f.m}
+	if c.Shapes() == nil {
+		t.Fatal("no inference")
+	}
+	y := f.node("Sigmoid", []*graph.Value{x}).Output(0)
+	f.output(y)
+	if c.Shapes()[y] != nil {
+		t.Fatal("Shapes inferred again without a change reported: it does not keep its inference")
+	}
+	c.shapesChanged()
+	if c.Shapes()[y] == nil {
+		t.Fatal("Shapes kept a stale inference after shapesChanged")
+	}
+}
