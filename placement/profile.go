@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/quantize"
@@ -75,18 +76,9 @@ func nodeTimes(model graph.Serialized, sess ort.Options, inputs []*graph.Tensor)
 	}
 	times := make(map[string]float64, len(durs))
 	for name, d := range durs {
-		times[name] = median(d)
+		times[name] = bench.Median(d)
 	}
 	return times, nil
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // ortSuffix is what ORT appends to the name of a node it rewrote: QDQ

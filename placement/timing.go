@@ -79,7 +79,7 @@ func TimeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec
 	}
 	p50 := make([]float64, len(models))
 	for i, r := range runs {
-		p50[i] = median(r)
+		p50[i] = bench.Median(r)
 	}
 	return p50, nil
 }

@@ -138,7 +138,9 @@ func Channels(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 				}
 			}
 			if err != nil {
-				undo.run()
+				if uerr := undo.run(); uerr != nil {
+					return nil, fmt.Errorf("%w (after: %v)", uerr, err)
+				}
 				grp.skip("not pruned: " + err.Error())
 				removed = 0
 			} else {

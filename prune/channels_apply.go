@@ -1,6 +1,7 @@
 package prune
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -8,12 +9,16 @@ import (
 )
 
 // undoLog reverts what apply changed, newest first.
-type undoLog []func()
+type undoLog []func() error
 
-func (u undoLog) run() {
+// run reverts every step, and says which could not be reverted: the
+// model is then not what it was, and pruning must stop.
+func (u undoLog) run() error {
+	var errs []error
 	for i := len(u) - 1; i >= 0; i-- {
-		u[i]()
+		errs = append(errs, u[i]())
 	}
+	return errors.Join(errs...)
 }
 
 // apply removes all but grp.keep: the sources' output
@@ -41,9 +46,12 @@ func (a *analysis) apply(g *graph.Graph, grp *group) (undoLog, []replacement, er
 		}
 		n.SetInput(i, nv)
 		reps = append(reps, replacement{old, nv})
-		undo = append(undo, func() {
+		undo = append(undo, func() error {
 			n.SetInput(i, old)
-			_ = g.RemoveInitializer(nv)
+			if err := g.RemoveInitializer(nv); err != nil {
+				return fmt.Errorf("prune channels: undoing %s input %d: %w", n, i, err)
+			}
+			return nil
 		})
 		return nil
 	}
@@ -84,10 +92,11 @@ func (a *analysis) apply(g *graph.Graph, grp *group) (undoLog, []replacement, er
 			}
 			old := n.Attr("group")
 			n.SetAttr(&graph.Attr{Name: "group", Type: graph.AttrInt, Int: newC})
-			undo = append(undo, func() {
+			undo = append(undo, func() error {
 				if old != nil {
 					n.SetAttr(old)
 				}
+				return nil
 			})
 		}
 	}
@@ -107,7 +116,7 @@ func (a *analysis) apply(g *graph.Graph, grp *group) (undoLog, []replacement, er
 			t.Shape[1] = graph.Dim{}
 		}
 		v.Type = t
-		undo = append(undo, func() { v.Type = old })
+		undo = append(undo, func() error { v.Type = old; return nil })
 	}
 	for _, v := range grp.values {
 		setDim(v, newC)
@@ -190,7 +199,9 @@ func cleanup(g *graph.Graph, reps []replacement) error {
 			continue // replaced again, removed above
 		}
 		if name := origin[r.new]; g.Value(name) == nil {
-			_ = g.Rename(r.new, name)
+			if err := g.Rename(r.new, name); err != nil {
+				return fmt.Errorf("prune channels: naming the sliced %s after %s: %w", r.new.Name, name, err)
+			}
 		}
 	}
 	return nil

@@ -123,9 +123,7 @@ func latencyOf(t *build.Timing) *Latency {
 }
 
 func batchLatency(b bench.BatchResult) BatchLatency {
-	x := b.Latency
-	return BatchLatency{Batch: b.Batch, Min: x.Min, P50: x.P50, P90: x.P90, P95: x.P95, P99: x.P99, Max: x.Max,
-		Mean: x.Mean, CV: x.CV, Throughput: b.Throughput}
+	return BatchLatency{Batch: b.Batch, Latency: b.Latency, Throughput: b.Throughput}
 }
 
 func quantizationOf(target, model string, q *ptq.Result) *Quantization {

@@ -42,8 +42,8 @@ func FromQuantize(res *ptq.Result, level string, threads int) (*Report, error) {
 	if len(res.Latency) > 0 {
 		in.Latency, out.Latency = &Latency{}, &Latency{}
 		for _, l := range res.Latency {
-			in.Latency.Batches = append(in.Latency.Batches, BatchLatency{Batch: l.Batch, P50: l.FloatP50, Throughput: l.FloatPerSecond})
-			out.Latency.Batches = append(out.Latency.Batches, BatchLatency{Batch: l.Batch, P50: l.Int8P50, Throughput: l.Int8PerSecond})
+			in.Latency.Batches = append(in.Latency.Batches, BatchLatency{Batch: l.Batch, Latency: bench.Latency{P50: l.FloatP50}, Throughput: l.FloatPerSecond})
+			out.Latency.Batches = append(out.Latency.Batches, BatchLatency{Batch: l.Batch, Latency: bench.Latency{P50: l.Int8P50}, Throughput: l.Int8PerSecond})
 		}
 	}
 	out.Delta = delta(in, out)

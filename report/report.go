@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
@@ -102,17 +103,12 @@ type Latency struct {
 	Batches     []BatchLatency `json:"batches"`
 }
 
-// BatchLatency is the latency at one batch size, in milliseconds per run.
+// BatchLatency is the latency at one batch size, in milliseconds per run:
+// bench's statistics (one type, whose fields appear inline in JSON), with
+// the throughput and the runs they are medians of.
 type BatchLatency struct {
-	Batch      int     `json:"batch"`
-	Min        float64 `json:"min_ms"`
-	P50        float64 `json:"p50_ms"`
-	P90        float64 `json:"p90_ms"`
-	P95        float64 `json:"p95_ms"`
-	P99        float64 `json:"p99_ms"`
-	Max        float64 `json:"max_ms"`
-	Mean       float64 `json:"mean_ms"`
-	CV         float64 `json:"cv"`
+	Batch int `json:"batch"`
+	bench.Latency
 	Throughput float64 `json:"throughput_samples_per_s"`
 	// Repeats are the separate runs the figures above are medians of.
 	Repeats []RepeatLatency `json:"repeats,omitempty"`

@@ -21,8 +21,8 @@ import (
 func sample(inRuns, artRuns []float64, task, cosine float64) *Report {
 	acc := 98.5
 	lat := func(runs []float64) *Latency {
-		b := BatchLatency{Batch: 1, Min: runs[0] * 0.9, P50: bench.Median(runs), P90: bench.Median(runs) * 1.1, P95: bench.Median(runs) * 1.2,
-			P99: bench.Median(runs) * 1.5, Max: bench.Median(runs) * 2, Mean: bench.Median(runs), CV: 0.05, Throughput: 1000 / bench.Median(runs)}
+		b := BatchLatency{Batch: 1, Latency: bench.Latency{Min: runs[0] * 0.9, P50: bench.Median(runs), P90: bench.Median(runs) * 1.1, P95: bench.Median(runs) * 1.2,
+			P99: bench.Median(runs) * 1.5, Max: bench.Median(runs) * 2, Mean: bench.Median(runs), CV: 0.05}, Throughput: 1000 / bench.Median(runs)}
 		for _, r := range runs {
 			b.Repeats = append(b.Repeats, RepeatLatency{P50: r, P90: r * 1.1, P99: r * 1.5, Throughput: 1000 / r})
 		}

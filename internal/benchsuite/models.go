@@ -14,9 +14,9 @@ import (
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/ort/install"
 	"github.com/optc-dev/optc/prune"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
@@ -74,7 +74,7 @@ type benchModel struct {
 // benchModels lists the models: MNIST and cls in both suites, det and rec
 // only in the full one.
 func (s *suite) benchModels() []benchModel {
-	cache := testenv.CacheDir()
+	cache := install.CacheDir()
 	ocr := func(f string) string { return filepath.Join(cache, "ocr-models", f) }
 	lines := func(f string) string { return filepath.Join(cache, "textlines", f) }
 	models := []benchModel{

@@ -1,5 +1,6 @@
 // Package testenv finds the data that tests need and is not in the
-// repository (fetched by scripts/fetch-testdata.sh into a cache folder).
+// repository (fetched by scripts/fetch-testdata.sh into optc's cache
+// folder, install.CacheDir).
 package testenv
 
 import (
@@ -7,26 +8,16 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
-)
 
-// CacheDir is where fetched test data lives: $OPTC_CACHE, or optc under
-// the user's cache folder.
-func CacheDir() string {
-	if d := os.Getenv("OPTC_CACHE"); d != "" {
-		return d
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "optc")
-	}
-	return filepath.Join(os.TempDir(), "optc-cache")
-}
+	"github.com/optc-dev/optc/ort/install"
+)
 
 // Data returns the path of rel under the cache folder. When it is missing
 // the test is skipped, except under CI (CI=true), where a missing input is
 // a failure: CI must never pass by skipping.
 func Data(t testing.TB, rel string) string {
 	t.Helper()
-	p := filepath.Join(CacheDir(), rel)
+	p := filepath.Join(install.CacheDir(), rel)
 	if _, err := os.Stat(p); err != nil {
 		msg := "test data " + p + " is missing; run `make testdata` (scripts/fetch-testdata.sh)"
 		if os.Getenv("CI") == "true" {
