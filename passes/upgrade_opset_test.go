@@ -357,3 +357,24 @@ func TestUpgradeOpsetRealModels(t *testing.T) {
 		})
 	}
 }
+
+// TestUpgradeOpsetPass runs upgrade-opset from the table, as --passes
+// upgrade-opset does: the model moves to opset 13 with its Clip rewritten,
+// and a second round finds nothing to do.
+func TestUpgradeOpsetPass(t *testing.T) {
+	b := newCleanupModel(t, 9)
+	n := b.node("clip", "Clip", b.input("x", graph.Float, 2, 3))
+	n.SetAttr(&graph.Attr{Name: "max", Type: graph.AttrFloat, Float: 0.5})
+	b.g.Outputs = append(b.g.Outputs, n.Output(0))
+	pipeline, err := Select(0, []string{"upgrade-opset"}, nil)
+	if err != nil || len(pipeline) != 1 {
+		t.Fatalf("select: %v %v", pipeline, err)
+	}
+	rep, err := Run(b.m, pipeline, Options{VerifyEach: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.m.OpsetVersion("") != DefaultUpgradeOpset || rep.Passes[0].Stats.Rewritten == 0 || rep.Rounds != 2 {
+		t.Fatalf("opset %d, report %+v, %d rounds", b.m.OpsetVersion(""), rep.Passes[0], rep.Rounds)
+	}
+}
