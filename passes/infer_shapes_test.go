@@ -9,36 +9,26 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/difftest"
 	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/internal/testgraph"
 	"github.com/optc-dev/optc/passes"
 )
 
-// shapesGraph is a small builder for the infer-shapes tests.
-type shapesGraph struct {
-	t *testing.T
-	m *graph.Model
-	g *graph.Graph
-}
+// shapesGraph is testgraph's builder with the two helpers the
+// infer-shapes tests use.
+type shapesGraph struct{ *testgraph.Builder }
 
-func newShapesGraph(t *testing.T) *shapesGraph {
-	g := graph.NewGraph("shapes")
-	return &shapesGraph{t: t, g: g, m: &graph.Model{IRVersion: 8, Opsets: []graph.OpsetImport{{Version: 17}}, Graph: g}}
-}
+func newShapesGraph(t *testing.T) *shapesGraph { return &shapesGraph{testgraph.New(t, "shapes", 17)} }
 
+// value adds a value called name of type typ (nil: none declared).
 func (s *shapesGraph) value(name string, typ *graph.Type) *graph.Value {
-	v, err := s.g.NewValue(name)
-	if err != nil {
-		s.t.Fatal(err)
-	}
+	v := s.Value(name)
 	v.Type = typ
 	return v
 }
 
+// node adds op from ins into out, named after out, with attrs.
 func (s *shapesGraph) node(op string, out *graph.Value, attrs []*graph.Attr, ins ...*graph.Value) *graph.Value {
-	n, err := s.g.AddNode(op, ins, []*graph.Value{out})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	n.Name, n.Attrs = out.Name, attrs
+	s.NodeTo(out.Name, op, out, ins...).Attrs = attrs
 	return out
 }
 
@@ -78,12 +68,12 @@ func runInferShapes(t *testing.T, m *graph.Model) passes.Stats {
 func TestInferShapesAnnotates(t *testing.T) {
 	s := newShapesGraph(t)
 	x := s.value("x", graph.TensorType(graph.Float, sym("N", 3, 8, 8)))
-	s.g.Inputs = []*graph.Value{x}
+	s.Graph.Inputs = []*graph.Value{x}
 	w, err := graph.NewFloat32Tensor("w", []int64{4, 3, 3, 3}, make([]float32, 108))
 	if err != nil {
 		t.Fatal(err)
 	}
-	wv, err := s.g.AddInitializer(w)
+	wv, err := s.Graph.AddInitializer(w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +89,10 @@ func TestInferShapesAnnotates(t *testing.T) {
 	// Unknown to inference: left without a type.
 	custom := s.node("MyOp", s.value("custom", nil), nil, relu)
 	y := s.node("Flatten", s.value("y", graph.TensorType(graph.Float, sym("N", "?"))), nil, wrong)
-	s.g.Outputs = []*graph.Value{y, pinned, custom}
-	s.g.ValueInfo = []*graph.Value{relu, pinned, wrong}
+	s.Graph.Outputs = []*graph.Value{y, pinned, custom}
+	s.Graph.ValueInfo = []*graph.Value{relu, pinned, wrong}
 
-	st := runInferShapes(t, s.m)
+	st := runInferShapes(t, s.Model)
 	if st.Rewritten != 3 || st.Removed+st.Added != 0 {
 		t.Errorf("stats %+v: want conv, relu and y annotated", st)
 	}
@@ -121,15 +111,15 @@ func TestInferShapesAnnotates(t *testing.T) {
 			t.Errorf("%s: %s, want %s", c.v.Name, got, c.want)
 		}
 	}
-	if got := names(s.g.ValueInfo); !slices.Equal(got, []string{"relu", "pinned", "wrong", "conv"}) {
+	if got := names(s.Graph.ValueInfo); !slices.Equal(got, []string{"relu", "pinned", "wrong", "conv"}) {
 		t.Errorf("value_info %v", got)
 	}
-	if st := runInferShapes(t, s.m); st.Changed() {
+	if st := runInferShapes(t, s.Model); st.Changed() {
 		t.Errorf("second run changed %+v", st)
 	}
 
 	// The annotations survive saving.
-	b, err := graph.Marshal(s.m)
+	b, err := graph.Marshal(s.Model)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +228,7 @@ func TestInferShapesRealModels(t *testing.T) {
 func TestInferShapesScales(t *testing.T) {
 	s := newShapesGraph(t)
 	prev := s.value("x", graph.TensorType(graph.Float, sym("N", 64)))
-	s.g.Inputs = []*graph.Value{prev}
+	s.Graph.Inputs = []*graph.Value{prev}
 	const n = 100000
 	for i := range n {
 		op := "Relu"
@@ -247,8 +237,8 @@ func TestInferShapesScales(t *testing.T) {
 		}
 		prev = s.node(op, s.value("v"+strconv.Itoa(i), nil), nil, prev)
 	}
-	s.g.Outputs = []*graph.Value{prev}
-	st := runInferShapes(t, s.m)
+	s.Graph.Outputs = []*graph.Value{prev}
+	st := runInferShapes(t, s.Model)
 	if st.Rewritten != n {
 		t.Errorf("annotated %d of %d", st.Rewritten, n)
 	}

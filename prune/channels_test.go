@@ -10,6 +10,7 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/difftest"
 	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testgraph"
 	"github.com/optc-dev/optc/ort"
 )
 
@@ -17,8 +18,7 @@ import (
 // weights, so that a correct pruning computes (nearly) what the original
 // did and a wrong slice shows.
 type builder struct {
-	t   *testing.T
-	g   *graph.Graph
+	*testgraph.Builder
 	rnd *rand.Rand
 }
 
@@ -27,16 +27,11 @@ type builder struct {
 var exact = Options{ChannelMultiple: 1}
 
 func newBuilder(t *testing.T, input []int64) (*builder, *graph.Value) {
-	g := graph.NewGraph("g")
-	x, _ := g.NewValue("x")
-	x.Type = graph.TensorType(graph.Float, graph.StaticShape(input...))
-	g.Inputs = append(g.Inputs, x)
-	return &builder{t: t, g: g, rnd: rand.New(rand.NewSource(1))}, x
+	b := &builder{Builder: testgraph.New(t, "g", 13), rnd: rand.New(rand.NewSource(1))}
+	return b, b.Input("x", input...)
 }
 
-func (b *builder) model() *graph.Model {
-	return &graph.Model{IRVersion: 8, Opsets: []graph.OpsetImport{{Domain: "", Version: 13}}, Graph: b.g}
-}
+func (b *builder) model() *graph.Model { return b.Model }
 
 // init adds a float32 initializer with random values; the elements whose
 // index along axis is in tiny are scaled down to nearly nothing.
@@ -59,27 +54,12 @@ func (b *builder) init(name string, dims []int64, axis int, tiny []int, scale fl
 			}
 		}
 	}
-	tn, err := graph.NewFloat32Tensor(b.g.UniqueName(name), dims, vals)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	v, err := b.g.AddInitializer(tn)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return v
+	return b.Floats(b.Graph.UniqueName(name), dims, vals...)
 }
 
 func (b *builder) node(name, op string, ins []*graph.Value, attrs ...*graph.Attr) *graph.Value {
-	out, err := b.g.NewValue(b.g.UniqueName(name + "_out"))
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	n, err := b.g.AddNode(op, ins, []*graph.Value{out})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	n.Name = name
+	out := b.Value(b.Graph.UniqueName(name + "_out"))
+	n := b.NodeTo(name, op, out, ins...)
 	for _, a := range attrs {
 		n.SetAttr(a)
 	}
@@ -101,7 +81,7 @@ func (b *builder) conv(name string, x *graph.Value, cin, cout, k int64, tiny []i
 }
 
 func (b *builder) output(v *graph.Value) {
-	b.g.Outputs = append(b.g.Outputs, v)
+	b.Graph.Outputs = append(b.Graph.Outputs, v)
 }
 
 func marshal(t *testing.T, m *graph.Model) []byte {
@@ -445,7 +425,7 @@ func TestChannelsReshapeLeftAlone(t *testing.T) {
 	b, x := newBuilder(t, []int64{1, 3, 4, 4})
 	c1 := b.conv("c1", x, 3, 8, 3, nil)
 	shape, _ := graph.NewInt64Tensor("shape", []int64{2}, []int64{1, -1})
-	sv, _ := b.g.AddInitializer(shape)
+	sv, _ := b.Graph.AddInitializer(shape)
 	rs := b.node("rs", "Reshape", []*graph.Value{c1, sv})
 	b.output(b.node("fc", "Gemm", []*graph.Value{rs, b.init("fc_W", []int64{128, 2}, 0, nil, 0.3)}))
 	wantLeftAlone(t, b.model(), "c1", "Reshape")
