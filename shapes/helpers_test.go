@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/testgraph"
 	"github.com/optc-dev/optc/shapes"
 )
 
@@ -14,15 +15,12 @@ import (
 // constant initializers, nodes with attributes, then inference.
 
 type builder struct {
-	t     *testing.T
-	m     *graph.Model
-	g     *graph.Graph
+	*testgraph.Builder
 	nodes int
 }
 
 func newBuilder(t *testing.T, opset int64) *builder {
-	g := graph.NewGraph("test")
-	return &builder{t: t, g: g, m: &graph.Model{IRVersion: 8, Opsets: []graph.OpsetImport{{Domain: "", Version: opset}}, Graph: g}}
+	return &builder{Builder: testgraph.New(t, "test", opset)}
 }
 
 // parseType reads "float32[N,3,?,224]"; "float32[*]" has an unknown rank.
@@ -67,46 +65,26 @@ func typeString(t *graph.Type) string {
 	return t.String()
 }
 
-func (b *builder) value(name string) *graph.Value {
-	v, err := b.g.NewValue(name)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return v
-}
-
 // input adds a graph input of type typ ("float32[N,3]").
 func (b *builder) input(name, typ string) *graph.Value {
-	v := b.value(name)
-	v.Type = parseType(b.t, typ)
-	b.g.Inputs = append(b.g.Inputs, v)
+	v := b.Value(name)
+	v.Type = parseType(b.T, typ)
+	b.Graph.Inputs = append(b.Graph.Inputs, v)
 	return v
 }
 
 // ints adds a constant int64 initializer; a single value with scalar
 // true is rank 0.
 func (b *builder) ints(name string, vals ...int64) *graph.Value {
-	tn, err := graph.NewInt64Tensor(name, []int64{int64(len(vals))}, vals)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return b.init(tn)
+	return b.Int64s(name, []int64{int64(len(vals))}, vals...)
 }
 
 func (b *builder) scalar(name string, val int64) *graph.Value {
-	tn, err := graph.NewInt64Tensor(name, []int64{}, []int64{val})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return b.init(tn)
+	return b.Int64s(name, []int64{}, val)
 }
 
 func (b *builder) floats(name string, vals ...float32) *graph.Value {
-	tn, err := graph.NewFloat32Tensor(name, []int64{int64(len(vals))}, vals)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return b.init(tn)
+	return b.Floats(name, []int64{int64(len(vals))}, vals...)
 }
 
 // weights adds a float initializer of the given dims (zeros).
@@ -115,19 +93,7 @@ func (b *builder) weights(name string, dims ...int64) *graph.Value {
 	for _, d := range dims {
 		n *= d
 	}
-	tn, err := graph.NewFloat32Tensor(name, dims, make([]float32, n))
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return b.init(tn)
-}
-
-func (b *builder) init(tn *graph.Tensor) *graph.Value {
-	v, err := b.g.AddInitializer(tn)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return v
+	return b.Floats(name, dims, make([]float32, n)...)
 }
 
 // op adds a node with nOut outputs (named after the node) and returns
@@ -137,11 +103,11 @@ func (b *builder) op(typ string, nOut int, attrs []*graph.Attr, ins ...*graph.Va
 	name := typ + strconv.Itoa(b.nodes)
 	outs := make([]*graph.Value, nOut)
 	for i := range outs {
-		outs[i] = b.value(name + "_" + strconv.Itoa(i))
+		outs[i] = b.Value(name + "_" + strconv.Itoa(i))
 	}
-	n, err := b.g.AddNode(typ, ins, outs)
+	n, err := b.Graph.AddNode(typ, ins, outs)
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	n.Name = name
 	n.Attrs = attrs
@@ -154,13 +120,13 @@ func (b *builder) op1(typ string, attrs []*graph.Attr, ins ...*graph.Value) *gra
 }
 
 func (b *builder) infer() *shapes.Result {
-	b.t.Helper()
-	if err := b.m.Verify(); err != nil {
-		b.t.Fatal(err)
+	b.T.Helper()
+	if err := b.Model.Verify(); err != nil {
+		b.T.Fatal(err)
 	}
-	res, err := shapes.Infer(b.m)
+	res, err := shapes.Infer(b.Model)
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	return res
 }

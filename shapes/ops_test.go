@@ -432,7 +432,7 @@ func TestDeclarations(t *testing.T) {
 	custom.Type = parseType(t, "float32[N,7]")
 	after := b.op1("Relu", nil, custom)
 	unknown := b.op1("MyOp", nil, x)
-	b.g.ValueInfo = append(b.g.ValueInfo, refined, wrong, custom)
+	b.Graph.ValueInfo = append(b.Graph.ValueInfo, refined, wrong, custom)
 	res := b.infer()
 	want(t, res,
 		refined, "float32[N,4,8,8]",
@@ -474,7 +474,7 @@ func TestIf(t *testing.T) {
 	node := outs[0].Producer()
 	branch := func(name string, ops ...string) *graph.Graph {
 		g := graph.NewGraph(name)
-		g.Parent, g.Owner = b.g, node
+		g.Parent, g.Owner = b.Graph, node
 		for _, op := range ops {
 			v, err := g.NewValue(name + "_" + op)
 			if err != nil {
@@ -505,7 +505,7 @@ func TestIf(t *testing.T) {
 
 func TestOtherDomains(t *testing.T) {
 	b := newBuilder(t, 17)
-	b.m.Opsets = append(b.m.Opsets, graph.OpsetImport{Domain: "com.microsoft", Version: 1}, graph.OpsetImport{Domain: "custom", Version: 1})
+	b.Model.Opsets = append(b.Model.Opsets, graph.OpsetImport{Domain: "com.microsoft", Version: 1}, graph.OpsetImport{Domain: "custom", Version: 1})
 	x := b.input("x", "float32[N,3,8,8]")
 	fused := b.op1("FusedConv", attrs(aString("activation", "Relu"), aInts("pads", 1, 1, 1, 1)), x, b.weights("w", 4, 3, 3, 3))
 	fused.Producer().Domain = "com.microsoft"
