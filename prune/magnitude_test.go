@@ -42,14 +42,14 @@ func TestMagnitudeLayerScope(t *testing.T) {
 	w := newWeightModel(t)
 	before := w.snapshot()
 	oldConv := w.weights["conv"].Const
-	rep, err := Magnitude(w.m, 0.5, Options{Exclude: []string{"gemmT"}})
+	rep, err := Magnitude(w.Model, 0.5, Options{Exclude: []string{"gemmT"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.m.Verify(); err != nil {
+	if err := w.Model.Verify(); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Method != "magnitude:0.5" || rep.ParamsBefore != rep.ParamsAfter || rep.ParamsBefore != totalParams(w.m) {
+	if rep.Method != "magnitude:0.5" || rep.ParamsBefore != rep.ParamsAfter || rep.ParamsBefore != totalParams(w.Model) {
 		t.Errorf("report %q, params %d -> %d", rep.Method, rep.ParamsBefore, rep.ParamsAfter)
 	}
 	var zeros, total int
@@ -84,7 +84,7 @@ func TestMagnitudeLayerScope(t *testing.T) {
 
 func TestMagnitudePerLayerAndMinElements(t *testing.T) {
 	w := newWeightModel(t)
-	rep, err := Magnitude(w.m, 0.5, Options{PerLayer: map[string]float64{"gemm": 0.75, "shared2": 0.1}, MinElements: 100})
+	rep, err := Magnitude(w.Model, 0.5, Options{PerLayer: map[string]float64{"gemm": 0.75, "shared2": 0.1}, MinElements: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,10 +93,10 @@ func TestMagnitudePerLayerAndMinElements(t *testing.T) {
 			t.Errorf("%s: %+v, want sparsity %v", name, l, want)
 		}
 	}
-	if _, err := Magnitude(w.m, 0.5, Options{Scope: "model"}); err == nil {
+	if _, err := Magnitude(w.Model, 0.5, Options{Scope: "model"}); err == nil {
 		t.Error("scope \"model\" accepted")
 	}
-	if _, err := Magnitude(w.m, 1, Options{}); err == nil {
+	if _, err := Magnitude(w.Model, 1, Options{}); err == nil {
 		t.Error("ratio 1 accepted")
 	}
 }
@@ -104,7 +104,7 @@ func TestMagnitudePerLayerAndMinElements(t *testing.T) {
 func TestMagnitudeGlobalScope(t *testing.T) {
 	w := newWeightModel(t)
 	before := w.snapshot()
-	rep, err := Magnitude(w.m, 0.5, Options{Scope: "global"})
+	rep, err := Magnitude(w.Model, 0.5, Options{Scope: "global"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestMagnitudeZeroChangesNothing(t *testing.T) {
 	for _, scope := range []string{"layer", "global"} {
 		w := newWeightModel(t)
 		want := w.marshal()
-		rep, err := Magnitude(w.m, 0, Options{Scope: scope})
+		rep, err := Magnitude(w.Model, 0, Options{Scope: scope})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +159,7 @@ func TestMagnitudeZeroChangesNothing(t *testing.T) {
 // path and bytes.
 func savedWeightModel(t *testing.T) (string, []byte) {
 	path := filepath.Join(t.TempDir(), "model.onnx")
-	if err := graph.Save(newWeightModel(t).m, path, graph.SaveOptions{}); err != nil {
+	if err := graph.Save(newWeightModel(t).Model, path, graph.SaveOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)

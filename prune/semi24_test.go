@@ -73,14 +73,14 @@ func check24By(t *testing.T, layer string, dims []int64, axis int, before, after
 func TestSemiStructured(t *testing.T) {
 	w := newWeightModel(t)
 	before := w.snapshot()
-	if got := Check24(w.m); len(got) != 9 || layerOf(t, got, "conv").Skipped != "not 2:4" {
+	if got := Check24(w.Model); len(got) != 9 || layerOf(t, got, "conv").Skipped != "not 2:4" {
 		t.Fatalf("Check24 before pruning: %+v", got)
 	}
-	rep, err := SemiStructured(w.m, Options{Exclude: []string{"mm"}})
+	rep, err := SemiStructured(w.Model, Options{Exclude: []string{"mm"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.m.Verify(); err != nil {
+	if err := w.Model.Verify(); err != nil {
 		t.Fatal(err)
 	}
 	if rep.Method != "2:4" || rep.Sparsity != 0.5 || rep.ParamsAfter != rep.ParamsBefore {
@@ -103,7 +103,7 @@ func TestSemiStructured(t *testing.T) {
 			t.Errorf("%s: skipped %q, want %q, and unchanged", name, l.Skipped, reason)
 		}
 	}
-	checks := Check24(w.m)
+	checks := Check24(w.Model)
 	for name, want := range map[string]string{
 		"conv": "", "convT": "", "gemm": "", "gemmT": "", "shared1": "",
 		"mm": "not 2:4", "tiny": "not 2:4", "odd": "reduction size 30 not a multiple of 4", "dw": "reduction size 1 not a multiple of 4",
@@ -118,7 +118,7 @@ func TestSemiStructured(t *testing.T) {
 	}
 	// Pruning again changes nothing.
 	b := w.marshal()
-	if _, err := SemiStructured(w.m, Options{Exclude: []string{"mm"}}); err != nil {
+	if _, err := SemiStructured(w.Model, Options{Exclude: []string{"mm"}}); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(w.marshal(), b) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/testgraph"
 )
 
 // weightModel is a hand-built model with one of every kind of weight the
@@ -22,9 +23,7 @@ import (
 //	odd     MatMul        B[30, 36]         prunable, reduction 30: no 2:4
 //	shared1, shared2 MatMul B[36, 36], one Constant node read by both
 type weightModel struct {
-	t       testing.TB
-	m       *graph.Model
-	g       *graph.Graph
+	*testgraph.Builder
 	rng     *rand.Rand
 	weights map[string]*graph.Value // by node name
 }
@@ -34,12 +33,9 @@ type weightModel struct {
 var layerScale = map[string]float32{"conv": 0.05, "dw": 1, "tiny": 1, "convT": 0.5, "gemm": 1, "gemmT": 2, "mm": 0.2, "odd": 1, "shared1": 1}
 
 func newWeightModel(t testing.TB) *weightModel {
-	g := graph.NewGraph("prune")
-	w := &weightModel{
-		t: t, g: g, rng: rand.New(rand.NewPCG(7, 24)),
-		m:       &graph.Model{IRVersion: 8, Opsets: []graph.OpsetImport{{Version: 17}}, Graph: g},
-		weights: map[string]*graph.Value{},
-	}
+	w := &weightModel{Builder: testgraph.New(t, "prune", 17), rng: rand.New(rand.NewPCG(7, 24)),
+		weights: map[string]*graph.Value{}}
+	g := w.Graph
 	x := w.value("x")
 	x.Type = graph.TensorType(graph.Float, graph.StaticShape(1, 8, 5, 5))
 	g.Inputs = append(g.Inputs, x)
@@ -61,7 +57,7 @@ func newWeightModel(t testing.TB) *weightModel {
 	odd := w.node("odd", "MatMul", mm.Output(0), w.init("odd", 30, 36))
 
 	shared := w.value("shared_w")
-	k, err := w.g.AddNode("Constant", nil, []*graph.Value{shared})
+	k, err := w.Graph.AddNode("Constant", nil, []*graph.Value{shared})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,19 +69,16 @@ func newWeightModel(t testing.TB) *weightModel {
 	y := s2.Output(0)
 	y.Type = graph.TensorType(graph.Float, nil)
 	g.Outputs = append(g.Outputs, y)
-	if err := w.m.Verify(); err != nil {
+	if err := w.Model.Verify(); err != nil {
 		t.Fatal(err)
 	}
 	return w
 }
 
+// value adds a value named name, or name with a suffix when taken.
 func (w *weightModel) value(name string) *graph.Value {
-	w.t.Helper()
-	v, err := w.g.NewValue(w.g.UniqueName(name))
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	return v
+	w.T.Helper()
+	return w.Value(w.Graph.UniqueName(name))
 }
 
 // random returns n distinct-magnitude values in (-s, s), s the layer's
@@ -103,38 +96,30 @@ func (w *weightModel) random(layer string, n int64) []float32 {
 }
 
 func (w *weightModel) tensor(name string, vals []float32, dims ...int64) *graph.Tensor {
-	w.t.Helper()
+	w.T.Helper()
 	t, err := graph.NewFloat32Tensor(name, dims, vals)
 	if err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	return t
 }
 
 // init adds the weight initializer of layer, name layer+"_w".
 func (w *weightModel) init(layer string, dims ...int64) *graph.Value {
-	w.t.Helper()
+	w.T.Helper()
 	n := int64(1)
 	for _, d := range dims {
 		n *= d
 	}
-	v, err := w.g.AddInitializer(w.tensor(w.g.UniqueName(layer+"_w"), w.random(layer, n), dims...))
-	if err != nil {
-		w.t.Fatal(err)
-	}
+	v := w.Floats(w.Graph.UniqueName(layer+"_w"), dims, w.random(layer, n)...)
 	w.weights[layer] = v
 	return v
 }
 
 // node adds a node called name with one fresh output.
 func (w *weightModel) node(name, op string, ins ...*graph.Value) *graph.Node {
-	w.t.Helper()
-	n, err := w.g.AddNode(op, ins, []*graph.Value{w.value(name + "_out")})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	n.Name = name
-	return n
+	w.T.Helper()
+	return w.NodeTo(name, op, w.value(name+"_out"), ins...)
 }
 
 func (w *weightModel) ints(n *graph.Node, name string, v ...int64) {
@@ -143,10 +128,10 @@ func (w *weightModel) ints(n *graph.Node, name string, v ...int64) {
 
 // vals returns the current values of layer's weight.
 func (w *weightModel) vals(layer string) []float32 {
-	w.t.Helper()
+	w.T.Helper()
 	vs, err := w.weights[layer].ConstantTensor().Float32s()
 	if err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	return vs
 }
@@ -161,10 +146,10 @@ func (w *weightModel) snapshot() map[string][]float32 {
 }
 
 func (w *weightModel) marshal() []byte {
-	w.t.Helper()
-	b, err := graph.Marshal(w.m)
+	w.T.Helper()
+	b, err := graph.Marshal(w.Model)
 	if err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	return b
 }
@@ -185,7 +170,7 @@ var prunable = []string{"conv", "convT", "gemm", "gemmT", "mm", "odd", "shared1"
 
 func TestFindWeights(t *testing.T) {
 	w := newWeightModel(t)
-	ws := findWeights(w.m)
+	ws := findWeights(w.Model)
 	var names []string
 	for _, x := range ws {
 		names = append(names, x.node.Name)
@@ -209,7 +194,7 @@ func TestFindWeights(t *testing.T) {
 			t.Errorf("%s: skip %q, want %q", name, skips[name], want)
 		}
 	}
-	if p := totalParams(w.m); p != 9216+1152+512+1024+3072+1920+1200+1080+1296 {
+	if p := totalParams(w.Model); p != 9216+1152+512+1024+3072+1920+1200+1080+1296 {
 		t.Errorf("totalParams = %d", p)
 	}
 }
@@ -218,15 +203,15 @@ func TestFindWeightsLeavesOtherUsesAlone(t *testing.T) {
 	w := newWeightModel(t)
 	// The gemm weight is also added to something: pruning it would change
 	// more than the Gemm.
-	extra, err := w.g.AddNode("Identity", []*graph.Value{w.weights["gemm"]}, []*graph.Value{w.value("copy")})
+	extra, err := w.Graph.AddNode("Identity", []*graph.Value{w.weights["gemm"]}, []*graph.Value{w.value("copy")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	extra.Name = "copy"
 	extra.Output(0).Type = graph.TensorType(graph.Float, nil)
-	w.g.Outputs = append(w.g.Outputs, extra.Output(0))
+	w.Graph.Outputs = append(w.Graph.Outputs, extra.Output(0))
 	before := w.vals("gemm")
-	rep, err := Magnitude(w.m, 0.5, Options{})
+	rep, err := Magnitude(w.Model, 0.5, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
