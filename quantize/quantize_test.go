@@ -8,9 +8,9 @@ import (
 
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/export/tensorrt/trtlint"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/difftest"
-	"github.com/optc-dev/optc/export/tensorrt/trtlint"
 	"github.com/optc-dev/optc/ort"
 )
 
