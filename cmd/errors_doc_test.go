@@ -227,6 +227,16 @@ func TestErrorsDocumented(t *testing.T) {
 			p := writeFile(t, filepath.Join(dir, "m.onnx"), m)
 			return []docRun{{[]string{"run", p, "--data", "random", "-o", filepath.Join(dir, "out")}, []string{"ONNX Runtime cannot load the model: "}}}
 		}},
+		`export: openvino target: node "n" (com.microsoft.Gelu) is not a standard ONNX operator; the openvino target writes standard ONNX only ...`: {func(t *testing.T, dir string) []docRun {
+			// ONNX Runtime runs its own Gelu; OpenVINO reads standard ONNX.
+			m := withProto([][3]string{{"Gelu", "x", "y"}}, func(mp *onnxpb.ModelProto) {
+				mp.Graph.Node[0].Domain = proto.String("com.microsoft")
+				mp.OpsetImport = append(mp.OpsetImport, &onnxpb.OperatorSetIdProto{Domain: proto.String("com.microsoft"), Version: proto.Int64(1)})
+			})(t)
+			p := writeFile(t, filepath.Join(dir, "m.onnx"), m)
+			return []docRun{{[]string{"build", p, "-o", filepath.Join(dir, "out"), "--target", "openvino"},
+				[]string{"build " + p + `: export: openvino target: node "n0" (com.microsoft.Gelu) is not a standard ONNX operator; the openvino target writes standard ONNX only`}}}
+		}},
 		"ONNX Runtime crashed (SIGSEGV: segmentation violation) opening the model at level all; ...": {func(t *testing.T, dir string) []docRun {
 			p := filepath.Join(dir, "crash.onnx")
 			if err := graph.Save(testgraph.TransposeIntoHalfMatMul(t), p, graph.SaveOptions{}); err != nil {

@@ -34,7 +34,7 @@ func (Target) Export(h target.Host) (any, error) {
 	}
 	defer m.Close()
 	if err := standard(m.Graph); err != nil {
-		return nil, fmt.Errorf("%s: %w", h.Rel(h.Float()), err)
+		return nil, err // the build names the input model, where the node comes from
 	}
 	out, err := h.Path("openvino/model.onnx")
 	if err != nil {
@@ -53,8 +53,7 @@ func (Target) Export(h target.Host) (any, error) {
 func standard(g *graph.Graph) error {
 	for _, n := range g.Nodes {
 		if n.Domain != "" && n.Domain != "ai.onnx" {
-			return fmt.Errorf("node %q is %s (domain %s), which OpenVINO's ONNX frontend does not read; the openvino target takes standard ONNX operators only",
-				n.Name, n.OpType, n.Domain)
+			return fmt.Errorf("node %s is not a standard ONNX operator; the openvino target writes standard ONNX only (OpenVINO's ONNX frontend does not read other domains)", n)
 		}
 		for _, sub := range n.Subgraphs() {
 			if err := standard(sub); err != nil {
