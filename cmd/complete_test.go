@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/optc-dev/optc/config"
 )
 
 // TestCompletion: `optc completion`'s scripts ask optc (`__complete`) for a
@@ -14,7 +16,9 @@ func TestCompletion(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"build", "m.onnx", "--target", ""}, []string{"ort", "tensorrt", "triton", "all"}},
+		// The targets are the registry's (export/targets), then all.
+		{[]string{"build", "m.onnx", "--target", ""}, config.TargetChoices()},
+		{[]string{"build", "m.onnx", "--target", ""}, append([]string{"ort", "tensorrt", "triton"}, config.TargetChoices()[3:]...)},
 		{[]string{"build", "--method", ""}, []string{"minmax", "percentile", "entropy", "mse", "auto"}},
 		{[]string{"build", "--level", ""}, []string{"disable", "basic", "extended", "all"}},
 		{[]string{"build", "--format", ""}, []string{"qdq", "qoperator"}},
