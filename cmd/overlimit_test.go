@@ -40,7 +40,7 @@ func TestBuildOverProtobufLimit(t *testing.T) {
 	}{
 		{"int8", []string{"--int8", "--calib-data", "random", "--calib-samples", "16", "--placement", "all-int8"},
 			[]string{"model.fp32.onnx.data", "tensorrt/model.fp16.onnx.data"}, true},
-		{"fp32", nil, []string{"model.fp32.onnx.data", "triton/model_repository/big/1/model.onnx.data"}, false},
+		{"fp32", nil, []string{"model.fp32.onnx.data", "triton/model_repository/big/1/model.onnx.data", "openvino/model.onnx.data"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
