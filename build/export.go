@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/data"
@@ -71,6 +72,15 @@ func (h *host) CalibrationFile() string             { return h.b.calibFile }
 func (h *host) LatencyBatches() []int               { return h.b.latencyBatches }
 func (h *host) Session() ort.Options                { return h.b.session() }
 func (h *host) Quantized(s quantize.Target) string  { return h.b.quantized[s] }
+func (h *host) SweepDuration() time.Duration        { return h.b.c.Latency.Duration.Duration }
+
+// DeployedPrecision is what the manifest says of the deployed model.
+func (h *host) DeployedPrecision() string {
+	if h.b.ortModel != h.b.float {
+		return "int8"
+	}
+	return "fp32"
+}
 func (h *host) Add(rel, kind, precision, from string) {
 	h.b.add(rel, h.name, kind, precision, from)
 }

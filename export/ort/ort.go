@@ -85,11 +85,7 @@ func export(h target.Host) error {
 		ORTVersion: version, SaveModelFormatKey: "session.save_model_format=ORT",
 		Portable: so.Level <= onnxrt.LevelBasic,
 	}
-	precision := "fp32"
-	if deployed != h.Float() {
-		precision = "int8"
-	}
-	h.Add("ort/model.ort", "ort-model", precision, h.Rel(deployed))
+	h.Add("ort/model.ort", "ort-model", h.DeployedPrecision(), h.Rel(deployed))
 	h.Add("ort/session.json", "settings", "", "")
 	return target.WriteJSON(h, "ort/session.json", settings)
 }

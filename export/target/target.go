@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/data"
@@ -73,6 +74,12 @@ type Host interface {
 	// Deployed is the model the ORT-based targets deploy: the INT8
 	// ort-cpu model, or Float when INT8 does not pay or was not asked for.
 	Deployed() string
+	// DeployedPrecision is Deployed's precision in the manifest (fp32,
+	// int8).
+	DeployedPrecision() string
+	// SweepDuration is how long a target times each point of a sweep (the
+	// build's timing budget).
+	SweepDuration() time.Duration
 	// Quantized is the model quantized for scheme ("" when there is none).
 	Quantized(scheme quantize.Target) string
 	// CalibrationFile is optc's calibration file ("" without --int8).

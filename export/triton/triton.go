@@ -50,7 +50,7 @@ func (Target) Export(h target.Host) (any, error) {
 	} else {
 		h.Progress("sweep batch sizes and threads for the deployment profiles")
 		sweep, err := export.Sweep(export.SweepOptions{Model: h.Deployed(), Threads: c.Latency.Threads,
-			Duration: c.Latency.Duration.Duration, Session: h.Session(), Inputs: c.Inputs(), ORTLib: c.Runtime.ORTLib})
+			Duration: h.SweepDuration(), Session: h.Session(), Inputs: c.Inputs(), ORTLib: c.Runtime.ORTLib})
 		if err != nil {
 			return nil, err
 		}
@@ -73,11 +73,7 @@ func (Target) Export(h target.Host) (any, error) {
 		return nil, err
 	}
 	repo := "triton/model_repository/" + name + "/"
-	precision := "fp32"
-	if h.Deployed() != h.Float() {
-		precision = "int8"
-	}
-	h.Add(repo+"1/model.onnx", "model-copy", precision, h.Rel(h.Deployed()))
+	h.Add(repo+"1/model.onnx", "model-copy", h.DeployedPrecision(), h.Rel(h.Deployed()))
 	h.Add(repo+"config.pbtxt", "config", "", "")
 	h.Add(repo+"configs/low_latency.pbtxt", "config", "", "")
 	return d, nil
