@@ -123,6 +123,21 @@ latency: {batches: [1], duration: 100ms, repeats: 1}
 	if !strings.Contains(stdout, "prune channels:0.25:") || !strings.Contains(stdout, "least squares") {
 		t.Errorf("the build summary does not say what pruning did:\n%s", stdout)
 	}
+	// report.md (and the page grown from it) shows the pruning: the method,
+	// the layer table and the cost against the unpruned model.
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Pruning channels:0.25:", "| least squares |", "Pruning against the unpruned float model on"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(out, "report.html"))
+	if err != nil || !strings.Contains(string(page), "Pruning channels:0.25:") {
+		t.Errorf("report.html does not show the pruning (%v)", err)
+	}
 	b, err := os.ReadFile(filepath.Join(out, "report.json"))
 	if err != nil {
 		t.Fatal(err)
