@@ -178,6 +178,7 @@ before/after table and per-pass statistics.`,
 }
 
 func optimizeRun(opts *OptimizeOptions) error {
+	opts.Optimize.Progress = opts.IO.Progress
 	res, err := optimize.Run(opts.Optimize)
 	if errors.Is(err, optimize.ErrCheck) {
 		err = fmt.Errorf("%w; --no-check writes the model without it", err)

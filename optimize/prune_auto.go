@@ -57,6 +57,7 @@ func searchPerLayer(opts Options, unpruned []byte, res *PruneResult) ([]byte, er
 			step := autoStep(opts, c)
 			step.Layer, step.Ratio = g.Layers[0], r
 			res.Search = append(res.Search, step)
+			progress(opts, "channels:auto: probe %d of %d groups, %s at %g: drop %.2f points, min cosine %.4f", gi+1, len(groups), g.Layers[0], r, step.DropPoints, step.MinCosine)
 			p := probe{group: gi, ratio: r, loss: max(budgetShare(opts, c), prev.loss, 0), dist: max(1-step.MinCosine, prev.dist)}
 			if !step.Within || p.loss > 1 {
 				break
@@ -88,6 +89,7 @@ func searchPerLayer(opts Options, unpruned []byte, res *PruneResult) ([]byte, er
 		step := autoStep(opts, c)
 		step.Level, step.Levels = k, len(probes)
 		res.Search = append(res.Search, step)
+		progress(opts, "channels:auto: the %d cheapest of %d probes: drop %.2f points, min cosine %.4f", k, len(probes), step.DropPoints, step.MinCosine)
 		return &measured{b.model, b.reports, c}, step.Within, nil
 	}
 	var best *measured
@@ -217,4 +219,10 @@ func budgetShare(opts Options, c *compare.Result) float64 {
 		s = max(s, (1-minCosine(c))/math.Max(1-opts.MinCosine, 1e-12))
 	}
 	return s
+}
+
+func progress(opts Options, format string, args ...any) {
+	if opts.Progress != nil {
+		fmt.Fprintf(opts.Progress, format+"\n", args...)
+	}
 }
