@@ -144,8 +144,13 @@ func searchPerLayer(opts Options, unpruned []byte, res *PruneResult) ([]byte, er
 			continue
 		}
 		for j := range r.Layers {
-			if l := &r.Layers[j]; l.Skipped == "" && l.Removed == 0 && why[l.Node] != "" {
+			l := &r.Layers[j]
+			switch {
+			case l.Skipped != "" || l.Removed > 0:
+			case why[l.Node] != "":
 				l.Skipped = why[l.Node]
+			default:
+				l.Skipped = fmt.Sprintf("channels:auto: no ratio up to %g removes any of its channels (kept in multiples of the channel multiple)", slices.Max(prune.AutoRatios))
 			}
 		}
 	}
