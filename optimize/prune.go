@@ -67,7 +67,7 @@ func applyPruning(opts Options, unpruned []byte) (*PruneResult, []byte, error) {
 		}
 		return res, pruned, nil
 	}
-	pruned, reports, err := pruneBytes(unpruned, opts.Prune, opts.PruneOpts)
+	pruned, reports, err := pruneBytes(unpruned, opts.Prune, opts.PruneOpts, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -89,17 +89,26 @@ func applyPruning(opts Options, unpruned []byte) (*PruneResult, []byte, error) {
 }
 
 // pruneBytes applies the methods to a fresh copy of the model, then the
-// -O1 cleanups (pruning leaves dead weights behind).
-func pruneBytes(model []byte, methods []prune.Method, popts prune.Options) ([]byte, []*prune.Report, error) {
+// -O1 cleanups (pruning leaves dead weights behind). A channels:auto
+// method prunes with the per-layer ratios auto (every other layer at 0);
+// the other methods keep popts as given.
+func pruneBytes(model []byte, methods []prune.Method, popts prune.Options, auto map[string]float64) ([]byte, []*prune.Report, error) {
 	m, err := graph.Parse(model, "")
 	if err != nil {
 		return nil, nil, err
 	}
 	var reports []*prune.Report
 	for _, meth := range methods {
-		r, err := prune.Apply(m, meth, popts)
+		o, resolved := popts, meth
+		if meth.Auto {
+			o.PerLayer, resolved = auto, prune.Method{Kind: meth.Kind}
+		}
+		r, err := prune.Apply(m, resolved, o)
 		if err != nil {
 			return nil, nil, fmt.Errorf("prune %s: %w", meth, err)
+		}
+		if meth.Auto {
+			r.Method = meth.String()
 		}
 		reports = append(reports, r)
 	}
@@ -148,7 +157,7 @@ func searchBudget(opts Options, unpruned []byte, res *PruneResult) ([]byte, erro
 	for _, l := range layers {
 		popts := opts.PruneOpts
 		popts.Exclude = append(slices.Clone(popts.Exclude), without(layers, l)...)
-		b, _, err := pruneBytes(unpruned, opts.Prune, popts)
+		b, _, err := pruneBytes(unpruned, opts.Prune, popts, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -171,7 +180,7 @@ func searchBudget(opts Options, unpruned []byte, res *PruneResult) ([]byte, erro
 		spared := layers[:k]
 		popts := opts.PruneOpts
 		popts.Exclude = append(slices.Clone(popts.Exclude), spared...)
-		b, reports, err := pruneBytes(unpruned, opts.Prune, popts)
+		b, reports, err := pruneBytes(unpruned, opts.Prune, popts, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -175,22 +175,9 @@ type prunedModel struct {
 // measureAuto prunes with channels:auto resolved to the per-layer ratios
 // given (every other channel group at 0) and scores the result.
 func measureAuto(opts Options, unpruned []byte, ratios map[string]float64) (prunedModel, *compare.Result, error) {
-	methods := slices.Clone(opts.Prune)
-	for i := range methods {
-		if methods[i].Auto {
-			methods[i] = prune.Method{Kind: methods[i].Kind}
-		}
-	}
-	popts := opts.PruneOpts
-	popts.PerLayer = ratios
-	b, reports, err := pruneBytes(unpruned, methods, popts)
+	b, reports, err := pruneBytes(unpruned, opts.Prune, opts.PruneOpts, ratios)
 	if err != nil {
 		return prunedModel{}, nil, err
-	}
-	for i, r := range reports {
-		if opts.Prune[i].Auto {
-			r.Method = opts.Prune[i].String()
-		}
 	}
 	c, err := cost(opts, unpruned, b)
 	if err != nil {
