@@ -24,6 +24,7 @@ func (b *builder) pruneOptions(o *optimize.Options) error {
 	}
 	o.PruneOpts = prune.Options{Scope: "layer", Exclude: c.Prune.Exclude}
 	o.MaxAccuracyDrop, o.MinCosine = c.Prune.MaxAccuracyDrop, c.Prune.MinCosine
+	o.Progress = b.opts.Progress
 	switch {
 	case !c.Prune.Reconstruct:
 	case c.Calibration.Data == "" || c.Calibration.Data == "random":

@@ -176,27 +176,8 @@ func guardLine(g *ptq.Guard) string {
 // against the unpruned float model.
 func writePrune(w io.Writer, p *optimize.PruneResult) {
 	for _, r := range p.Reports {
-		pruned, refit := 0, map[string]int{}
-		for _, l := range r.Layers {
-			if l.Skipped == "" {
-				pruned++
-				if l.Refit != "" {
-					refit[strings.SplitN(l.Refit, ":", 2)[0]]++
-				}
-			}
-		}
-		how := "without calibration data"
-		if len(refit) > 0 {
-			var parts []string
-			for _, k := range []string{"least squares", "obs", "none"} {
-				if refit[k] > 0 {
-					parts = append(parts, fmt.Sprintf("%d %s", refit[k], k))
-				}
-			}
-			how = "refit on the calibration data: " + strings.Join(parts, ", ")
-		}
 		fmt.Fprintf(w, "prune %s: %d of %d layers pruned (%s); parameters %d -> %d\n",
-			r.Method, pruned, len(r.Layers), how, r.ParamsBefore, r.ParamsAfter)
+			r.Method, r.Pruned(), len(r.Layers), r.How(), r.ParamsBefore, r.ParamsAfter)
 	}
 	if c := p.Cost; c != nil {
 		var parts []string

@@ -178,6 +178,7 @@ before/after table and per-pass statistics.`,
 }
 
 func optimizeRun(opts *OptimizeOptions) error {
+	opts.Optimize.Progress = opts.IO.Progress
 	res, err := optimize.Run(opts.Optimize)
 	if errors.Is(err, optimize.ErrCheck) {
 		err = fmt.Errorf("%w; --no-check writes the model without it", err)
@@ -288,6 +289,35 @@ func newCmdPasses(io *IO) *cobra.Command {
 	}
 }
 
+// printSearch lists what a budget search measured.
+func printSearch(out io.Writer, steps []optimize.SearchStep) {
+	if len(steps) == 0 {
+		return
+	}
+	verdict := func(s optimize.SearchStep) string {
+		if s.Within {
+			return "within the budget"
+		}
+		return "over the budget"
+	}
+	if steps[0].Layer == "" && steps[0].Level == 0 {
+		fmt.Fprintf(out, "accuracy budget search (most sensitive layers spared first):\n")
+		for _, s := range steps {
+			fmt.Fprintf(out, "  sparing %s: drop %.2f points\n", strings.Join(s.Spared, ", "), s.DropPoints)
+		}
+		return
+	}
+	fmt.Fprintf(out, "channels:auto: each channel group alone at each ratio, then the largest allocation of the cheapest probes that keeps the budget (bisection):\n")
+	for _, s := range steps {
+		switch {
+		case s.Layer != "":
+			fmt.Fprintf(out, "  probe %s at %g: drop %.2f points, min cosine %.4f: %s\n", s.Layer, s.Ratio, s.DropPoints, s.MinCosine, verdict(s))
+		default:
+			fmt.Fprintf(out, "  the %d cheapest of %d probes: drop %.2f points, min cosine %.4f: %s\n", s.Level, s.Levels, s.DropPoints, s.MinCosine, verdict(s))
+		}
+	}
+}
+
 func printPrune(out io.Writer, p *optimize.PruneResult) {
 	for _, r := range p.Reports {
 		pruned, skipped := 0, 0
@@ -300,36 +330,28 @@ func printPrune(out io.Writer, p *optimize.PruneResult) {
 		}
 		fmt.Fprintf(out, "\nprune %s: %d layers pruned, %d left alone; sparsity of the pruned weights %.1f%%; parameters %s -> %s\n",
 			r.Method, pruned, skipped, 100*r.Sparsity, thousands(r.ParamsBefore), thousands(r.ParamsAfter))
+		// channels:auto chose a ratio per group: show it.
+		auto := strings.HasSuffix(r.Method, ":auto")
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(w, "  layer\top\tparams\tsparsity\tchannels removed\trefit\tnote\t\n")
+		ratioHead := ""
+		if auto {
+			ratioHead = "ratio\t"
+		}
+		fmt.Fprintf(w, "  layer\top\tparams\t%ssparsity\tchannels removed\trefit\tnote\t\n", ratioHead)
 		for _, l := range r.Layers {
 			refit := l.Refit
 			if refit == "" {
 				refit = "-"
 			}
-			fmt.Fprintf(w, "  %s\t%s\t%d\t%.1f%% -> %.1f%%\t%d\t%s\t%s\t\n", l.Node, l.Op, l.Params, 100*l.Before, 100*l.After, l.Removed, refit, l.Skipped)
+			ratio := ""
+			if auto {
+				ratio = fmt.Sprintf("%g\t", l.Ratio)
+			}
+			fmt.Fprintf(w, "  %s\t%s\t%d\t%s%.1f%% -> %.1f%%\t%d\t%s\t%s\t\n", l.Node, l.Op, l.Params, ratio, 100*l.Before, 100*l.After, l.Removed, refit, l.Skipped)
 		}
 		w.Flush()
 	}
-	if len(p.Search) > 0 {
-		if p.Search[0].Ratio > 0 {
-			fmt.Fprintf(out, "channels:auto: the largest ratio that keeps the budget, tried largest first:\n")
-		} else {
-			fmt.Fprintf(out, "accuracy budget search (most sensitive layers spared first):\n")
-		}
-		for _, s := range p.Search {
-			within := "over the budget"
-			if s.Within {
-				within = "within the budget"
-			}
-			switch {
-			case s.Ratio > 0:
-				fmt.Fprintf(out, "  ratio %g: drop %.2f points, min cosine %.4f: %s\n", s.Ratio, s.DropPoints, s.MinCosine, within)
-			default:
-				fmt.Fprintf(out, "  sparing %s: drop %.2f points\n", strings.Join(s.Spared, ", "), s.DropPoints)
-			}
-		}
-	}
+	printSearch(out, p.Search)
 	if c := p.Cost; c != nil {
 		fmt.Fprintf(out, "cost of pruning (pruned vs unpruned, %d samples of %s):\n", c.Samples, c.Data)
 		for _, s := range c.Outputs {

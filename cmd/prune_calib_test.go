@@ -10,6 +10,7 @@ import (
 	"github.com/optc-dev/optc/build"
 	"github.com/optc-dev/optc/internal/ortenv"
 	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/optimize"
 )
 
 // The user's path: optc optimize --prune channels:0.25 with calibration
@@ -122,6 +123,21 @@ latency: {batches: [1], duration: 100ms, repeats: 1}
 	if !strings.Contains(stdout, "prune channels:0.25:") || !strings.Contains(stdout, "least squares") {
 		t.Errorf("the build summary does not say what pruning did:\n%s", stdout)
 	}
+	// report.md (and the page grown from it) shows the pruning: the method,
+	// the layer table and the cost against the unpruned model.
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Pruning channels:0.25:", "| least squares |", "Pruning against the unpruned float model on"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(out, "report.html"))
+	if err != nil || !strings.Contains(string(page), "Pruning channels:0.25:") {
+		t.Errorf("report.html does not show the pruning (%v)", err)
+	}
 	b, err := os.ReadFile(filepath.Join(out, "report.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -150,28 +166,50 @@ latency: {batches: [1], duration: 100ms, repeats: 1}
 	}
 }
 
-// channels:auto under a 1-point budget with reconstruction: the largest
-// ratio tried that keeps it is taken (MNIST keeps 0.5), the drop measured
-// on the held-out digits is within the budget, and the latency is
-// reported.
+// channels:auto under a 0.2-point budget with reconstruction: every
+// channel group is probed alone, the allocation kept is the largest
+// measured level within the budget (every larger level measured is over
+// it), its figures are the cost reported, each pruned layer shows its own
+// ratio, each layer left whole says why, and the latency is reported.
 func TestPruneChannelsAutoMNIST(t *testing.T) {
 	ortenv.Require(t)
 	images, labels := mnistData(t)
 	train := testenv.Data(t, "mnist/train_images.npy")
 	res := optimizeJSON(t, testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(t.TempDir(), "auto.onnx"),
-		"--prune", "channels:auto", "--max-accuracy-drop", "1", "--calib-data", train, "--calib-samples", "256",
+		"--prune", "channels:auto", "--max-accuracy-drop", "0.2", "--calib-data", train, "--calib-samples", "256",
 		"--data", images, "--labels", labels, "--batch", "500")
 	p := res.Prune
-	if len(p.Search) == 0 || !p.Search[len(p.Search)-1].Within {
-		t.Fatalf("search %+v ends outside the budget", p.Search)
-	}
-	for _, s := range p.Search[:len(p.Search)-1] {
-		if s.Within {
-			t.Errorf("search went on after ratio %g kept the budget", s.Ratio)
+	probed := map[string]bool{}
+	var chosen *optimize.SearchStep
+	for i, s := range p.Search {
+		switch {
+		case s.Layer != "":
+			probed[s.Layer] = true
+		case s.Level > 0 && s.Within && (chosen == nil || s.Level > chosen.Level):
+			chosen = &p.Search[i]
 		}
 	}
-	if p.Cost.Accuracy == nil || p.Cost.Accuracy.DropPoints > 1 || p.Reports[0].ParamsAfter >= p.Reports[0].ParamsBefore {
-		t.Errorf("auto: accuracy %+v, params %d -> %d", p.Cost.Accuracy, p.Reports[0].ParamsBefore, p.Reports[0].ParamsAfter)
+	if len(p.Groups) == 0 || len(probed) != len(p.Groups) {
+		t.Fatalf("groups %+v, probed %v", p.Groups, probed)
+	}
+	if chosen == nil {
+		t.Fatalf("no allocation within the budget: %+v", p.Search)
+	}
+	for _, s := range p.Search {
+		if s.Level > chosen.Level && s.Within {
+			t.Errorf("level %d keeps the budget but %d was kept", s.Level, chosen.Level)
+		}
+	}
+	if p.Cost.Accuracy == nil || p.Cost.Accuracy.DropPoints != chosen.DropPoints || p.Cost.Accuracy.DropPoints > 0.2 {
+		t.Errorf("cost %+v, the chosen level measured %+v", p.Cost.Accuracy, chosen)
+	}
+	for _, l := range p.Reports[0].Layers {
+		if l.Removed > 0 && l.Ratio <= 0 || l.Removed == 0 && l.Skipped == "" {
+			t.Errorf("layer %+v: removed channels without a ratio, or left whole without a reason", l)
+		}
+	}
+	if p.Reports[0].ParamsAfter >= p.Reports[0].ParamsBefore {
+		t.Errorf("auto: params %d -> %d", p.Reports[0].ParamsBefore, p.Reports[0].ParamsAfter)
 	}
 	if p.Latency == nil || p.Latency.AfterP50 <= 0 {
 		t.Errorf("no latency: %+v", p.Latency)

@@ -6,6 +6,7 @@ package optimize
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -53,6 +54,9 @@ type Options struct {
 	// MinCosine is the lowest cosine to the unpruned model allowed on
 	// every output; with MaxAccuracyDrop, the budget channels:auto keeps.
 	MinCosine float64
+	// Progress, when set, receives a line per model the channels:auto
+	// search measures (it can take many minutes).
+	Progress io.Writer
 }
 
 // Default check tolerances: what onnxsim checks a simplified model with.

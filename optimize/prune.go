@@ -26,14 +26,20 @@ type PruneResult struct {
 	// Spared lists the layers the search left unpruned, most sensitive first.
 	Spared  []string      `json:"spared_layers,omitempty"`
 	Latency *LatencyDelta `json:"latency,omitempty"`
+	// Groups are the channel groups channels:auto gave a ratio each.
+	Groups []prune.ChannelGroup `json:"channel_groups,omitempty"`
 }
 
 // SearchStep is one model the budget search measured: with some layers
-// spared (--max-accuracy-drop on a given ratio), or at one ratio
-// (channels:auto).
+// spared (--max-accuracy-drop on a given ratio), or for channels:auto
+// either one group alone at one ratio (a probe: Layer, the group's first
+// layer, and Ratio) or a whole allocation (Level of Levels probes).
 type SearchStep struct {
 	Spared     []string `json:"spared_layers,omitempty"`
+	Layer      string   `json:"layer,omitempty"`
 	Ratio      float64  `json:"ratio,omitempty"`
+	Level      int      `json:"level,omitempty"`
+	Levels     int      `json:"levels,omitempty"`
 	DropPoints float64  `json:"drop_points"`
 	MinCosine  float64  `json:"min_cosine"`
 	Within     bool     `json:"within_budget"`
@@ -52,7 +58,7 @@ type LatencyDelta struct {
 func applyPruning(opts Options, unpruned []byte) (*PruneResult, []byte, error) {
 	res := &PruneResult{}
 	if hasAuto(opts.Prune) {
-		pruned, err := searchRatio(opts, unpruned, res)
+		pruned, err := searchPerLayer(opts, unpruned, res)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -61,7 +67,7 @@ func applyPruning(opts Options, unpruned []byte) (*PruneResult, []byte, error) {
 		}
 		return res, pruned, nil
 	}
-	pruned, reports, err := pruneBytes(unpruned, opts.Prune, opts.PruneOpts)
+	pruned, reports, err := pruneBytes(unpruned, opts.Prune, opts.PruneOpts, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -83,17 +89,26 @@ func applyPruning(opts Options, unpruned []byte) (*PruneResult, []byte, error) {
 }
 
 // pruneBytes applies the methods to a fresh copy of the model, then the
-// -O1 cleanups (pruning leaves dead weights behind).
-func pruneBytes(model []byte, methods []prune.Method, popts prune.Options) ([]byte, []*prune.Report, error) {
+// -O1 cleanups (pruning leaves dead weights behind). A channels:auto
+// method prunes with the per-layer ratios auto (every other layer at 0);
+// the other methods keep popts as given.
+func pruneBytes(model []byte, methods []prune.Method, popts prune.Options, auto map[string]float64) ([]byte, []*prune.Report, error) {
 	m, err := graph.Parse(model, "")
 	if err != nil {
 		return nil, nil, err
 	}
 	var reports []*prune.Report
 	for _, meth := range methods {
-		r, err := prune.Apply(m, meth, popts)
+		o, resolved := popts, meth
+		if meth.Auto {
+			o.PerLayer, resolved = auto, prune.Method{Kind: meth.Kind}
+		}
+		r, err := prune.Apply(m, resolved, o)
 		if err != nil {
 			return nil, nil, fmt.Errorf("prune %s: %w", meth, err)
+		}
+		if meth.Auto {
+			r.Method = meth.String()
 		}
 		reports = append(reports, r)
 	}
@@ -142,7 +157,7 @@ func searchBudget(opts Options, unpruned []byte, res *PruneResult) ([]byte, erro
 	for _, l := range layers {
 		popts := opts.PruneOpts
 		popts.Exclude = append(slices.Clone(popts.Exclude), without(layers, l)...)
-		b, _, err := pruneBytes(unpruned, opts.Prune, popts)
+		b, _, err := pruneBytes(unpruned, opts.Prune, popts, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -165,7 +180,7 @@ func searchBudget(opts Options, unpruned []byte, res *PruneResult) ([]byte, erro
 		spared := layers[:k]
 		popts := opts.PruneOpts
 		popts.Exclude = append(slices.Clone(popts.Exclude), spared...)
-		b, reports, err := pruneBytes(unpruned, opts.Prune, popts)
+		b, reports, err := pruneBytes(unpruned, opts.Prune, popts, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -219,54 +234,6 @@ func latency(opts Options, unpruned, pruned []byte) (*LatencyDelta, error) {
 
 func hasAuto(ms []prune.Method) bool {
 	return slices.ContainsFunc(ms, func(m prune.Method) bool { return m.Auto })
-}
-
-// searchRatio resolves channels:auto: the largest of prune.AutoRatios
-// whose pruned model (measured in ORT on the cost data) keeps the budget,
-// MaxAccuracyDrop points and MinCosine on every output. When none does,
-// nothing is pruned and the result says so (Ratio 0 in Reports).
-func searchRatio(opts Options, unpruned []byte, res *PruneResult) ([]byte, error) {
-	for _, r := range prune.AutoRatios {
-		methods := slices.Clone(opts.Prune)
-		for i := range methods {
-			if methods[i].Auto {
-				methods[i] = prune.Method{Kind: methods[i].Kind, Ratio: r}
-			}
-		}
-		b, reports, err := pruneBytes(unpruned, methods, opts.PruneOpts)
-		if err != nil {
-			return nil, err
-		}
-		c, err := cost(opts, unpruned, b)
-		if err != nil {
-			return nil, err
-		}
-		step := SearchStep{Ratio: r, MinCosine: minCosine(c)}
-		if c.Accuracy != nil {
-			step.DropPoints = c.Accuracy.DropPoints
-		}
-		step.Within = (opts.MaxAccuracyDrop <= 0 || c.Accuracy != nil && step.DropPoints <= opts.MaxAccuracyDrop) &&
-			(opts.MinCosine <= 0 || step.MinCosine >= opts.MinCosine)
-		res.Search = append(res.Search, step)
-		if step.Within {
-			res.Reports, res.Cost = reports, c
-			return b, nil
-		}
-	}
-	// No ratio keeps the budget: the unpruned model, measured against itself.
-	methods := slices.Clone(opts.Prune)
-	for i := range methods {
-		if methods[i].Auto {
-			methods[i] = prune.Method{Kind: methods[i].Kind, Ratio: 0}
-		}
-	}
-	b, reports, err := pruneBytes(unpruned, methods, opts.PruneOpts)
-	if err != nil {
-		return nil, err
-	}
-	res.Reports = reports
-	res.Cost, err = cost(opts, unpruned, b)
-	return b, err
 }
 
 // minCosine is the lowest cosine over c's outputs.

@@ -115,3 +115,36 @@ type Report struct {
 	ParamsAfter  int64   `json:"params_after"`
 	Sparsity     float64 `json:"sparsity"` // zeros over prunable weights after
 }
+
+// Pruned counts the layers pruned (not left alone).
+func (r *Report) Pruned() int {
+	n := 0
+	for _, l := range r.Layers {
+		if l.Skipped == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// How says how the kept weights of the pruned layers were changed:
+// "without calibration data", or "refit on the calibration data: " and
+// the count of each Layer.Refit kind.
+func (r *Report) How() string {
+	refit := map[string]int{}
+	for _, l := range r.Layers {
+		if l.Skipped == "" && l.Refit != "" {
+			refit[strings.SplitN(l.Refit, ":", 2)[0]]++
+		}
+	}
+	if len(refit) == 0 {
+		return "without calibration data"
+	}
+	var parts []string
+	for _, k := range []string{"least squares", "obs", "none"} {
+		if refit[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", refit[k], k))
+		}
+	}
+	return "refit on the calibration data: " + strings.Join(parts, ", ")
+}

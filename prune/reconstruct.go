@@ -41,6 +41,12 @@ func Reconstruct(m *graph.Model, ratio float64, opts Options, d *Data) (*Report,
 	if err != nil {
 		return nil, err
 	}
+	params := map[string]int64{} // weight elements before any slicing
+	for _, p := range initial {
+		for _, s := range p.sources {
+			params[s.Name], _ = s.Input(1).ConstantTensor().NumElements()
+		}
+	}
 	done := map[string]bool{}
 	refit := map[string]string{}
 	changed := false
@@ -67,9 +73,7 @@ func Reconstruct(m *graph.Model, ratio float64, opts Options, d *Data) (*Report,
 	// The report: every layer of the initial analysis, as Channels says.
 	for _, p := range initial {
 		for _, s := range p.sources {
-			w := s.Input(1)
-			n, _ := w.ConstantTensor().NumElements()
-			l := Layer{Node: s.Name, Op: s.OpType, Weight: w.Name, Params: n, Ratio: ratio, Skipped: p.reason}
+			l := Layer{Node: s.Name, Op: s.OpType, Weight: s.Input(1).Name, Params: params[s.Name], Ratio: ratio, Skipped: p.reason}
 			if r, ok := opts.PerLayer[s.Name]; ok {
 				l.Ratio = r
 			}

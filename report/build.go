@@ -2,11 +2,14 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 
 	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/build"
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/passes"
 	"github.com/optc-dev/optc/ptq"
 )
@@ -59,7 +62,23 @@ func FromBuild(res *build.Result, dir string) (*Report, error) {
 	if res.INT8 != nil {
 		r.Placement = res.INT8.Placement
 	}
+	if res.Optimize != nil && res.Optimize.Prune != nil {
+		r.Pruning = pruningOf(res.Optimize.Prune)
+	}
 	return r, nil
+}
+
+func pruningOf(p *optimize.PruneResult) *Pruning {
+	out := &Pruning{Methods: p.Reports, Spared: p.Spared, Latency: p.Latency, MinCosine: jsonfloat.Float(math.NaN())}
+	if c := p.Cost; c != nil {
+		out.Data, out.Samples, out.Accuracy = c.Data, c.Samples, c.Accuracy
+		for i, o := range c.Outputs {
+			if i == 0 || o.Cosine < out.MinCosine {
+				out.MinCosine = o.Cosine
+			}
+		}
+	}
+	return out
 }
 
 // Finish is build.Options.Finish: it writes report.json, report.md and

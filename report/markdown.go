@@ -127,6 +127,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 		p.f("\n</details>\n")
 	}
+	if r.Pruning != nil {
+		writePruning(p, r.Pruning)
+	}
 	if r.Placement != nil {
 		writePlacement(p, r.Placement)
 	}
@@ -134,6 +137,39 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		p.f("\n> note: %s\n", n)
 	}
 	return p.err
+}
+
+// writePruning is what pruning did to the float model every artifact grew
+// from: per method, the layers pruned and left alone (with each layer's
+// ratio, which channels:auto chooses per group) and the parameters, then
+// what it cost against the unpruned model.
+func writePruning(p *printer, pr *Pruning) {
+	for _, m := range pr.Methods {
+		p.f("\n<details><summary>Pruning %s: %d of %d layers pruned (%s); parameters %d -> %d (%+.1f%%)</summary>\n\n",
+			m.Method, m.Pruned(), len(m.Layers), m.How(), m.ParamsBefore, m.ParamsAfter,
+			100*(float64(m.ParamsAfter)/float64(max(m.ParamsBefore, 1))-1))
+		p.f("| layer | op | params | ratio | channels removed | sparsity | refit | left alone because |\n|---|---|---:|---:|---:|---:|---|---|\n")
+		for _, l := range m.Layers {
+			p.f("| `%s` | %s | %d | %g | %d | %.1f%% -> %.1f%% | %s | %s |\n", l.Node, l.Op, l.Params, l.Ratio, l.Removed,
+				100*l.Before, 100*l.After, dash(l.Refit != "", l.Refit), dash(l.Skipped != "", l.Skipped))
+		}
+		p.f("\n</details>\n")
+	}
+	cost := "not measured"
+	if pr.Samples > 0 {
+		cost = fmt.Sprintf("on %d samples of %s: min cosine %s", pr.Samples, pr.Data, pr.MinCosine.Text("%.5f"))
+		if a := pr.Accuracy; a != nil {
+			cost += fmt.Sprintf(", accuracy %.2f%% -> %.2f%% (drop %.2f points)", a.A, a.B, a.DropPoints)
+		}
+	}
+	p.f("\nPruning against the unpruned float model %s.", cost)
+	if len(pr.Spared) > 0 {
+		p.f(" Spared for the accuracy budget: %s.", strings.Join(pr.Spared, ", "))
+	}
+	if l := pr.Latency; l != nil && l.BeforeP50 > 0 {
+		p.f(" ORT latency (level all, batch %d, one run): p50 %.3f ms -> %.3f ms (%.2fx).", l.Batch, l.BeforeP50, l.AfterP50, l.AfterP50/l.BeforeP50)
+	}
+	p.f("\n")
 }
 
 // writePlacement is the ORT CPU artifact's choice: what it is and why,

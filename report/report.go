@@ -14,7 +14,9 @@ import (
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/placement"
+	"github.com/optc-dev/optc/prune"
 	"github.com/optc-dev/optc/ptq"
 )
 
@@ -32,6 +34,9 @@ type Report struct {
 	Models       []*Model        `json:"models"`
 	Passes       []Pass          `json:"passes,omitempty"`
 	Quantization []*Quantization `json:"quantization,omitempty"`
+	// Pruning is what pruning did to the float model every artifact grew
+	// from (a build with prune:), and what it cost.
+	Pruning *Pruning `json:"pruning,omitempty"`
 	// Placement is where the ort-cpu INT8 model is int8 and what the ORT
 	// CPU artifact is, with the timings behind it (placement.json).
 	Placement *placement.File `json:"placement,omitempty"`
@@ -257,4 +262,22 @@ func (r *Report) check() error {
 		}
 	}
 	return nil
+}
+
+// Pruning is a build's pruning: each method's layer table and the cost
+// of the pruned float model against the unpruned one, measured on Data
+// (details.optimize.prune has every step of a budget search).
+type Pruning struct {
+	Methods []*prune.Report `json:"methods"`
+	Data    string          `json:"data,omitempty"`
+	Samples int64           `json:"samples,omitempty"`
+	// Accuracy is the task accuracy (percent) unpruned and pruned, with
+	// labels.
+	Accuracy *compare.Accuracy `json:"accuracy,omitempty"`
+	// MinCosine is the lowest cosine over the outputs, pruned against
+	// unpruned.
+	MinCosine jsonfloat.Float `json:"min_cosine"`
+	// Spared are the layers an accuracy budget left whole.
+	Spared  []string               `json:"spared_layers,omitempty"`
+	Latency *optimize.LatencyDelta `json:"latency,omitempty"`
 }

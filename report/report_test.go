@@ -10,10 +10,13 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/bench"
+	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/placement"
+	"github.com/optc-dev/optc/prune"
 )
 
 // sample is a small report with every section filled, latencies given as
@@ -44,6 +47,11 @@ func sample(inRuns, artRuns []float64, task, cosine float64) *Report {
 			Regions:       []placement.Region{{ID: "r0", Op: "Conv", Decision: placement.Float}, {ID: "r1", Op: "Conv", Decision: placement.INT8}},
 			Timings:       []placement.Timing{{Threads: 1, Batch: 1, P50Ms: map[string]float64{placement.CandidateFP32: 1, placement.CandidateAllINT8: 1.7}}},
 			SearchSeconds: 4.2, BudgetSeconds: 60},
+		Pruning: &Pruning{Methods: []*prune.Report{{Method: "channels:auto", ParamsBefore: 900, ParamsAfter: 600, Layers: []prune.Layer{
+			{Node: "conv1", Op: "Conv", Params: 144, Ratio: 0.5, Removed: 8, Refit: "least squares"},
+			{Node: "conv0", Op: "Conv", Params: 72, Skipped: "channels:auto: pruned alone at 0.5 it breaks the budget"}}}},
+			Data: "eval.npy", Samples: 100, Accuracy: &compare.Accuracy{A: 98.5, B: 98.2, DropPoints: 0.3}, MinCosine: 0.998,
+			Latency: &optimize.LatencyDelta{Batch: 1, BeforeP50: 1, AfterP50: 0.8}},
 		EvalData: "eval.npy", HeldOut: true,
 		Environment: Environment{OS: "linux", Arch: "amd64", CPU: "Test CPU", CPUFeatures: []string{"avx2"}, Cores: 2, Level: "all", ORTVersion: "1.24.1"}}
 }
@@ -110,7 +118,10 @@ func TestDeltasAndMarkdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"1200 B (-70.0%)", "14 (+4)", "97.50% (-1.00 pt)", "2.00x", "| `a` | 21.5 dB |", "median of 5 runs",
-		"ort-cpu artifact: FP32 (INT8 was 1.70x slower at batch 1)", "1 of 2 regions int8", "measured in 4.2 s of a 60 s budget", "| 1 | 1 | 1.700 ms | 1.000 ms |"} {
+		"ort-cpu artifact: FP32 (INT8 was 1.70x slower at batch 1)", "1 of 2 regions int8", "measured in 4.2 s of a 60 s budget", "| 1 | 1 | 1.700 ms | 1.000 ms |",
+		"Pruning channels:auto: 1 of 2 layers pruned (refit on the calibration data: 1 least squares); parameters 900 -> 600 (-33.3%)",
+		"| `conv1` | Conv | 144 | 0.5 | 8 | 0.0% -> 0.0% | least squares | - |", "pruned alone at 0.5 it breaks the budget",
+		"accuracy 98.50% -> 98.20% (drop 0.30 points)", "p50 1.000 ms -> 0.800 ms (0.80x)"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md.String())
 		}
