@@ -35,7 +35,7 @@ func BenchmarkOpProfile(b *testing.B) {
 	zoo := func(f string) string { return testenv.Data(b, "zoo/"+f) }
 	tl := func(f string) string { return testenv.Data(b, "textlines/"+f) }
 	cases := []placementCase{
-		{"mobilenet_v3_large", zoo("mobilenet_v3_large/static.onnx"), zoo("mobilenet_v3_large/calib.npy"), "", "", 0, []int64{1, 3, 64, 64}},
+		{"mobilenet_v3_large", zoo("mobilenet_v3_large/dynbatch.onnx"), zoo("mobilenet_v3_large/calib.npy"), "", "", 0, []int64{1, 3, 64, 64}},
 		{"cls", testenv.Data(b, "ocr-models/ch_ppocr_mobile_v2.0_cls_infer.onnx"), tl("cls_calib.npy"), tl("cls_images.npy"), tl("cls_labels.npy"), 0, []int64{1, 3, 48, 192}},
 	}
 	if only := os.Getenv("OPPROFILE_MODELS"); only != "" {

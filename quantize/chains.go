@@ -208,6 +208,15 @@ func (q *quantizer) integerHardSigmoid(n *graph.Node) error {
 	if err := q.g.RemoveNode(n); err != nil {
 		return err
 	}
+	// A squeeze-excite gate's conv output had no other reader: its
+	// DequantizeLinear is dead now, and ORT would still run it.
+	if x := dq.Output(0); len(x.Uses()) == 0 && !q.g.IsOutput(x) {
+		if err := q.g.RemoveNode(dq); err != nil {
+			return err
+		}
+		delete(q.dq, actKey{xq.Producer().Input(0), q.g})
+		delete(q.quantizes, x)
+	}
 	q.dq[actKey{out, q.g}] = out
 	q.quantizes[out] = out
 	q.scaleOf[out] = gs

@@ -72,8 +72,18 @@ func floatHardSigmoids(t *testing.T, model []byte) []byte {
 		}
 		gdq := clip.Output(0).Uses()[0].Node
 		out := gdq.Output(0)
-		if dx == nil || gdq.SetOutput(0, nil) != nil {
-			t.Fatalf("%s: no DequantizeLinear of its input", name)
+		if err := gdq.SetOutput(0, nil); err != nil {
+			t.Fatal(err)
+		}
+		if dx == nil { // a gate's conv output had no other reader
+			qn := xq.Producer()
+			x, err := g.NewValue(g.UniqueName("x_dequantized"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dx, err = g.InsertNodeBefore(gdq, "DequantizeLinear", []*graph.Value{xq, qn.Input(1), qn.Input(2)}, []*graph.Value{x}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		hs, err := g.InsertNodeBefore(gdq, "HardSigmoid", []*graph.Value{dx.Output(0)}, []*graph.Value{out})
 		if err != nil {
@@ -124,6 +134,13 @@ func TestIntegerChains(t *testing.T) {
 		}
 	}
 	after := marshal(t, b.Model)
+	again := chainNet(t)
+	if _, err := Apply(again.Model, ranges, Options{ReduceRange: boolp(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if string(marshal(t, again.Model)) != string(after) {
+		t.Error("the same model and ranges quantized twice give different bytes")
+	}
 
 	// The kernels ORT picks at level all.
 	opt := filepath.Join(t.TempDir(), "optimized.onnx")
@@ -151,9 +168,9 @@ func TestIntegerChains(t *testing.T) {
 			t.Errorf("ORT made %d %s, want %d (kernels %v)", counts[op], op, want, counts)
 		}
 	}
-	// Float: only the last conv (its output is the model's) and the
-	// input's one QuantizeLinear.
-	for op, want := range map[string]int{"HardSigmoid": 0, "Mul": 0, "GlobalAveragePool": 0, "QuantizeLinear": 1, "Conv": 1} {
+	// Float: only the last conv (its output is the model's; its input
+	// and weight dequantized) and the input's one QuantizeLinear.
+	for op, want := range map[string]int{"HardSigmoid": 0, "Mul": 0, "GlobalAveragePool": 0, "QuantizeLinear": 1, "Conv": 1, "DequantizeLinear": 2} {
 		if counts[op] != want {
 			t.Errorf("ORT runs %d %s, want %d (kernels %v)", counts[op], op, want, counts)
 		}
