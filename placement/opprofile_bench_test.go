@@ -20,7 +20,8 @@ import (
 )
 
 // BenchmarkOpProfile prints the tables of docs/int8-cpu.md: for
-// mobilenet_v3_large (zoo, random weights) and the PaddleOCR cls model,
+// mobilenet_v3_large and shufflenet_v2_x1_0 (zoo, random weights) and the
+// PaddleOCR cls model,
 // the FP32 input and its all-INT8 model (`optc quantize` defaults,
 // ort-cpu) profiled in ORT at level all, 1 thread, batch 1 and 8: time
 // per kernel as ORT ran it, and the Q/DQ conversions ORT left running,
@@ -37,6 +38,7 @@ func BenchmarkOpProfile(b *testing.B) {
 	cases := []placementCase{
 		{"mobilenet_v3_large", zoo("mobilenet_v3_large/dynbatch.onnx"), zoo("mobilenet_v3_large/calib.npy"), "", "", 0, []int64{1, 3, 64, 64}},
 		{"cls", testenv.Data(b, "ocr-models/ch_ppocr_mobile_v2.0_cls_infer.onnx"), tl("cls_calib.npy"), tl("cls_images.npy"), tl("cls_labels.npy"), 0, []int64{1, 3, 48, 192}},
+		{"shufflenet_v2_x1_0", zoo("shufflenet_v2_x1_0/dynbatch.onnx"), zoo("shufflenet_v2_x1_0/calib.npy"), "", "", 0, []int64{1, 3, 64, 64}},
 	}
 	if only := os.Getenv("OPPROFILE_MODELS"); only != "" {
 		cases = slices.DeleteFunc(cases, func(c placementCase) bool { return !slices.Contains(strings.Split(only, ","), c.name) })

@@ -123,7 +123,14 @@ func (q *quantizer) quantizeOutput(n *graph.Node, skipped map[*graph.Node]bool) 
 	}
 	qn := dq.Producer().Input(0).Producer()
 	for _, u := range slices.Clone(out.Uses()) {
-		if u.Node != qn && u.Node.Graph() == q.g {
+		switch {
+		case u.Node == qn || u.Node.Graph() != q.g:
+		case isOp(u.Node, "Shape", "Size"):
+			// Only the shape is read: the uint8 tensor has it too, and a
+			// DequantizeLinear read by a Shape is one ORT must run (a
+			// dynamic-batch Reshape's shape arithmetic).
+			u.Node.SetInput(u.Index, qn.Output(0))
+		default:
 			u.Node.SetInput(u.Index, dq)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 
 // chainNet is a MobileNetV3/ShuffleNet-style block: a conv with HardSwish
 // (x*HardSigmoid(x), opset 13), a channel shuffle
-// (Reshape/Transpose/Reshape), a 1x1 conv with a squeeze-excite gate
+// (Reshape/Transpose/Reshape), a channel Slice, a 1x1 conv with a squeeze-excite gate
 // (GlobalAveragePool, conv, HardSigmoid with PaddleOCR's alpha 0.2, Mul)
 // and a last conv.
 func chainNet(t testing.TB) *builder {
@@ -30,7 +30,8 @@ func chainNet(t testing.TB) *builder {
 	tr := b.Node("shuffle", "Transpose", r1.Output(0))
 	tr.SetAttr(ints("perm", 0, 2, 1, 3, 4))
 	r2 := b.Node("merge", "Reshape", tr.Output(0), b.Int64s("shape2", []int64{4}, 1, 8, 8, 8))
-	c2 := b.Node("conv2", "Conv", r2.Output(0), b.weight("W2", 0.5, 8, 8, 1, 1), b.weight("b2", 0.2, 8))
+	cut := b.Node("cut", "Slice", r2.Output(0), b.Int64s("starts", []int64{1}, 0), b.Int64s("ends", []int64{1}, 6), b.Int64s("axes", []int64{1}, 1))
+	c2 := b.Node("conv2", "Conv", cut.Output(0), b.weight("W2", 0.5, 8, 6, 1, 1), b.weight("b2", 0.2, 8))
 	gap := b.Node("gap", "GlobalAveragePool", c2.Output(0))
 	c3 := b.Node("conv3", "Conv", gap.Output(0), b.weight("W3", 1, 8, 8, 1, 1), b.weight("b3", 0.5, 8))
 	gate := b.Node("gate", "HardSigmoid", c3.Output(0))
@@ -105,7 +106,7 @@ func floatHardSigmoids(t *testing.T, model []byte) []byte {
 // the first conv to the last: every conv reads and writes uint8
 // (QuantizeOutputs), both HardSigmoids become Clips of uint8 tensors
 // (IntegerHardSigmoid) that ORT's QLinearMul reads, and the shuffle runs
-// on uint8 data (ShareScaleOps). ORT's optimized graph at level all is
+// and the Slice on uint8 data (ShareScaleOps). ORT's optimized graph at level all is
 // checked for those kernels; the result is checked against the same Q/DQ
 // model with float HardSigmoids (the integer form's claim: the same
 // values up to float rounding) and against the float model, at levels
@@ -128,7 +129,7 @@ func TestIntegerChains(t *testing.T) {
 	if n := countOps(b.Graph, "HardSigmoid"); n != 0 {
 		t.Errorf("%d float HardSigmoid left", n)
 	}
-	for _, name := range []string{"split_out", "shuffle_out", "merge_out"} {
+	for _, name := range []string{"split_out", "shuffle_out", "merge_out", "cut_out"} {
 		if got, want := rangeOf(t, b.Graph, name), rangeOf(t, b.Graph, "hswish_out"); got != want {
 			t.Errorf("%s quantized for %v, want the shuffle's input's %v", name, got, want)
 		}
@@ -170,7 +171,7 @@ func TestIntegerChains(t *testing.T) {
 	}
 	// Float: only the last conv (its output is the model's; its input
 	// and weight dequantized) and the input's one QuantizeLinear.
-	for op, want := range map[string]int{"HardSigmoid": 0, "Mul": 0, "GlobalAveragePool": 0, "QuantizeLinear": 1, "Conv": 1, "DequantizeLinear": 2} {
+	for op, want := range map[string]int{"HardSigmoid": 0, "Mul": 0, "GlobalAveragePool": 0, "QuantizeLinear": 1, "Conv": 1, "DequantizeLinear": 2, "Slice": 1} {
 		if counts[op] != want {
 			t.Errorf("ORT runs %d %s, want %d (kernels %v)", counts[op], op, want, counts)
 		}

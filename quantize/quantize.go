@@ -104,7 +104,7 @@ var (
 	// QLinearSigmoid, QLinearLeakyRelu, ...) or moves them into the int8
 	// domain (Reshape, Transpose, MaxPool, Resize).
 	passThroughOps = []string{"Add", "Mul", "Concat", "MaxPool", "AveragePool", "GlobalAveragePool",
-		"Resize", "Reshape", "Transpose", "Flatten", "Sigmoid", "LeakyRelu"}
+		"Resize", "Reshape", "Transpose", "Flatten", "Slice", "Sigmoid", "LeakyRelu"}
 )
 
 // plan is what Apply decided for one quantized node.
@@ -471,6 +471,9 @@ func (q *quantizer) activationMatMulPlan(n *graph.Node) (*plan, string) {
 func (q *quantizer) passThroughPlan(n *graph.Node) (*plan, string) {
 	if len(n.Outputs()) != 1 || n.Output(0) == nil {
 		return nil, "more than one output"
+	}
+	if t := n.Input(0); t != nil && t.Type != nil && t.Type.Elem != graph.Undefined && !t.Type.Elem.IsFloat() {
+		return nil, "" // shape arithmetic on int64 tensors: not an activation
 	}
 	p := &plan{n: n, detail: "inputs and output quantized (uint8)"}
 	switch n.OpType {

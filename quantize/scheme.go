@@ -47,10 +47,12 @@ type Scheme struct {
 	// weights, slower than the FP32 model (no prepacked weights, no NCHWc).
 	QuantizeOutputs bool
 	// ShareScaleOps only move or select values (Reshape, Transpose,
-	// Flatten, MaxPool): their output takes their input's range, hence the
+	// Flatten, Slice): their output takes their input's range, hence the
 	// same scale and zero point, so that ORT drops the Q/DQ around them and
-	// runs them on the integer data (a channel shuffle stays integer).
-	// Exact: every output value is an input value, already on the grid.
+	// runs them on the integer data (a ShuffleNet channel split and shuffle
+	// stay integer). Exact: every output value is an input value, already
+	// on the grid. (MaxPool would be too, but ORT's uint8 MaxPool is slower
+	// than float: docs/int8-cpu.md.)
 	ShareScaleOps []string
 	// IntegerHardSigmoid runs a HardSigmoid whose input is quantized
 	// (uint8) as a Clip of the integer tensor read through a second
@@ -73,7 +75,7 @@ type Scheme struct {
 // schemes lists the targets' schemes.
 var schemes = []Scheme{
 	{Target: TargetORTCPU, ActivationType: graph.Uint8, Int32Bias: true, PassThroughOps: passThroughOps,
-		QuantizeOutputs: true, ShareScaleOps: []string{"Reshape", "Transpose", "Flatten"}, IntegerHardSigmoid: true,
+		QuantizeOutputs: true, ShareScaleOps: []string{"Reshape", "Transpose", "Flatten", "Slice"}, IntegerHardSigmoid: true,
 		AutoReduceRange: true, QOperator: true},
 	{Target: TargetTensorRT, ActivationType: graph.Int8, ResidualAdds: true, ActivationMatMul: true, OtherRuntime: true},
 }
