@@ -102,7 +102,8 @@ var (
 	// passThroughOps are quantized at their inputs for ort-cpu, so that
 	// INT8 runs across them: ORT has integer kernels for each (QLinearAdd,
 	// QLinearSigmoid, QLinearLeakyRelu, ...) or moves them into the int8
-	// domain (Reshape, Transpose, MaxPool, Resize).
+	// domain (Reshape, Transpose, Slice, Resize: where the scales on both
+	// sides match, see Scheme.ShareScaleOps).
 	passThroughOps = []string{"Add", "Mul", "Concat", "MaxPool", "AveragePool", "GlobalAveragePool",
 		"Resize", "Reshape", "Transpose", "Flatten", "Slice", "Sigmoid", "LeakyRelu"}
 )
