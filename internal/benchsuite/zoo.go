@@ -8,8 +8,8 @@ import (
 
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/data"
-	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/ort/install"
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
@@ -46,7 +46,7 @@ func (s *suite) zooInt8() error {
 }
 
 func (s *suite) zooModel(name string) error {
-	zoo := filepath.Join(testenv.CacheDir(), "zoo", name)
+	zoo := filepath.Join(install.CacheDir(), "zoo", name)
 	m := benchModel{name: name, path: filepath.Join(zoo, "dynbatch.onnx"), input: "input", shape: []int64{1, 3, 64, 64},
 		calib: filepath.Join(zoo, "calib.npy"), calibOpts: data.Options{Batch: 8},
 		eval: filepath.Join(zoo, "calib.npy"), evalOpts: data.Options{Batch: 8}}
