@@ -24,12 +24,37 @@ type traceEvent struct {
 	Cat  string  `json:"cat"`
 	Name string  `json:"name"`
 	Dur  float64 `json:"dur"` // microseconds
+	Args struct {
+		OpName string `json:"op_name"` // the kernel ORT ran: QLinearConv, ...
+	} `json:"args"`
 }
 
 // nodeTimes runs the model in ORT with the profiler on and returns the
 // median time per run of each node, in milliseconds, by the name ORT gives
 // it.
 func nodeTimes(model graph.Serialized, sess ort.Options, inputs []*graph.Tensor) (map[string]float64, error) {
+	nodes, err := profileNodes(model, sess, inputs)
+	if err != nil {
+		return nil, err
+	}
+	times := make(map[string]float64, len(nodes))
+	for _, n := range nodes {
+		times[n.Name] = n.Ms
+	}
+	return times, nil
+}
+
+// NodeTime is one node of ORT's optimized graph as the profiler saw it.
+type NodeTime struct {
+	Name string  // as ORT names it after its rewrites
+	Op   string  // the kernel ORT ran (QLinearConv, com.microsoft FusedConv, ...)
+	Ms   float64 // median per run, milliseconds
+}
+
+// profileNodes runs the model profileRuns times in ORT with the profiler
+// on and returns each node's median time per run, in ORT's node order of
+// first appearance.
+func profileNodes(model graph.Serialized, sess ort.Options, inputs []*graph.Tensor) ([]NodeTime, error) {
 	dir, err := os.MkdirTemp("", "optc-placement-")
 	if err != nil {
 		return nil, err
@@ -67,18 +92,21 @@ func nodeTimes(model graph.Serialized, sess ort.Options, inputs []*graph.Tensor)
 		return nil, fmt.Errorf("ORT profile trace %s: %w", traces[0], err)
 	}
 	durs := map[string][]float64{}
+	var nodes []NodeTime
 	for _, e := range events {
 		name, ok := strings.CutSuffix(e.Name, "_kernel_time")
 		if e.Cat != "Node" || !ok {
 			continue
 		}
+		if _, seen := durs[name]; !seen {
+			nodes = append(nodes, NodeTime{Name: name, Op: e.Args.OpName})
+		}
 		durs[name] = append(durs[name], e.Dur/1000)
 	}
-	times := make(map[string]float64, len(durs))
-	for name, d := range durs {
-		times[name] = bench.Median(d)
+	for i := range nodes {
+		nodes[i].Ms = bench.Median(durs[nodes[i].Name])
 	}
-	return times, nil
+	return nodes, nil
 }
 
 // ortSuffix is what ORT appends to the name of a node it rewrote: QDQ

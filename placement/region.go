@@ -73,8 +73,13 @@ func quantizeKeeping(float graph.Serialized, ranges map[string][2]float64, opts 
 		}
 	}
 	before := slices.Clone(m.Graph.Nodes)
-	if _, err := quantize.Apply(m, ranges, opts); err != nil {
+	rep, err := quantize.Apply(m, ranges, opts)
+	if err != nil {
 		return nil, err
+	}
+	reported := map[string]bool{}
+	for _, e := range rep.Quantized {
+		reported[e.Node] = true
 	}
 	if err := m.Verify(); err != nil {
 		return nil, fmt.Errorf("quantized model is invalid (a bug in optc): %w", err)
@@ -85,7 +90,12 @@ func quantizeKeeping(float graph.Serialized, ranges map[string][2]float64, opts 
 	}
 	if regions == nil {
 		for i, n := range before {
-			if !readsDequantized(n) {
+			// A node Apply quantized: it reads a DequantizeLinear now, or
+			// it was rewritten into integer ops (a HardSigmoid's uint8
+			// Clip, which keeps its name). A float op that merely reads a
+			// quantized op's output through its Q/DQ is no region:
+			// keeping it float would change nothing.
+			if !reported[n.String()] || (!readsDequantized(n) && n.Graph() != nil) {
 				continue
 			}
 			id := n.Name

@@ -28,6 +28,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -101,9 +102,10 @@ var (
 	// passThroughOps are quantized at their inputs for ort-cpu, so that
 	// INT8 runs across them: ORT has integer kernels for each (QLinearAdd,
 	// QLinearSigmoid, QLinearLeakyRelu, ...) or moves them into the int8
-	// domain (Reshape, Transpose, MaxPool, Resize).
+	// domain (Reshape, Transpose, Slice, Resize: where the scales on both
+	// sides match, see Scheme.ShareScaleOps).
 	passThroughOps = []string{"Add", "Mul", "Concat", "MaxPool", "AveragePool", "GlobalAveragePool",
-		"Resize", "Reshape", "Transpose", "Flatten", "Sigmoid", "LeakyRelu"}
+		"Resize", "Reshape", "Transpose", "Flatten", "Slice", "Sigmoid", "LeakyRelu"}
 )
 
 // plan is what Apply decided for one quantized node.
@@ -180,12 +182,14 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 		rep.ReduceRange, rep.ReduceRangeReason = autoReduceRange()
 	}
 
-	q := &quantizer{g: g, ranges: ranges, scheme: sc, rep: rep,
-		qmax: 127, dq: map[actKey]*graph.Value{}, wq: map[weightKey]*graph.Value{}}
+	q := &quantizer{g: g, ranges: maps.Clone(ranges), scheme: sc, rep: rep,
+		qmax: 127, dq: map[actKey]*graph.Value{}, wq: map[weightKey]*graph.Value{}, scaleOf: map[*graph.Value]float32{}, quantizes: map[*graph.Value]*graph.Value{}}
 	if rep.ReduceRange {
 		q.qmax = 63
 	}
+	skipped := map[*graph.Node]bool{}
 	skip := func(n *graph.Node, why string) {
+		skipped[n] = true
 		rep.Skipped = append(rep.Skipped, Entry{Node: n.String(), Op: n.OpType, Detail: why})
 	}
 	keepFloat := map[*graph.Node]bool{}
@@ -206,6 +210,9 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 		}
 		return ""
 	}
+
+	// Ranges the integer chains need (chains.go), before any is read.
+	q.chainRanges(nodes, excluded)
 
 	// Weighted ops first: which have constant weights, which stay float.
 	var weighted []*plan
@@ -277,13 +284,24 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 	// Rewrite, in node order, so that each Q/DQ lands before its first
 	// reader.
 	for _, n := range nodes {
+		q.g = n.Graph()
+		if q.intHardSigmoid[n] {
+			if err := q.integerHardSigmoid(n); err != nil {
+				return rep, fmt.Errorf("quantize %s: %w", n, err)
+			}
+			continue
+		}
 		p := chosen[n]
 		if p == nil {
 			continue
 		}
-		q.g = n.Graph()
 		if err := q.rewrite(p); err != nil {
 			return rep, fmt.Errorf("quantize %s: %w", n, err)
+		}
+		if sc.QuantizeOutputs {
+			if err := q.quantizeOutput(n, skipped); err != nil {
+				return rep, fmt.Errorf("quantize %s: %w", n, err)
+			}
 		}
 		rep.Quantized = append(rep.Quantized, Entry{Node: n.String(), Op: n.OpType, Detail: p.detail})
 	}
@@ -324,10 +342,19 @@ type quantizer struct {
 	scheme Scheme
 	rep    *Report
 	qmax   float64
-	dq     map[actKey]*graph.Value    // activation -> its DequantizeLinear output
-	wq     map[weightKey]*graph.Value // float weight -> its DequantizeLinear output
-	scales map[*graph.Value][]float32 // weight DQ output -> its scales
-	old    []*graph.Value             // float constants possibly left unused
+	dq     map[actKey]*graph.Value // activation -> its DequantizeLinear output
+	// quantizes maps a DequantizeLinear output in dq back to its
+	// activation.
+	quantizes map[*graph.Value]*graph.Value
+	// scaleOf is the scale of a DequantizeLinear output in dq whose scale
+	// is not its range's (an integer HardSigmoid's).
+	scaleOf map[*graph.Value]float32
+	// intHardSigmoid are the HardSigmoid nodes to run in integers when
+	// their input is quantized (chains.go).
+	intHardSigmoid map[*graph.Node]bool
+	wq             map[weightKey]*graph.Value // float weight -> its DequantizeLinear output
+	scales         map[*graph.Value][]float32 // weight DQ output -> its scales
+	old            []*graph.Value             // float constants possibly left unused
 }
 
 func isOp(n *graph.Node, ops ...string) bool {
@@ -446,6 +473,9 @@ func (q *quantizer) passThroughPlan(n *graph.Node) (*plan, string) {
 	if len(n.Outputs()) != 1 || n.Output(0) == nil {
 		return nil, "more than one output"
 	}
+	if t := n.Input(0); t != nil && t.Type != nil && t.Type.Elem != graph.Undefined && !t.Type.Elem.IsFloat() {
+		return nil, "" // shape arithmetic on int64 tensors: not an activation
+	}
 	p := &plan{n: n, detail: "inputs and output quantized (uint8)"}
 	switch n.OpType {
 	case "Add", "Mul", "Concat":
@@ -518,8 +548,11 @@ func (q *quantizer) needRanges(n *graph.Node, acts []int, output bool) string {
 }
 
 // OutputActivation returns the tensor n's quantized output is: the output
-// of a Relu or Clip (or of the activation the optc.fused_activation note
-// names) that alone reads n's output, else n's output itself.
+// of a Relu or Clip that alone reads n's output, else n's output itself.
+// ORT's integer kernels absorb a Relu or Clip into their output's range;
+// any other activation (a HardSigmoid, Sigmoid, LeakyRelu the
+// optc.fused_activation note pairs with a Conv) reads the quantized
+// output, or the Conv could not run as QLinearConv.
 func OutputActivation(n *graph.Node) *graph.Value {
 	out := n.Output(0)
 	uses := out.Uses()
@@ -530,7 +563,7 @@ func OutputActivation(n *graph.Node) *graph.Value {
 	if a.Graph() != n.Graph() || len(a.Outputs()) != 1 || a.Output(0) == nil {
 		return out
 	}
-	if isOp(a, "Relu", "Clip") || (n.Meta("optc.fused_activation") != "" && isOp(a, n.Meta("optc.fused_activation"))) {
+	if isOp(a, "Relu", "Clip") {
 		return a.Output(0)
 	}
 	return out
@@ -586,8 +619,14 @@ func (q *quantizer) outputRanges() bool { return len(q.scheme.PassThroughOps) > 
 // activation returns v quantized and dequantized (one pair per value),
 // inserting the pair before reader when it is new.
 func (q *quantizer) activation(v *graph.Value, reader *graph.Node) (*graph.Value, float32, error) {
+	if orig, ok := q.quantizes[v]; ok {
+		v = orig // reader already reads the pair (QuantizeOutputs)
+	}
 	scale, zp := q.scheme.activationParams(q.ranges[v.Name])
 	if dq := q.dq[actKey{v, q.g}]; dq != nil {
+		if s, ok := q.scaleOf[dq]; ok {
+			scale = s
+		}
 		return dq, scale, nil
 	}
 	zpType, zpData := q.scheme.zeroPoint(zp)
@@ -618,6 +657,7 @@ func (q *quantizer) activation(v *graph.Value, reader *graph.Node) (*graph.Value
 	}
 	dn.Name = dqv.Name
 	q.dq[actKey{v, q.g}] = dqv
+	q.quantizes[dqv] = v
 	q.rep.QDQPairs++
 	return dqv, scale, nil
 }

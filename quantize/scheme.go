@@ -38,6 +38,31 @@ type Scheme struct {
 	// from the CPU (ORT's U8S8 kernels saturate without VNNI); otherwise
 	// weights use the full int8 range unless asked.
 	AutoReduceRange bool
+	// QuantizeOutputs quantizes the output of every quantized op (after
+	// the Relu/Clip it feeds alone) and makes every reader in its graph
+	// read it through that one Q/DQ. ORT fuses DQ -> op -> Q into an
+	// integer kernel only when the op's output goes to a QuantizeLinear
+	// alone: a float reader of the raw output (a HardSwish's HardSigmoid),
+	// or no QuantizeLinear at all, leaves the op in float on dequantized
+	// weights, slower than the FP32 model (no prepacked weights, no NCHWc).
+	QuantizeOutputs bool
+	// ShareScaleOps only move or select values (Reshape, Transpose,
+	// Flatten, Slice): their output takes their input's range, hence the
+	// same scale and zero point, so that ORT drops the Q/DQ around them and
+	// runs them on the integer data (a ShuffleNet channel split and shuffle
+	// stay integer). Exact: every output value is an input value, already
+	// on the grid. (MaxPool would be too, but ORT's uint8 MaxPool is slower
+	// than float: docs/int8-cpu.md.)
+	ShareScaleOps []string
+	// IntegerHardSigmoid runs a HardSigmoid whose input is quantized
+	// (uint8) as a Clip of the integer tensor read through a second
+	// DequantizeLinear: with the input's scale s chosen so that
+	// k = 1/(alpha*s) and beta*k are integers, alpha*x+beta is
+	// DequantizeLinear(xq; alpha*s, z-beta*k) and its clip to [0, 1] a
+	// clip of xq to [z-beta*k, z-beta*k+k]. A HardSwish (x*HardSigmoid(x))
+	// or a squeeze-excite gate then runs as QLinearMul, with no float
+	// pass over the activation (see hardsigmoid.go).
+	IntegerHardSigmoid bool
 	// QOperator allows FormatQOperator.
 	QOperator bool
 	// OtherRuntime says the Q/DQ model is for a runtime other than ONNX
@@ -50,6 +75,7 @@ type Scheme struct {
 // schemes lists the targets' schemes.
 var schemes = []Scheme{
 	{Target: TargetORTCPU, ActivationType: graph.Uint8, Int32Bias: true, PassThroughOps: passThroughOps,
+		QuantizeOutputs: true, ShareScaleOps: []string{"Reshape", "Transpose", "Flatten", "Slice"}, IntegerHardSigmoid: true,
 		AutoReduceRange: true, QOperator: true},
 	{Target: TargetTensorRT, ActivationType: graph.Int8, ResidualAdds: true, ActivationMatMul: true, OtherRuntime: true},
 }

@@ -145,12 +145,19 @@ func (s *suite) measureModel(m benchModel) error {
 	if err != nil {
 		return err
 	}
+	return s.timeVariants(m, vs, []ort.Level{ort.LevelAll, ort.LevelDisable})
+}
+
+// timeVariants times the variants (vs[0] the original) round-robin at
+// batch 1 and 8 at each level and records one row per variant, level and
+// batch.
+func (s *suite) timeVariants(m benchModel, vs []variant, levels []ort.Level) error {
 	window := time.Second
 	if s.opts.Quick {
 		window = 250 * time.Millisecond
 	}
 	batches := []int{1, 8}
-	for _, level := range []ort.Level{ort.LevelAll, ort.LevelDisable} {
+	for _, level := range levels {
 		// times[variant][batch] holds one bench.BatchResult per round.
 		times := make([][][]bench.BatchResult, len(vs))
 		for i := range times {

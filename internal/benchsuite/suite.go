@@ -128,6 +128,7 @@ func Run(opts Options) (*Results, error) {
 		{"load+save vs copy", s.loadSave},
 		{"calibration memory", s.calibrationMemory},
 		{"model speed", s.modelSpeed},
+		{"zoo int8", s.zooInt8},
 	}
 	for _, sec := range sections {
 		if !strings.Contains(sec.name, opts.Only) {
