@@ -54,13 +54,14 @@ func pack(q []int, ps []blockParams, k, n, blockSize int, symmetric bool) *packe
 	return p
 }
 
-// node replaces the MatMul (or Gemm) n, whose weight is p, by a
-// MatMulNBits reading the same activation (and bias, for a Gemm) and
-// writing the same output. The new initializers are named after the
-// weight; the old weight goes when nothing else reads it.
-func (p *packed) node(n *graph.Node, weight *graph.Value, bias *graph.Value) error {
-	g := n.Graph()
+// replace writes p's initializers once and replaces each of the MatMul
+// (or Gemm) nodes reading weight by a MatMulNBits that reads the same
+// activation (and bias, for a Gemm) and writes the same output. The new
+// initializers are named after the weight; the old weight goes.
+func (p *packed) replace(nodes []*graph.Node, weight *graph.Value, bias *graph.Value) error {
+	g := nodes[0].Graph()
 	nb := blocksOf(p.k, p.blockSize)
+	where := nodes[0]
 	add := func(suffix string, dt graph.DataType, dims []int64, data []byte) (*graph.Value, error) {
 		t, err := graph.NewTensor(g.UniqueName(weight.Name+suffix), dt, dims, data)
 		if err != nil {
@@ -70,21 +71,21 @@ func (p *packed) node(n *graph.Node, weight *graph.Value, bias *graph.Value) err
 	}
 	b, err := add("_q4", graph.Uint8, []int64{int64(p.n), int64(nb), int64(p.blockSize / 2)}, p.codes)
 	if err != nil {
-		return fmt.Errorf("%s: %w", n, err)
+		return fmt.Errorf("%s: %w", where, err)
 	}
 	st, err := graph.NewFloat32Tensor(g.UniqueName(weight.Name+"_scales"), []int64{int64(p.n), int64(nb)}, p.scales)
 	if err != nil {
-		return fmt.Errorf("%s: %w", n, err)
+		return fmt.Errorf("%s: %w", where, err)
 	}
 	s, err := g.AddInitializer(st)
 	if err != nil {
-		return fmt.Errorf("%s: %w", n, err)
+		return fmt.Errorf("%s: %w", where, err)
 	}
-	ins := []*graph.Value{n.Input(0), b, s}
+	ins := []*graph.Value{nil, b, s}
 	if p.zps != nil {
 		z, err := add("_zp", graph.Uint8, []int64{int64(len(p.zps))}, p.zps)
 		if err != nil {
-			return fmt.Errorf("%s: %w", n, err)
+			return fmt.Errorf("%s: %w", where, err)
 		}
 		ins = append(ins, z)
 	}
@@ -94,27 +95,30 @@ func (p *packed) node(n *graph.Node, weight *graph.Value, bias *graph.Value) err
 		}
 		ins = append(ins, bias)
 	}
-	out := n.Output(0)
-	if err := n.SetOutput(0, nil); err != nil {
-		return fmt.Errorf("%s: %w", n, err)
-	}
-	q, err := g.InsertNodeBefore(n, "MatMulNBits", ins, []*graph.Value{out})
-	if err != nil {
-		return fmt.Errorf("%s: %w", n, err)
-	}
-	q.Name, q.Domain = n.Name, msDomain
-	for _, a := range []struct {
-		name string
-		v    int64
-	}{{"K", int64(p.k)}, {"N", int64(p.n)}, {"bits", 4}, {"block_size", int64(p.blockSize)}} {
-		q.SetAttr(&graph.Attr{Name: a.name, Type: graph.AttrInt, Int: a.v})
-	}
-	if err := g.RemoveNode(n); err != nil {
-		return fmt.Errorf("%s: %w", q, err)
+	for _, n := range nodes {
+		ins[0] = n.Input(0)
+		out := n.Output(0)
+		if err := n.SetOutput(0, nil); err != nil {
+			return fmt.Errorf("%s: %w", n, err)
+		}
+		q, err := g.InsertNodeBefore(n, "MatMulNBits", ins, []*graph.Value{out})
+		if err != nil {
+			return fmt.Errorf("%s: %w", n, err)
+		}
+		q.Name, q.Domain = n.Name, msDomain
+		for _, a := range []struct {
+			name string
+			v    int64
+		}{{"K", int64(p.k)}, {"N", int64(p.n)}, {"bits", 4}, {"block_size", int64(p.blockSize)}} {
+			q.SetAttr(&graph.Attr{Name: a.name, Type: graph.AttrInt, Int: a.v})
+		}
+		if err := g.RemoveNode(n); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
 	}
 	if len(weight.Uses()) == 0 && !weight.IsReturned() && weight.Const != nil {
 		if err := g.RemoveInitializer(weight); err != nil {
-			return fmt.Errorf("%s: %w", q, err)
+			return fmt.Errorf("%s: %w", where, err)
 		}
 	}
 	return nil

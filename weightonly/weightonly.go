@@ -133,10 +133,12 @@ func (o *Options) Validate() error {
 
 func typesOr() string { return string(Int4) + " or " + string(Int3) }
 
-// target is one layer to quantize: a MatMul or Gemm with a constant
-// weight, read as W[K, N] of Y = X·W (+ bias).
+// target is one weight to quantize, read as W[K, N] of Y = X·W (+ bias)
+// by one or more MatMul nodes (layers cloned from one module share their
+// weights once duplicates are merged), or by one Gemm.
 type target struct {
-	node   *graph.Node
+	node   *graph.Node   // the first reader
+	nodes  []*graph.Node // all readers, in graph order
 	weight *graph.Value
 	transB bool         // Gemm with transB: the stored weight is Wᵀ
 	bias   *graph.Value // Gemm's C, when a vector of N
@@ -177,13 +179,9 @@ func Quantize(m *graph.Model, opts Options) (*Report, error) {
 	for _, g := range groups {
 		var hs [][]float64
 		if opts.Rounding == GPTQ {
-			nodes := make([]*graph.Node, len(g))
-			for i, t := range g {
-				nodes[i] = t.node
-			}
 			var err error
-			if hs, err = opts.Data.InputGrams(m, nodes); err != nil {
-				return nil, fmt.Errorf("gptq: calibration for %s: %w", g[0].node, err)
+			if hs, err = targetGrams(m, g, opts.Data); err != nil {
+				return nil, err
 			}
 		}
 		for i, t := range g {
@@ -211,15 +209,47 @@ func Quantize(m *graph.Model, opts Options) (*Report, error) {
 	return rep, nil
 }
 
-func (t *target) layer() Layer {
-	return Layer{Node: t.node.Name, Op: t.node.OpType, K: t.k, N: t.n, Skipped: t.skip}
+// targetGrams runs the model as quantized so far over the calibration
+// data and returns each target's input Gram: for a weight read by
+// several nodes, the sum of theirs (the error GPTQ minimizes is then the
+// sum of the readers' output errors).
+func targetGrams(m *graph.Model, g []*target, d *prune.Data) ([][]float64, error) {
+	var nodes []*graph.Node
+	for _, t := range g {
+		nodes = append(nodes, t.nodes...)
+	}
+	all, err := d.InputGrams(m, nodes)
+	if err != nil {
+		return nil, fmt.Errorf("gptq: calibration for %s: %w", g[0].node, err)
+	}
+	hs := make([][]float64, len(g))
+	i := 0
+	for j, t := range g {
+		hs[j] = all[i]
+		for _, h := range all[i+1 : i+len(t.nodes)] {
+			for k := range h {
+				hs[j][k] += h[k]
+			}
+		}
+		i += len(t.nodes)
+	}
+	return hs, nil
 }
 
-// findTargets lists the MatMul and Gemm nodes of the main graph whose
-// second input is a constant float32 matrix, with why each that cannot be
-// quantized is skipped.
+func (t *target) layer() Layer {
+	name := t.node.Name
+	if len(t.nodes) > 1 {
+		name = fmt.Sprintf("%s (+%d sharing its weight)", name, len(t.nodes)-1)
+	}
+	return Layer{Node: name, Op: t.node.OpType, K: t.k, N: t.n, Skipped: t.skip}
+}
+
+// findTargets lists the weights of the main graph's MatMul and Gemm nodes
+// (a constant float32 matrix as second input), with why each that cannot
+// be quantized is skipped.
 func findTargets(m *graph.Model, opts Options) []*target {
 	var ts []*target
+	byWeight := map[*graph.Value]*target{}
 	for _, n := range m.Graph.Nodes {
 		if n.Domain != "" || (n.OpType != "MatMul" && n.OpType != "Gemm") || len(n.Inputs()) < 2 {
 			continue
@@ -228,30 +258,57 @@ func findTargets(m *graph.Model, opts Options) []*target {
 		if w == nil || w.Const == nil || len(w.Const.Dims) != 2 || w.Const.DType != graph.Float {
 			continue // not a weight layer (an activation times an activation)
 		}
-		t := &target{node: n, weight: w, k: int(w.Const.Dims[0]), n: int(w.Const.Dims[1])}
-		if n.OpType == "Gemm" {
-			t.transB = n.AttrInt("transB", 0) != 0
-			if t.transB {
-				t.k, t.n = t.n, t.k
-			}
+		if t := byWeight[w]; t != nil {
+			t.nodes = append(t.nodes, n)
+			continue
 		}
+		t := &target{node: n, nodes: []*graph.Node{n}, weight: w, k: int(w.Const.Dims[0]), n: int(w.Const.Dims[1])}
+		if n.OpType == "Gemm" && n.AttrInt("transB", 0) != 0 {
+			t.transB = true
+			t.k, t.n = t.n, t.k
+		}
+		byWeight[w] = t
 		ts = append(ts, t)
+	}
+	for _, t := range ts {
+		w, n := t.weight, t.node
 		switch {
-		case slices.Contains(opts.Exclude, n.Name) || slices.Contains(opts.Exclude, w.Name):
+		case slices.ContainsFunc(t.nodes, func(n *graph.Node) bool { return slices.Contains(opts.Exclude, n.Name) }) ||
+			slices.Contains(opts.Exclude, w.Name):
 			t.skip = "excluded"
 		case int64(t.k)*int64(t.n) < opts.MinElements:
 			t.skip = fmt.Sprintf("%d elements, fewer than %d", t.k*t.n, opts.MinElements)
-		case w.IsReturned():
-			t.skip = "the weight is also a graph output"
-		case len(w.Uses()) > 1:
-			t.skip = "the weight is shared by several nodes"
-		case n.Input(0) == nil || len(n.Outputs()) != 1:
-			t.skip = "unexpected inputs or outputs"
+		case w.IsReturned() || slices.Contains(m.Graph.Inputs, w):
+			t.skip = "the weight is also a graph input or output"
+		case len(w.Uses()) != len(t.nodes):
+			t.skip = fmt.Sprintf("the weight is also read by %s %q", w.Uses()[0].Node.OpType, w.Uses()[0].Node.Name)
+			for _, u := range w.Uses() {
+				if u.Index != 1 || !slices.Contains(t.nodes, u.Node) {
+					t.skip = fmt.Sprintf("the weight is also read by %s %q", u.Node.OpType, u.Node.Name)
+					break
+				}
+			}
 		case n.OpType == "Gemm":
 			t.skip = t.gemmSkip()
 		}
+		for _, r := range t.nodes {
+			if t.skip == "" && (r.Input(0) == nil || len(r.Outputs()) != 1 || r.OpType != n.OpType || !sameGemm(r, n)) {
+				t.skip = fmt.Sprintf("%s %q reads it differently", r.OpType, r.Name)
+			}
+		}
 	}
 	return ts
+}
+
+// sameGemm reports whether two readers of one weight compute the same
+// function of their first input (always, for MatMuls).
+func sameGemm(a, b *graph.Node) bool {
+	if a.OpType != "Gemm" {
+		return true
+	}
+	return a.AttrInt("transA", 0) == b.AttrInt("transA", 0) && a.AttrInt("transB", 0) == b.AttrInt("transB", 0) &&
+		a.AttrFloat("alpha", 1) == b.AttrFloat("alpha", 1) && a.AttrFloat("beta", 1) == b.AttrFloat("beta", 1) &&
+		a.Input(2) == b.Input(2)
 }
 
 // gemmSkip says why a Gemm cannot be a MatMulNBits (which computes
@@ -316,7 +373,7 @@ func (t *target) quantize(lv levels, blockSize int, h []float64) (Layer, error) 
 		l.OutputError = outputErr(orig, deq, h, n, k)
 	}
 	p := pack(q, ps, k, n, blockSize, lv.symmetric)
-	if err := p.node(t.node, t.weight, t.bias); err != nil {
+	if err := p.replace(t.nodes, t.weight, t.bias); err != nil {
 		return l, err
 	}
 	return l, nil
