@@ -44,6 +44,11 @@ func weightOnlyOptions(weights, rounding string, blockSize int, calib, eval *dat
 		d.Opts.Shuffle = calib.samples > 0 && calib.spec != "random"
 		w.Weights.Data = d
 	}
+	if eval.spec == "" && calib.spec == "" {
+		// RTN needs no data, but the result is still run against float:
+		// on random inputs (--shape, --range, --value shape them).
+		eval.spec = "random"
+	}
 	if eval.spec != "" {
 		shapes := eval.shapes
 		eval.inherit(calib)
@@ -97,7 +102,10 @@ func printWeights(out io.Writer, r *weightonly.Result) {
 	tw.Flush()
 	if c := r.Compare; c != nil {
 		where := "held-out --eval-data"
-		if !r.HeldOut {
+		switch {
+		case c.Data == "random":
+			where = "random inputs (give --eval-data for a real figure)"
+		case !r.HeldOut:
 			where = "the calibration data (not held out)"
 		}
 		fmt.Fprintf(out, "\nagainst float on %d samples of %s:\n", c.Samples, where)
@@ -108,8 +116,6 @@ func printWeights(out io.Writer, r *weightonly.Result) {
 			}
 			fmt.Fprintf(out, "  %s: cosine %s, max abs error %.4g%s\n", s.Name, s.Cosine.Text("%.5f"), s.MaxAbs, agree)
 		}
-	} else {
-		fmt.Fprintln(out, "\nnot measured against float: give --eval-data or --calib-data")
 	}
 	fmt.Fprintf(out, "wrote %s\n", r.Output)
 }

@@ -69,11 +69,11 @@ func Run(opts RunOptions) (*Result, error) {
 		return nil, fmt.Errorf("%s: %w", opts.Input, err)
 	}
 	if rep.Quantized == 0 {
-		why := ""
-		if len(rep.Layers) > 0 {
-			why = fmt.Sprintf(" (%s: %s)", rep.Layers[0].Node, rep.Layers[0].Skipped)
+		if len(rep.Layers) == 0 {
+			return nil, fmt.Errorf("%s: no MatMul or Gemm with a constant weight to quantize to %s", opts.Input, opts.Weights.Type)
 		}
-		return nil, fmt.Errorf("%s: no MatMul or Gemm weight could be quantized to %s: %d candidates skipped%s", opts.Input, opts.Weights.Type, len(rep.Layers), why)
+		l := rep.Layers[0]
+		return nil, fmt.Errorf("%s: no MatMul or Gemm weight could be quantized to %s: %d skipped (%s: %s)", opts.Input, opts.Weights.Type, len(rep.Layers), l.Node, l.Skipped)
 	}
 	if err := m.Verify(); err != nil {
 		return nil, fmt.Errorf("the %s model is not valid (a bug in optc): %w", opts.Weights.Type, err)

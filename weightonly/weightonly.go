@@ -14,6 +14,7 @@ package weightonly
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 
 	"github.com/optc-dev/optc/graph"
@@ -73,7 +74,9 @@ type Options struct {
 	Rounding  Rounding // "" is RTN
 	// Data is the calibration data GPTQ runs the model on; RTN needs none.
 	Data *prune.Data
-	// Exclude names nodes (or weights) left in float.
+	// Exclude lists regular expressions, as quantize.Options.Exclude (the
+	// same --exclude flag): a layer whose node name or op type matches one
+	// stays float.
 	Exclude     []string
 	MinElements int64 // 0: DefaultMinElements
 }
@@ -128,7 +131,23 @@ func (o *Options) Validate() error {
 	if o.MinElements == 0 {
 		o.MinElements = DefaultMinElements
 	}
+	for _, s := range o.Exclude {
+		if _, err := regexp.Compile(s); err != nil {
+			return fmt.Errorf("exclude pattern %q: %w", s, err)
+		}
+	}
 	return nil
+}
+
+// excluded returns the pattern of o.Exclude that n matches, or "".
+func (o *Options) excluded(n *graph.Node) string {
+	for _, s := range o.Exclude {
+		re := regexp.MustCompile(s) // checked by Validate
+		if (n.Name != "" && re.MatchString(n.Name)) || re.MatchString(n.OpType) {
+			return s
+		}
+	}
+	return ""
 }
 
 func typesOr() string { return string(Int4) + " or " + string(Int3) }
@@ -273,9 +292,8 @@ func findTargets(m *graph.Model, opts Options) []*target {
 	for _, t := range ts {
 		w, n := t.weight, t.node
 		switch {
-		case slices.ContainsFunc(t.nodes, func(n *graph.Node) bool { return slices.Contains(opts.Exclude, n.Name) }) ||
-			slices.Contains(opts.Exclude, w.Name):
-			t.skip = "excluded"
+		case slices.ContainsFunc(t.nodes, func(n *graph.Node) bool { return opts.excluded(n) != "" }):
+			t.skip = "excluded by --exclude"
 		case int64(t.k)*int64(t.n) < opts.MinElements:
 			t.skip = fmt.Sprintf("%d elements, fewer than %d", t.k*t.n, opts.MinElements)
 		case w.IsReturned() || slices.Contains(m.Graph.Inputs, w):
