@@ -187,7 +187,7 @@ calibration data). See docs/transformers.md.`,
 	calib.registerSpec(fs)
 	fs.Int64Var(&calib.seed, "seed", 1, "seed for random data")
 	fs.StringVar(&weights, "weights", "", "weight-only quantization instead of INT8: "+choice.Or(weightonly.Types)+" (MatMulNBits)")
-	fs.IntVar(&blockSize, "block-size", weightonly.DefaultBlockSize, "--weights: weights per block along K: 32, 64 or 128")
+	fs.IntVar(&blockSize, "block-size", weightonly.DefaultBlockSize, "--weights: weights per block along K: "+choice.Or(weightonly.BlockSizeNames()))
 	fs.StringVar(&rounding, "weight-rounding", string(weightonly.RTN), "--weights: "+choice.Or(weightonly.Roundings)+" (gptq needs --calib-data)")
 	fs.BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
 	fs.StringVar(&opts.Report, "report", "", "also write report.json, report.md and report.html into this folder (docs/report.md)")

@@ -21,7 +21,7 @@ func weightOnlyOptions(weights, rounding string, blockSize int, calib, eval *dat
 		return nil, usageError{fmt.Errorf("--weights %q: want %s", weights, choice.Or(weightonly.Types))}
 	}
 	if !slices.Contains(weightonly.BlockSizes, blockSize) {
-		return nil, usageError{fmt.Errorf("--block-size %d: want 32, 64 or 128", blockSize)}
+		return nil, usageError{fmt.Errorf("--block-size %d: want %s", blockSize, choice.Or(weightonly.BlockSizeNames()))}
 	}
 	r := weightonly.Rounding(rounding)
 	if !slices.Contains(weightonly.Roundings, r) {

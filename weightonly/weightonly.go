@@ -16,8 +16,10 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/prune"
 )
 
@@ -55,6 +57,15 @@ var Roundings = []Rounding{RTN, GPTQ}
 // BlockSizes are the block sizes offered (ORT accepts any power of two
 // from 16; these are the ones its quantizer and kernels are tuned for).
 var BlockSizes = []int{32, 64, 128}
+
+// BlockSizeNames is BlockSizes as strings (completion, messages).
+func BlockSizeNames() []string {
+	s := make([]string, len(BlockSizes))
+	for i, b := range BlockSizes {
+		s[i] = strconv.Itoa(b)
+	}
+	return s
+}
 
 // DefaultBlockSize is Options.BlockSize's default.
 const DefaultBlockSize = 32
@@ -111,19 +122,19 @@ type Report struct {
 // Validate checks o and fills in defaults.
 func (o *Options) Validate() error {
 	if !slices.Contains(Types, o.Type) {
-		return fmt.Errorf("unknown weight type %q (want %s)", o.Type, typesOr())
+		return fmt.Errorf("unknown weight type %q (want %s)", o.Type, choice.Or(Types))
 	}
 	if o.BlockSize == 0 {
 		o.BlockSize = DefaultBlockSize
 	}
 	if !slices.Contains(BlockSizes, o.BlockSize) {
-		return fmt.Errorf("block size %d is not offered (want 32, 64 or 128)", o.BlockSize)
+		return fmt.Errorf("block size %d is not offered (want %s)", o.BlockSize, choice.Or(BlockSizeNames()))
 	}
 	if o.Rounding == "" {
 		o.Rounding = RTN
 	}
 	if !slices.Contains(Roundings, o.Rounding) {
-		return fmt.Errorf("unknown weight rounding %q (want rtn or gptq)", o.Rounding)
+		return fmt.Errorf("unknown weight rounding %q (want %s)", o.Rounding, choice.Or(Roundings))
 	}
 	if o.Rounding == GPTQ && (o.Data == nil || o.Data.Spec == "") {
 		return fmt.Errorf("weight rounding gptq needs calibration data")
@@ -149,8 +160,6 @@ func (o *Options) excluded(n *graph.Node) string {
 	}
 	return ""
 }
-
-func typesOr() string { return string(Int4) + " or " + string(Int3) }
 
 // target is one weight to quantize, read as W[K, N] of Y = X·W (+ bias)
 // by one or more MatMul nodes (layers cloned from one module share their
