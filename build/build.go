@@ -26,6 +26,7 @@ import (
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/weightonly"
 )
 
 // Options are a build's effective configuration and where it reports.
@@ -45,13 +46,16 @@ type Options struct {
 
 // Result is what a build did and measured; it is report.json.
 type Result struct {
-	Input     string           `json:"input"`
-	Output    string           `json:"output"`
-	Targets   []string         `json:"targets"`
-	Optimize  *optimize.Result `json:"optimize"`
-	INT8      *ptq.Result      `json:"int8,omitempty"`          // the ort-cpu quantization
-	INT8TRT   *ptq.Result      `json:"int8_tensorrt,omitempty"` // the tensorrt quantization
-	Artifacts []*Artifact      `json:"artifacts"`
+	Input    string           `json:"input"`
+	Output   string           `json:"output"`
+	Targets  []string         `json:"targets"`
+	Optimize *optimize.Result `json:"optimize"`
+	INT8     *ptq.Result      `json:"int8,omitempty"`          // the ort-cpu quantization
+	INT8TRT  *ptq.Result      `json:"int8_tensorrt,omitempty"` // the tensorrt quantization
+	// Weights is the weight-only quantization of the ORT artifact
+	// (quantize.weights).
+	Weights   *weightonly.Result `json:"weights,omitempty"`
+	Artifacts []*Artifact        `json:"artifacts"`
 	// Baseline is the input model's latency, measured like the artifacts.
 	Baseline *Timing `json:"baseline"`
 	// EvalData says what the artifacts were checked on and whether it is
@@ -201,9 +205,11 @@ type builder struct {
 	targets []string
 	res     *Result
 
-	float     string // the optimized float model, in the working folder
-	ortModel  string // what the ORT target deploys (float or INT8)
-	calibFile string // optc's calibration file, when quantizing
+	float    string // the optimized float model, in the working folder
+	ortModel string // what the ORT target deploys (float, INT8 or weight-only)
+	// ortPrecision is ortModel's precision when it is not the float model.
+	ortPrecision string
+	calibFile    string // optc's calibration file, when quantizing
 	// latencyBatches are the batch sizes every artifact is timed at:
 	// latency.batches, or the model's static batch alone.
 	latencyBatches []int
@@ -226,6 +232,9 @@ func (b *builder) stages() []stage {
 	}
 	if b.c.INT8 {
 		s = append(s, stage{"quantize", b.quantize})
+	}
+	if b.c.Quantize.Weights != "" && (b.wants("ort") || b.wants("triton")) {
+		s = append(s, stage{"weights", b.weights})
 	}
 	s = append(s, stage{"export", b.export}, stage{"verify", b.verify}, stage{"report", b.report})
 	return s
@@ -303,7 +312,7 @@ func (b *builder) quantize() error {
 		}
 	}
 	b.add("calibration.json", "all", "calibration", "", "")
-	if b.wants("ort") || b.wants("triton") {
+	if (b.wants("ort") || b.wants("triton")) && b.c.Quantize.Weights == "" {
 		out, err := b.dir.path("model.int8.onnx")
 		if err != nil {
 			return err
@@ -311,7 +320,7 @@ func (b *builder) quantize() error {
 		if b.res.INT8, err = ptq.Run(b.ptqOptions(quantize.TargetORTCPU, out)); err != nil {
 			return err
 		}
-		b.ortModel = out
+		b.ortModel, b.ortPrecision = out, "int8"
 		b.add("model.int8.onnx", "ort", "model", "int8", "")
 		b.disqualifyNonFinite()
 		if err := b.writePlacement(); err != nil {

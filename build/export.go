@@ -81,7 +81,7 @@ func (b *builder) exportTriton() error {
 	repo := "triton/model_repository/" + name + "/"
 	precision := "fp32"
 	if b.ortModel != b.float {
-		precision = "int8"
+		precision = b.ortPrecision
 	}
 	b.add(repo+"1/model.onnx", "triton", "model-copy", precision, rel(b, b.ortModel))
 	b.add(repo+"config.pbtxt", "triton", "config", "", "")
@@ -149,7 +149,7 @@ func (b *builder) exportORT() error {
 	}
 	precision := "fp32"
 	if b.ortModel != b.float {
-		precision = "int8"
+		precision = b.ortPrecision
 	}
 	b.add("ort/model.ort", "ort", "ort-model", precision, rel(b, b.ortModel))
 	b.add("ort/session.json", "ort", "settings", "", "")
