@@ -1,6 +1,7 @@
 package weightonly
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -105,6 +106,37 @@ func TestGPTQBeatsRTN(t *testing.T) {
 		t.Logf("%s: held-out relative output error rtn %.4f, gptq %.4f", typ, errs[0], errs[1])
 		if !(errs[1] < 0.8*errs[0]) {
 			t.Errorf("%s: gptq error %.4f is not clearly below rtn's %.4f", typ, errs[1], errs[0])
+		}
+	}
+}
+
+// TestDeterministic: the same model and options give the same bytes, for
+// RTN and for GPTQ (whose Grams come from ORT runs).
+func TestDeterministic(t *testing.T) {
+	ortenv.Require(t)
+	calib := filepath.Join(t.TempDir(), "calib.npy")
+	if err := data.WriteNpy(calib, correlated(64, 1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range Roundings {
+		var out [2][]byte
+		for i := range out {
+			m := mlp(t)
+			o := Options{Type: Int4, Rounding: r, MinElements: 1}
+			if r == GPTQ {
+				o.Data = &prune.Data{Spec: calib, Opts: data.Options{Batch: 8}, Session: ort.DefaultOptions()}
+			}
+			if _, err := Quantize(m, o); err != nil {
+				t.Fatal(err)
+			}
+			b, err := graph.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i] = b
+		}
+		if !bytes.Equal(out[0], out[1]) {
+			t.Errorf("%s: two runs wrote different models", r)
 		}
 	}
 }
