@@ -48,7 +48,7 @@ func BenchmarkLMFigures(b *testing.B) {
 		typ   Type
 		r     Rounding
 		block int
-	}{{Int4, RTN, 32}, {Int4, GPTQ, 32}, {Int4, RTN, 128}, {Int4, GPTQ, 128}, {Int3, RTN, 32}, {Int3, GPTQ, 32}} {
+	}{{Int4, RTN, 32}, {Int4, GPTQ, 32}, {Int4, RTN, 128}, {Int3, RTN, 32}, {Int3, GPTQ, 32}} {
 		o := &Options{Type: c.typ, Rounding: c.r, BlockSize: c.block}
 		vs = append(vs, variant{name: fmt.Sprintf("%s %s b%d", c.typ, c.r, c.block), opts: o,
 			path: filepath.Join(work, fmt.Sprintf("%s_%s_%d.onnx", c.typ, c.r, c.block))})
