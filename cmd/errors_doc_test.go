@@ -155,6 +155,9 @@ func TestErrorsDocumented(t *testing.T) {
 			return []docRun{{[]string{"build", mnist, "-o", filepath.Join(dir, "b"), "--target", "foo"}, []string{`build: --target: unknown target "foo" (want ort, tensorrt, triton or all)`}},
 				{[]string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx"), "--calib-data", "random", "--method", "foo"}, []string{`"foo"`}}}
 		}},
+		"--format is for INT8 quantization, not --weights": {func(t *testing.T, dir string) []docRun {
+			return []docRun{{[]string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx"), "--weights", "int4", "--format", "qoperator"}, []string{"--format is for INT8 quantization, not --weights"}}}
+		}},
 		"--weight-rounding gptq needs --calib-data": {func(t *testing.T, dir string) []docRun {
 			return []docRun{{[]string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx"), "--weights", "int4", "--weight-rounding", "gptq"}, []string{"--weight-rounding gptq needs --calib-data"}}}
 		}},

@@ -68,7 +68,7 @@ needed) or gptq (error compensation from the layers' inputs on
 kernel). The result is compared with float on --eval-data (default the
 calibration data). See docs/transformers.md.`,
 		Args: exactArgs(1, "one input model"),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
 			o.Input, o.ORTLib = args[0], g.ortLib
 			if o.Output == "" {
@@ -81,6 +81,9 @@ calibration data). See docs/transformers.md.`,
 				return err
 			}
 			if weights != "" {
+				if f := int8Only(cmd.Flags()); f != "" {
+					return usageError{fmt.Errorf("--%s is for INT8 quantization, not --weights", f)}
+				}
 				w, err := weightOnlyOptions(weights, rounding, blockSize, &calib, &eval, o, g)
 				if err != nil {
 					return err

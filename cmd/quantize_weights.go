@@ -6,6 +6,8 @@ import (
 	"slices"
 	"text/tabwriter"
 
+	"github.com/spf13/pflag"
+
 	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/prune"
 	"github.com/optc-dev/optc/ptq"
@@ -63,6 +65,20 @@ func weightOnlyOptions(weights, rounding string, blockSize int, calib, eval *dat
 		w.EvalData = eval.spec
 	}
 	return w, nil
+}
+
+// int8OnlyFlags are quantize's flags that mean nothing to --weights.
+var int8OnlyFlags = []string{"method", "percentile", "moving-average", "calib-cache", "target", "reduce-range", "format",
+	"per-tensor", "keep-first-last", "eval-labels", "max-accuracy-drop", "min-cosine", "allow-accuracy-loss", "report"}
+
+// int8Only names the first INT8-only flag given, or "".
+func int8Only(fs *pflag.FlagSet) string {
+	for _, name := range int8OnlyFlags {
+		if fs.Changed(name) {
+			return name
+		}
+	}
+	return ""
 }
 
 func weightsRun(opts *QuantizeOptions) error {

@@ -57,6 +57,7 @@ var usageCases = []struct {
 	{[]string{"quantize", "m.onnx", "-o", "q.onnx", "--weights", "int4", "--block-size", "48"}, "--block-size 48: want 32, 64 or 128"},
 	{[]string{"quantize", "m.onnx", "-o", "q.onnx", "--weights", "int4", "--weight-rounding", "awq"}, `--weight-rounding "awq": want rtn or gptq`},
 	{[]string{"quantize", "m.onnx", "-o", "q.onnx", "--weights", "int3", "--weight-rounding", "gptq"}, "--weight-rounding gptq needs --calib-data"},
+	{[]string{"quantize", "m.onnx", "-o", "q.onnx", "--weights", "int4", "--format", "qoperator"}, "--format is for INT8 quantization, not --weights"},
 	{[]string{"build"}, "give MODEL"},
 	{[]string{"build", "a.onnx", "b.onnx"}, "at most one model"},
 	{[]string{"build", "m.onnx"}, "-o DIR is required"},
