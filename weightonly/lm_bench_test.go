@@ -23,8 +23,9 @@ import (
 // scripts/lm/train.py trains (held-out text, never trained on) quantized
 // every way weightonly offers, each measured in ORT (level all): held-out
 // perplexity, next-token agreement with FP32, file size, and latency per
-// sequence at lengths 32 and 128 with one thread (interleaved rounds,
-// medians and ranges). Prints the table docs/transformers.md quotes.
+// sequence at lengths 32, 128 and 512 (the held-out tokens run on as one
+// sequence) with one thread and all cores (interleaved rounds, medians
+// and ranges). Prints the table docs/transformers.md quotes.
 func BenchmarkLMFigures(b *testing.B) {
 	ortenv.Require(b)
 	dir := os.Getenv("OPTC_LM_DIR") // another trained model (default: the cache's)
@@ -112,42 +113,61 @@ func BenchmarkLMFigures(b *testing.B) {
 		s.Close()
 	}
 	tokens := float64(len(argmaxes[0]))
-	// Latency: one thread, batch 1, each round runs every variant (order
-	// rotating) a few times; medians and ranges over rounds.
-	lens := []int{32, 128}
-	lat := make([][][]float64, len(vs)) // variant, length, rounds (ms)
-	sessions := make([]*ort.Session, len(vs))
-	for i, v := range vs {
-		sessions[i] = session(b, v.path, 1)
-		lat[i] = make([][]float64, len(lens))
-		defer sessions[i].Close()
+	// Latency: batch 1, one intra-op thread and all cores; each round runs
+	// every variant (order rotating) a few times; medians and ranges over
+	// rounds.
+	lens := []int{32, 128, 512}
+	threads := []int{1, 0}
+	lat := make([][][]float64, len(vs)) // variant, threads×length, rounds (ms)
+	for i := range vs {
+		lat[i] = make([][]float64, len(threads)*len(lens))
 	}
-	const rounds, reps = 15, 10
-	for li, L := range lens {
-		x, _ := graph.NewInt64Tensor("ids", []int64{1, int64(L)}, ids[:L])
-		for _, s := range sessions { // warm-up
-			for range 3 {
-				if _, err := s.Run([]*graph.Tensor{x}); err != nil {
-					b.Fatal(err)
-				}
-			}
+	const rounds, reps = 11, 5
+	for ti, th := range threads {
+		sessions := make([]*ort.Session, len(vs))
+		for i, v := range vs {
+			sessions[i] = session(b, v.path, th)
 		}
-		for r := 0; r < rounds; r++ {
-			for j := range vs {
-				i := (j + r) % len(vs)
-				start := time.Now()
-				for range reps {
-					if _, err := sessions[i].Run([]*graph.Tensor{x}); err != nil {
+		for li, L := range lens {
+			if L > len(ids) {
+				b.Fatalf("held-out data shorter than %d tokens", L)
+			}
+			// Windows laid end to end: a 512-token input is 4 windows.
+			x, _ := graph.NewInt64Tensor("ids", []int64{1, int64(L)}, ids[:L])
+			for _, s := range sessions { // warm-up
+				for range 2 {
+					if _, err := s.Run([]*graph.Tensor{x}); err != nil {
 						b.Fatal(err)
 					}
 				}
-				lat[i][li] = append(lat[i][li], float64(time.Since(start).Microseconds())/1000/reps)
 			}
+			for r := 0; r < rounds; r++ {
+				for j := range vs {
+					i := (j + r) % len(vs)
+					start := time.Now()
+					for range reps {
+						if _, err := sessions[i].Run([]*graph.Tensor{x}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					k := ti*len(lens) + li
+					lat[i][k] = append(lat[i][k], float64(time.Since(start).Microseconds())/1000/reps)
+				}
+			}
+		}
+		for _, s := range sessions {
+			s.Close()
 		}
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%d held-out windows of %d tokens (%d predictions); ORT %s level all; %s, GOMAXPROCS %d\n\n", n, seq, int(tokens), ortVersion(), cpuLine(), runtime.GOMAXPROCS(0))
-	fmt.Fprintf(&sb, "| model | perplexity | vs FP32 | next-token agreement with FP32 | top-1 accuracy | file bytes | weights vs FP32 | p50 ms/seq L=32 (range) | p50 ms/seq L=128 (range) |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&sb, "| model | perplexity | vs FP32 | next-token agreement with FP32 | top-1 accuracy | file bytes | weights vs FP32 |")
+	for _, th := range []string{"1 thread", "all cores"} {
+		for _, L := range lens {
+			fmt.Fprintf(&sb, " ms/seq L=%d, %s |", L, th)
+		}
+	}
+	sb.WriteString("\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	ppl0 := math.Exp(nll[0] / tokens)
 	for i, v := range vs {
 		ppl := math.Exp(nll[i] / tokens)
@@ -163,8 +183,8 @@ func BenchmarkLMFigures(b *testing.B) {
 			ratio = fmt.Sprintf("%.3f", r)
 		}
 		fmt.Fprintf(&sb, "| %s | %.3f | %+.1f%% | %.2f%% | %.2f%% | %d | %s |", v.name, ppl, 100*(ppl/ppl0-1), 100*float64(agree)/tokens, 100*float64(hits[i])/tokens, st.Size(), ratio)
-		for li := range lens {
-			ms := slices.Clone(lat[i][li])
+		for k := range lat[i] {
+			ms := slices.Clone(lat[i][k])
 			slices.Sort(ms)
 			fmt.Fprintf(&sb, " %.2f (%.2f-%.2f) |", ms[len(ms)/2], ms[0], ms[len(ms)-1])
 		}
