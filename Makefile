@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/optc
 EXAMPLE := testdata/models/mnist_cnn.onnx
 
-.PHONY: build install demo test race testdata ort release release-check ci-recipe fuzz bench bench-quick bench-io bench-big bench-passes bench-int8 bench-prune vet sweep zoo zoo-models
+.PHONY: build install demo test race testdata ort release release-check ci-recipe fuzz bench bench-quick bench-io bench-big bench-passes bench-int8 bench-prune bench-lm lm vet sweep zoo zoo-models
 
 # The commit optc is built from, for `optc version`: the go command records
 # it itself only in a plain clone (not in a git worktree, nor with
@@ -177,6 +177,20 @@ bench-passes: testdata ort
 # picks models.
 bench-prune: testdata ort
 	$(GO) test -run='^$$' -bench=PruneFigures -benchtime=1x -timeout=90m -v ./prune
+
+# The small decoder LM the weight-only figures are measured on
+# (docs/transformers.md): scripts/lm/train.py trains it on license texts
+# shipped with Debian (checksummed) into the cache folder (lm/). Kept when
+# made by the same script; training takes 10-60 minutes on 2 shared cores,
+# so it is not part of `make test`.
+lm: zoo-models
+	$(PYTHON) scripts/lm/train.py
+
+# Perplexity, next-token agreement, size and latency of the LM at FP32,
+# int4 and int3 (RTN and GPTQ) in ORT; prints the table (LM_REPORT=FILE
+# also writes it).
+bench-lm: lm ort
+	$(GO) test -run='^$$' -bench=LMFigures -benchtime=1x -timeout=60m -v ./weightonly
 
 bench-int8: ort
 	$(GO) test -run='^$$' -bench=ConvStackInt8 -benchtime=1x ./ptq

@@ -28,6 +28,7 @@ import (
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/weightonly"
 )
 
 // Options are a build's effective configuration and where it reports.
@@ -47,13 +48,16 @@ type Options struct {
 
 // Result is what a build did and measured; it is report.json.
 type Result struct {
-	Input     string           `json:"input"`
-	Output    string           `json:"output"`
-	Targets   []string         `json:"targets"`
-	Optimize  *optimize.Result `json:"optimize"`
-	INT8      *ptq.Result      `json:"int8,omitempty"`          // the ort-cpu quantization
-	INT8TRT   *ptq.Result      `json:"int8_tensorrt,omitempty"` // the tensorrt quantization
-	Artifacts []*Artifact      `json:"artifacts"`
+	Input    string           `json:"input"`
+	Output   string           `json:"output"`
+	Targets  []string         `json:"targets"`
+	Optimize *optimize.Result `json:"optimize"`
+	INT8     *ptq.Result      `json:"int8,omitempty"`          // the ort-cpu quantization
+	INT8TRT  *ptq.Result      `json:"int8_tensorrt,omitempty"` // the tensorrt quantization
+	// Weights is the weight-only quantization of the ORT artifact
+	// (quantize.weights).
+	Weights   *weightonly.Result `json:"weights,omitempty"`
+	Artifacts []*Artifact        `json:"artifacts"`
 	// Baseline is the input model's latency, measured like the artifacts.
 	Baseline *Timing `json:"baseline"`
 	// EvalData says what the artifacts were checked on and whether it is
@@ -203,9 +207,11 @@ type builder struct {
 	targets []string
 	res     *Result
 
-	float     string // the optimized float model, in the working folder
-	ortModel  string // what the ORT target deploys (float or INT8)
-	calibFile string // optc's calibration file, when quantizing
+	float    string // the optimized float model, in the working folder
+	ortModel string // what the ORT target deploys (float, INT8 or weight-only)
+	// ortPrecision is ortModel's precision when it is not the float model.
+	ortPrecision string
+	calibFile    string // optc's calibration file, when quantizing
 	// quantized is each scheme's model in the working folder.
 	quantized map[quantize.Target]string
 	// latencyBatches are the batch sizes every artifact is timed at:
@@ -230,6 +236,9 @@ func (b *builder) stages() []stage {
 	}
 	if b.c.INT8 {
 		s = append(s, stage{"quantize", b.quantize})
+	}
+	if b.c.Quantize.Weights != "" && b.needs(quantize.TargetORTCPU) {
+		s = append(s, stage{"weights", b.weights})
 	}
 	s = append(s, stage{"export", b.export}, stage{"verify", b.verify}, stage{"report", b.report})
 	return s
@@ -308,7 +317,7 @@ func (b *builder) quantize() error {
 	}
 	b.add("calibration.json", "all", "calibration", "", "")
 	b.quantized = map[quantize.Target]string{}
-	if b.needs(quantize.TargetORTCPU) {
+	if b.needs(quantize.TargetORTCPU) && b.c.Quantize.Weights == "" {
 		out, err := b.dir.path("model.int8.onnx")
 		if err != nil {
 			return err
@@ -316,7 +325,8 @@ func (b *builder) quantize() error {
 		if b.res.INT8, err = ptq.Run(b.ptqOptions(quantize.TargetORTCPU, out)); err != nil {
 			return err
 		}
-		b.ortModel, b.quantized[quantize.TargetORTCPU] = out, out
+		b.ortModel, b.ortPrecision = out, "int8"
+		b.quantized[quantize.TargetORTCPU] = out
 		b.add("model.int8.onnx", "ort", "model", "int8", "")
 		b.disqualifyNonFinite()
 		if err := b.writePlacement(); err != nil {

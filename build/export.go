@@ -77,10 +77,11 @@ func (h *host) SweepDuration() time.Duration        { return h.b.c.Latency.Durat
 // DeployedPrecision is what the manifest says of the deployed model.
 func (h *host) DeployedPrecision() string {
 	if h.b.ortModel != h.b.float {
-		return "int8"
+		return h.b.ortPrecision
 	}
 	return "fp32"
 }
+
 func (h *host) Add(rel, kind, precision, from string) {
 	h.b.add(rel, h.name, kind, precision, from)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/report"
+	"github.com/optc-dev/optc/weightonly"
 )
 
 // BuildOptions are the inputs of `optc build`.
@@ -123,8 +124,9 @@ var buildFlagKeys = map[string]string{
 	"exclude": "quantize.exclude", "keep-first-last": "quantize.keep_first_last",
 	"max-accuracy-drop": "quantize.max_accuracy_drop", "min-cosine": "quantize.min_cosine",
 	"allow-accuracy-loss": "quantize.allow_accuracy_loss", "placement": "quantize.placement",
-	"placement-budget": "quantize.placement_budget",
-	"eval-data":        "eval.data", "eval-labels": "eval.labels", "eval-samples": "eval.samples", "eval-batch": "eval.batch",
+	"placement-budget": "quantize.placement_budget", "weights": "quantize.weights", "block-size": "quantize.block_size",
+	"weight-rounding": "quantize.weight_rounding",
+	"eval-data":       "eval.data", "eval-labels": "eval.labels", "eval-samples": "eval.samples", "eval-batch": "eval.batch",
 	"level": "runtime.level", "threads": "runtime.threads", "ort-lib": "runtime.ort_lib",
 	"latency-batches": "latency.batches", "latency-duration": "latency.duration", "p99-budget-ms": "latency.p99_budget_ms",
 	"trt-version": "tensorrt.version", "triton-name": "triton.name",
@@ -240,6 +242,9 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.BoolVar(&c.Quantize.AllowAccuracyLoss, "allow-accuracy-loss", c.Quantize.AllowAccuracyLoss, "keep the INT8 artifacts when they miss the accuracy guard (the ORT artifact is then FP32)")
 	fs.StringVar(&c.Quantize.Placement, "placement", c.Quantize.Placement, "where INT8 goes for ort-cpu: auto (measured), all-int8, or a placement.json to replay")
 	fs.DurationVar(&c.Quantize.PlacementBudget.Duration, "placement-budget", c.Quantize.PlacementBudget.Duration, "time bound of --placement auto's measurements")
+	fs.StringVar(&c.Quantize.Weights, "weights", c.Quantize.Weights, "ORT/Triton artifact with weight-only "+choice.Or(weightonly.Types)+" MatMul/Gemm weights (MatMulNBits) instead of INT8")
+	fs.IntVar(&c.Quantize.BlockSize, "block-size", c.Quantize.BlockSize, "--weights: weights per block along K: "+choice.Or(weightonly.BlockSizeNames()))
+	fs.StringVar(&c.Quantize.WeightRounding, "weight-rounding", c.Quantize.WeightRounding, "--weights: "+choice.Or(weightonly.Roundings)+" (gptq needs --calib-data)")
 
 	fs.StringVar(&c.Eval.Data, "eval-data", c.Eval.Data, "evaluation data the artifacts are checked on (default: the calibration data)")
 	fs.StringVar(&c.Eval.Labels, "eval-labels", c.Eval.Labels, "a .npy of class ids for --eval-data: task accuracy")

@@ -12,6 +12,7 @@ import (
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/weightonly"
 )
 
 // flagChoices are the values `optc completion` offers for flags that take
@@ -26,6 +27,10 @@ var flagChoices = map[string][]string{
 	"image-layout": data.ImageLayouts,
 	"image-color":  data.ImageColors,
 	"opt-level":    config.OptLevels,
+	// Weight-only quantization (quantize and build).
+	"weights":         choice.Strings(weightonly.Types),
+	"weight-rounding": choice.Strings(weightonly.Roundings),
+	"block-size":      weightonly.BlockSizeNames(),
 }
 
 // commandFlagChoices are the flags whose names mean different things in

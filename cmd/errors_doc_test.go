@@ -157,6 +157,18 @@ func TestErrorsDocumented(t *testing.T) {
 			return []docRun{{[]string{"build", mnist, "-o", filepath.Join(dir, "b"), "--target", "foo"}, []string{`build: --target: unknown target "foo" (want ` + choice.Or(config.TargetChoices()) + `)`}},
 				{[]string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx"), "--calib-data", "random", "--method", "foo"}, []string{`"foo"`}}}
 		}},
+		"--format is for INT8 quantization, not --weights": {func(t *testing.T, dir string) []docRun {
+			return []docRun{{[]string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx"), "--weights", "int4", "--format", "qoperator"}, []string{"--format is for INT8 quantization, not --weights"}}}
+		}},
+		"--weight-rounding gptq needs --calib-data": {func(t *testing.T, dir string) []docRun {
+			return []docRun{{[]string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx"), "--weights", "int4", "--weight-rounding", "gptq"}, []string{"--weight-rounding gptq needs --calib-data"}}}
+		}},
+		"no MatMul or Gemm weight could be quantized to int4: 1 skipped (/fc/Gemm: excluded by --exclude)": {func(t *testing.T, dir string) []docRun {
+			relu := writeFile(t, filepath.Join(dir, "relu.onnx"), withProto([][3]string{{"Relu", "x", "y"}}, nil)(t))
+			return []docRun{{[]string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx"), "--weights", "int4", "--exclude", "Gemm"},
+				[]string{"no MatMul or Gemm weight could be quantized to int4: 1 skipped (/fc/Gemm: excluded by --exclude)"}},
+				{[]string{"quantize", relu, "-o", filepath.Join(dir, "q2.onnx"), "--weights", "int4"}, []string{"no MatMul or Gemm with a constant weight to quantize to int4"}}}
+		}},
 		`config optc.yaml: targets: unknown target "foo"`: {func(t *testing.T, dir string) []docRun {
 			cfg := writeFile(t, filepath.Join(dir, "optc.yaml"), []byte("model: m.onnx\noutput: out\ntargets: [foo]\n"))
 			return []docRun{{[]string{"build", "--config", cfg}, []string{"optc.yaml: targets: unknown target \"foo\""}}}

@@ -14,6 +14,7 @@ import (
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/report"
+	"github.com/optc-dev/optc/weightonly"
 )
 
 // QuantizeOptions are the inputs of `optc quantize`.
@@ -23,6 +24,9 @@ type QuantizeOptions struct {
 	JSON bool
 	// Report, when set, is a folder to write report.json/.md/.html into.
 	Report string
+	// Weights, when set (--weights), replaces INT8 quantization by
+	// weight-only int4/int3 MatMulNBits (package weightonly).
+	Weights *weightonly.RunOptions
 }
 
 func newCmdQuantize(io *IO, g *globals, runF func(*QuantizeOptions) error) *cobra.Command {
@@ -32,6 +36,8 @@ func newCmdQuantize(io *IO, g *globals, runF func(*QuantizeOptions) error) *cobr
 	var calib, eval dataFlags
 	var method, target, reduceRange, format string
 	var perTensor bool
+	var weights, rounding string
+	var blockSize int
 	c := &cobra.Command{
 		Use:   "quantize IN -o OUT --calib-data PATH",
 		Short: "Quantize a model to INT8 (QDQ) from calibration data and measure it against float",
@@ -51,9 +57,18 @@ and residual Adds, float bias).
 Formats (--format): qdq (default) keeps Q/DQ around float ops for the
 runtime to fuse; qoperator (ort-cpu) writes QLinearConv and QLinearMatMul
 where that computes exactly what the Q/DQ group does, and lists the groups
-left in QDQ form with the reason.`,
+left in QDQ form with the reason.
+
+Weight-only (--weights int4|int3): instead of INT8, the constant weights of
+MatMul and Gemm layers become blockwise 4- or 3-bit codes (--block-size, a
+zero point per block) in ONNX Runtime's com.microsoft MatMulNBits;
+activations stay float. --weight-rounding rtn (round to nearest, no data
+needed) or gptq (error compensation from the layers' inputs on
+--calib-data). int3 is stored in the 4-bit container (ORT has no 3-bit
+kernel). The result is compared with float on --eval-data (default the
+calibration data). See docs/transformers.md.`,
 		Args: exactArgs(1, "one input model"),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
 			o.Input, o.ORTLib = args[0], g.ortLib
 			if o.Output == "" {
@@ -64,6 +79,20 @@ left in QDQ form with the reason.`,
 			}
 			if o.Session, err = sf.options(); err != nil {
 				return err
+			}
+			if weights != "" {
+				if f := int8Only(cmd.Flags()); f != "" {
+					return usageError{fmt.Errorf("--%s is for INT8 quantization, not --weights", f)}
+				}
+				w, err := weightOnlyOptions(weights, rounding, blockSize, &calib, &eval, o, g)
+				if err != nil {
+					return err
+				}
+				opts.Weights = w
+				if runF != nil {
+					return runF(opts)
+				}
+				return weightsRun(opts)
 			}
 			if o.Method, err = calibrate.ParseMethod(method); err != nil {
 				return usageError{fmt.Errorf("--method: %w", err)}
@@ -160,6 +189,9 @@ left in QDQ form with the reason.`,
 	fs.BoolVar(&o.AllowAccuracyLoss, "allow-accuracy-loss", false, "write the INT8 model even when it misses the accuracy guard after the fallback (exit 0)")
 	calib.registerSpec(fs)
 	fs.Int64Var(&calib.seed, "seed", 1, "seed for random data")
+	fs.StringVar(&weights, "weights", "", "weight-only quantization instead of INT8: "+choice.Or(weightonly.Types)+" (MatMulNBits)")
+	fs.IntVar(&blockSize, "block-size", weightonly.DefaultBlockSize, "--weights: weights per block along K: "+choice.Or(weightonly.BlockSizeNames()))
+	fs.StringVar(&rounding, "weight-rounding", string(weightonly.RTN), "--weights: "+choice.Or(weightonly.Roundings)+" (gptq needs --calib-data)")
 	fs.BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
 	fs.StringVar(&opts.Report, "report", "", "also write report.json, report.md and report.html into this folder (docs/report.md)")
 	calib.image.register(fs) // for --calib-data and --eval-data alike

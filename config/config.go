@@ -28,6 +28,7 @@ import (
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/prune"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/weightonly"
 )
 
 // Config is everything `optc build` does, as one value.
@@ -129,6 +130,14 @@ type Quantize struct {
 	// all-int8, or a placement.json to replay; PlacementBudget bounds auto.
 	Placement       string   `yaml:"placement" json:"placement"`
 	PlacementBudget Duration `yaml:"placement_budget" json:"placement_budget"`
+	// Weights, when set (int4 or int3), makes the ORT (and Triton)
+	// artifact weight-only: MatMul/Gemm weights as blockwise low-bit
+	// MatMulNBits codes (package weightonly), activations float, instead
+	// of INT8 for those targets. BlockSize and WeightRounding (rtn, or
+	// gptq from calibration.data) say how.
+	Weights        string `yaml:"weights" json:"weights,omitempty"`
+	BlockSize      int    `yaml:"block_size" json:"block_size"`
+	WeightRounding string `yaml:"weight_rounding" json:"weight_rounding"`
 }
 
 // Eval is the data the artifacts are checked on.
@@ -235,8 +244,9 @@ func Default() Config {
 		Calibration: Calibration{
 			Batch: 8, Seed: 1, Method: "percentile", Percentile: 99.999,
 		},
-		Prune:    Prune{Reconstruct: true},
-		Quantize: Quantize{ReduceRange: "auto", Format: "qdq", PerChannel: true, Placement: "auto", PlacementBudget: Duration{time.Minute}},
+		Prune: Prune{Reconstruct: true},
+		Quantize: Quantize{ReduceRange: "auto", Format: "qdq", PerChannel: true, Placement: "auto", PlacementBudget: Duration{time.Minute},
+			BlockSize: weightonly.DefaultBlockSize, WeightRounding: string(weightonly.RTN)},
 		Eval:     Eval{Batch: 8},
 		Runtime:  Runtime{Level: "all"},
 		Latency:  Latency{Batches: []int{1, 8}, Duration: Duration{time.Second}, Repeats: 5},
@@ -497,6 +507,17 @@ func (c Config) Validate() error {
 	}
 	if c.Quantize.MaxAccuracyDrop > 0 && c.Eval.Labels == "" {
 		bad("quantize.max_accuracy_drop needs eval.labels (use quantize.min_cosine without labels)")
+	}
+	if w := c.Quantize.Weights; w != "" && !slices.Contains(weightonly.Types, weightonly.Type(w)) {
+		bad("quantize.weights: %q (want %s)", w, choice.Or(weightonly.Types))
+	}
+	if !slices.Contains(weightonly.BlockSizes, c.Quantize.BlockSize) {
+		bad("quantize.block_size: %d (want %s)", c.Quantize.BlockSize, choice.Or(weightonly.BlockSizeNames()))
+	}
+	if r := weightonly.Rounding(c.Quantize.WeightRounding); !slices.Contains(weightonly.Roundings, r) {
+		bad("quantize.weight_rounding: %q (want %s)", r, choice.Or(weightonly.Roundings))
+	} else if r == weightonly.GPTQ && c.Quantize.Weights != "" && c.Calibration.Data == "" {
+		bad("quantize.weight_rounding gptq needs calibration.data (--calib-data)")
 	}
 	if c.INT8 && c.Calibration.Data == "" && c.Calibration.Cache == "" {
 		bad("int8 needs calibration.data (--calib-data) or an existing calibration.cache")

@@ -29,7 +29,7 @@ image: {resize: 256, size: [224, 224], layout: NHWC, color: bgr, scale: 0.5, mea
 calibration: {data: c.npy, samples: 100, batch: 4, seed: 7, method: entropy, percentile: 99.9, moving_average: 0.1, cache: c.json}
 prune: {methods: ["channels:auto", "2:4"], reconstruct: false, exclude: [fc], max_accuracy_drop: 2, min_cosine: 0.98}
 quantize: {reduce_range: "on", format: qoperator, per_channel: false, exclude: [Gemm], keep_first_last: true, max_accuracy_drop: 0.5, min_cosine: 0.99,
-  placement: p.json, placement_budget: 30s}
+  placement: p.json, placement_budget: 30s, weights: int3, block_size: 64, weight_rounding: gptq}
 eval: {data: e.npy, labels: l.npy, samples: 10, batch: 2}
 runtime: {level: extended, threads: 2, ort_lib: /x.so}
 latency: {batches: [1, 4], duration: 500ms, threads: [1, 2], p99_budget_ms: 12.5, repeats: 3}
@@ -54,7 +54,8 @@ gates: {max_accuracy_drop: 1, min_cosine: 0.99, max_latency_regression: 10, perc
 			Percentile: 99.9, MovingAverage: 0.1, Cache: "c.json"},
 		Prune: Prune{Methods: []string{"channels:auto", "2:4"}, Reconstruct: false, Exclude: []string{"fc"}, MaxAccuracyDrop: 2, MinCosine: 0.98},
 		Quantize: Quantize{ReduceRange: "on", Format: "qoperator", PerChannel: false, Exclude: []string{"Gemm"}, KeepFirstLast: true,
-			MaxAccuracyDrop: 0.5, MinCosine: 0.99, Placement: "p.json", PlacementBudget: Duration{30 * time.Second}},
+			MaxAccuracyDrop: 0.5, MinCosine: 0.99, Placement: "p.json", PlacementBudget: Duration{30 * time.Second},
+			Weights: "int3", BlockSize: 64, WeightRounding: "gptq"},
 		Eval:    Eval{Data: "e.npy", Labels: "l.npy", Samples: 10, Batch: 2},
 		Runtime: Runtime{Level: "extended", Threads: 2, ORTLib: "/x.so"},
 		Latency: Latency{Batches: []int{1, 4}, Duration: Duration{500 * time.Millisecond}, Threads: []int{1, 2}, P99BudgetMs: 12.5, Repeats: 3},

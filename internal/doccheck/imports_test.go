@@ -30,7 +30,7 @@ var layers = map[string]int{
 	"passes": 3, "export/tensorrt/trtlint": 3, "bench": 3, "calibrate": 3, "compare": 3, "infer": 3,
 	"prune": 3, "internal/ortenv": 3, "internal/mnist/tonpy": 3, "internal/textlines/tonpy": 3,
 	// stages
-	"export": 4, "placement": 4, "optimize": 4, "internal/difftest": 4, "internal/conformance": 4,
+	"export": 4, "placement": 4, "optimize": 4, "weightonly": 4, "internal/difftest": 4, "internal/conformance": 4,
 	"ptq": 5, "config": 5,
 	// deployment targets: the registry, the plug-ins, the list of them
 	"export/target": 6,

@@ -1,0 +1,137 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"github.com/optc-dev/optc/internal/choice"
+	"github.com/optc-dev/optc/prune"
+	"github.com/optc-dev/optc/ptq"
+	"github.com/optc-dev/optc/weightonly"
+)
+
+// weightOnlyOptions turns the flags of `optc quantize --weights` into the
+// options of weightonly.Run: calibration data (needed by gptq, optional
+// for rtn) and evaluation data as for INT8.
+func weightOnlyOptions(weights, rounding string, blockSize int, calib, eval *dataFlags, o *ptq.Options, g *globals) (*weightonly.RunOptions, error) {
+	typ := weightonly.Type(weights)
+	if !slices.Contains(weightonly.Types, typ) {
+		return nil, usageError{fmt.Errorf("--weights %q: want %s", weights, choice.Or(weightonly.Types))}
+	}
+	if !slices.Contains(weightonly.BlockSizes, blockSize) {
+		return nil, usageError{fmt.Errorf("--block-size %d: want %s", blockSize, choice.Or(weightonly.BlockSizeNames()))}
+	}
+	r := weightonly.Rounding(rounding)
+	if !slices.Contains(weightonly.Roundings, r) {
+		return nil, usageError{fmt.Errorf("--weight-rounding %q: want %s", rounding, choice.Or(weightonly.Roundings))}
+	}
+	if r == weightonly.GPTQ && calib.spec == "" {
+		return nil, usageError{fmt.Errorf("--weight-rounding gptq needs --calib-data")}
+	}
+	w := &weightonly.RunOptions{Input: o.Input, Output: o.Output, Session: o.Session, ORTLib: g.ortLib,
+		Weights: weightonly.Options{Type: typ, BlockSize: blockSize, Rounding: r, Exclude: o.Quant.Exclude}}
+	if calib.spec != "" {
+		d := &prune.Data{Spec: calib.spec, ORTLib: g.ortLib, Session: o.Session}
+		var err error
+		if d.Opts, err = calib.options(); err != nil {
+			return nil, err
+		}
+		if calib.spec != "random" {
+			d.Opts.Shapes = nil // data files carry their own shapes
+		}
+		d.Opts.Shuffle = calib.samples > 0 && calib.spec != "random"
+		w.Weights.Data = d
+	}
+	if eval.spec == "" && calib.spec == "" {
+		// RTN needs no data, but the result is still run against float:
+		// on random inputs (--shape, --range, --value shape them).
+		eval.spec = "random"
+	}
+	if eval.spec != "" {
+		shapes := eval.shapes
+		eval.inherit(calib)
+		eval.image = calib.image
+		if eval.spec != "random" {
+			eval.shapes = shapes
+		}
+		var err error
+		if w.EvalOpts, err = eval.options(); err != nil {
+			return nil, err
+		}
+		w.EvalData = eval.spec
+	}
+	return w, nil
+}
+
+// int8OnlyFlags are quantize's flags that mean nothing to --weights.
+var int8OnlyFlags = []string{"method", "percentile", "moving-average", "calib-cache", "target", "reduce-range", "format",
+	"per-tensor", "keep-first-last", "eval-labels", "max-accuracy-drop", "min-cosine", "allow-accuracy-loss", "report"}
+
+// int8Only names the first INT8-only flag given, or "".
+func int8Only(fs *pflag.FlagSet) string {
+	for _, name := range int8OnlyFlags {
+		if fs.Changed(name) {
+			return name
+		}
+	}
+	return ""
+}
+
+func weightsRun(opts *QuantizeOptions) error {
+	res, err := weightonly.Run(*opts.Weights)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(opts.IO.Out, res)
+	}
+	printWeights(opts.IO.Out, res)
+	return nil
+}
+
+func printWeights(out io.Writer, r *weightonly.Result) {
+	w := r.Weights
+	zp := "a zero point per block"
+	if w.Symmetric {
+		zp = "symmetric"
+	}
+	fmt.Fprintf(out, "weights      %s, block %d, %s, rounding %s (MatMulNBits", w.Type, w.BlockSize, zp, w.Rounding)
+	if w.Type == weightonly.Int3 {
+		fmt.Fprint(out, "; 3-bit codes in the 4-bit container")
+	}
+	fmt.Fprintln(out, ")")
+	fmt.Fprintf(out, "quantized    %d layers; %d left float\n", w.Quantized, len(w.Layers)-w.Quantized)
+	for _, l := range w.Layers {
+		if l.Skipped != "" {
+			fmt.Fprintf(out, "  float: %s: %s\n", l.Node, l.Skipped)
+		}
+	}
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "\tfloat\t%s\t\n", w.Type)
+	fmt.Fprintf(tw, "weight bytes\t%s\t%s\t(%.2fx, the quantized layers)\n", thousands(w.BytesBefore), thousands(w.BytesAfter), float64(w.BytesAfter)/float64(max(w.BytesBefore, 1)))
+	fmt.Fprintf(tw, "file bytes\t%s\t%s\t\n", thousands(r.FloatBytes), thousands(r.OutputBytes))
+	tw.Flush()
+	if c := r.Compare; c != nil {
+		where := "held-out --eval-data"
+		switch {
+		case c.Data == "random":
+			where = "random inputs (give --eval-data for a real figure)"
+		case !r.HeldOut:
+			where = "the calibration data (not held out)"
+		}
+		fmt.Fprintf(out, "\nagainst float on %d samples of %s:\n", c.Samples, where)
+		for _, s := range c.Outputs {
+			agree := ""
+			if s.Classifier {
+				agree = fmt.Sprintf(", top-1 agreement %.2f%%", 100*s.Top1Agree)
+			}
+			fmt.Fprintf(out, "  %s: cosine %s, max abs error %.4g%s\n", s.Name, s.Cosine.Text("%.5f"), s.MaxAbs, agree)
+		}
+	}
+	fmt.Fprintf(out, "wrote %s\n", r.Output)
+}

@@ -1,0 +1,239 @@
+package weightonly
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/prune"
+)
+
+// BenchmarkLMFigures is `make bench-lm`: the small decoder LM that
+// scripts/lm/train.py trains (held-out text, never trained on) quantized
+// every way weightonly offers, each measured in ORT (level all): held-out
+// perplexity, next-token agreement with FP32, file size, and latency per
+// sequence at lengths 32, 128 and 512 (the held-out tokens run on as one
+// sequence) with one thread and all cores (interleaved rounds, medians
+// and ranges). Prints the table docs/transformers.md quotes.
+func BenchmarkLMFigures(b *testing.B) {
+	ortenv.Require(b)
+	dir := os.Getenv("OPTC_LM_DIR") // another trained model (default: the cache's)
+	if dir == "" {
+		dir = testenv.Data(b, "lm")
+	}
+	model := filepath.Join(dir, "lm.onnx")
+	calib := filepath.Join(dir, "calib.npy")
+	held, err := data.ReadNpy(filepath.Join(dir, "heldout.npy"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	work := b.TempDir()
+	type variant struct {
+		name string
+		path string
+		opts *Options
+	}
+	vs := []variant{{name: "fp32", path: model}}
+	for _, c := range []struct {
+		typ   Type
+		r     Rounding
+		block int
+	}{{Int4, RTN, 32}, {Int4, GPTQ, 32}, {Int4, RTN, 128}, {Int3, RTN, 32}, {Int3, GPTQ, 32}} {
+		o := &Options{Type: c.typ, Rounding: c.r, BlockSize: c.block}
+		vs = append(vs, variant{name: fmt.Sprintf("%s %s b%d", c.typ, c.r, c.block), opts: o,
+			path: filepath.Join(work, fmt.Sprintf("%s_%s_%d.onnx", c.typ, c.r, c.block))})
+	}
+	var weightRatio = map[string]float64{}
+	for _, v := range vs[1:] {
+		if v.opts.Rounding == GPTQ {
+			v.opts.Data = &prune.Data{Spec: calib, Opts: data.Options{Batch: 8}, Session: ort.DefaultOptions()}
+		}
+		start := time.Now()
+		res, err := Run(RunOptions{Input: model, Output: v.path, Weights: *v.opts, Session: ort.DefaultOptions()})
+		if err != nil {
+			b.Fatalf("%s: %v", v.name, err)
+		}
+		weightRatio[v.name] = float64(res.Weights.BytesAfter) / float64(res.Weights.BytesBefore)
+		b.Logf("%s: %d layers in %.1fs", v.name, res.Weights.Quantized, time.Since(start).Seconds())
+	}
+	// Held-out quality: all positions of all windows.
+	ids, err := held.Int64s()
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, seq := int(held.Dims[0]), int(held.Dims[1])
+	const batch = 8
+	argmaxes := make([][]int, len(vs))
+	nll := make([]float64, len(vs))
+	hits := make([]int, len(vs))
+	for i, v := range vs {
+		s := session(b, v.path, 0)
+		for s0 := 0; s0 < n; s0 += batch {
+			k := min(batch, n-s0)
+			x, _ := graph.NewInt64Tensor("ids", []int64{int64(k), int64(seq)}, ids[s0*seq:(s0+k)*seq])
+			outs, err := s.Run([]*graph.Tensor{x})
+			if err != nil {
+				b.Fatal(err)
+			}
+			logits, _ := outs[0].Float32s()
+			vocab := int(outs[0].Dims[2])
+			for r := 0; r < k; r++ {
+				for p := 0; p < seq-1; p++ {
+					l := logits[(r*seq+p)*vocab : (r*seq+p+1)*vocab]
+					best, mx := 0, l[0]
+					for j, z := range l {
+						if z > mx {
+							best, mx = j, z
+						}
+					}
+					var sum float64
+					for _, z := range l {
+						sum += math.Exp(float64(z - mx))
+					}
+					next := int(ids[(s0+r)*seq+p+1])
+					nll[i] += math.Log(sum) - float64(l[next]-mx)
+					argmaxes[i] = append(argmaxes[i], best)
+					if best == next {
+						hits[i]++
+					}
+				}
+			}
+		}
+		s.Close()
+	}
+	tokens := float64(len(argmaxes[0]))
+	// Latency: batch 1, one intra-op thread and all cores; each round runs
+	// every variant (order rotating) a few times; medians and ranges over
+	// rounds.
+	lens := []int{32, 128, 512}
+	threads := []int{1, 0}
+	lat := make([][][]float64, len(vs)) // variant, threads×length, rounds (ms)
+	for i := range vs {
+		lat[i] = make([][]float64, len(threads)*len(lens))
+	}
+	const rounds, reps = 11, 5
+	for ti, th := range threads {
+		sessions := make([]*ort.Session, len(vs))
+		for i, v := range vs {
+			sessions[i] = session(b, v.path, th)
+		}
+		for li, L := range lens {
+			if L > len(ids) {
+				b.Fatalf("held-out data shorter than %d tokens", L)
+			}
+			// Windows laid end to end: a 512-token input is 4 windows.
+			x, _ := graph.NewInt64Tensor("ids", []int64{1, int64(L)}, ids[:L])
+			for _, s := range sessions { // warm-up
+				for range 2 {
+					if _, err := s.Run([]*graph.Tensor{x}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			for r := 0; r < rounds; r++ {
+				for j := range vs {
+					i := (j + r) % len(vs)
+					start := time.Now()
+					for range reps {
+						if _, err := sessions[i].Run([]*graph.Tensor{x}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					k := ti*len(lens) + li
+					lat[i][k] = append(lat[i][k], float64(time.Since(start).Microseconds())/1000/reps)
+				}
+			}
+		}
+		for _, s := range sessions {
+			s.Close()
+		}
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%d held-out windows of %d tokens (%d predictions); ORT %s level all; %s, GOMAXPROCS %d\n\n", n, seq, int(tokens), ortVersion(), cpuLine(), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(&sb, "| model | perplexity | vs FP32 | next-token agreement with FP32 | top-1 accuracy | file bytes | weights vs FP32 |")
+	for _, th := range []string{"1 thread", "all cores"} {
+		for _, L := range lens {
+			fmt.Fprintf(&sb, " ms/seq L=%d, %s |", L, th)
+		}
+	}
+	sb.WriteString("\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	ppl0 := math.Exp(nll[0] / tokens)
+	for i, v := range vs {
+		ppl := math.Exp(nll[i] / tokens)
+		agree := 0
+		for j, a := range argmaxes[i] {
+			if a == argmaxes[0][j] {
+				agree++
+			}
+		}
+		st, _ := os.Stat(v.path)
+		ratio := "1"
+		if r, ok := weightRatio[v.name]; ok {
+			ratio = fmt.Sprintf("%.3f", r)
+		}
+		fmt.Fprintf(&sb, "| %s | %.3f | %+.1f%% | %.2f%% | %.2f%% | %d | %s |", v.name, ppl, 100*(ppl/ppl0-1), 100*float64(agree)/tokens, 100*float64(hits[i])/tokens, st.Size(), ratio)
+		for k := range lat[i] {
+			ms := slices.Clone(lat[i][k])
+			slices.Sort(ms)
+			fmt.Fprintf(&sb, " %.2f (%.2f-%.2f) |", ms[len(ms)/2], ms[0], ms[len(ms)-1])
+		}
+		sb.WriteString("\n")
+	}
+	fmt.Print(sb.String())
+	if p := os.Getenv("LM_REPORT"); p != "" {
+		if err := os.WriteFile(p, []byte(sb.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func session(b *testing.B, path string, threads int) *ort.Session {
+	m, err := graph.LoadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	src, err := ort.SourceOf(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := ort.DefaultOptions()
+	o.Level = ort.LevelAll
+	o.IntraOpThreads, o.InterOpThreads = threads, 1
+	s, err := ort.NewSession(src, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+func ortVersion() string {
+	v, _ := ort.Version()
+	return v
+}
+
+// cpuLine names the CPU from /proc/cpuinfo (Linux), for the table's
+// caption.
+func cpuLine() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return runtime.GOARCH
+}
