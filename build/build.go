@@ -342,7 +342,7 @@ func (b *builder) quantize() error {
 func (b *builder) ptqOptions(target quantize.Target, out string) ptq.Options {
 	c := b.c
 	o := ptq.Options{
-		Input: b.float, Output: out, CalibData: c.Calibration.Data, CalibCache: b.calibFile,
+		Input: b.float, Optimized: true, Output: out, CalibData: c.Calibration.Data, CalibCache: b.calibFile,
 		CalibOpts: b.dataOptions(c.Calibration.Data, c.Calibration.Batch, c.Calibration.Samples),
 		Method:    calibrate.Method(c.Calibration.Method),
 		Calib:     calibrate.Options{Percentile: c.Calibration.Percentile, MovingAverage: c.Calibration.MovingAverage},
