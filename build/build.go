@@ -65,7 +65,9 @@ type Result struct {
 	// engine measurement (or why there is none).
 	TensorRT *TensorRTResult `json:"tensorrt,omitempty"`
 	// Deployment is the Triton target's profiles and the sweep behind them.
-	Deployment  *Deployment   `json:"deployment,omitempty"`
+	Deployment *Deployment `json:"deployment,omitempty"`
+	// Plan is how the build shared its time budget between the stages.
+	Plan        *Plan         `json:"plan"`
 	Stages      []Stage       `json:"stages"`
 	Environment Environment   `json:"environment"`
 	Notes       []string      `json:"notes,omitempty"`
@@ -147,6 +149,10 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		res: &Result{Input: c.Model, Output: c.Output, Targets: targets, opts: c}}
 	b.eval.spec, b.eval.opts = b.evalData()
 	b.res.Caveats.RandomCalibration = c.INT8 && c.Calibration.Data == "random"
+	b.res.Plan = b.plan()
+	for _, l := range b.res.Plan.Lines {
+		b.progress("plan: %s", l)
+	}
 	// The stages run apart so that an interrupt returns at once (the
 	// working folder is already gone) instead of after the current stage.
 	done := make(chan error, 1)
@@ -363,7 +369,8 @@ func (b *builder) ptqOptions(target quantize.Target, out string) ptq.Options {
 		o.Quant.Format = quantize.Format(c.Quantize.Format)
 		if o.Quant.Format != quantize.FormatQOperator {
 			env := MeasuredOn()
-			o.Placement, o.PlacementBudget, o.CPU, o.CPUFlags = c.Quantize.Placement, c.Quantize.PlacementBudget.Duration, env.CPU, env.CPUFlags
+			o.Placement, o.CPU, o.CPUFlags = c.Quantize.Placement, env.CPU, env.CPUFlags
+			o.PlacementBudget = time.Duration(b.res.Plan.PlacementSeconds * float64(time.Second))
 		}
 	}
 	if c.Quantize.ReduceRange != "auto" {

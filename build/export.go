@@ -55,7 +55,7 @@ func (b *builder) exportTriton() error {
 	} else {
 		b.progress("sweep batch sizes and threads for the deployment profiles")
 		sweep, err := export.Sweep(export.SweepOptions{Model: b.ortModel, Threads: b.c.Latency.Threads,
-			Duration: b.c.Latency.Duration.Duration, Session: b.session(), Inputs: b.c.Inputs(), ORTLib: b.c.Runtime.ORTLib})
+			Duration: b.sweepDuration(), Session: b.session(), Inputs: b.c.Inputs(), ORTLib: b.c.Runtime.ORTLib})
 		if err != nil {
 			return err
 		}

@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/compare"
@@ -85,6 +84,7 @@ func (b *builder) verify() error {
 	if b.res.Baseline, err = b.timing(b.c.Model, "", b.session()); err != nil {
 		return fmt.Errorf("%s: %w", b.c.Model, err)
 	}
+	b.checkTimingFits(b.res.Baseline)
 	for _, a := range b.res.Artifacts {
 		if a.Kind != "model" && a.Kind != "ort-model" {
 			continue
@@ -233,7 +233,10 @@ func (b *builder) evalData() (string, data.Options) {
 const notHeldOut = "no eval data and calibration used every sample: the artifacts were checked on the calibration data, which is not held out (give eval.data, or calibration.samples below the data's size to check on the rest)"
 
 // timing measures a model on random inputs at every latency batch size,
-// latency.repeats times, each run taking an equal share of latency.duration.
+// latency.repeats times, each run taking an equal share of latency.duration
+// (or less, as the budget's plan says) but at least minWindowRuns runs.
+// Repeats keep each window's raw figures; the median leaves out the
+// percentiles the windows were too short for.
 func (b *builder) timing(model, runModel string, sess ort.Options) (*Timing, error) {
 	repeats := max(b.c.Latency.Repeats, 1)
 	t := &Timing{}
@@ -241,7 +244,7 @@ func (b *builder) timing(model, runModel string, sess ort.Options) (*Timing, err
 		r, err := bench.Run(bench.Options{
 			Model: model, RunModel: runModel, Data: "random",
 			DataOpts: data.Options{High: 1, Seed: 1, Spec: b.c.Inputs()}, Batches: b.latencyBatches,
-			Session: sess, Duration: b.c.Latency.Duration.Duration / time.Duration(repeats), ORTLib: b.c.Runtime.ORTLib,
+			Session: sess, Duration: b.windowDuration(), MinIterations: minWindowRuns, ORTLib: b.c.Runtime.ORTLib,
 		})
 		if err != nil {
 			return nil, err
@@ -277,6 +280,7 @@ func (b *builder) timing(model, runModel string, sess ort.Options) (*Timing, err
 		m.Throughput = at(func(x bench.BatchResult) float64 { return x.Throughput })
 		t.Batches = append(t.Batches, m)
 	}
+	b.dropUnsupported(t)
 	return t, nil
 }
 

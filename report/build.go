@@ -125,7 +125,7 @@ func latencyOf(t *build.Timing) *Latency {
 func batchLatency(b bench.BatchResult) BatchLatency {
 	x := b.Latency
 	return BatchLatency{Batch: b.Batch, Min: x.Min, P50: x.P50, P90: x.P90, P95: x.P95, P99: x.P99, Max: x.Max,
-		Mean: x.Mean, CV: x.CV, Throughput: b.Throughput}
+		Mean: x.Mean, CV: x.CV, Throughput: b.Throughput, Unreported: x.Unreported}
 }
 
 func quantizationOf(target, model string, q *ptq.Result) *Quantization {
@@ -155,8 +155,12 @@ func delta(in, m *Model) *Delta {
 	}
 	if m.Latency != nil && in.Latency != nil {
 		for _, b := range m.Latency.Batches {
-			if ib := in.Latency.batch(b.Batch); ib != nil && b.P50 > 0 && b.P99 > 0 {
-				d.Speedup = append(d.Speedup, BatchSpeedup{Batch: b.Batch, P50: ib.P50 / b.P50, P99: ib.P99 / b.P99})
+			if ib := in.Latency.batch(b.Batch); ib != nil && b.P50 > 0 {
+				s := BatchSpeedup{Batch: b.Batch, P50: ib.P50 / b.P50}
+				if b.P99 > 0 && ib.P99 > 0 { // else one was not reported
+					s.P99 = ib.P99 / b.P99
+				}
+				d.Speedup = append(d.Speedup, s)
 			}
 		}
 	}

@@ -114,6 +114,9 @@ type BatchLatency struct {
 	Mean       float64 `json:"mean_ms"`
 	CV         float64 `json:"cv"`
 	Throughput float64 `json:"throughput_samples_per_s"`
+	// Unreported names the percentiles the timing windows were too short
+	// for: 0 above, "-" in tables (bench.Latency.Drop).
+	Unreported []string `json:"unreported,omitempty"`
 	// Repeats are the separate runs the figures above are medians of.
 	Repeats []RepeatLatency `json:"repeats,omitempty"`
 }
