@@ -32,10 +32,10 @@ type Options struct {
 	// unfused), and Run does not run them again. Without it Run runs the
 	// -O2 passes, as `optc quantize` does.
 	Optimized bool
-	CalibData     string
-	CalibOpts     data.Options // batch, samples (--calib-samples), shapes
-	Method        calibrate.Method
-	Calib         calibrate.Options
+	CalibData string
+	CalibOpts data.Options // batch, samples (--calib-samples), shapes
+	Method    calibrate.Method
+	Calib     calibrate.Options
 	// CalibCache is a calibration file: read when it exists and matches
 	// the model, else written after collection.
 	CalibCache string
