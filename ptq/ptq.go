@@ -216,12 +216,15 @@ func Run(opts Options) (*Result, error) {
 	quality := qualitySession(opts)
 	res.QualityLevel = quality.Level.String()
 	res.Guard = &Guard{Data: eval, HeldOut: res.HeldOut}
+	// The float model's outputs are kept for the next measurement on the
+	// same data: the guard and placement measure many INT8 candidates.
+	ref := compare.NewReference()
 	measureOn := func(dopts data.Options) func(graph.Serialized) (*compare.Result, error) {
 		return func(b graph.Serialized) (*compare.Result, error) {
 			r, err := compare.Models(compare.Options{
 				ModelA: "float", ModelB: "int8", AInMemory: float, BInMemory: b,
 				Data: eval, DataOpts: dopts, Labels: opts.EvalLabels,
-				Atol: map[string]float64{"": 1e9}, Session: quality, ORTLib: opts.ORTLib,
+				Atol: map[string]float64{"": 1e9}, Session: quality, ORTLib: opts.ORTLib, Reference: ref,
 			})
 			if err != nil {
 				return nil, fmt.Errorf("evaluating the INT8 model: %w", err)
