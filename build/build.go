@@ -14,9 +14,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
@@ -110,10 +112,12 @@ func (b *builder) add(rel, target, kind, precision, from string) {
 	}
 }
 
-// Stage is one step of the build and its wall time.
+// Stage is one step of the build, its wall time and the process's peak
+// resident memory when it ended (what the build held at most so far).
 type Stage struct {
-	Name    string  `json:"name"`
-	Seconds float64 `json:"seconds"`
+	Name       string  `json:"name"`
+	Seconds    float64 `json:"seconds"`
+	PeakRSSMiB float64 `json:"peak_rss_mib,omitempty"`
 }
 
 // Run builds opts.Config.Model into opts.Config.Output. Cancelling ctx
@@ -145,7 +149,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 			dir.abort()
 		}
 	}()
-	b := &builder{ctx: ctx, opts: opts, c: c, dir: dir, targets: targets,
+	b := &builder{ctx: ctx, opts: opts, c: c, dir: dir, targets: targets, ref: compare.NewReference(),
 		res: &Result{Input: c.Model, Output: c.Output, Targets: targets, opts: c}}
 	b.eval.spec, b.eval.opts = b.evalData()
 	b.res.Caveats.RandomCalibration = c.INT8 && c.Calibration.Data == "random"
@@ -187,10 +191,22 @@ func (b *builder) runStages() error {
 			b.progress("[%d/%d] %s failed after %s", i+1, len(stages), st.name, elapsed(start))
 			return fmt.Errorf("%s: %w", st.name, err)
 		}
-		b.progress("[%d/%d] %s done in %s", i+1, len(stages), st.name, elapsed(start))
-		b.res.Stages = append(b.res.Stages, Stage{Name: st.name, Seconds: time.Since(start).Seconds()})
+		peak := peakRSSMiB()
+		b.progress("[%d/%d] %s done in %s (peak RSS %.0f MiB)", i+1, len(stages), st.name, elapsed(start), peak)
+		b.res.Stages = append(b.res.Stages, Stage{Name: st.name, Seconds: time.Since(start).Seconds(), PeakRSSMiB: peak})
 	}
 	return nil
+}
+
+// peakRSSMiB is this process's peak resident memory so far, in MiB (0
+// when the system does not say): the figure docs/DESIGN.md's memory model
+// is held to.
+func peakRSSMiB() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Maxrss) / 1024 // KiB on Linux
 }
 
 // elapsed is the time since start in seconds, to a tenth.
@@ -206,6 +222,9 @@ type builder struct {
 	dir     *folder
 	targets []string
 	res     *Result
+	// ref keeps the input model's outputs on the evaluation data, so that
+	// checking each artifact does not run the input again.
+	ref *compare.Reference
 
 	float     string // the optimized float model, in the working folder
 	ortModel  string // what the ORT target deploys (float or INT8)

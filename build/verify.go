@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/compare"
@@ -85,17 +86,21 @@ func (b *builder) verify() error {
 		return fmt.Errorf("%s: %w", b.c.Model, err)
 	}
 	b.checkTimingFits(b.res.Baseline)
+	var timed []*Artifact
 	for _, a := range b.res.Artifacts {
-		if a.Kind != "model" && a.Kind != "ort-model" {
-			continue
+		if a.Kind == "model" || a.Kind == "ort-model" {
+			timed = append(timed, a)
 		}
+	}
+	start := time.Now()
+	for k, a := range timed {
 		path, runPath := b.dir.tmpPath(a.Path), ""
 		if a.Kind == "ort-model" {
 			// optc cannot parse .ort files: its interface is the model it
 			// was written from.
 			path, runPath = b.dir.tmpPath(a.From), b.dir.tmpPath(a.Path)
 		}
-		b.progress("verify %s", a.Path)
+		b.progress("verify %s (%d/%d%s)", a.Path, k+1, len(timed), eta(start, k, len(timed)))
 		if a.Precision == "fp16" && a.Kind == "model" {
 			if err := b.verifyFP16(a, path); err != nil {
 				return fmt.Errorf("%s: %w", a.Path, err)
@@ -108,7 +113,7 @@ func (b *builder) verify() error {
 			}
 			r, err := compare.Models(compare.Options{
 				ModelA: b.c.Model, ModelB: path, BRun: runPath, Data: spec, DataOpts: dopts, Labels: b.c.Eval.Labels,
-				Atol: map[string]float64{"": math.Inf(1)}, Session: sess, ORTLib: b.c.Runtime.ORTLib,
+				Atol: map[string]float64{"": math.Inf(1)}, Session: sess, ORTLib: b.c.Runtime.ORTLib, Reference: b.ref,
 			})
 			if err != nil {
 				return fmt.Errorf("%s: %w", a.Path, err)
@@ -127,6 +132,16 @@ func (b *builder) verify() error {
 		}
 	}
 	return nil
+}
+
+// eta is a stage's estimate after done of total like steps: ", about Ns
+// left", or nothing before the first step has ended.
+func eta(start time.Time, done, total int) string {
+	if done == 0 {
+		return ""
+	}
+	left := time.Since(start).Seconds() / float64(done) * float64(total-done)
+	return ", about " + secs(left) + " left"
 }
 
 // timeArtifact times a model artifact at the runtime level. An artifact
@@ -176,7 +191,7 @@ func (b *builder) verifyFP16(a *Artifact, path string) error {
 	check := func(spec string, dopts data.Options, labels string) (*Check, error) {
 		r, err := compare.Models(compare.Options{
 			ModelA: b.c.Model, ModelB: a.Path + " (float16 emulated)", BInMemory: emulated, Data: spec, DataOpts: dopts, Labels: labels,
-			Atol: map[string]float64{"": math.Inf(1)}, Session: session, ORTLib: b.c.Runtime.ORTLib,
+			Atol: map[string]float64{"": math.Inf(1)}, Session: session, ORTLib: b.c.Runtime.ORTLib, Reference: b.ref,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("on %s: %w", spec, err)
