@@ -384,6 +384,7 @@ func (b *builder) ptqOptions(target quantize.Target, out string) ptq.Options {
 	// A subset is drawn at random (seeded), not taken from the front of a
 	// file that may be sorted by class.
 	o.CalibOpts.Shuffle = c.Calibration.Samples > 0
+	o.Calib.Progress = b.calibrationProgress(int64(c.Calibration.Samples))
 	if target == quantize.TargetORTCPU {
 		o.Quant.Format = quantize.Format(c.Quantize.Format)
 		if o.Quant.Format != quantize.FormatQOperator {
@@ -398,6 +399,28 @@ func (b *builder) ptqOptions(target quantize.Target, out string) ptq.Options {
 	}
 	return o
 }
+
+// calibrationProgress prints, every progressEvery, how many calibration
+// samples have run and, when the number to run is known, an estimate of
+// the time left: calibrating a large model is the longest step of a build.
+func (b *builder) calibrationProgress(total int64) func(int64) {
+	start, last := time.Now(), time.Now()
+	return func(n int64) {
+		if time.Since(last) < progressEvery {
+			return
+		}
+		last = time.Now()
+		if total <= 0 || n >= total {
+			b.progress("calibrating: %d samples in %s", n, elapsed(start))
+			return
+		}
+		left := time.Since(start).Seconds() / float64(n) * float64(total-n)
+		b.progress("calibrating: %d of %d samples in %s, about %s left", n, total, elapsed(start), secs(left))
+	}
+}
+
+// progressEvery spaces the progress lines of a long step.
+const progressEvery = 10 * time.Second
 
 // dataOptions reads a data file: shapes only fix random data (files carry
 // their own), samples bound what is read.
