@@ -29,11 +29,15 @@ type Options struct {
 	Session  ort.Options
 	ORTLib   string // --ort-lib
 	// Iterations per batch size; when 0, run for Duration (default 2s).
-	Iterations  int
-	Duration    time.Duration
-	Warmup      int // runs before timing (default 5)
-	Concurrency int // parallel requests sharing one session (default 1)
-	Progress    io.Writer
+	Iterations int
+	Duration   time.Duration
+	// MinIterations, with Duration, is the fewest timed runs per batch
+	// size however long they take: a window shorter than one run of a
+	// slow model would otherwise time it once.
+	MinIterations int
+	Warmup        int // runs before timing (default 5)
+	Concurrency   int // parallel requests sharing one session (default 1)
+	Progress      io.Writer
 }
 
 // Result is what `optc bench` reports; docs/bench.md describes the JSON.
@@ -220,7 +224,7 @@ func measure(sess *ort.Session, inputs []*graph.Tensor, batch int, opts Options)
 					if i >= per+extra {
 						return
 					}
-				} else if time.Now().After(deadline) {
+				} else if time.Now().After(deadline) && i*opts.Concurrency >= opts.MinIterations {
 					return
 				}
 				t := time.Now()

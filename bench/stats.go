@@ -21,10 +21,53 @@ type Latency struct {
 	Mean   float64 `json:"mean_ms"`
 	Stddev float64 `json:"stddev_ms"`
 	CV     float64 `json:"cv"` // stddev / mean
+	// Unreported names the percentiles too few runs supported (Drop):
+	// they are 0 here and "-" in tables, not the slowest run standing in
+	// for them.
+	Unreported []string `json:"unreported,omitempty"`
+}
+
+// Percentiles are the latency percentiles optc reports, with the fewest
+// runs each needs: with fewer, the nearest rank is the maximum (p99 of 30
+// runs is the slowest run), so the figure would be another statistic
+// under its name.
+var Percentiles = []struct {
+	Name    string
+	Q       float64
+	MinRuns int
+}{{"p50", 0.50, 1}, {"p90", 0.90, 10}, {"p95", 0.95, 20}, {"p99", 0.99, 100}}
+
+// Drop zeroes the percentiles n runs do not support and lists them in
+// Unreported.
+func (l *Latency) Drop(n int) {
+	l.Unreported = nil
+	for _, p := range Percentiles {
+		if n >= p.MinRuns {
+			continue
+		}
+		*l.At(p.Name) = 0
+		l.Unreported = append(l.Unreported, p.Name)
+	}
+}
+
+// At is the field holding the named percentile (nil for another name).
+func (l *Latency) At(name string) *float64 {
+	switch name {
+	case "p50":
+		return &l.P50
+	case "p90":
+		return &l.P90
+	case "p95":
+		return &l.P95
+	case "p99":
+		return &l.P99
+	}
+	return nil
 }
 
 // Summarize computes the latency statistics of ds. Percentiles use the
-// nearest-rank method: p99 of 100 timings is the 99th smallest.
+// nearest-rank method: p99 of 100 timings is the 99th smallest. Callers
+// that report them leave out those len(ds) does not support (Drop).
 func Summarize(ds []time.Duration) Latency {
 	if len(ds) == 0 {
 		return Latency{}

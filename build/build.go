@@ -14,9 +14,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/export/tensorrt"
@@ -71,11 +73,13 @@ type Result struct {
 	// engine measurement (or why there is none).
 	TensorRT *tensorrt.Result `json:"tensorrt,omitempty"`
 	// Deployment is the Triton target's profiles and the sweep behind them.
-	Deployment  *triton.Deployment `json:"deployment,omitempty"`
-	Stages      []Stage            `json:"stages"`
-	Environment Environment        `json:"environment"`
-	Notes       []string           `json:"notes,omitempty"`
-	opts        config.Config      // effective options, for the manifest
+	Deployment *triton.Deployment `json:"deployment,omitempty"`
+	// Plan is how the build shared its time budget between the stages.
+	Plan        *Plan         `json:"plan"`
+	Stages      []Stage       `json:"stages"`
+	Environment Environment   `json:"environment"`
+	Notes       []string      `json:"notes,omitempty"`
+	opts        config.Config // effective options, for the manifest
 }
 
 // Config is the effective configuration the build ran with.
@@ -114,10 +118,12 @@ func (b *builder) add(rel, target, kind, precision, from string) {
 	}
 }
 
-// Stage is one step of the build and its wall time.
+// Stage is one step of the build, its wall time and the process's peak
+// resident memory when it ended (what the build held at most so far).
 type Stage struct {
-	Name    string  `json:"name"`
-	Seconds float64 `json:"seconds"`
+	Name       string  `json:"name"`
+	Seconds    float64 `json:"seconds"`
+	PeakRSSMiB float64 `json:"peak_rss_mib,omitempty"`
 }
 
 // Run builds opts.Config.Model into opts.Config.Output. Cancelling ctx
@@ -149,10 +155,14 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 			dir.abort()
 		}
 	}()
-	b := &builder{ctx: ctx, opts: opts, c: c, dir: dir, targets: targets,
+	b := &builder{ctx: ctx, opts: opts, c: c, dir: dir, targets: targets, ref: compare.NewReference(),
 		res: &Result{Input: c.Model, Output: c.Output, Targets: targets, opts: c}}
 	b.eval.spec, b.eval.opts = b.evalData()
 	b.res.Caveats.RandomCalibration = c.INT8 && c.Calibration.Data == "random"
+	b.res.Plan = b.plan()
+	for _, l := range b.res.Plan.Lines {
+		b.progress("plan: %s", l)
+	}
 	// The stages run apart so that an interrupt returns at once (the
 	// working folder is already gone) instead of after the current stage.
 	done := make(chan error, 1)
@@ -187,10 +197,22 @@ func (b *builder) runStages() error {
 			b.progress("[%d/%d] %s failed after %s", i+1, len(stages), st.name, elapsed(start))
 			return fmt.Errorf("%s: %w", st.name, err)
 		}
-		b.progress("[%d/%d] %s done in %s", i+1, len(stages), st.name, elapsed(start))
-		b.res.Stages = append(b.res.Stages, Stage{Name: st.name, Seconds: time.Since(start).Seconds()})
+		peak := peakRSSMiB()
+		b.progress("[%d/%d] %s done in %s (peak RSS %.0f MiB)", i+1, len(stages), st.name, elapsed(start), peak)
+		b.res.Stages = append(b.res.Stages, Stage{Name: st.name, Seconds: time.Since(start).Seconds(), PeakRSSMiB: peak})
 	}
 	return nil
+}
+
+// peakRSSMiB is this process's peak resident memory so far, in MiB (0
+// when the system does not say): the figure docs/DESIGN.md's memory model
+// is held to.
+func peakRSSMiB() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Maxrss) / 1024 // KiB on Linux
 }
 
 // elapsed is the time since start in seconds, to a tenth.
@@ -206,6 +228,9 @@ type builder struct {
 	dir     *folder
 	targets []string
 	res     *Result
+	// ref keeps the input model's outputs on the evaluation data, so that
+	// checking each artifact does not run the input again.
+	ref *compare.Reference
 
 	float    string // the optimized float model, in the working folder
 	ortModel string // what the ORT target deploys (float, INT8 or weight-only)
@@ -358,7 +383,7 @@ func (b *builder) quantize() error {
 func (b *builder) ptqOptions(target quantize.Target, out string) ptq.Options {
 	c := b.c
 	o := ptq.Options{
-		Input: b.float, Output: out, CalibData: c.Calibration.Data, CalibCache: b.calibFile,
+		Input: b.float, Optimized: true, Output: out, CalibData: c.Calibration.Data, CalibCache: b.calibFile,
 		CalibOpts: b.dataOptions(c.Calibration.Data, c.Calibration.Batch, c.Calibration.Samples),
 		Method:    calibrate.Method(c.Calibration.Method),
 		Calib:     calibrate.Options{Percentile: c.Calibration.Percentile, MovingAverage: c.Calibration.MovingAverage},
@@ -375,11 +400,13 @@ func (b *builder) ptqOptions(target quantize.Target, out string) ptq.Options {
 	// A subset is drawn at random (seeded), not taken from the front of a
 	// file that may be sorted by class.
 	o.CalibOpts.Shuffle = c.Calibration.Samples > 0
+	o.Calib.Progress = b.calibrationProgress(int64(c.Calibration.Samples))
 	if target == quantize.TargetORTCPU {
 		o.Quant.Format = quantize.Format(c.Quantize.Format)
 		if o.Quant.Format != quantize.FormatQOperator {
 			env := MeasuredOn()
-			o.Placement, o.PlacementBudget, o.CPU, o.CPUFlags = c.Quantize.Placement, c.Quantize.PlacementBudget.Duration, env.CPU, env.CPUFlags
+			o.Placement, o.CPU, o.CPUFlags = c.Quantize.Placement, env.CPU, env.CPUFlags
+			o.PlacementBudget = time.Duration(b.res.Plan.PlacementSeconds * float64(time.Second))
 		}
 	}
 	if c.Quantize.ReduceRange != "auto" {
@@ -388,6 +415,28 @@ func (b *builder) ptqOptions(target quantize.Target, out string) ptq.Options {
 	}
 	return o
 }
+
+// calibrationProgress prints, every progressEvery, how many calibration
+// samples have run and, when the number to run is known, an estimate of
+// the time left: calibrating a large model is the longest step of a build.
+func (b *builder) calibrationProgress(total int64) func(int64) {
+	start, last := time.Now(), time.Now()
+	return func(n int64) {
+		if time.Since(last) < progressEvery {
+			return
+		}
+		last = time.Now()
+		if total <= 0 || n >= total {
+			b.progress("calibrating: %d samples in %s", n, elapsed(start))
+			return
+		}
+		left := time.Since(start).Seconds() / float64(n) * float64(total-n)
+		b.progress("calibrating: %d of %d samples in %s, about %s left", n, total, elapsed(start), secs(left))
+	}
+}
+
+// progressEvery spaces the progress lines of a long step.
+const progressEvery = 10 * time.Second
 
 // dataOptions reads a data file: shapes only fix random data (files carry
 // their own), samples bound what is read.

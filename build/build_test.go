@@ -24,6 +24,7 @@ import (
 	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/internal/testgraph"
 	"github.com/optc-dev/optc/lint"
+	"github.com/optc-dev/optc/passes"
 	"github.com/optc-dev/optc/placement"
 )
 
@@ -582,6 +583,39 @@ func TestBuildGuard(t *testing.T) {
 	for _, a := range res.Artifacts {
 		if a.Path == "ort/model.ort" && a.Precision != "fp32" {
 			t.Errorf("the ORT artifact is %s, want fp32 when INT8 misses the guard", a.Precision)
+		}
+	}
+}
+
+// TestBuildRunsPassesOnce: an INT8 build runs the pass pipeline once, in
+// its passes stage at the build's -O, and quantizes that model: -O0
+// --int8 leaves BatchNormalization unfused. It also bounds how many times
+// one build decodes a model (each parse is a copy of the graph).
+func TestBuildRunsPassesOnce(t *testing.T) {
+	for _, level := range []int{0, 2} {
+		out := filepath.Join(t.TempDir(), "out")
+		c := mnistConfig(t, out)
+		c.OptLevel = level
+		runs, parses := passes.Runs(), graph.Parses()
+		res := run(t, c)
+		runs, parses = passes.Runs()-runs, graph.Parses()-parses
+		if runs != 1 || res.INT8.Passes != nil || res.INT8TRT.Passes != nil {
+			t.Errorf("-O%d: the pass pipeline ran %d times in one build, want 1", level, runs)
+		}
+		t.Logf("-O%d --int8 --target all: %d model parses", level, parses)
+		m, err := graph.LoadFile(filepath.Join(out, "model.int8.onnx"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bn := 0
+		for _, n := range m.Graph.Nodes {
+			if n.OpType == "BatchNormalization" {
+				bn++
+			}
+		}
+		m.Close()
+		if (level == 0) != (bn > 0) {
+			t.Errorf("-O%d: the INT8 model has %d BatchNormalization nodes", level, bn)
 		}
 	}
 }

@@ -72,7 +72,7 @@ func (h *host) CalibrationFile() string             { return h.b.calibFile }
 func (h *host) LatencyBatches() []int               { return h.b.latencyBatches }
 func (h *host) Session() ort.Options                { return h.b.session() }
 func (h *host) Quantized(s quantize.Target) string  { return h.b.quantized[s] }
-func (h *host) SweepDuration() time.Duration        { return h.b.c.Latency.Duration.Duration }
+func (h *host) SweepDuration() time.Duration        { return h.b.sweepDuration() }
 
 // DeployedPrecision is what the manifest says of the deployed model.
 func (h *host) DeployedPrecision() string {

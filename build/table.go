@@ -52,7 +52,11 @@ func WriteTable(w io.Writer, r *Result) error {
 			if i < len(batches) && b.Latency.P50 > 0 {
 				speedup = fmt.Sprintf("%.2fx", batches[i].Latency.P50/b.Latency.P50)
 			}
-			line += fmt.Sprintf("%.3f\t%.3f\t%s\t", b.Latency.P50, b.Latency.P99, speedup)
+			p99 := "-" // too few runs for it (see the notes)
+			if b.Latency.P99 > 0 {
+				p99 = fmt.Sprintf("%.3f", b.Latency.P99)
+			}
+			line += fmt.Sprintf("%.3f\t%s\t%s\t", b.Latency.P50, p99, speedup)
 		}
 		fmt.Fprintln(tw, line)
 	}

@@ -85,17 +85,22 @@ func (b *builder) verify() error {
 	if b.res.Baseline, err = b.timing(b.c.Model, "", b.session()); err != nil {
 		return fmt.Errorf("%s: %w", b.c.Model, err)
 	}
+	b.checkTimingFits(b.res.Baseline)
+	var timed []*Artifact
 	for _, a := range b.res.Artifacts {
-		if a.Kind != "model" && a.Kind != "ort-model" {
-			continue
+		if a.Kind == "model" || a.Kind == "ort-model" {
+			timed = append(timed, a)
 		}
+	}
+	start := time.Now()
+	for k, a := range timed {
 		path, runPath := b.dir.tmpPath(a.Path), ""
 		if a.Kind == "ort-model" {
 			// optc cannot parse .ort files: its interface is the model it
 			// was written from.
 			path, runPath = b.dir.tmpPath(a.From), b.dir.tmpPath(a.Path)
 		}
-		b.progress("verify %s", a.Path)
+		b.progress("verify %s (%d/%d%s)", a.Path, k+1, len(timed), eta(start, k, len(timed)))
 		if a.Precision == "fp16" && a.Kind == "model" {
 			if err := b.verifyFP16(a, path); err != nil {
 				return fmt.Errorf("%s: %w", a.Path, err)
@@ -108,7 +113,7 @@ func (b *builder) verify() error {
 			}
 			r, err := compare.Models(compare.Options{
 				ModelA: b.c.Model, ModelB: path, BRun: runPath, Data: spec, DataOpts: dopts, Labels: b.c.Eval.Labels,
-				Atol: map[string]float64{"": math.Inf(1)}, Session: sess, ORTLib: b.c.Runtime.ORTLib,
+				Atol: map[string]float64{"": math.Inf(1)}, Session: sess, ORTLib: b.c.Runtime.ORTLib, Reference: b.ref,
 			})
 			if err != nil {
 				return fmt.Errorf("%s: %w", a.Path, err)
@@ -127,6 +132,16 @@ func (b *builder) verify() error {
 		}
 	}
 	return nil
+}
+
+// eta is a stage's estimate after done of total like steps: ", about Ns
+// left", or nothing before the first step has ended.
+func eta(start time.Time, done, total int) string {
+	if done == 0 {
+		return ""
+	}
+	left := time.Since(start).Seconds() / float64(done) * float64(total-done)
+	return ", about " + secs(left) + " left"
 }
 
 // timeArtifact times a model artifact at the runtime level. An artifact
@@ -176,7 +191,7 @@ func (b *builder) verifyFP16(a *Artifact, path string) error {
 	check := func(spec string, dopts data.Options, labels string) (*Check, error) {
 		r, err := compare.Models(compare.Options{
 			ModelA: b.c.Model, ModelB: a.Path + " (float16 emulated)", BInMemory: emulated, Data: spec, DataOpts: dopts, Labels: labels,
-			Atol: map[string]float64{"": math.Inf(1)}, Session: session, ORTLib: b.c.Runtime.ORTLib,
+			Atol: map[string]float64{"": math.Inf(1)}, Session: session, ORTLib: b.c.Runtime.ORTLib, Reference: b.ref,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("on %s: %w", spec, err)
@@ -233,7 +248,10 @@ func (b *builder) evalData() (string, data.Options) {
 const notHeldOut = "no eval data and calibration used every sample: the artifacts were checked on the calibration data, which is not held out (give eval.data, or calibration.samples below the data's size to check on the rest)"
 
 // timing measures a model on random inputs at every latency batch size,
-// latency.repeats times, each run taking an equal share of latency.duration.
+// latency.repeats times, each run taking an equal share of latency.duration
+// (or less, as the budget's plan says) but at least minWindowRuns runs.
+// Repeats keep each window's raw figures; the median leaves out the
+// percentiles the windows were too short for.
 func (b *builder) timing(model, runModel string, sess ort.Options) (*Timing, error) {
 	repeats := max(b.c.Latency.Repeats, 1)
 	t := &Timing{}
@@ -241,7 +259,7 @@ func (b *builder) timing(model, runModel string, sess ort.Options) (*Timing, err
 		r, err := bench.Run(bench.Options{
 			Model: model, RunModel: runModel, Data: "random",
 			DataOpts: data.Options{High: 1, Seed: 1, Spec: b.c.Inputs()}, Batches: b.latencyBatches,
-			Session: sess, Duration: b.c.Latency.Duration.Duration / time.Duration(repeats), ORTLib: b.c.Runtime.ORTLib,
+			Session: sess, Duration: b.windowDuration(), MinIterations: minWindowRuns, ORTLib: b.c.Runtime.ORTLib,
 		})
 		if err != nil {
 			return nil, err
@@ -277,6 +295,7 @@ func (b *builder) timing(model, runModel string, sess ort.Options) (*Timing, err
 		m.Throughput = at(func(x bench.BatchResult) float64 { return x.Throughput })
 		t.Batches = append(t.Batches, m)
 	}
+	b.dropUnsupported(t)
 	return t, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"math"
+	"runtime"
 	"slices"
 
 	"github.com/optc-dev/optc/data"
@@ -115,8 +116,15 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 				return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
 			}
 		}
+		// A batch's activations (every exposed tensor of every sample) are
+		// the largest thing a build holds; collecting them now, before the
+		// next run makes as many again, keeps the heap near one batch's
+		// worth instead of two. They hold no pointers, so the collection
+		// costs little next to the run.
 		stats.Batches++
 		stats.Samples += int64(batch.Samples)
+		runtime.GC() // outs is dead here
+
 		if opts.Progress != nil {
 			opts.Progress(stats.Samples)
 		}

@@ -70,6 +70,8 @@ var usageCases = []struct {
 	{[]string{"build", "m.onnx", "-o", "b", "--calib-batch", "0"}, "--calib-batch: 0 (want at least 1)"},
 	{[]string{"build", "m.onnx", "-o", "b", "--threads", "abc"}, `"abc"`},
 	{[]string{"build", "m.onnx", "-o", "b", "--latency-duration", "5"}, "--latency-duration"},
+	{[]string{"build", "m.onnx", "-o", "b", "--budget", "5"}, "--budget"},
+	{[]string{"build", "m.onnx", "-o", "b", "--budget", "-1m"}, "--budget: -1m0s (want a positive duration, or 0 for none)"},
 	{[]string{"build", "m.onnx", "-o", "b", "--image-color", "purple"}, `"purple"`},
 	{[]string{"build", "m.onnx", "-o", "b", "--int8"}, "--calib-data"},
 	{[]string{"build", "m.onnx", "-o", "b", "--batch", "8"}, "--calib-batch, --eval-batch and --latency-batches"},

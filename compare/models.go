@@ -34,6 +34,9 @@ type Options struct {
 	Check      Stat
 	Session    ort.Options
 	ORTLib     string
+	// Reference, when set, keeps A's outputs for the next comparison
+	// against the same A on the same data (A then does not run again).
+	Reference *Reference
 }
 
 // Result is what `optc compare` reports; docs/compare.md describes the JSON.
@@ -145,11 +148,23 @@ func Models(opts Options) (*Result, error) {
 			return nil, fmt.Errorf("--rtol names output %q, which the models do not share", name)
 		}
 	}
-	sa, err := ort.NewSession(source(opts.ModelA, opts.AInMemory, insA, outsA), opts.Session)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", opts.ModelA, err)
+	outNames := make([]string, len(outsA))
+	for i, o := range outsA {
+		outNames[i] = o.Name
 	}
-	defer sa.Close()
+	refKey := referenceKey(opts, outNames)
+	replay := opts.Reference.lookup(refKey)
+	var sa *ort.Session
+	if replay == nil {
+		if sa, err = ort.NewSession(source(opts.ModelA, opts.AInMemory, insA, outsA), opts.Session); err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.ModelA, err)
+		}
+		defer sa.Close()
+	}
+	var rec *recorder
+	if replay == nil {
+		rec = opts.Reference.record(refKey)
+	}
 	// B is fed in A's input order.
 	orderB := make([]ort.IO, len(insA))
 	for i, in := range insA {
@@ -198,9 +213,18 @@ func Models(opts Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		ya, err := sa.Run(batch.Tensors)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", opts.ModelA, err)
+		var ya []*graph.Tensor
+		switch {
+		case replay != nil:
+			if res.Batches >= len(replay) {
+				return nil, fmt.Errorf("internal: %s gave more batches than when %s ran on it", opts.Data, opts.ModelA)
+			}
+			ya = replay[res.Batches]
+		default:
+			if ya, err = sa.Run(batch.Tensors); err != nil {
+				return nil, fmt.Errorf("%s: %w", opts.ModelA, err)
+			}
+			rec.add(ya)
 		}
 		yb, err := sb.Run(batch.Tensors)
 		if err != nil {
@@ -233,6 +257,10 @@ func Models(opts Options) (*Result, error) {
 	if res.Batches == 0 {
 		return nil, fmt.Errorf("%s: no samples", opts.Data)
 	}
+	if replay != nil && res.Batches != len(replay) {
+		return nil, fmt.Errorf("internal: %s gave fewer batches than when %s ran on it", opts.Data, opts.ModelA)
+	}
+	rec.done()
 	res.Pass = true
 	for _, acc := range accs {
 		s := acc.Result()

@@ -38,6 +38,11 @@ type Config struct {
 	Force    bool     `yaml:"force" json:"force,omitempty"`
 	Targets  []string `yaml:"targets" json:"targets"`     // ort, tensorrt, triton or all
 	OptLevel int      `yaml:"opt_level" json:"opt_level"` // -O: 0, 1 or 2
+	// Budget is the build's time budget (--budget), split across the
+	// stages whose length optc chooses: the placement search, the timing
+	// windows and the Triton sweep (build.Plan). 0: no budget, each
+	// runs as configured.
+	Budget Duration `yaml:"budget" json:"budget"`
 	// Shapes fixes dynamic input dims for the measurements (name: dims;
 	// -1 keeps a dim dynamic; on a dynamic batch axis the value is only
 	// the default batch).
@@ -240,6 +245,7 @@ func Default() Config {
 	return Config{
 		Targets:  []string{"ort"},
 		OptLevel: 2,
+		Budget:   Duration{5 * time.Minute},
 		Image:    Image{Layout: "NCHW", Color: "rgb"},
 		Calibration: Calibration{
 			Batch: 8, Seed: 1, Method: "percentile", Percentile: 99.999,
@@ -487,6 +493,9 @@ func (c Config) Validate() error {
 	}
 	if c.Quantize.Placement == "" {
 		bad("quantize.placement: empty (want %s or a placement.json)", strings.Join(placement.Modes, ", "))
+	}
+	if c.Budget.Duration < 0 {
+		bad("budget: %v (want a positive duration, or 0 for none)", c.Budget)
 	}
 	if c.Quantize.PlacementBudget.Duration <= 0 {
 		bad("quantize.placement_budget: %v (want a positive duration)", c.Quantize.PlacementBudget)

@@ -19,6 +19,7 @@ output: out
 force: true
 targets: [ort, tensorrt]
 opt_level: 1
+budget: 3m
 shapes:
   x: [1, 3, 48, 192]
 batch_axes: {h0: 1}
@@ -45,7 +46,7 @@ gates: {max_accuracy_drop: 1, min_cosine: 0.99, max_latency_regression: 10, perc
 		t.Fatal(err)
 	}
 	want := Config{
-		Model: "m.onnx", Output: "out", Force: true, Targets: []string{"ort", "tensorrt"}, OptLevel: 1,
+		Model: "m.onnx", Output: "out", Force: true, Targets: []string{"ort", "tensorrt"}, OptLevel: 1, Budget: Duration{3 * time.Minute},
 		Shapes: map[string][]int64{"x": {1, 3, 48, 192}}, INT8: true,
 		BatchAxes: map[string]int{"h0": 1}, Values: map[string]float64{"sr": 16000}, Ranges: map[string][]float64{"ids": {0, 30522}},
 		Image: Image{Resize: 256, Size: []int{224, 224}, Layout: "NHWC", Color: "bgr", Scale: 0.5,

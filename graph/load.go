@@ -5,7 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 )
+
+// parses counts the models decoded since the program started: what one
+// `optc build` costs in parses is a figure its tests hold down.
+var parses atomic.Int64
+
+// Parses is the number of models decoded (LoadFile, Parse) so far in this
+// process.
+func Parses() int64 { return parses.Load() }
 
 // LoadFile reads the model at path. The file is memory-mapped and
 // initializer data is used where it lies, not copied; external data is
@@ -52,6 +61,7 @@ func Parse(data []byte, dir string) (*Model, error) {
 }
 
 func parse(data []byte, dir string) (m *Model, err error) {
+	parses.Add(1)
 	// A malformed file must give an error, never a crash of the caller.
 	defer func() {
 		if r := recover(); r != nil {

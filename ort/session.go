@@ -641,13 +641,18 @@ func scalarTensor[T ortgo.TensorData](name string, dt graph.DataType, s *ortgo.S
 	return graph.NewTensor(name, dt, nil, b)
 }
 
+// typed makes a tensor of an output the binding returned. It takes over
+// the binding's data rather than copying it: onnxruntime_go v1.27.0 has
+// already copied ORT's buffer into that Go slice (createTensorWithCData),
+// and Destroy only lets go of it, so a third copy of every output (all of
+// a model's activations in a calibration run) would be waste.
 func typed[T ortgo.TensorData](name string, dt graph.DataType, t *ortgo.Tensor[T]) (*graph.Tensor, error) {
 	data := t.GetData()
 	var zero T
 	size := len(data) * int(unsafe.Sizeof(zero))
-	b := make([]byte, size)
+	b := []byte{}
 	if size > 0 {
-		copy(b, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(data))), size))
+		b = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(data))), size)
 	}
 	return graph.NewTensor(name, dt, []int64(t.GetShape()), b)
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/optc-dev/optc/graph"
@@ -108,9 +109,17 @@ type Report struct {
 	Passes []*PassReport `json:"passes"`
 }
 
+// runs counts pipeline runs in this process: a build runs its passes
+// once, and its tests hold it to that.
+var runs atomic.Int64
+
+// Runs is the number of pipeline runs (Run calls) so far in this process.
+func Runs() int64 { return runs.Load() }
+
 // Run applies the passes to m in order, round after round until a round
 // changes nothing (or MaxRounds). The model must pass Verify first.
 func Run(m *graph.Model, pipeline []*Pass, opts Options) (*Report, error) {
+	runs.Add(1)
 	if err := m.Verify(); err != nil {
 		return nil, fmt.Errorf("the model is invalid before any pass: %w", err)
 	}

@@ -228,8 +228,16 @@ func Search(opts Options) (*File, graph.Serialized, error) {
 		cands, models[CandidateGreedy] = append(cands, CandidateGreedy), gr
 	}
 
-	// Whole-model A/B at the artifact's threads, each batch size.
+	// Whole-model A/B at the artifact's threads, each batch size. Each
+	// timing's cost, per sample and candidate, predicts the next one's: a
+	// step that would end past the deadline is not started.
+	var perSample time.Duration
+	fits := func(batch, candidates int) bool {
+		return time.Now().Add(perSample * time.Duration(batch*candidates)).Before(deadline)
+	}
 	timeAt := func(threads, batch int, names []string) (*Timing, error) {
+		started := time.Now()
+		defer func() { perSample = time.Since(started) / time.Duration(batch*len(names)) }()
 		bs := make([]graph.Serialized, len(names))
 		for i, n := range names {
 			bs[i] = models[n].serialized
@@ -247,7 +255,7 @@ func Search(opts Options) (*File, graph.Serialized, error) {
 		return t, nil
 	}
 	for i, b := range opts.Batches {
-		if i > 0 && time.Now().After(deadline) {
+		if i > 0 && !fits(b, len(cands)) {
 			f.BudgetExhausted = true
 			break
 		}
@@ -285,7 +293,7 @@ func Search(opts Options) (*File, graph.Serialized, error) {
 	// the record: FP32 against the chosen INT8 placement.
 	for _, threads := range otherThreads(opts.Session.IntraOpThreads) {
 		for _, b := range opts.Batches {
-			if time.Now().After(deadline) {
+			if !fits(b, 2) {
 				f.BudgetExhausted = true
 				break
 			}

@@ -1,6 +1,7 @@
 // Package ptq is what `optc quantize` does: post-training INT8
-// quantization end to end. It runs the -O2 passes (BatchNormalization must
-// be folded before quantizing), calibrates activation ranges in ONNX
+// quantization end to end. It runs the -O2 passes (BatchNormalization is
+// folded before quantizing) unless the caller already ran its own,
+// calibrates activation ranges in ONNX
 // Runtime (or reads them from a calibration cache), inserts Q/DQ for the
 // target, and measures the result against the float model: accuracy and
 // agreement on evaluation data, and latency.
@@ -26,10 +27,15 @@ import (
 // Options say what to quantize, with which data, for which target.
 type Options struct {
 	Input, Output string
-	CalibData     string
-	CalibOpts     data.Options // batch, samples (--calib-samples), shapes
-	Method        calibrate.Method
-	Calib         calibrate.Options
+	// Optimized says Input already went through the caller's passes: optc
+	// build runs them once, at its own -O level (so -O0 --int8 stays
+	// unfused), and Run does not run them again. Without it Run runs the
+	// -O2 passes, as `optc quantize` does.
+	Optimized bool
+	CalibData string
+	CalibOpts data.Options // batch, samples (--calib-samples), shapes
+	Method    calibrate.Method
+	Calib     calibrate.Options
 	// CalibCache is a calibration file: read when it exists and matches
 	// the model, else written after collection.
 	CalibCache string
@@ -125,6 +131,11 @@ type LatencyRow struct {
 	Int8PerSecond  float64 `json:"int8_samples_per_s"`
 }
 
+// QuantizeLevel is the pass level `optc quantize` runs before quantizing
+// (BatchNormalization folded into the convs, so that they quantize as
+// one).
+const QuantizeLevel = 2
+
 // Run quantizes opts.Input into opts.Output.
 func Run(opts Options) (*Result, error) {
 	if opts.CalibData == "" && opts.CalibCache == "" {
@@ -145,9 +156,11 @@ func Run(opts Options) (*Result, error) {
 	}
 	defer m.Close()
 	res := &Result{Input: opts.Input, Output: opts.Output}
-	pipeline, _ := passes.Select(2, nil, nil)
-	if res.Passes, err = passes.Run(m, pipeline, passes.Options{Eval: &ort.NodeEvaluator{}}); err != nil {
-		return nil, fmt.Errorf("%s: %w", opts.Input, err)
+	if !opts.Optimized {
+		pipeline, _ := passes.Select(QuantizeLevel, nil, nil)
+		if res.Passes, err = passes.Run(m, pipeline, passes.Options{Eval: &ort.NodeEvaluator{}}); err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.Input, err)
+		}
 	}
 	if m.OpsetVersion("") < 13 {
 		if res.UpgradedOpset, err = passes.UpgradeOpset(m, 13); err != nil {
@@ -163,8 +176,12 @@ func Run(opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFloat(opts, float); err != nil {
-		return nil, err
+	if !opts.Optimized || res.UpgradedOpset > 0 {
+		// Otherwise float is the input itself, already checked by the
+		// caller's passes stage.
+		if err := checkFloat(opts, float); err != nil {
+			return nil, err
+		}
 	}
 	// The guard checks on held-out samples: the evaluation data, else
 	// calibration data calibration does not use.
@@ -199,12 +216,15 @@ func Run(opts Options) (*Result, error) {
 	quality := qualitySession(opts)
 	res.QualityLevel = quality.Level.String()
 	res.Guard = &Guard{Data: eval, HeldOut: res.HeldOut}
+	// The float model's outputs are kept for the next measurement on the
+	// same data: the guard and placement measure many INT8 candidates.
+	ref := compare.NewReference()
 	measureOn := func(dopts data.Options) func(graph.Serialized) (*compare.Result, error) {
 		return func(b graph.Serialized) (*compare.Result, error) {
 			r, err := compare.Models(compare.Options{
 				ModelA: "float", ModelB: "int8", AInMemory: float, BInMemory: b,
 				Data: eval, DataOpts: dopts, Labels: opts.EvalLabels,
-				Atol: map[string]float64{"": 1e9}, Session: quality, ORTLib: opts.ORTLib,
+				Atol: map[string]float64{"": 1e9}, Session: quality, ORTLib: opts.ORTLib, Reference: ref,
 			})
 			if err != nil {
 				return nil, fmt.Errorf("evaluating the INT8 model: %w", err)

@@ -172,8 +172,12 @@ func delta(in, m *Model) *Delta {
 	}
 	if m.Latency != nil && in.Latency != nil {
 		for _, b := range m.Latency.Batches {
-			if ib := in.Latency.batch(b.Batch); ib != nil && b.P50 > 0 && b.P99 > 0 {
-				d.Speedup = append(d.Speedup, BatchSpeedup{Batch: b.Batch, P50: ib.P50 / b.P50, P99: ib.P99 / b.P99})
+			if ib := in.Latency.batch(b.Batch); ib != nil && b.P50 > 0 {
+				s := BatchSpeedup{Batch: b.Batch, P50: ib.P50 / b.P50}
+				if b.P99 > 0 && ib.P99 > 0 { // else one was not reported
+					s.P99 = ib.P99 / b.P99
+				}
+				d.Speedup = append(d.Speedup, s)
 			}
 		}
 	}

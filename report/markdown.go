@@ -60,7 +60,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 				line += " - | - | - |"
 				continue
 			}
-			line += fmt.Sprintf(" %.3f ms | %.3f ms | %s |", bl.P50, bl.P99, speedup(m, b))
+			line += fmt.Sprintf(" %s | %s | %s |", msCell(bl.P50), msCell(bl.P99), speedup(m, b))
 		}
 		p.f("%s\n", line)
 	}
@@ -293,6 +293,14 @@ func coldStart(m *Model) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f ms", m.Latency.ColdStartMs)
+}
+
+// msCell is a latency in a table: "-" for one not reported (0).
+func msCell(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f ms", v)
 }
 
 func speedup(m *Model, batch int) string {

@@ -1,0 +1,184 @@
+package build
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/optc-dev/optc/bench"
+	"github.com/optc-dev/optc/export"
+	"github.com/optc-dev/optc/placement"
+	"github.com/optc-dev/optc/quantize"
+)
+
+// Plan is how a build spends its time budget (--budget). Only the stages
+// whose length optc chooses are planned: the placement search, the timing
+// windows of verify and the Triton sweep. Each gets a share of the budget
+// by weight (budgetWeights) and keeps its configured length when that is
+// shorter; the rest of the budget is left to what is not bounded by time
+// (loading, the passes and their check, calibration, the accuracy checks,
+// exports), whose cost the model's size and the data decide. The plan is
+// printed when the build starts and recorded in report.json.
+type Plan struct {
+	BudgetSeconds float64 `json:"budget_seconds"` // 0: no budget
+	// PlacementSeconds bounds the placement search (0 when there is none).
+	PlacementSeconds float64 `json:"placement_seconds,omitempty"`
+	// TimedModels and TimingWindows are the models verify times (the input
+	// and every model artifact ORT runs) and the windows each gets: one per
+	// latency batch size and repeat. WindowSeconds is each window's length.
+	TimedModels   int     `json:"timed_models"`
+	TimingWindows int     `json:"timing_windows"`
+	WindowSeconds float64 `json:"window_seconds"`
+	// SweepPoints and SweepPointSeconds are the Triton sweep's (0 when the
+	// profile is pinned or there is no Triton target).
+	SweepPoints       int     `json:"sweep_points,omitempty"`
+	SweepPointSeconds float64 `json:"sweep_point_seconds,omitempty"`
+	// Lines are the plan as printed.
+	Lines []string `json:"lines"`
+}
+
+// budgetWeights share the budget: placement and timing alike, the sweep
+// half as much, and the unbounded rest of the build as much as placement
+// (it was a third to a half of measured builds: calibration, checks).
+var budgetWeights = struct{ placement, timing, sweep, rest float64 }{3, 3, 1.5, 3}
+
+// minWindowRuns is the fewest runs in a timing window, however long they
+// take (bench.Options.MinIterations): the window's median is then a
+// median; the percentiles they cannot support are not reported.
+const minWindowRuns = 3
+
+// plan decides the shares before any stage runs.
+func (b *builder) plan() *Plan {
+	c := b.c
+	p := &Plan{BudgetSeconds: c.Budget.Seconds()}
+	placementOn := c.INT8 && (b.wants("ort") || b.wants("triton")) && c.Quantize.Placement == placement.ModeAuto &&
+		c.Quantize.Format != string(quantize.FormatQOperator)
+	p.TimedModels = b.timedModels()
+	repeats := max(c.Latency.Repeats, 1)
+	p.TimingWindows = p.TimedModels * len(c.Latency.Batches) * repeats
+	if b.wants("triton") && (c.Triton.Batch <= 0 || c.Triton.Threads <= 0) {
+		p.SweepPoints = len(sweepThreads(c.Latency.Threads)) * len(export.DefaultSweepBatches)
+	}
+	placementS, windowS, sweepS := c.Quantize.PlacementBudget.Seconds(), c.Latency.Duration.Seconds()/float64(repeats), c.Latency.Duration.Seconds()
+	if p.BudgetSeconds > 0 {
+		w := budgetWeights
+		total := w.timing + w.rest
+		if placementOn {
+			total += w.placement
+		}
+		if p.SweepPoints > 0 {
+			total += w.sweep
+		}
+		share := func(weight float64) float64 { return p.BudgetSeconds * weight / total }
+		placementS = min(placementS, share(w.placement))
+		windowS = min(windowS, share(w.timing)/float64(p.TimingWindows))
+		if p.SweepPoints > 0 {
+			sweepS = min(sweepS, share(w.sweep)/float64(p.SweepPoints))
+		}
+		p.Lines = append(p.Lines, fmt.Sprintf("budget %s: placement, timing and the Triton sweep get shares; loading, passes, calibration, checks and exports are not bounded by time", c.Budget.Duration))
+	} else {
+		p.Lines = append(p.Lines, "no budget (budget: 0): every stage runs as configured")
+	}
+	if placementOn {
+		p.PlacementSeconds = round2(placementS)
+		p.Lines = append(p.Lines, fmt.Sprintf("placement search: %s (profiling and the confirmation of an INT8 win run regardless)", secs(placementS)))
+	}
+	p.WindowSeconds = round2(windowS)
+	p.Lines = append(p.Lines, fmt.Sprintf("timing: %d models x %d batch sizes x %d repeats, %s windows of at least %d runs (%s in all, more for a model slower than that)",
+		p.TimedModels, len(c.Latency.Batches), repeats, secs(windowS), minWindowRuns, secs(windowS*float64(p.TimingWindows))))
+	if p.SweepPoints > 0 {
+		p.SweepPointSeconds = round2(sweepS)
+		p.Lines = append(p.Lines, fmt.Sprintf("triton sweep: %d points of %s (%s)", p.SweepPoints, secs(sweepS), secs(sweepS*float64(p.SweepPoints))))
+	}
+	return p
+}
+
+// timedModels counts the models verify times: the input, the float
+// artifact, and per target the models ORT runs (export and verify decide
+// the same).
+func (b *builder) timedModels() int {
+	n := 2 // the input (baseline) and model.fp32.onnx
+	if b.c.INT8 && (b.wants("ort") || b.wants("triton")) {
+		n++ // model.int8.onnx
+	}
+	if b.wants("ort") {
+		n++ // ort/model.ort
+	}
+	if b.wants("tensorrt") {
+		n++ // tensorrt/model.fp16.onnx
+		if b.c.INT8 {
+			n++ // tensorrt/model.int8.qdq.onnx
+		}
+	}
+	return n
+}
+
+// sweepThreads are the thread counts the Triton sweep tries (export.Sweep's
+// default: 1 and every core).
+func sweepThreads(threads []int) []int {
+	if len(threads) > 0 {
+		return threads
+	}
+	return slices.Compact([]int{1, runtime.NumCPU()})
+}
+
+// windowDuration is one timing window: the plan's.
+func (b *builder) windowDuration() time.Duration {
+	return time.Duration(b.res.Plan.WindowSeconds * float64(time.Second))
+}
+
+// sweepDuration is one Triton sweep point: the plan's.
+func (b *builder) sweepDuration() time.Duration {
+	return time.Duration(b.res.Plan.SweepPointSeconds * float64(time.Second))
+}
+
+// checkTimingFits says, before the artifacts are timed, when the input
+// model's own timing shows that windows of minWindowRuns runs will not fit
+// the plan: the timing then takes longer than planned, and the log says
+// how much longer before it starts.
+func (b *builder) checkTimingFits(baseline *Timing) {
+	p := b.res.Plan
+	if p.BudgetSeconds == 0 || baseline == nil {
+		return
+	}
+	var need float64 // seconds, for all windows of one model
+	for _, bt := range baseline.Batches {
+		need += max(b.res.Plan.WindowSeconds, minWindowRuns*bt.Latency.P50/1000) * float64(len(baseline.Repeats))
+	}
+	planned := p.WindowSeconds * float64(p.TimingWindows)
+	if all := need * float64(p.TimedModels); all > 1.2*planned {
+		b.progress("timing: %d runs per window of a model this slow take about %s, over the planned %s", minWindowRuns, secs(all), secs(planned))
+		b.note(fmt.Sprintf("timing took more than its share of the budget: %d runs per window take about %s for the %d models, the plan gave %s", minWindowRuns, secs(all), p.TimedModels, secs(planned)))
+	}
+}
+
+// dropUnsupported leaves out the percentiles a timing's windows are too
+// short for (bench.Percentiles), and says so once per batch size.
+func (b *builder) dropUnsupported(t *Timing) {
+	for i := range t.Batches {
+		n := t.Repeats[0].Batches[i].Latency.N
+		for _, r := range t.Repeats {
+			n = min(n, r.Batches[i].Latency.N)
+		}
+		l := &t.Batches[i].Latency
+		if l.Drop(n); len(l.Unreported) == 0 {
+			continue
+		}
+		var needs []string
+		for _, p := range bench.Percentiles {
+			if p.MinRuns > 1 {
+				needs = append(needs, fmt.Sprintf("%s %d", p.Name, p.MinRuns))
+			}
+		}
+		b.note(fmt.Sprintf("timing at batch %d: a percentile is left out (\"-\", unreported in report.json) where a model's timing windows had fewer runs than it needs (%s); a longer latency.duration or budget reports it",
+			t.Batches[i].Batch, strings.Join(needs, ", ")))
+	}
+}
+
+func secs(s float64) string {
+	return (time.Duration(s * float64(time.Second))).Round(100 * time.Millisecond).String()
+}
+
+func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }

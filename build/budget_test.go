@@ -1,0 +1,96 @@
+package build
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/optc-dev/optc/bench"
+	"github.com/optc-dev/optc/config"
+)
+
+// TestPlanShares: the budget is shared by weight among the parts the
+// build runs, each keeps its configured length when that is shorter, and
+// no budget leaves everything as configured.
+func TestPlanShares(t *testing.T) {
+	c := config.Default()
+	c.INT8, c.Targets = true, []string{"all"}
+	planFor := func(budget time.Duration) *Plan {
+		c.Budget.Duration = budget
+		targets, _ := c.ExpandTargets()
+		b := &builder{c: c, targets: targets, res: &Result{}}
+		return b.plan()
+	}
+	// ort (fp32, int8, .ort) and tensorrt (fp16, int8) artifacts and the
+	// input; latency batches 1 and 8, 5 repeats; the sweep 6 batch sizes
+	// at 1 and all cores.
+	p := planFor(30 * time.Second)
+	if p.TimedModels != 6 || p.TimingWindows != 60 || p.SweepPoints == 0 {
+		t.Fatalf("plan %+v", p)
+	}
+	// weights: placement 3, timing 3, sweep 1.5, rest 3 of 10.5.
+	if want := 30 * 3 / 10.5; p.PlacementSeconds != round2(want) {
+		t.Errorf("placement %v s, want %.2f", p.PlacementSeconds, want)
+	}
+	if want := 30 * 3 / 10.5 / 60; p.WindowSeconds != round2(want) {
+		t.Errorf("window %v s, want %.2f", p.WindowSeconds, want)
+	}
+	if want := 30 * 1.5 / 10.5 / float64(p.SweepPoints); p.SweepPointSeconds != round2(want) {
+		t.Errorf("sweep point %v s, want %.2f", p.SweepPointSeconds, want)
+	}
+	if len(p.Lines) != 4 || !strings.Contains(p.Lines[0], "budget 30s") {
+		t.Errorf("plan lines %q", p.Lines)
+	}
+	// The default budget keeps the configured lengths.
+	p = planFor(5 * time.Minute)
+	if p.PlacementSeconds != 60 || p.WindowSeconds != 0.2 || p.SweepPointSeconds != 1 {
+		t.Errorf("default budget: %+v", p)
+	}
+	// No budget: as configured, and said so.
+	p = planFor(0)
+	if p.PlacementSeconds != 60 || p.WindowSeconds != 0.2 || !strings.Contains(p.Lines[0], "no budget") {
+		t.Errorf("no budget: %+v", p)
+	}
+	// Without INT8 nor Triton there is no placement or sweep to share with.
+	c.INT8, c.Targets = false, []string{"ort"}
+	p = planFor(70 * time.Second)
+	if p.PlacementSeconds != 0 || p.SweepPoints != 0 || p.TimedModels != 3 || p.WindowSeconds != 0.2 {
+		t.Errorf("ort fp32: %+v", p)
+	}
+}
+
+// TestDropUnsupported: a percentile is reported only when every window
+// had the runs it needs, and the report says so.
+func TestDropUnsupported(t *testing.T) {
+	window := func(n int) bench.BatchResult {
+		return bench.BatchResult{Batch: 8, Latency: bench.Latency{N: n, P50: 1, P90: 2, P95: 3, P99: 4}}
+	}
+	for _, c := range []struct {
+		runs []int
+		want []string
+	}{
+		{[]int{150, 100}, nil},
+		{[]int{150, 99}, []string{"p99"}},
+		{[]int{19, 40}, []string{"p95", "p99"}},
+		{[]int{3, 3}, []string{"p90", "p95", "p99"}},
+	} {
+		tm := &Timing{Batches: []bench.BatchResult{window(0)}}
+		for _, n := range c.runs {
+			tm.Repeats = append(tm.Repeats, Repeat{Batches: []bench.BatchResult{window(n)}})
+		}
+		b := &builder{res: &Result{}}
+		b.dropUnsupported(tm)
+		l := tm.Batches[0].Latency
+		if strings.Join(l.Unreported, ",") != strings.Join(c.want, ",") || l.P50 != 1 {
+			t.Errorf("runs %v: unreported %v (p50 %v), want %v", c.runs, l.Unreported, l.P50, c.want)
+		}
+		for _, name := range c.want {
+			if *l.At(name) != 0 {
+				t.Errorf("runs %v: %s = %v, want 0", c.runs, name, *l.At(name))
+			}
+		}
+		if (len(c.want) > 0) != (len(b.res.Notes) == 1) {
+			t.Errorf("runs %v: notes %q", c.runs, b.res.Notes)
+		}
+	}
+}
