@@ -22,26 +22,28 @@ var eliminateIdentity = &Pass{
 }
 
 func runEliminateIdentity(c *Context) (Stats, error) {
-	return editGraphs(c.Model, func(e *graphEdit) error {
-		for _, n := range e.g.Nodes {
-			var in *graph.Value
-			switch {
-			case isOp(n, "Identity") && len(n.Inputs()) == 1 && len(n.Outputs()) == 1:
-				in = n.Input(0)
-			case isOp(n, "Dropout") && inferenceDropout(e, n):
-				in = n.Input(0)
-			default:
-				continue
-			}
-			out := n.Output(0)
-			if !e.canBypass(out, in) {
-				continue
-			}
-			e.bypass(out, in)
-			e.remove(n)
-		}
-		return nil
-	})
+	return Rule[*graph.Node]{OpTypes: []string{"Identity", "Dropout"}, Match: matchCopy, Apply: bypassNode}.apply(c.Model)
+}
+
+// matchCopy matches an Identity, or a Dropout that copies its input,
+// whose output its input can replace.
+func matchCopy(e *graphEdit, n *graph.Node) (*graph.Node, bool) {
+	switch {
+	case n.OpType == "Identity" && len(n.Inputs()) == 1 && len(n.Outputs()) == 1:
+	case n.OpType == "Dropout" && inferenceDropout(e, n):
+	default:
+		return nil, false
+	}
+	return n, e.canBypass(n.Output(0), n.Input(0))
+}
+
+// bypassNode lets the readers of n's output read its input instead and
+// removes n (the Apply of the rules that drop a node that copies its
+// input).
+func bypassNode(e *graphEdit, n *graph.Node) (Stats, error) {
+	e.bypass(n.Output(0), n.Input(0))
+	e.remove(n)
+	return Stats{}, nil
 }
 
 // inferenceDropout reports whether Dropout n copies its input and nothing

@@ -26,21 +26,14 @@ var eliminateNoop = &Pass{
 }
 
 func runEliminateNoop(c *Context) (Stats, error) {
-	return editGraphs(c.Model, func(e *graphEdit) error {
-		for _, n := range e.g.Nodes {
-			if len(n.Outputs()) != 1 || !isNoop(n) {
-				continue
-			}
-			out, in := n.Output(0), n.Input(0)
-			if !e.canBypass(out, in) {
-				continue
-			}
-			e.bypass(out, in)
-			e.remove(n)
-		}
-		return nil
-	})
+	match := func(e *graphEdit, n *graph.Node) (*graph.Node, bool) {
+		return n, len(n.Outputs()) == 1 && isNoop(n) && e.canBypass(n.Output(0), n.Input(0))
+	}
+	return Rule[*graph.Node]{OpTypes: noopOps, Match: match, Apply: bypassNode}.apply(c.Model)
 }
+
+// noopOps are the ops isNoop knows.
+var noopOps = []string{"Reshape", "Transpose", "Cast", "CastLike", "Pad", "Slice", "Concat"}
 
 // isNoop reports whether n is known to return input 0 unchanged.
 func isNoop(n *graph.Node) bool {

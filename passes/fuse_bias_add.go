@@ -20,7 +20,8 @@ type biasAdd struct {
 }
 
 func runFuseBiasAdd(c *Context) (Stats, error) {
-	return Rule[*biasAdd]{OpTypes: []string{"Add"}, Match: matchBiasAdd, Apply: (*biasAdd).rewrite}.apply(c.Model)
+	return Rule[*biasAdd]{OpTypes: []string{"Add"}, Match: func(_ *graphEdit, add *graph.Node) (*biasAdd, bool) { return matchBiasAdd(add) },
+		Apply: func(_ *graphEdit, p *biasAdd) (Stats, error) { return p.rewrite() }}.apply(c.Model)
 }
 
 func matchBiasAdd(add *graph.Node) (*biasAdd, bool) {

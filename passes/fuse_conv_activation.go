@@ -42,13 +42,13 @@ const (
 
 func runFuseConvActivation(c *Context) (Stats, error) {
 	opset := c.Model.OpsetVersion("")
-	match := func(conv *graph.Node) (*convActivation, bool) {
+	match := func(_ *graphEdit, conv *graph.Node) (*convActivation, bool) {
 		p, ok := matchConvActivation(conv, opset)
 		return p, ok && (!c.FusedConv || isFloat32(conv.Input(1)))
 	}
-	rewrite := func(p *convActivation) (Stats, error) { return p.annotate(), nil }
+	rewrite := func(_ *graphEdit, p *convActivation) (Stats, error) { return p.annotate(), nil }
 	if c.FusedConv {
-		rewrite = (*convActivation).fuse
+		rewrite = func(_ *graphEdit, p *convActivation) (Stats, error) { return p.fuse() }
 	}
 	st, err := Rule[*convActivation]{OpTypes: []string{"Conv"}, Match: match, Apply: rewrite}.apply(c.Model)
 	if err == nil && c.FusedConv && st.Added > 0 {

@@ -35,8 +35,8 @@ var fuseConvBN = &Pass{
 
 func runFuseConvBN(c *Context) (Stats, error) {
 	opset := c.Model.OpsetVersion("")
-	match := func(bn *graph.Node) (*convBN, bool) { return matchConvBN(bn, opset) }
-	return Rule[*convBN]{OpTypes: []string{"BatchNormalization"}, Match: match, Apply: (*convBN).rewrite}.apply(c.Model)
+	match := func(_ *graphEdit, bn *graph.Node) (*convBN, bool) { return matchConvBN(bn, opset) }
+	return Rule[*convBN]{OpTypes: []string{"BatchNormalization"}, Match: match, Apply: func(_ *graphEdit, p *convBN) (Stats, error) { return p.rewrite() }}.apply(c.Model)
 }
 
 // convBN is a matched op -> BatchNormalization pair and the folded

@@ -43,8 +43,8 @@ func runFuseGelu(c *Context) (Stats, error) {
 		return Stats{}, nil
 	}
 	shapes := c.Shapes()
-	match := func(last *graph.Node) (*gelu, bool) { return matchGelu(last, shapes) }
-	rewrite := func(p *gelu) (Stats, error) { return p.rewrite(opset) }
+	match := func(_ *graphEdit, last *graph.Node) (*gelu, bool) { return matchGelu(last, shapes) }
+	rewrite := func(_ *graphEdit, p *gelu) (Stats, error) { return p.rewrite(opset) }
 	st, err := Rule[*gelu]{OpTypes: []string{"Mul"}, Match: match, Apply: rewrite}.apply(c.Model)
 	if err == nil && opset < 20 && st.Added > 0 {
 		importDomain(c.Model, msDomain)

@@ -32,8 +32,8 @@ func runFuseHardSwish(c *Context) (Stats, error) {
 	if opset < 6 {
 		return Stats{}, nil // HardSigmoid as used here is opset 6's
 	}
-	match := func(last *graph.Node) (*hardSwish, bool) { return matchHardSwish(last, opset) }
-	rewrite := func(p *hardSwish) (Stats, error) { return p.rewrite(opset) }
+	match := func(_ *graphEdit, last *graph.Node) (*hardSwish, bool) { return matchHardSwish(last, opset) }
+	rewrite := func(_ *graphEdit, p *hardSwish) (Stats, error) { return p.rewrite(opset) }
 	return Rule[*hardSwish]{OpTypes: []string{"Div", "Mul"}, Match: match, Apply: rewrite}.apply(c.Model)
 }
 

@@ -58,8 +58,8 @@ func runFuseLayerNorm(c *Context) (Stats, error) {
 		return Stats{}, nil
 	}
 	shapes := c.Shapes()
-	match := func(div *graph.Node) (*layerNorm, bool) { return matchLayerNorm(div, opset, shapes) }
-	return Rule[*layerNorm]{OpTypes: []string{"Div"}, Match: match, Apply: (*layerNorm).rewrite}.apply(c.Model)
+	match := func(_ *graphEdit, div *graph.Node) (*layerNorm, bool) { return matchLayerNorm(div, opset, shapes) }
+	return Rule[*layerNorm]{OpTypes: []string{"Div"}, Match: match, Apply: func(_ *graphEdit, p *layerNorm) (Stats, error) { return p.rewrite() }}.apply(c.Model)
 }
 
 // layerNorm is a matched pattern: x, the normalized trailing dims, eps,

@@ -25,31 +25,42 @@ var fusePadIntoConv = &Pass{
 }
 
 func runFusePadIntoConv(c *Context) (Stats, error) {
-	return editGraphs(c.Model, func(e *graphEdit) error {
-		for _, n := range e.g.Nodes {
-			if !padAbsorber(n) {
-				continue
-			}
-			p := n.Input(0).Producer()
-			if !isOp(p, "Pad") || p.Graph() != e.g || e.removed(p) || len(p.Outputs()) != 1 ||
-				!e.singleUse(p.Output(0)) || p.Input(0) == nil {
-				continue
-			}
-			pads, ok := zeroPadSpatial(p)
-			if !ok {
-				continue
-			}
-			merged, ok := addConvPads(n, pads)
-			if !ok {
-				continue
-			}
-			n.SetInput(0, p.Input(0))
-			n.SetAttr(&graph.Attr{Name: "pads", Type: graph.AttrInts, Ints: merged})
-			e.remove(p)
-			e.st.Rewritten++
-		}
-		return nil
-	})
+	return Rule[*padInto]{OpTypes: []string{"Conv", "AveragePool"}, Match: matchPadInto, Apply: foldPad}.apply(c.Model)
+}
+
+// padInto is a Pad read only by a Conv or AveragePool (reader) and the
+// reader's pads with the Pad's added.
+type padInto struct {
+	pad, reader *graph.Node
+	merged      []int64
+}
+
+func matchPadInto(e *graphEdit, n *graph.Node) (*padInto, bool) {
+	if !padAbsorber(n) {
+		return nil, false
+	}
+	p := e.absorbable(n.Input(0), "Pad")
+	if p == nil {
+		return nil, false
+	}
+	pads, ok := zeroPadSpatial(p)
+	if !ok {
+		return nil, false
+	}
+	merged, ok := addConvPads(n, pads)
+	if !ok {
+		return nil, false
+	}
+	return &padInto{pad: p, reader: n, merged: merged}, true
+}
+
+// foldPad lets the reader read the Pad's input with the merged pads and
+// removes the Pad.
+func foldPad(e *graphEdit, m *padInto) (Stats, error) {
+	m.reader.SetInput(0, m.pad.Input(0))
+	m.reader.SetAttr(&graph.Attr{Name: "pads", Type: graph.AttrInts, Ints: m.merged})
+	e.remove(m.pad)
+	return Stats{Rewritten: 1}, nil
 }
 
 // padAbsorber reports whether n pads its input 0 with zeros by its pads

@@ -38,8 +38,8 @@ func runFuseSkipLayerNorm(c *Context) (Stats, error) {
 		return Stats{}, nil
 	}
 	shapes := c.Shapes()
-	match := func(ln *graph.Node) (*skipLayerNorm, bool) { return matchSkipLayerNorm(ln, shapes) }
-	st, err := Rule[*skipLayerNorm]{OpTypes: []string{"LayerNormalization"}, Match: match, Apply: (*skipLayerNorm).rewrite}.apply(c.Model)
+	match := func(_ *graphEdit, ln *graph.Node) (*skipLayerNorm, bool) { return matchSkipLayerNorm(ln, shapes) }
+	st, err := Rule[*skipLayerNorm]{OpTypes: []string{"LayerNormalization"}, Match: match, Apply: func(_ *graphEdit, p *skipLayerNorm) (Stats, error) { return p.rewrite() }}.apply(c.Model)
 	if err == nil && st.Added > 0 {
 		importDomain(c.Model, msDomain)
 	}

@@ -15,29 +15,6 @@ import (
 // than as index juggling. Each fusion is a Rule (rule.go) whose Match is
 // built from these; every helper more than one pass uses lives here.
 
-// forEachNode calls fn for every node of every graph of m, over a snapshot
-// of each graph's nodes taken before the first call, skipping nodes an
-// earlier call removed. It sums the stats fn returns and stops at its
-// first error.
-func forEachNode(m *graph.Model, fn func(n *graph.Node) (Stats, error)) (Stats, error) {
-	var graphs []*graph.Graph
-	m.Graph.Walk(func(g *graph.Graph) { graphs = append(graphs, g) })
-	var st Stats
-	for _, g := range graphs {
-		for _, n := range slices.Clone(g.Nodes) {
-			if n.Graph() != g {
-				continue // removed by an earlier rewrite
-			}
-			s, err := fn(n)
-			if err != nil {
-				return st, err
-			}
-			st.add(s)
-		}
-	}
-	return st, nil
-}
-
 // isOp reports whether n is one of ops of the default ONNX domain.
 func isOp(n *graph.Node, ops ...string) bool {
 	return n != nil && (n.Domain == "" || n.Domain == "ai.onnx") && slices.Contains(ops, n.OpType)
@@ -381,4 +358,51 @@ func convBias(op *graph.Node, n int64) ([]float64, bool) {
 		b[i] = float64(x)
 	}
 	return b, true
+}
+
+// constInts returns the contents of a constant integer value.
+func constInts(v *graph.Value) ([]int64, bool) {
+	if v == nil {
+		return nil, false
+	}
+	t := v.ConstantTensor()
+	if t == nil {
+		return nil, false
+	}
+	xs, err := t.Int64s()
+	if err != nil {
+		return nil, false
+	}
+	return xs, true
+}
+
+// knownDims returns v's dims, -1 for an unknown or symbolic one, from its
+// constant contents or its declared tensor type; false when even the rank
+// is unknown.
+func knownDims(v *graph.Value) ([]int64, bool) {
+	if v == nil {
+		return nil, false
+	}
+	if t := v.ConstantTensor(); t != nil {
+		return t.Dims, true
+	}
+	if v.Type == nil || v.Type.Kind != graph.KindTensor || v.Type.Shape == nil {
+		return nil, false
+	}
+	return v.Type.Shape.Dims(), true
+}
+
+// knownElem returns v's element type from its constant contents or its
+// declared tensor type.
+func knownElem(v *graph.Value) (graph.DataType, bool) {
+	if v == nil {
+		return graph.Undefined, false
+	}
+	if t := v.ConstantTensor(); t != nil {
+		return t.DType, true
+	}
+	if v.Type == nil || v.Type.Kind != graph.KindTensor || v.Type.Elem == graph.Undefined {
+		return graph.Undefined, false
+	}
+	return v.Type.Elem, true
 }

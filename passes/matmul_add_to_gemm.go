@@ -27,29 +27,40 @@ func runMatMulAddToGemm(c *Context) (Stats, error) {
 	if c.Model.OpsetVersion("") < 7 {
 		return Stats{}, nil
 	}
-	return editGraphs(c.Model, func(e *graphEdit) error {
-		for _, n := range e.g.Nodes {
-			if !isOp(n, "Add") || len(n.Inputs()) != 2 || len(n.Outputs()) != 1 || len(n.Attrs) != 0 {
-				continue
-			}
-			for side := range 2 {
-				mm, bias := n.Input(side).Producer(), n.Input(1-side)
-				if !isOp(mm, "MatMul") || mm.Graph() != e.g || e.removed(mm) || len(mm.Inputs()) != 2 ||
-					len(mm.Outputs()) != 1 || !e.singleUse(mm.Output(0)) || !gemmOperands(mm.Input(0), mm.Input(1), bias) {
-					continue
-				}
-				a, b := mm.Input(0), mm.Input(1)
-				n.OpType = "Gemm"
-				n.SetInput(0, a)
-				n.SetInput(1, b)
-				n.SetInput(2, bias)
-				e.remove(mm)
-				e.st.Rewritten++
-				break
-			}
+	return Rule[*matMulAdd]{OpTypes: []string{"Add"}, Match: matchMatMulAdd, Apply: toGemm}.apply(c.Model)
+}
+
+// matMulAdd is an Add of a MatMul's one output and a bias.
+type matMulAdd struct {
+	add, mm *graph.Node
+	bias    *graph.Value
+}
+
+// matchMatMulAdd tries the MatMul as the Add's first input, then as its
+// second.
+func matchMatMulAdd(e *graphEdit, n *graph.Node) (*matMulAdd, bool) {
+	if len(n.Inputs()) != 2 || len(n.Outputs()) != 1 || len(n.Attrs) != 0 {
+		return nil, false
+	}
+	for side := range 2 {
+		mm, bias := e.absorbable(n.Input(side), "MatMul"), n.Input(1-side)
+		if mm == nil || len(mm.Inputs()) != 2 || !gemmOperands(mm.Input(0), mm.Input(1), bias) {
+			continue
 		}
-		return nil
-	})
+		return &matMulAdd{add: n, mm: mm, bias: bias}, true
+	}
+	return nil, false
+}
+
+// toGemm turns the Add into Gemm(A, B, bias) and removes the MatMul.
+func toGemm(e *graphEdit, m *matMulAdd) (Stats, error) {
+	a, b := m.mm.Input(0), m.mm.Input(1)
+	m.add.OpType = "Gemm"
+	m.add.SetInput(0, a)
+	m.add.SetInput(1, b)
+	m.add.SetInput(2, m.bias)
+	e.remove(m.mm)
+	return Stats{Rewritten: 1}, nil
 }
 
 // gemmOperands reports whether A, B and the bias fit Gemm (see the pass

@@ -2,6 +2,8 @@ package passes
 
 import (
 	"slices"
+
+	"github.com/optc-dev/optc/graph"
 )
 
 // mergeReshapes lets a Reshape read past a Reshape, Flatten, Squeeze or
@@ -23,24 +25,31 @@ var mergeReshapes = &Pass{
 var shapeOnlyOps = []string{"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
 
 func runMergeReshapes(c *Context) (Stats, error) {
-	return editGraphs(c.Model, func(e *graphEdit) error {
-		for _, n := range e.g.Nodes {
-			if !isOp(n, "Reshape") || len(n.Inputs()) != 2 || n.Input(0) == nil {
-				continue
-			}
-			shape, ok := constInts(n.Input(1))
-			if !ok || n.AttrInt("allowzero", 0) == 0 && slices.Contains(shape, 0) {
-				continue
-			}
-			r := n.Input(0).Producer()
-			if r == nil || r.Domain != "" && r.Domain != "ai.onnx" || !slices.Contains(shapeOnlyOps, r.OpType) ||
-				r.Graph() != e.g || e.removed(r) || len(r.Outputs()) != 1 || !e.singleUse(r.Output(0)) || r.Input(0) == nil {
-				continue
-			}
-			n.SetInput(0, r.Input(0))
-			e.remove(r)
-			e.st.Rewritten++
-		}
-		return nil
-	})
+	return Rule[reshapeChain]{OpTypes: []string{"Reshape"}, Match: matchReshapeChain, Apply: readPastFirst}.apply(c.Model)
+}
+
+// matchReshapeChain matches a Reshape to a constant shape (with no 0 that
+// would copy a dimension, unless allowzero) of a value only a shape-only
+// op computes for it.
+func matchReshapeChain(e *graphEdit, n *graph.Node) (reshapeChain, bool) {
+	if len(n.Inputs()) != 2 || n.Input(0) == nil {
+		return reshapeChain{}, false
+	}
+	shape, ok := constInts(n.Input(1))
+	if !ok || n.AttrInt("allowzero", 0) == 0 && slices.Contains(shape, 0) {
+		return reshapeChain{}, false
+	}
+	r := e.absorbable(n.Input(0), shapeOnlyOps...)
+	return reshapeChain{reshape: n, first: r}, r != nil
+}
+
+// reshapeChain is a Reshape and the shape-only op before it.
+type reshapeChain struct{ reshape, first *graph.Node }
+
+// readPastFirst lets the Reshape read the first op's input and removes
+// that op.
+func readPastFirst(e *graphEdit, c reshapeChain) (Stats, error) {
+	c.reshape.SetInput(0, c.first.Input(0))
+	e.remove(c.first)
+	return Stats{Rewritten: 1}, nil
 }

@@ -26,30 +26,34 @@ var mergeSqueezeUnsqueeze = &Pass{
 }
 
 func runMergeSqueezeUnsqueeze(c *Context) (Stats, error) {
-	return editGraphs(c.Model, func(e *graphEdit) error {
-		for _, n := range e.g.Nodes {
-			if !isOp(n, "Squeeze") && !isOp(n, "Unsqueeze") || len(n.Outputs()) != 1 || n.Input(0) == nil {
-				continue
-			}
-			first := n.Input(0).Producer()
-			want := "Squeeze"
-			if n.OpType == "Squeeze" {
-				want = "Unsqueeze"
-			}
-			if !isOp(first, want) || first.Graph() != e.g || e.removed(first) || len(first.Outputs()) != 1 ||
-				!e.singleUse(first.Output(0)) || first.Input(0) == nil {
-				continue
-			}
-			x := first.Input(0)
-			if !sameSqueezeAxes(first, n) || !e.canBypass(n.Output(0), x) {
-				continue
-			}
-			e.bypass(n.Output(0), x)
-			e.remove(n)
-			e.remove(first)
-		}
-		return nil
-	})
+	return Rule[[2]*graph.Node]{OpTypes: []string{"Squeeze", "Unsqueeze"}, Match: matchSqueezePair, Apply: removeSqueezePair}.apply(c.Model)
+}
+
+// matchSqueezePair matches a Squeeze (Unsqueeze) n reading the one output
+// of an Unsqueeze (Squeeze) over the same axes, so that n's readers may
+// read the first op's input. It returns the first op and n.
+func matchSqueezePair(e *graphEdit, n *graph.Node) ([2]*graph.Node, bool) {
+	if len(n.Outputs()) != 1 || n.Input(0) == nil {
+		return [2]*graph.Node{}, false
+	}
+	want := "Squeeze"
+	if n.OpType == "Squeeze" {
+		want = "Unsqueeze"
+	}
+	first := e.absorbable(n.Input(0), want)
+	if first == nil || !sameSqueezeAxes(first, n) || !e.canBypass(n.Output(0), first.Input(0)) {
+		return [2]*graph.Node{}, false
+	}
+	return [2]*graph.Node{first, n}, true
+}
+
+// removeSqueezePair removes both ops of a matched pair.
+func removeSqueezePair(e *graphEdit, pair [2]*graph.Node) (Stats, error) {
+	first, second := pair[0], pair[1]
+	e.bypass(second.Output(0), first.Input(0))
+	e.remove(second)
+	e.remove(first)
+	return Stats{}, nil
 }
 
 // sameSqueezeAxes reports whether second undoes first.

@@ -21,40 +21,55 @@ var mergeTransposes = &Pass{
 }
 
 func runMergeTransposes(c *Context) (Stats, error) {
-	return editGraphs(c.Model, func(e *graphEdit) error {
-		for _, n := range e.g.Nodes {
-			if !isOp(n, "Transpose") || len(n.Inputs()) != 1 || len(n.Outputs()) != 1 {
-				continue
-			}
-			first := n.Input(0).Producer()
-			if !isOp(first, "Transpose") || first.Graph() != e.g || e.removed(first) ||
-				len(first.Outputs()) != 1 || !e.singleUse(first.Output(0)) || first.Input(0) == nil {
-				continue
-			}
-			x := first.Input(0)
-			p, q, ok := transposePerms(first, n)
-			if !ok {
-				continue
-			}
-			composed := make([]int64, len(q))
-			identity := true
-			for i, qi := range q {
-				composed[i] = p[qi]
-				identity = identity && composed[i] == int64(i)
-			}
-			if identity && e.canBypass(n.Output(0), x) {
-				e.bypass(n.Output(0), x)
-				e.remove(n)
-				e.remove(first)
-				continue
-			}
-			n.SetInput(0, x)
-			n.SetAttr(&graph.Attr{Name: "perm", Type: graph.AttrInts, Ints: composed})
-			e.remove(first)
-			e.st.Rewritten++
-		}
-		return nil
-	})
+	return Rule[*transposePair]{OpTypes: []string{"Transpose"}, Match: matchTransposePair, Apply: mergeTransposePair}.apply(c.Model)
+}
+
+// transposePair is a Transpose (first) read only by another (second), and
+// the permutation of both together.
+type transposePair struct {
+	first, second *graph.Node
+	composed      []int64
+	// cancel: composed is the identity and second's readers may read
+	// first's input instead.
+	cancel bool
+}
+
+func matchTransposePair(e *graphEdit, n *graph.Node) (*transposePair, bool) {
+	if len(n.Inputs()) != 1 || len(n.Outputs()) != 1 {
+		return nil, false
+	}
+	first := e.absorbable(n.Input(0), "Transpose")
+	if first == nil {
+		return nil, false
+	}
+	p, q, ok := transposePerms(first, n)
+	if !ok {
+		return nil, false
+	}
+	composed := make([]int64, len(q))
+	identity := true
+	for i, qi := range q {
+		composed[i] = p[qi]
+		identity = identity && composed[i] == int64(i)
+	}
+	return &transposePair{first: first, second: n, composed: composed,
+		cancel: identity && e.canBypass(n.Output(0), first.Input(0))}, true
+}
+
+// mergeTransposePair removes both nodes when they cancel, else lets
+// second read first's input with the composed permutation.
+func mergeTransposePair(e *graphEdit, tp *transposePair) (Stats, error) {
+	x := tp.first.Input(0)
+	if tp.cancel {
+		e.bypass(tp.second.Output(0), x)
+		e.remove(tp.second)
+		e.remove(tp.first)
+		return Stats{}, nil
+	}
+	tp.second.SetInput(0, x)
+	tp.second.SetAttr(&graph.Attr{Name: "perm", Type: graph.AttrInts, Ints: tp.composed})
+	e.remove(tp.first)
+	return Stats{Rewritten: 1}, nil
 }
 
 // transposePerms returns the permutations of first and then second, with

@@ -1,37 +1,58 @@
 package passes
 
-import "github.com/optc-dev/optc/graph"
+import (
+	"slices"
 
-// Rule is a local fusion anchored at one node, in the manner of ONNX
-// Runtime's RewriteRule: the op types of the anchor node (default ONNX
-// domain), a condition that finds the pattern there without changing
-// anything (Match returns it, or false to leave the graph alone), and the
-// rewrite (Apply), which changes the graph and reports what it did. A
-// fusion pass builds its Rule from the run's context (opset, inferred
-// shapes) and returns rule.apply(c.Model).
+	"github.com/optc-dev/optc/graph"
+)
+
+// Rule is the one way a pass writes a local rewrite (one anchor node and
+// its neighbours), in the manner of ONNX Runtime's RewriteRule: the op
+// types of the anchor node (default ONNX domain), a condition that finds
+// the pattern there without changing anything (Match returns it, or false
+// to leave the graph alone), and the rewrite (Apply), which changes the
+// graph and reports what it did. A pass builds its Rule from the run's
+// context (opset, inferred shapes) and returns rule.apply(c.Model).
 //
-// Graph-wide cleanups that need more than one node at a time (CSE,
-// deduplicating initializers, removing nodes whose outputs a graph
-// returns) use editGraphs (cleanup_helpers.go) instead.
+// Both functions get the edit of the anchor's graph (edit.go). A rewrite
+// that lets readers read past a node (eliminate-identity, merge-*) uses
+// it: e.bypass and e.remove defer the removal to the end of the graph's
+// sweep, so a pass stays linear in the graph's size and a bypassed graph
+// output keeps its name. A fusion that builds new nodes edits the graph
+// directly and ignores e.
+//
+// Graph-wide passes, which compare or rewrite many unrelated nodes at once
+// (CSE, deduplicating initializers, constants to initializers, constant
+// folding, dead code, shape inference), are not rules: they loop over the
+// graph themselves, the cleanups among them through editGraphs.
 type Rule[P any] struct {
 	OpTypes []string
-	Match   func(n *graph.Node) (P, bool)
-	Apply   func(p P) (Stats, error)
+	Match   func(e *graphEdit, n *graph.Node) (P, bool)
+	Apply   func(e *graphEdit, p P) (Stats, error)
 }
 
-// apply runs the rule at every node of m (main graph and subgraphs) whose
-// op type is one of OpTypes, over a snapshot of each graph's nodes, and
-// sums the stats; it stops at the first error.
+// apply runs the rule at every node of m (main graph first, then each
+// graph's subgraphs) whose op type is one of OpTypes, in node order over a
+// snapshot of the graph's nodes, skipping nodes an earlier rewrite removed
+// or scheduled for removal. It sums the stats and stops at the first
+// error.
 func (r Rule[P]) apply(m *graph.Model) (Stats, error) {
-	return forEachNode(m, func(n *graph.Node) (Stats, error) {
-		if !isOp(n, r.OpTypes...) {
-			return Stats{}, nil
+	return editGraphs(m, func(e *graphEdit) error {
+		for _, n := range slices.Clone(e.g.Nodes) {
+			if n.Graph() != e.g || e.removed(n) || !isOp(n, r.OpTypes...) {
+				continue
+			}
+			p, ok := r.Match(e, n)
+			if !ok {
+				continue
+			}
+			st, err := r.Apply(e, p)
+			if err != nil {
+				return err
+			}
+			e.st.add(st)
 		}
-		p, ok := r.Match(n)
-		if !ok {
-			return Stats{}, nil
-		}
-		return r.Apply(p)
+		return nil
 	})
 }
 

@@ -6,9 +6,10 @@ import (
 	"github.com/optc-dev/optc/graph"
 )
 
-// What the cleanup passes share: an edit that rewires readers and removes
-// nodes in one sweep per graph (so a pass stays linear in the graph's
-// size), and readers of constant contents and declared types.
+// The edit a Rule (rule.go) and the graph-wide cleanups make of one graph:
+// readers are rewired at once, nodes removed in one sweep at the end (so a
+// pass stays linear in the graph's size), and a bypassed graph output
+// keeps its name.
 
 // graphEdit collects what a pass does to one graph. Readers are rewired at
 // once; nodes are removed, and bypassed graph outputs renamed, in finish.
@@ -81,6 +82,22 @@ func (e *graphEdit) remove(n *graph.Node) {
 // removed reports whether n is scheduled for removal.
 func (e *graphEdit) removed(n *graph.Node) bool { return e.gone[n] }
 
+// absorbable returns the producer of v when a rewrite of v's one reader
+// may absorb it: one of ops (default domain), in the edited graph and not
+// scheduled for removal, with v as its only output, read once and
+// returned by no graph, and an input 0. Otherwise nil.
+func (e *graphEdit) absorbable(v *graph.Value, ops ...string) *graph.Node {
+	if v == nil {
+		return nil
+	}
+	p := v.Producer()
+	if !isOp(p, ops...) || p.Graph() != e.g || e.removed(p) || len(p.Outputs()) != 1 ||
+		!e.singleUse(p.Output(0)) || p.Input(0) == nil {
+		return nil
+	}
+	return p
+}
+
 // canBypass reports whether the readers of out may read in instead. When
 // out is a graph output, in takes out's name so the model's interface
 // stays the same: that needs in to be a node output of the same graph that
@@ -149,53 +166,6 @@ func (e *graphEdit) finish() error {
 	}
 	e.g.ValueInfo = slices.DeleteFunc(e.g.ValueInfo, func(v *graph.Value) bool { return nowOutput[v] })
 	return nil
-}
-
-// constInts returns the contents of a constant integer value.
-func constInts(v *graph.Value) ([]int64, bool) {
-	if v == nil {
-		return nil, false
-	}
-	t := v.ConstantTensor()
-	if t == nil {
-		return nil, false
-	}
-	xs, err := t.Int64s()
-	if err != nil {
-		return nil, false
-	}
-	return xs, true
-}
-
-// knownDims returns v's dims, -1 for an unknown or symbolic one, from its
-// constant contents or its declared tensor type; false when even the rank
-// is unknown.
-func knownDims(v *graph.Value) ([]int64, bool) {
-	if v == nil {
-		return nil, false
-	}
-	if t := v.ConstantTensor(); t != nil {
-		return t.Dims, true
-	}
-	if v.Type == nil || v.Type.Kind != graph.KindTensor || v.Type.Shape == nil {
-		return nil, false
-	}
-	return v.Type.Shape.Dims(), true
-}
-
-// knownElem returns v's element type from its constant contents or its
-// declared tensor type.
-func knownElem(v *graph.Value) (graph.DataType, bool) {
-	if v == nil {
-		return graph.Undefined, false
-	}
-	if t := v.ConstantTensor(); t != nil {
-		return t.DType, true
-	}
-	if v.Type == nil || v.Type.Kind != graph.KindTensor || v.Type.Elem == graph.Undefined {
-		return graph.Undefined, false
-	}
-	return v.Type.Elem, true
 }
 
 // opset is the model's default-domain operator set version.
