@@ -347,7 +347,11 @@ func (b *builder) quantize() error {
 		if err != nil {
 			return err
 		}
-		if b.res.INT8, err = ptq.Run(b.ptqOptions(quantize.TargetORTCPU, out)); err != nil {
+		o, err := b.ptqOptions(quantize.TargetORTCPU, out)
+		if err != nil {
+			return err
+		}
+		if b.res.INT8, err = ptq.Run(o); err != nil {
 			return err
 		}
 		b.ortModel, b.ortPrecision = out, "int8"
@@ -368,7 +372,11 @@ func (b *builder) quantize() error {
 			return err
 		}
 		b.quantized[quantize.TargetTensorRT] = out
-		if b.res.INT8TRT, err = ptq.Run(b.ptqOptions(quantize.TargetTensorRT, out)); err != nil {
+		o, err := b.ptqOptions(quantize.TargetTensorRT, out)
+		if err != nil {
+			return err
+		}
+		if b.res.INT8TRT, err = ptq.Run(o); err != nil {
 			return err
 		}
 		b.add("tensorrt/model.int8.qdq.onnx", "tensorrt", "model", "int8", "")
@@ -380,7 +388,7 @@ func (b *builder) quantize() error {
 }
 
 // ptqOptions maps the config onto optc quantize's options.
-func (b *builder) ptqOptions(target quantize.Target, out string) ptq.Options {
+func (b *builder) ptqOptions(target quantize.Target, out string) (ptq.Options, error) {
 	c := b.c
 	o := ptq.Options{
 		Input: b.float, Optimized: true, Output: out, CalibData: c.Calibration.Data, CalibCache: b.calibFile,
@@ -401,8 +409,17 @@ func (b *builder) ptqOptions(target quantize.Target, out string) ptq.Options {
 	// file that may be sorted by class.
 	o.CalibOpts.Shuffle = c.Calibration.Samples > 0
 	o.Calib.Progress = b.calibrationProgress(int64(c.Calibration.Samples))
-	if target == quantize.TargetORTCPU {
+	// The scheme's fields, not its name, say which options apply: the
+	// format to a scheme that has a QOperator form, placement (timed in
+	// ORT) to one ORT runs itself.
+	sc, err := quantize.SchemeFor(target)
+	if err != nil {
+		return ptq.Options{}, err
+	}
+	if sc.QOperator {
 		o.Quant.Format = quantize.Format(c.Quantize.Format)
+	}
+	if !sc.OtherRuntime {
 		if o.Quant.Format != quantize.FormatQOperator {
 			env := MeasuredOn()
 			o.Placement, o.CPU, o.CPUFlags = c.Quantize.Placement, env.CPU, env.CPUFlags
@@ -413,7 +430,7 @@ func (b *builder) ptqOptions(target quantize.Target, out string) ptq.Options {
 		on := c.Quantize.ReduceRange == "on"
 		o.Quant.ReduceRange = &on
 	}
-	return o
+	return o, nil
 }
 
 // calibrationProgress prints, every progressEvery, how many calibration

@@ -12,6 +12,7 @@ import (
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/export"
+	"github.com/optc-dev/optc/export/target"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
 	"github.com/optc-dev/optc/ort"
@@ -107,8 +108,7 @@ func (b *builder) verify() error {
 			}
 		} else {
 			sess := b.session()
-			if sc, err := quantize.SchemeFor(quantize.Target(a.Target)); err == nil && sc.OtherRuntime &&
-				a.Precision == "int8" && sess.Level > ort.LevelBasic {
+			if otherRuntime(a.Target) && a.Precision == "int8" && sess.Level > ort.LevelBasic {
 				sess.Level = ort.LevelBasic
 			}
 			r, err := compare.Models(compare.Options{
@@ -154,9 +154,8 @@ func (b *builder) timeArtifact(a *Artifact, path, runPath string) error {
 	var err error
 	for {
 		a.Timing, err = b.timing(path, runPath, sess)
-		sc, scErr := quantize.SchemeFor(quantize.Target(a.Target))
 		var crash *ort.CrashError
-		if !errors.As(err, &crash) || scErr != nil || !sc.OtherRuntime || sess.Level == ort.LevelDisable {
+		if !errors.As(err, &crash) || !otherRuntime(a.Target) || sess.Level == ort.LevelDisable {
 			break
 		}
 		b.note(fmt.Sprintf("%s: ONNX Runtime crashes (%s) optimizing it at level %s; timed at level %s (%s does not run ORT's optimizations)",
@@ -353,4 +352,18 @@ func (b *builder) note(s string) {
 	if !slices.Contains(b.res.Notes, s) {
 		b.res.Notes = append(b.res.Notes, s)
 	}
+}
+
+// otherRuntime reports whether the build target called name deploys a
+// quantization scheme for a runtime other than ONNX Runtime (its scheme's
+// OtherRuntime), which ORT then only simulates. It asks the target
+// registry, so an artifact of no target ("all") or of a target without a
+// scheme is ORT's own.
+func otherRuntime(name string) bool {
+	t := target.Lookup(name)
+	if t == nil || t.Scheme() == "" {
+		return false
+	}
+	sc, err := quantize.SchemeFor(t.Scheme())
+	return err == nil && sc.OtherRuntime
 }

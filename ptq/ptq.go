@@ -248,7 +248,7 @@ func Run(opts Options) (*Result, error) {
 		}
 		return nil, err
 	}
-	if opts.Placement != "" && opts.Quant.Target == quantize.TargetORTCPU {
+	if opts.Placement != "" && !otherRuntime(opts) {
 		if q, int8Model, err = place(opts, float, plain, batches, res, measure); err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Input, err)
 		}
@@ -284,7 +284,7 @@ func Run(opts Options) (*Result, error) {
 // as float arithmetic on the quantized values, as TensorRT computes.
 func qualitySession(opts Options) ort.Options {
 	s := opts.Session
-	if sc, err := quantize.SchemeFor(opts.Quant.Target); err == nil && sc.OtherRuntime && s.Level > ort.LevelBasic {
+	if otherRuntime(opts) && s.Level > ort.LevelBasic {
 		s.Level = ort.LevelBasic
 	}
 	return s
@@ -392,4 +392,13 @@ func checkFloat(opts Options, float graph.Serialized) error {
 		}
 	}
 	return nil
+}
+
+// otherRuntime reports whether opts' scheme is for a runtime other than
+// ONNX Runtime (quantize.Scheme.OtherRuntime): ORT only simulates its
+// model, so placement, which times candidates in ORT, does not apply and
+// quality is measured with the Q/DQ pairs run as float arithmetic.
+func otherRuntime(opts Options) bool {
+	sc, err := quantize.SchemeFor(opts.Quant.Target)
+	return err == nil && sc.OtherRuntime
 }
