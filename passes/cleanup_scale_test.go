@@ -30,7 +30,7 @@ func bigCleanupModel(t testing.TB, blocks int) *graph.Model {
 		cur = b.node(p+"mul", "Mul", r.Output(0), w).Output(0)
 	}
 	b.output(cur, graph.Float, 2, 3)
-	return b.m
+	return b.Model
 }
 
 // TestCleanupOnLargeGraph runs the cleanup passes on a 100k-node graph and

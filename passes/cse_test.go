@@ -21,8 +21,8 @@ func TestEliminateCSE(t *testing.T) {
 	l2.SetAttr(&graph.Attr{Name: "alpha", Type: graph.AttrFloat, Float: 0.2})
 	sum := b.node("sum", "Sum", l1.Output(0), l2.Output(0))
 	b.output(sum.Output(0), graph.Float, 2, 3)
-	clRewrites(t, b.m, eliminateCSE, Stats{Removed: 4})
-	clWantOps(t, b.g, map[string]int{"Relu": 1, "Constant": 1, "Add": 1, "LeakyRelu": 1, "Sum": 1})
+	clRewrites(t, b.Model, eliminateCSE, Stats{Removed: 4})
+	clWantOps(t, b.Graph, map[string]int{"Relu": 1, "Constant": 1, "Add": 1, "LeakyRelu": 1, "Sum": 1})
 	if sum.Input(0) != l1.Output(0) || sum.Input(1) != l1.Output(0) {
 		t.Fatalf("sum should read l1 twice")
 	}
@@ -42,11 +42,11 @@ func TestEliminateCSEAttrOrder(t *testing.T) {
 	p2.SetAttr(clInts("kernel_shape", 2, 2))
 	neg := b.node("neg", "Neg", p2.Output(0))
 	b.output(neg.Output(0), graph.Float, 1, 2, 2, 2)
-	clRewrites(t, b.m, eliminateCSE, Stats{Removed: 1})
+	clRewrites(t, b.Model, eliminateCSE, Stats{Removed: 1})
 	if neg.Input(0) != p1.Output(0) {
 		t.Fatalf("neg reads %q", neg.Input(0).Name)
 	}
-	clWantOutputs(t, b.g, "p1_out", "neg_out")
+	clWantOutputs(t, b.Graph, "p1_out", "neg_out")
 }
 
 func TestEliminateCSELeavesAlone(t *testing.T) {
@@ -74,8 +74,8 @@ func TestEliminateCSELeavesAlone(t *testing.T) {
 			b.output(b.node("s2", "Sub", r.Output(0), x).Output(0), graph.Float, 2, 3)
 		},
 		"different constants": func(b *cleanupModel, x *graph.Value) {
-			c1 := b.constant("c1", clF32(b.t, []int64{3}, 1, 2, 3))
-			c2 := b.constant("c2", clF32(b.t, []int64{1, 3}, 1, 2, 3))
+			c1 := b.constant("c1", clF32(b.T, []int64{3}, 1, 2, 3))
+			c2 := b.constant("c2", clF32(b.T, []int64{1, 3}, 1, 2, 3))
 			b.output(b.node("a1", "Add", x, c1).Output(0), graph.Float, 2, 3)
 			b.output(b.node("a2", "Add", x, c2).Output(0), graph.Float, 2, 3)
 		},
@@ -89,7 +89,7 @@ func TestEliminateCSELeavesAlone(t *testing.T) {
 			b.output(b.node("r2", "Relu", x).Output(0), graph.Float, 2, 3)
 		},
 		"other domain": func(b *cleanupModel, x *graph.Value) {
-			b.m.Opsets = append(b.m.Opsets, graph.OpsetImport{Domain: "com.microsoft", Version: 1})
+			b.Model.Opsets = append(b.Model.Opsets, graph.OpsetImport{Domain: "com.microsoft", Version: 1})
 			for _, name := range []string{"g1", "g2"} {
 				n := b.node(name, "Gelu", x)
 				n.Domain = "com.microsoft"
@@ -120,7 +120,7 @@ func TestEliminateCSEInBranch(t *testing.T) {
 		return b.op(sg, br+"_add", "Add", []*graph.Value{r1.Output(0), r2.Output(0)}, br+"_out").Output(0)
 	})
 	b.output(ifn.Output(0), graph.Float, 2, 3)
-	clRewrites(t, b.m, eliminateCSE, Stats{Removed: 2})
+	clRewrites(t, b.Model, eliminateCSE, Stats{Removed: 2})
 }
 
 // TestEliminateCSEMultipleOutputs rewires every output of a twin.
@@ -128,8 +128,8 @@ func TestEliminateCSEMultipleOutputs(t *testing.T) {
 	b := newCleanupModel(t, 13)
 	x := b.input("x", graph.Float, 2, 4)
 	split := b.i64("split", 1, 3)
-	s1 := b.op(b.g, "s1", "Split", []*graph.Value{x, split}, "s1_a", "s1_b")
-	s2 := b.op(b.g, "s2", "Split", []*graph.Value{x, split}, "s2_a", "s2_b")
+	s1 := b.op(b.Graph, "s1", "Split", []*graph.Value{x, split}, "s1_a", "s1_b")
+	s2 := b.op(b.Graph, "s2", "Split", []*graph.Value{x, split}, "s2_a", "s2_b")
 	for _, n := range []*graph.Node{s1, s2} {
 		n.SetAttr(clInt("axis", 1))
 	}
@@ -137,7 +137,7 @@ func TestEliminateCSEMultipleOutputs(t *testing.T) {
 	c := b.node("c", "Concat", s1.Output(1), s2.Output(1), a.Output(0))
 	c.SetAttr(clInt("axis", 1))
 	b.output(c.Output(0), graph.Float, 2, 7)
-	clRewrites(t, b.m, eliminateCSE, Stats{Removed: 1})
+	clRewrites(t, b.Model, eliminateCSE, Stats{Removed: 1})
 	if a.Input(0) != s1.Output(0) || c.Input(1) != s1.Output(1) {
 		t.Fatalf("readers of s2 should read s1")
 	}

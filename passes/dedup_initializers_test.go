@@ -21,9 +21,9 @@ func TestDedupInitializers(t *testing.T) {
 	d := b.node("d", "Div", s.Output(0), other)
 	e := b.node("e", "Add", d.Output(0), shaped)
 	b.output(e.Output(0), graph.Float, 2, 3)
-	clRewrites(t, b.m, dedupInitializers, Stats{Rewritten: 3})
-	if len(b.g.Initializers) != 3 || b.g.Value("w2") != nil || b.g.Value("w3") != nil {
-		t.Fatalf("%d initializers left, want w1, other, shaped", len(b.g.Initializers))
+	clRewrites(t, b.Model, dedupInitializers, Stats{Rewritten: 3})
+	if len(b.Graph.Initializers) != 3 || b.Graph.Value("w2") != nil || b.Graph.Value("w3") != nil {
+		t.Fatalf("%d initializers left, want w1, other, shaped", len(b.Graph.Initializers))
 	}
 	for _, n := range []*graph.Node{a2, m, s} {
 		if n.Input(1) != w1 {
@@ -38,7 +38,7 @@ func TestDedupInitializersLeavesAlone(t *testing.T) {
 			w1 := b.f32("w1", []int64{3}, 1, 2, 3)
 			w2 := b.f32("w2", []int64{3}, 1, 2, 3)
 			w2.Type = graph.TensorType(graph.Float, graph.StaticShape(3))
-			b.g.Inputs = append(b.g.Inputs, w2)
+			b.Graph.Inputs = append(b.Graph.Inputs, w2)
 			a := b.node("a", "Add", x, w1)
 			b.output(b.node("s", "Sub", a.Output(0), w2).Output(0), graph.Float, 2, 3)
 		},
@@ -53,11 +53,11 @@ func TestDedupInitializersLeavesAlone(t *testing.T) {
 			for i, dt := range []graph.DataType{graph.Int64, graph.Double} {
 				tn, err := graph.NewTensor([]string{"i", "d"}[i], dt, []int64{2}, make([]byte, 16))
 				if err != nil {
-					b.t.Fatal(err)
+					b.T.Fatal(err)
 				}
-				v, err := b.g.AddInitializer(tn)
+				v, err := b.Graph.AddInitializer(tn)
 				if err != nil {
-					b.t.Fatal(err)
+					b.T.Fatal(err)
 				}
 				cast := b.node("cast"+v.Name, "Cast", v)
 				cast.SetAttr(clInt("to", int64(graph.Float)))

@@ -92,7 +92,7 @@ func TestContextShapesDropped(t *testing.T) {
 	f := newFusionFixture(t, 17)
 	x := f.input("x", 1, 4)
 	f.output(f.node("Relu", []*graph.Value{x}).Output(0))
-	c := &Context{Model: f.m}
+	c := &Context{Model: f.Model}
 	if c.Shapes() == nil {
 		t.Fatal("no inference")
 	}

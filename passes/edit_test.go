@@ -8,45 +8,41 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/difftest"
+	"github.com/optc-dev/optc/internal/testgraph"
 )
 
 // What the tests of the cleanup passes share: a builder of small models
 // and the two checks every case ends with.
 
 // cleanupModel builds a small model node by node.
-type cleanupModel struct {
-	t testing.TB
-	m *graph.Model
-	g *graph.Graph
-}
+type cleanupModel struct{ *testgraph.Builder }
 
 func newCleanupModel(t testing.TB, opset int64) *cleanupModel {
-	g := graph.NewGraph("test")
-	return &cleanupModel{t: t, g: g, m: &graph.Model{IRVersion: 8, Opsets: []graph.OpsetImport{{Domain: "", Version: opset}}, Graph: g}}
+	return &cleanupModel{testgraph.New(t, "test", opset)}
 }
 
 // value returns a new value of g.
 func (b *cleanupModel) value(g *graph.Graph, name string) *graph.Value {
-	b.t.Helper()
+	b.T.Helper()
 	v, err := g.NewValue(name)
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	return v
 }
 
 // input adds a graph input with a static (or, for -1 dims, symbolic) shape.
 func (b *cleanupModel) input(name string, dt graph.DataType, dims ...int64) *graph.Value {
-	v := b.value(b.g, name)
+	v := b.value(b.Graph, name)
 	v.Type = graph.TensorType(dt, clShape(dims))
-	b.g.Inputs = append(b.g.Inputs, v)
+	b.Graph.Inputs = append(b.Graph.Inputs, v)
 	return v
 }
 
 // output declares v a graph output of the given type.
 func (b *cleanupModel) output(v *graph.Value, dt graph.DataType, dims ...int64) {
 	v.Type = graph.TensorType(dt, clShape(dims))
-	b.g.Outputs = append(b.g.Outputs, v)
+	b.Graph.Outputs = append(b.Graph.Outputs, v)
 }
 
 func clShape(dims []int64) graph.Shape {
@@ -62,14 +58,14 @@ func clShape(dims []int64) graph.Shape {
 
 // op adds node name to g computing op over ins into new values named outs.
 func (b *cleanupModel) op(g *graph.Graph, name, op string, ins []*graph.Value, outs ...string) *graph.Node {
-	b.t.Helper()
+	b.T.Helper()
 	var ovs []*graph.Value
 	for _, o := range outs {
 		ovs = append(ovs, b.value(g, o))
 	}
 	n, err := g.AddNode(op, ins, ovs)
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	n.Name = name
 	return n
@@ -77,35 +73,37 @@ func (b *cleanupModel) op(g *graph.Graph, name, op string, ins []*graph.Value, o
 
 // node adds a main-graph node with one output called name+"_out".
 func (b *cleanupModel) node(name, op string, ins ...*graph.Value) *graph.Node {
-	return b.op(b.g, name, op, ins, name+"_out")
+	return b.op(b.Graph, name, op, ins, name+"_out")
 }
 
 // f32 adds a float32 initializer.
 func (b *cleanupModel) f32(name string, dims []int64, vals ...float32) *graph.Value {
-	return b.init(graph.NewFloat32Tensor(name, dims, vals))
+	b.T.Helper()
+	return b.Floats(name, dims, vals...)
 }
 
 // i64 adds a 1-D int64 initializer.
 func (b *cleanupModel) i64(name string, vals ...int64) *graph.Value {
-	return b.init(graph.NewInt64Tensor(name, []int64{int64(len(vals))}, vals))
+	b.T.Helper()
+	return b.Int64s(name, []int64{int64(len(vals))}, vals...)
 }
 
 // init adds an initializer made by a tensor constructor.
 func (b *cleanupModel) init(t *graph.Tensor, err error) *graph.Value {
-	b.t.Helper()
+	b.T.Helper()
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
-	v, err := b.g.AddInitializer(t)
+	v, err := b.Graph.AddInitializer(t)
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	return v
 }
 
 // constant adds a Constant node holding t; its output is name.
 func (b *cleanupModel) constant(name string, t *graph.Tensor) *graph.Value {
-	n := b.op(b.g, name+"_node", "Constant", nil, name)
+	n := b.op(b.Graph, name+"_node", "Constant", nil, name)
 	n.SetAttr(&graph.Attr{Name: "value", Type: graph.AttrTensor, Tensor: t})
 	return n.Output(0)
 }
@@ -121,7 +119,7 @@ func (b *cleanupModel) subgraph(n *graph.Node, attr string) *graph.Graph {
 // ifNode adds If(cond) with output name; branch fills each branch and
 // returns what it yields, declared float32[2,3].
 func (b *cleanupModel) ifNode(name string, cond *graph.Value, branch func(sg *graph.Graph, br string) *graph.Value) *graph.Node {
-	ifn := b.op(b.g, name, "If", []*graph.Value{cond}, name+"_out")
+	ifn := b.op(b.Graph, name, "If", []*graph.Value{cond}, name+"_out")
 	for _, br := range []string{"then_branch", "else_branch"} {
 		sg := b.subgraph(ifn, br)
 		out := branch(sg, br)
@@ -138,7 +136,7 @@ func clAllUnchanged(t *testing.T, p *Pass, dims []int64, cases map[string]func(b
 		t.Run(name, func(t *testing.T) {
 			b := newCleanupModel(t, 13)
 			build(b, b.input("x", graph.Float, dims...))
-			clUnchanged(t, b.m, p)
+			clUnchanged(t, b.Model, p)
 		})
 	}
 }

@@ -24,7 +24,7 @@ func (c noopCase) model(t *testing.T) (*cleanupModel, *graph.Node, *graph.Node) 
 	x := b.input("x", graph.Float, c.dims...)
 	relu := b.node("relu", "Relu", x)
 	relu.Output(0).Type = x.Type.Clone()
-	b.g.ValueInfo = append(b.g.ValueInfo, relu.Output(0))
+	b.Graph.ValueInfo = append(b.Graph.ValueInfo, relu.Output(0))
 	n := c.build(b, relu.Output(0))
 	neg := b.node("neg", "Neg", n.Output(0))
 	b.output(neg.Output(0), graph.Float)
@@ -94,7 +94,7 @@ func TestEliminateNoop(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b, relu, neg := c.model(t)
-			clRewrites(t, b.m, eliminateNoop, Stats{Removed: 1})
+			clRewrites(t, b.Model, eliminateNoop, Stats{Removed: 1})
 			if neg.Input(0) != relu.Output(0) {
 				t.Fatalf("neg reads %q, want relu's output", neg.Input(0).Name)
 			}
@@ -130,7 +130,7 @@ func TestEliminateNoopLeavesAlone(t *testing.T) {
 		}},
 		{"cast of unknown type", 13, []int64{2, 3}, func(b *cleanupModel, in *graph.Value) *graph.Node {
 			in.Type = nil
-			b.g.ValueInfo = b.g.ValueInfo[:0]
+			b.Graph.ValueInfo = b.Graph.ValueInfo[:0]
 			n := b.node("op", "Cast", in)
 			n.SetAttr(clInt("to", int64(graph.Float)))
 			return n
@@ -172,7 +172,7 @@ func TestEliminateNoopLeavesAlone(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b, _, _ := c.model(t)
-			clUnchanged(t, b.m, eliminateNoop)
+			clUnchanged(t, b.Model, eliminateNoop)
 		})
 	}
 }
@@ -186,9 +186,9 @@ func TestEliminateNoopOutputs(t *testing.T) {
 	relu.Output(0).Type = x.Type.Clone()
 	r := b.node("reshape", "Reshape", relu.Output(0), b.i64("shape", 0, 3))
 	b.output(r.Output(0), graph.Float, 2, 3)
-	clRewrites(t, b.m, eliminateNoop, Stats{Removed: 1})
-	clWantOutputs(t, b.g, "reshape_out")
-	if b.g.Outputs[0] != relu.Output(0) || b.g.Outputs[0].Type.Shape.String() != "[2,3]" {
+	clRewrites(t, b.Model, eliminateNoop, Stats{Removed: 1})
+	clWantOutputs(t, b.Graph, "reshape_out")
+	if b.Graph.Outputs[0] != relu.Output(0) || b.Graph.Outputs[0].Type.Shape.String() != "[2,3]" {
 		t.Fatalf("relu should now produce the output reshape_out, typed")
 	}
 
@@ -196,5 +196,5 @@ func TestEliminateNoopOutputs(t *testing.T) {
 	x = b.input("x", graph.Float, 2, 3)
 	r = b.node("reshape", "Reshape", x, b.i64("shape", 0, 3))
 	b.output(r.Output(0), graph.Float, 2, 3)
-	clUnchanged(t, b.m, eliminateNoop)
+	clUnchanged(t, b.Model, eliminateNoop)
 }

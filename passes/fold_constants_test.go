@@ -17,14 +17,14 @@ import (
 
 // ints adds an int64 initializer.
 func (f *fusionFixture) ints(name string, dims []int64, vals ...int64) *graph.Value {
-	f.t.Helper()
-	t, err := graph.NewInt64Tensor(f.g.UniqueName(name), dims, vals)
+	f.T.Helper()
+	t, err := graph.NewInt64Tensor(f.Graph.UniqueName(name), dims, vals)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
-	v, err := f.g.AddInitializer(t)
+	v, err := f.Graph.AddInitializer(t)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return v
 }
@@ -45,8 +45,8 @@ func TestFoldShapeChain(t *testing.T) {
 	if ops := f.ops(); len(ops) != 1 || ops["Add"] != 1 {
 		t.Errorf("nodes left: %v, want one Add", ops)
 	}
-	if w2.Const == nil || !slices.Equal(w2.Const.Dims, []int64{2, 12}) || len(f.g.Initializers) != 1 {
-		t.Errorf("the reshaped weight is not the only initializer, of shape [2 12]: %v, %d initializers", w2.Const, len(f.g.Initializers))
+	if w2.Const == nil || !slices.Equal(w2.Const.Dims, []int64{2, 12}) || len(f.Graph.Initializers) != 1 {
+		t.Errorf("the reshaped weight is not the only initializer, of shape [2 12]: %v, %d initializers", w2.Const, len(f.Graph.Initializers))
 	}
 }
 
@@ -83,7 +83,7 @@ func TestFoldLeavesVariablesAlone(t *testing.T) {
 	// caller: not a constant.
 	d := f.input("d", 3)
 	d.Const = f.tensor(d.Name, []int64{3}, []float32{1, 2, 3})
-	f.g.Initializers = append(f.g.Initializers, d)
+	f.Graph.Initializers = append(f.Graph.Initializers, d)
 	c := f.init("c", []int64{3}, []float32{4, 5, 6})
 	f.output(f.op("Mul", f.op("Add", x, c), f.op("Neg", d)))
 	f.output(f.op("RandomUniformLike", c))
@@ -116,7 +116,7 @@ func TestFoldOutputsConstantsAndSubgraphs(t *testing.T) {
 	x := f.input("x", 1, 2)
 	cond := f.value("cond")
 	cond.Type = graph.TensorType(graph.Bool, graph.Shape{})
-	f.g.Inputs = append(f.g.Inputs, cond)
+	f.Graph.Inputs = append(f.Graph.Inputs, cond)
 	k := f.constant("k", []int64{2}, []float32{2, 3})
 	sq := f.op("Mul", k, k)
 	f.output(sq)
@@ -125,12 +125,12 @@ func TestFoldOutputsConstantsAndSubgraphs(t *testing.T) {
 	var branches []*graph.Graph
 	for _, b := range []struct{ attr, op string }{{"then_branch", "Add"}, {"else_branch", "Sub"}} {
 		g := graph.NewGraph(b.attr)
-		g.Parent, g.Owner = f.g, ifn
-		one, err := g.AddInitializer(f.tensor(f.g.UniqueName("one"), []int64{2}, []float32{1, 1}))
+		g.Parent, g.Owner = f.Graph, ifn
+		one, err := g.AddInitializer(f.tensor(f.Graph.UniqueName("one"), []int64{2}, []float32{1, 1}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, _ := g.NewValue(f.g.UniqueName(b.op))
+		out, _ := g.NewValue(f.Graph.UniqueName(b.op))
 		if _, err := g.AddNode(b.op, []*graph.Value{k, one}, []*graph.Value{out}); err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +146,7 @@ func TestFoldOutputsConstantsAndSubgraphs(t *testing.T) {
 	if ops := f.ops(); len(ops) != 2 || ops["If"] != 1 || ops["Add"] != 1 {
 		t.Errorf("nodes left: %v, want If and Add", ops)
 	}
-	if !f.g.IsOutput(sq) || sq.Const == nil {
+	if !f.Graph.IsOutput(sq) || sq.Const == nil {
 		t.Errorf("output %q is no longer an output, or not an initializer", sq.Name)
 	}
 	for _, g := range branches {
@@ -163,22 +163,22 @@ func TestFoldInBranchesSharesOuterConstants(t *testing.T) {
 	x := f.input("x", 1, 2)
 	cond := f.value("cond")
 	cond.Type = graph.TensorType(graph.Bool, graph.Shape{})
-	f.g.Inputs = append(f.g.Inputs, cond)
+	f.Graph.Inputs = append(f.Graph.Inputs, cond)
 	w := f.init("w", []int64{2, 2}, []float32{1, 2, 3, 4})
 	ifn := f.node("If", []*graph.Value{cond})
 	var branches []*graph.Graph
 	for _, b := range []struct{ attr, op string }{{"then_branch", "Relu"}, {"else_branch", "Sigmoid"}} {
 		g := graph.NewGraph(b.attr)
-		g.Parent, g.Owner = f.g, ifn
-		wt, _ := g.NewValue(f.g.UniqueName("wt"))
+		g.Parent, g.Owner = f.Graph, ifn
+		wt, _ := g.NewValue(f.Graph.UniqueName("wt"))
 		if _, err := g.AddNode("Transpose", []*graph.Value{w}, []*graph.Value{wt}); err != nil {
 			t.Fatal(err)
 		}
-		mm, _ := g.NewValue(f.g.UniqueName("mm"))
+		mm, _ := g.NewValue(f.Graph.UniqueName("mm"))
 		if _, err := g.AddNode("MatMul", []*graph.Value{x, wt}, []*graph.Value{mm}); err != nil {
 			t.Fatal(err)
 		}
-		out, _ := g.NewValue(f.g.UniqueName(b.op))
+		out, _ := g.NewValue(f.Graph.UniqueName(b.op))
 		if _, err := g.AddNode(b.op, []*graph.Value{mm}, []*graph.Value{out}); err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +197,7 @@ func TestFoldInBranchesSharesOuterConstants(t *testing.T) {
 			t.Errorf("branch %s: %d initializers, %d nodes; want the folded weight outside and MatMul + activation", g.Name, len(g.Initializers), len(g.Nodes))
 		}
 	}
-	if n := len(f.g.Initializers); n != 1 {
+	if n := len(f.Graph.Initializers); n != 1 {
 		t.Errorf("main graph holds %d initializers, want the one transposed weight", n)
 	}
 }
@@ -209,7 +209,7 @@ func TestFoldLongChain(t *testing.T) {
 	v := f.init("c", []int64{2}, []float32{1, 2})
 	const n = 20000
 	for i := range n {
-		next, err := f.g.NewValue(fmt.Sprint("neg", i)) // UniqueName would make building quadratic
+		next, err := f.Graph.NewValue(fmt.Sprint("neg", i)) // UniqueName would make building quadratic
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +217,7 @@ func TestFoldLongChain(t *testing.T) {
 		v = next
 	}
 	f.output(f.op("Add", x, v))
-	rep, err := Run(f.m, []*Pass{foldConstants}, Options{MaxRounds: 1})
+	rep, err := Run(f.Model, []*Pass{foldConstants}, Options{MaxRounds: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,8 +34,8 @@ func TestFuseBiasAdd(t *testing.T) {
 			y := tc.build(f)
 			f.output(y)
 			f.fuses(fuseBiasAdd, Context{}, Stats{Removed: 1, Rewritten: 1}, -1, 1)
-			if f.ops()["Add"] != 0 || f.g.Outputs[0] != y {
-				t.Errorf("ops %v; output %q", f.ops(), f.g.Outputs[0].Name)
+			if f.ops()["Add"] != 0 || f.Graph.Outputs[0] != y {
+				t.Errorf("ops %v; output %q", f.ops(), f.Graph.Outputs[0].Name)
 			}
 		})
 	}

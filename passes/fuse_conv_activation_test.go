@@ -61,9 +61,9 @@ func TestFuseConvActivationNotes(t *testing.T) {
 			act := a.build(f, conv.Output(0))
 			act.Name = ""
 			f.output(act.Output(0))
-			n := len(f.g.Nodes)
+			n := len(f.Graph.Nodes)
 			f.fuses(fuseConvActivation, Context{}, Stats{Rewritten: 1}, -2, 2)
-			if len(f.g.Nodes) != n || act.Graph() == nil {
+			if len(f.Graph.Nodes) != n || act.Graph() == nil {
 				t.Errorf("the nodes changed")
 			}
 			if act.Name == "" || conv.Meta(metaFusedActivation) != a.op || conv.Meta(metaFusedActivationNode) != act.Name {
@@ -109,8 +109,8 @@ func TestFuseConvActivationFusedConv(t *testing.T) {
 			if n.AttrInt("group", 0) != 2 || len(n.Inputs()) != 3 {
 				t.Errorf("the Conv's attributes or inputs were not carried over")
 			}
-			if f.m.OpsetVersion("com.microsoft") != 1 {
-				t.Errorf("opsets %v", f.m.Opsets)
+			if f.Model.OpsetVersion("com.microsoft") != 1 {
+				t.Errorf("opsets %v", f.Model.Opsets)
 			}
 		})
 	}
@@ -153,14 +153,14 @@ func TestFuseConvActivationRefuses(t *testing.T) {
 			f.output(f.op("Elu", conv.Output(0)))
 		}},
 		{"Relu in another domain", 13, true, func(f *fusionFixture, conv *graph.Node) {
-			f.m.Opsets = append(f.m.Opsets, graph.OpsetImport{Domain: "custom", Version: 1})
+			f.Model.Opsets = append(f.Model.Opsets, graph.OpsetImport{Domain: "custom", Version: 1})
 			n := f.node("Relu", []*graph.Value{conv.Output(0)})
 			n.Domain = "custom"
 			f.output(n.Output(0))
 		}},
 		{"FusedConv with a weight of unknown type", 13, true, func(f *fusionFixture, conv *graph.Node) {
 			w := f.value("w_in")
-			f.g.Inputs = append(f.g.Inputs, w)
+			f.Graph.Inputs = append(f.Graph.Inputs, w)
 			conv.SetInput(1, w)
 			f.output(f.op("Relu", conv.Output(0)))
 		}},

@@ -99,8 +99,8 @@ func TestFuseConvBN(t *testing.T) {
 				if f.ops()["BatchNormalization"] != 0 {
 					t.Errorf("a BatchNormalization is left")
 				}
-				if f.g.Outputs[0] != y || y.Name != "BatchNormalization_out" || y.Producer() == nil {
-					t.Errorf("graph output is %q, want the BN's output kept", f.g.Outputs[0].Name)
+				if f.Graph.Outputs[0] != y || y.Name != "BatchNormalization_out" || y.Producer() == nil {
+					t.Errorf("graph output is %q, want the BN's output kept", f.Graph.Outputs[0].Name)
 				}
 			})
 		}
@@ -138,10 +138,10 @@ func TestFuseConvBNSharedWeight(t *testing.T) {
 	if len(w.Uses()) != 1 || w.Uses()[0].Node != b.Producer() {
 		t.Errorf("the shared weight has %d readers, want the unfolded conv", len(w.Uses()))
 	}
-	if _, err := runDeadCode(&Context{Model: f.m}); err != nil {
+	if _, err := runDeadCode(&Context{Model: f.Model}); err != nil {
 		t.Fatal(err)
 	}
-	if f.g.Value("w") == nil {
+	if f.Graph.Value("w") == nil {
 		t.Errorf("dead-code elimination removed the weight the other conv reads")
 	}
 }
@@ -156,7 +156,7 @@ func TestFuseConvBNRefuses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := f.g.AddInitializer(tn)
+		v, err := f.Graph.AddInitializer(tn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +187,7 @@ func TestFuseConvBNRefuses(t *testing.T) {
 		}},
 		{"BN scale is a graph input with an initializer", 13, func(f *fusionFixture) {
 			n := f.bn(conv(f), 4, false)
-			f.g.Inputs = append(f.g.Inputs, n.Input(1))
+			f.Graph.Inputs = append(f.Graph.Inputs, n.Input(1))
 			f.output(n.Output(0))
 		}},
 		{"BN with training-mode outputs", 13, func(f *fusionFixture) {
@@ -230,7 +230,7 @@ func TestFuseConvBNRefuses(t *testing.T) {
 		}},
 		{"MatMul with an input of unknown rank", 13, func(f *fusionFixture) {
 			x := f.value("x")
-			f.g.Inputs = append(f.g.Inputs, x)
+			f.Graph.Inputs = append(f.Graph.Inputs, x)
 			f.output(f.bn(f.op("MatMul", x, f.weight("w", 5, 3)), 3, false).Output(0))
 		}},
 		{"Gemm C not constant", 13, func(f *fusionFixture) {

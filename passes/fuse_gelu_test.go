@@ -130,8 +130,8 @@ func TestFuseGelu(t *testing.T) {
 				if opset >= 20 && s.tanh && approx != "tanh" || !(opset >= 20 && s.tanh) && approx != "none" {
 					t.Errorf("approximate %q", approx)
 				}
-				if (f.m.OpsetVersion(msDomain) == 1) != (opset < 20) {
-					t.Errorf("opsets %v", f.m.Opsets)
+				if (f.Model.OpsetVersion(msDomain) == 1) != (opset < 20) {
+					t.Errorf("opsets %v", f.Model.Opsets)
 				}
 				if ops := f.ops(); ops["Erf"]+ops["Tanh"]+ops["Mul"]+ops["Add"]+ops["Div"]+ops["Pow"] != 0 {
 					t.Errorf("pattern ops left: %v", ops)
@@ -148,8 +148,8 @@ func TestFuseGeluStandardOnlyBelowOpset20(t *testing.T) {
 		f := newFusionFixture(t, 19)
 		f.output(f.gelu(f.input("x", 2, 8), s).Output(0))
 		f.refuses(fuseGelu, Context{})
-		if f.m.OpsetVersion(msDomain) != 0 {
-			t.Errorf("opsets %v", f.m.Opsets)
+		if f.Model.OpsetVersion(msDomain) != 0 {
+			t.Errorf("opsets %v", f.Model.Opsets)
 		}
 	}
 }

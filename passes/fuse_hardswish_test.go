@@ -19,7 +19,7 @@ type hardSwishSpelling struct {
 // hardSwish writes the pattern over x and returns its nodes: Add, Clip,
 // Mul, and the last one.
 func (f *fusionFixture) hardSwish(x *graph.Value, s hardSwishSpelling) []*graph.Node {
-	opset := f.m.OpsetVersion("")
+	opset := f.Model.OpsetVersion("")
 	scalar := func(name string, v float32) *graph.Value {
 		if s.constNodes {
 			return f.constant(name, []int64{1}, []float32{v})
@@ -159,7 +159,7 @@ func TestFuseHardSwishRefuses(t *testing.T) {
 		}},
 		{"rank of x unknown, the constants [1]", 14, func(f *fusionFixture, _ *graph.Value) []*graph.Node {
 			s := f.value("s")
-			f.g.Inputs = append(f.g.Inputs, s)
+			f.Graph.Inputs = append(f.Graph.Inputs, s)
 			return f.hardSwish(s, hardSwishSpelling{})
 		}},
 		{"opset 5", 5, func(f *fusionFixture, x *graph.Value) []*graph.Node {

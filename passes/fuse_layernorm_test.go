@@ -26,7 +26,7 @@ type layerNormSpelling struct {
 // layerNorm writes the pattern over x (whose trailing dims are norm) and
 // returns its last node.
 func (f *fusionFixture) layerNorm(x *graph.Value, norm []int64, s layerNormSpelling) *graph.Node {
-	opset := f.m.OpsetVersion("")
+	opset := f.Model.OpsetVersion("")
 	scalar := func(name string, v float32) *graph.Value {
 		dims := []int64{1}
 		if s.scalarRank == 0 {
@@ -45,13 +45,13 @@ func (f *fusionFixture) layerNorm(x *graph.Value, norm []int64, s layerNormSpell
 	}
 	mean := func(in *graph.Value) *graph.Value {
 		if opset >= 18 {
-			t, err := graph.NewInt64Tensor(f.g.UniqueName("axes"), []int64{int64(len(s.axes))}, s.axes)
+			t, err := graph.NewInt64Tensor(f.Graph.UniqueName("axes"), []int64{int64(len(s.axes))}, s.axes)
 			if err != nil {
-				f.t.Fatal(err)
+				f.T.Fatal(err)
 			}
-			ax, err := f.g.AddInitializer(t)
+			ax, err := f.Graph.AddInitializer(t)
 			if err != nil {
-				f.t.Fatal(err)
+				f.T.Fatal(err)
 			}
 			return f.op("ReduceMean", in, ax)
 		}
@@ -203,13 +203,13 @@ func TestFuseLayerNormRefuses(t *testing.T) {
 		{"positive axis, rank unknown", 17, func(f *fusionFixture) *graph.Node {
 			x := f.value("x")
 			x.Type = graph.TensorType(graph.Float, nil)
-			f.g.Inputs = append(f.g.Inputs, x)
+			f.Graph.Inputs = append(f.Graph.Inputs, x)
 			return f.layerNorm(x, []int64{8}, layerNormSpelling{gamma: true, axes: []int64{2}})
 		}},
 		{"no gamma, last dim unknown", 17, func(f *fusionFixture) *graph.Node {
 			x := f.value("x")
 			x.Type = graph.TensorType(graph.Float, graph.Shape{graph.Dim{Kind: graph.DimStatic, Value: 2}, graph.Dim{Kind: graph.DimSymbolic, Param: "h"}})
-			f.g.Inputs = append(f.g.Inputs, x)
+			f.Graph.Inputs = append(f.Graph.Inputs, x)
 			return f.layerNorm(x, []int64{8}, layerNormSpelling{})
 		}},
 		{"keepdims 0", 17, func(f *fusionFixture) *graph.Node {
@@ -263,7 +263,7 @@ func TestFuseLayerNormRefuses(t *testing.T) {
 		}},
 		{"ReduceMean axes from an input, opset 18", 18, func(f *fusionFixture) *graph.Node {
 			n := ln(f, layerNormSpelling{})
-			producer(n.Output(0), "Sub").Input(1).Producer().SetInput(1, f.g.Inputs[0])
+			producer(n.Output(0), "Sub").Input(1).Producer().SetInput(1, f.Graph.Inputs[0])
 			return n
 		}},
 	} {
@@ -271,7 +271,7 @@ func TestFuseLayerNormRefuses(t *testing.T) {
 			f := newFusionFixture(t, tc.opset)
 			last := tc.build(f)
 			f.output(last.Output(0))
-			if err := f.g.TopoSort(); err != nil {
+			if err := f.Graph.TopoSort(); err != nil {
 				t.Fatal(err)
 			}
 			f.refuses(fuseLayerNorm, Context{ORTContrib: true})

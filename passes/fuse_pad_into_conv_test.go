@@ -64,8 +64,8 @@ func TestFusePadIntoConv(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, op := padConvModel(t, tc.opset, tc.consumer, tc.pads, tc.setup)
-			clRewrites(t, b.m, fusePadIntoConv, Stats{Removed: 1, Rewritten: 1})
-			if got := op.AttrInts("pads"); op.Input(0) != b.g.Inputs[0] || !slices.Equal(got, tc.want) {
+			clRewrites(t, b.Model, fusePadIntoConv, Stats{Removed: 1, Rewritten: 1})
+			if got := op.AttrInts("pads"); op.Input(0) != b.Graph.Inputs[0] || !slices.Equal(got, tc.want) {
 				t.Fatalf("op reads %q with pads %v, want x with %v", op.Input(0).Name, got, tc.want)
 			}
 		})
@@ -106,7 +106,7 @@ func TestFusePadIntoConvLeavesAlone(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, _ := padConvModel(t, 13, tc.consumer, tc.pads, tc.setup)
-			clUnchanged(t, b.m, fusePadIntoConv)
+			clUnchanged(t, b.Model, fusePadIntoConv)
 		})
 	}
 }

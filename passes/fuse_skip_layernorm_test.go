@@ -47,7 +47,7 @@ func TestFuseSkipLayerNorm(t *testing.T) {
 			add, ln := f.skipLayerNorm(x, tc.swap, tc.beta)
 			if tc.gammaAfterTheAdd {
 				ln.SetInput(1, f.constant("gamma_c", []int64{8}, f.random(8, 0.5, 1.5)))
-				if err := f.g.TopoSort(); err != nil { // the Constant node is last: move the LN after it
+				if err := f.Graph.TopoSort(); err != nil { // the Constant node is last: move the LN after it
 					t.Fatal(err)
 				}
 			}
@@ -62,8 +62,8 @@ func TestFuseSkipLayerNorm(t *testing.T) {
 			}
 			f.fusesInORT(fuseSkipLayerNorm, Context{ORTContrib: true}, Stats{Removed: 2, Added: 1}, -2, 2)
 			n := y.Producer()
-			if n.OpType != "SkipLayerNormalization" || n.Domain != msDomain || n.Name != ln.Name || f.m.OpsetVersion(msDomain) != 1 {
-				t.Fatalf("%s (domain %q) produces %q; opsets %v", n, n.Domain, y.Name, f.m.Opsets)
+			if n.OpType != "SkipLayerNormalization" || n.Domain != msDomain || n.Name != ln.Name || f.Model.OpsetVersion(msDomain) != 1 {
+				t.Fatalf("%s (domain %q) produces %q; opsets %v", n, n.Domain, y.Name, f.Model.Opsets)
 			}
 			if n.AttrFloat("epsilon", 0) != 1e-6 || len(n.Inputs()) != 3+btoi(tc.beta) {
 				t.Errorf("epsilon %g, %d inputs", n.AttrFloat("epsilon", 0), len(n.Inputs()))

@@ -10,45 +10,40 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/difftest"
 	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testgraph"
 	"github.com/optc-dev/optc/ort"
 )
 
-// fusionFixture builds small models for the fusion tests. Its helpers are
-// methods so that they cannot collide with other test files' helpers.
+// fusionFixture is testgraph's builder with what the fusion tests add:
+// unique value names, random weights, Constant nodes, outputs of unknown
+// shape. Its helpers are methods so that they cannot collide with other
+// test files' helpers.
 type fusionFixture struct {
-	t   testing.TB
-	m   *graph.Model
-	g   *graph.Graph
+	*testgraph.Builder
 	rng *rand.Rand
 }
 
 func newFusionFixture(t testing.TB, opset int64) *fusionFixture {
-	g := graph.NewGraph("fixture")
-	m := &graph.Model{IRVersion: 8, Opsets: []graph.OpsetImport{{Domain: "", Version: opset}}, Graph: g}
-	return &fusionFixture{t: t, m: m, g: g, rng: rand.New(rand.NewPCG(1, uint64(opset)))}
+	return &fusionFixture{Builder: testgraph.New(t, "fixture", opset), rng: rand.New(rand.NewPCG(1, uint64(opset)))}
 }
 
 // input declares a float32 graph input of static shape.
 func (f *fusionFixture) input(name string, dims ...int64) *graph.Value {
 	v := f.value(name)
 	v.Type = graph.TensorType(graph.Float, graph.StaticShape(dims...))
-	f.g.Inputs = append(f.g.Inputs, v)
+	f.Graph.Inputs = append(f.Graph.Inputs, v)
 	return v
 }
 
 func (f *fusionFixture) value(name string) *graph.Value {
-	f.t.Helper()
-	v, err := f.g.NewValue(f.g.UniqueName(name))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return v
+	f.T.Helper()
+	return f.Value(f.Graph.UniqueName(name))
 }
 
 // output makes v a graph output of type float32 (shape left unknown).
 func (f *fusionFixture) output(v *graph.Value) {
 	v.Type = graph.TensorType(graph.Float, nil)
-	f.g.Outputs = append(f.g.Outputs, v)
+	f.Graph.Outputs = append(f.Graph.Outputs, v)
 }
 
 // random returns n values uniform in [lo, hi).
@@ -61,22 +56,18 @@ func (f *fusionFixture) random(n int64, lo, hi float32) []float32 {
 }
 
 func (f *fusionFixture) tensor(name string, dims []int64, vals []float32) *graph.Tensor {
-	f.t.Helper()
+	f.T.Helper()
 	t, err := graph.NewFloat32Tensor(name, dims, vals)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return t
 }
 
 // init adds a float32 initializer.
 func (f *fusionFixture) init(name string, dims []int64, vals []float32) *graph.Value {
-	f.t.Helper()
-	v, err := f.g.AddInitializer(f.tensor(f.g.UniqueName(name), dims, vals))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return v
+	f.T.Helper()
+	return f.Floats(f.Graph.UniqueName(name), dims, vals...)
 }
 
 // weight adds an initializer of random values in [-1, 1).
@@ -98,13 +89,13 @@ func (f *fusionFixture) constant(name string, dims []int64, vals []float32) *gra
 
 // node adds op reading ins and writing outs (a fresh value when none).
 func (f *fusionFixture) node(op string, ins []*graph.Value, outs ...*graph.Value) *graph.Node {
-	f.t.Helper()
+	f.T.Helper()
 	if len(outs) == 0 {
 		outs = []*graph.Value{f.value(op + "_out")}
 	}
-	n, err := f.g.AddNode(op, ins, outs)
+	n, err := f.Graph.AddNode(op, ins, outs)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	n.Name = outs[0].Name + "_node"
 	return n
@@ -131,17 +122,17 @@ func (f *fusionFixture) attrInts(n *graph.Node, name string, v ...int64) *graph.
 }
 
 func (f *fusionFixture) marshal() []byte {
-	f.t.Helper()
-	b, err := graph.Marshal(f.m)
+	f.T.Helper()
+	b, err := graph.Marshal(f.Model)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return b
 }
 
 func (f *fusionFixture) ops() map[string]int {
 	c := map[string]int{}
-	for _, n := range f.g.Nodes {
+	for _, n := range f.Graph.Nodes {
 		c[n.OpType]++
 	}
 	return c
@@ -149,17 +140,17 @@ func (f *fusionFixture) ops() map[string]int {
 
 // run applies p to the fixture's model, checking Verify before and after.
 func (f *fusionFixture) run(p *Pass, ctx Context) Stats {
-	f.t.Helper()
-	if err := f.m.Verify(); err != nil {
-		f.t.Fatalf("fixture invalid before %s: %v", p.Name, err)
+	f.T.Helper()
+	if err := f.Model.Verify(); err != nil {
+		f.T.Fatalf("fixture invalid before %s: %v", p.Name, err)
 	}
-	ctx.Model = f.m
+	ctx.Model = f.Model
 	st, err := p.Run(&ctx)
 	if err != nil {
-		f.t.Fatalf("%s: %v", p.Name, err)
+		f.T.Fatalf("%s: %v", p.Name, err)
 	}
-	if err := f.m.Verify(); err != nil {
-		f.t.Fatalf("%s broke the model: %v", p.Name, err)
+	if err := f.Model.Verify(); err != nil {
+		f.T.Fatalf("%s broke the model: %v", p.Name, err)
 	}
 	return st
 }
@@ -168,18 +159,18 @@ func (f *fusionFixture) run(p *Pass, ctx Context) Stats {
 // nothing, and compares the models before and after in ONNX Runtime on
 // random inputs in [lo, hi).
 func (f *fusionFixture) fuses(p *Pass, ctx Context, want Stats, lo, hi float64) {
-	f.t.Helper()
+	f.T.Helper()
 	before := f.marshal()
 	if st := f.run(p, ctx); st != want {
-		f.t.Fatalf("%s: stats %+v, want %+v", p.Name, st, want)
+		f.T.Fatalf("%s: stats %+v, want %+v", p.Name, st, want)
 	}
 	after := f.marshal()
 	if st := f.run(p, ctx); st.Changed() {
-		f.t.Errorf("%s: a second run changed %+v", p.Name, st)
+		f.T.Errorf("%s: a second run changed %+v", p.Name, st)
 	}
 	// Three batches of the (static) batch size.
-	samples := 3 * int(f.g.Inputs[0].Type.Shape.Dims()[0])
-	difftest.Check(f.t, before, after, difftest.Options{DataOpts: data.Options{Low: lo, High: hi, Samples: samples, Seed: 7}})
+	samples := 3 * int(f.Graph.Inputs[0].Type.Shape.Dims()[0])
+	difftest.Check(f.T, before, after, difftest.Options{DataOpts: data.Options{Low: lo, High: hi, Samples: samples, Seed: 7}})
 }
 
 // fusesInORT is fuses with the differential test at ONNX Runtime's levels
@@ -188,34 +179,34 @@ func (f *fusionFixture) fuses(p *Pass, ctx Context, want Stats, lo, hi float64) 
 // second run nothing, and the outputs must agree within 1e-5 + 1e-4|a| on
 // inputs in [lo, hi).
 func (f *fusionFixture) fusesInORT(p *Pass, ctx Context, want Stats, lo, hi float64) {
-	f.t.Helper()
-	ortenv.Require(f.t)
+	f.T.Helper()
+	ortenv.Require(f.T)
 	before := f.marshal()
 	if st := f.run(p, ctx); st != want {
-		f.t.Fatalf("%s: stats %+v, want %+v", p.Name, st, want)
+		f.T.Fatalf("%s: stats %+v, want %+v", p.Name, st, want)
 	}
 	after := f.marshal()
 	if st := f.run(p, ctx); st.Changed() {
-		f.t.Errorf("%s: a second run changed %+v", p.Name, st)
+		f.T.Errorf("%s: a second run changed %+v", p.Name, st)
 	}
-	samples := 3 * max(1, int(f.g.Inputs[0].Type.Shape.Dims()[0])) // a symbolic batch is 1
+	samples := 3 * max(1, int(f.Graph.Inputs[0].Type.Shape.Dims()[0])) // a symbolic batch is 1
 	for _, level := range []ort.Level{ort.LevelDisable, ort.LevelAll} {
 		opts := difftest.Options{Level: level, DataOpts: data.Options{Low: lo, High: hi, Samples: samples, Seed: 7}}
 		if err := difftest.Compare(before, after, opts); err != nil {
-			f.t.Fatalf("ORT level %d: %v", level, err)
+			f.T.Fatalf("ORT level %d: %v", level, err)
 		}
 	}
 }
 
 // refuses runs p and wants no stats and the model unchanged byte for byte.
 func (f *fusionFixture) refuses(p *Pass, ctx Context) {
-	f.t.Helper()
+	f.T.Helper()
 	before := f.marshal()
 	if st := f.run(p, ctx); st != (Stats{}) {
-		f.t.Fatalf("%s changed the model: %+v", p.Name, st)
+		f.T.Fatalf("%s changed the model: %+v", p.Name, st)
 	}
 	if !bytes.Equal(before, f.marshal()) {
-		f.t.Fatalf("%s reported no change but the model changed", p.Name)
+		f.T.Fatalf("%s reported no change but the model changed", p.Name)
 	}
 }
 
@@ -253,7 +244,7 @@ func TestOnlyReaderSeesSubgraphOutputs(t *testing.T) {
 	cond := f.init("cond", nil, []float32{1})
 	n := f.node("If", []*graph.Value{cond})
 	branch := graph.NewGraph("then")
-	branch.Parent, branch.Owner = f.g, n
+	branch.Parent, branch.Owner = f.Graph, n
 	branch.Outputs = []*graph.Value{a}
 	n.SetAttr(&graph.Attr{Name: "then_branch", Type: graph.AttrGraph, Graph: branch})
 	if onlyReader(a) != nil {
@@ -306,7 +297,7 @@ func TestClipBounds(t *testing.T) {
 func TestMinRank(t *testing.T) {
 	f := newFusionFixture(t, 13)
 	unknown := f.value("unknown")
-	f.g.Inputs = append(f.g.Inputs, unknown)
+	f.Graph.Inputs = append(f.Graph.Inputs, unknown)
 	x := f.input("x", 1, 3, 8, 8)
 	conv := f.op("Conv", unknown, f.weight("w", 4, 3, 1, 1))
 	sum := f.op("Add", f.op("Relu", conv), f.init("c", []int64{1}, []float32{3}))
@@ -335,14 +326,14 @@ func TestHandOverKeepsTheEndValue(t *testing.T) {
 	if err := handOver(relu, last); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.g.RemoveNodes([]*graph.Node{last}); err != nil {
+	if err := f.Graph.RemoveNodes([]*graph.Node{last}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.m.Verify(); err != nil {
+	if err := f.Model.Verify(); err != nil {
 		t.Fatal(err)
 	}
-	if relu.Output(0) != y || f.g.Outputs[0] != y || f.g.Value(mid.Name) != nil {
-		t.Errorf("after handOver: relu writes %q, output %q, %q still defined: %v", relu.Output(0).Name, f.g.Outputs[0].Name, mid.Name, f.g.Value(mid.Name) != nil)
+	if relu.Output(0) != y || f.Graph.Outputs[0] != y || f.Graph.Value(mid.Name) != nil {
+		t.Errorf("after handOver: relu writes %q, output %q, %q still defined: %v", relu.Output(0).Name, f.Graph.Outputs[0].Name, mid.Name, f.Graph.Value(mid.Name) != nil)
 	}
 }
 
@@ -351,10 +342,10 @@ func TestUniqueNodeName(t *testing.T) {
 	x := f.input("x", 2)
 	f.node("Relu", []*graph.Value{x}).Name = "act"
 	f.node("Relu", []*graph.Value{x}).Name = "act_1"
-	if got := uniqueNodeName(f.g, "act"); got != "act_2" {
+	if got := uniqueNodeName(f.Graph, "act"); got != "act_2" {
 		t.Errorf("uniqueNodeName = %q, want act_2", got)
 	}
-	if got := uniqueNodeName(f.g, "free"); got != "free" {
+	if got := uniqueNodeName(f.Graph, "free"); got != "free" {
 		t.Errorf("uniqueNodeName = %q, want free", got)
 	}
 }

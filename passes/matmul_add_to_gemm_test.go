@@ -42,12 +42,12 @@ func TestMatMulAddToGemm(t *testing.T) {
 			}
 			add := b.node("add", "Add", ins...)
 			b.output(add.Output(0), graph.Float, tc.adims[0], 5)
-			clRewrites(t, b.m, matmulAddToGemm, Stats{Removed: 1, Rewritten: 1})
-			clWantOps(t, b.g, map[string]int{"Gemm": 1})
+			clRewrites(t, b.Model, matmulAddToGemm, Stats{Removed: 1, Rewritten: 1})
+			clWantOps(t, b.Graph, map[string]int{"Gemm": 1})
 			if add.OpType != "Gemm" || add.Input(0) != a || add.Input(2) != bias {
 				t.Fatalf("want Gemm(a, b, bias)")
 			}
-			clWantOutputs(t, b.g, "add_out")
+			clWantOutputs(t, b.Graph, "add_out")
 		})
 	}
 }
@@ -87,7 +87,7 @@ func TestMatMulAddToGemmLeavesAlone(t *testing.T) {
 		},
 		"integer types": func(b *cleanupModel) {
 			bt, _ := graph.NewInt64Tensor("b", []int64{4, 5}, make([]int64, 20))
-			bv, _ := b.g.AddInitializer(bt)
+			bv, _ := b.Graph.AddInitializer(bt)
 			mm := b.node("mm", "MatMul", b.input("a", graph.Int64, 3, 4), bv)
 			b.output(b.node("add", "Add", mm.Output(0), b.i64("bias", 1, 2, 3, 4, 5)).Output(0), graph.Int64, 3, 5)
 		},
@@ -96,7 +96,7 @@ func TestMatMulAddToGemmLeavesAlone(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b := newCleanupModel(t, 13)
 			build(b)
-			clUnchanged(t, b.m, matmulAddToGemm)
+			clUnchanged(t, b.Model, matmulAddToGemm)
 		})
 	}
 }

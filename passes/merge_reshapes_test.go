@@ -48,7 +48,7 @@ func TestMergeReshapes(t *testing.T) {
 			b.output(second.Output(0), graph.Float)
 			second.Output(0).Type.Shape = nil
 			want := first.Input(0)
-			clRewrites(t, b.m, mergeReshapes, Stats{Removed: 1, Rewritten: 1})
+			clRewrites(t, b.Model, mergeReshapes, Stats{Removed: 1, Rewritten: 1})
 			if second.Input(0) != want {
 				t.Fatalf("second reads %q", second.Input(0).Name)
 			}
@@ -63,9 +63,9 @@ func TestMergeReshapesChain(t *testing.T) {
 	r2 := b.node("r2", "Reshape", r1.Output(0), b.i64("s2", 4, 6))
 	r3 := b.node("r3", "Reshape", r2.Output(0), b.i64("s3", 24))
 	b.output(r3.Output(0), graph.Float, 24)
-	clRewrites(t, b.m, mergeReshapes, Stats{Removed: 2, Rewritten: 2})
-	if len(b.g.Nodes) != 1 || r3.Input(0) != x {
-		t.Fatalf("want one Reshape of x, have %d nodes", len(b.g.Nodes))
+	clRewrites(t, b.Model, mergeReshapes, Stats{Removed: 2, Rewritten: 2})
+	if len(b.Graph.Nodes) != 1 || r3.Input(0) != x {
+		t.Fatalf("want one Reshape of x, have %d nodes", len(b.Graph.Nodes))
 	}
 }
 

@@ -51,10 +51,10 @@ func TestMergeSqueezeUnsqueeze(t *testing.T) {
 			b.output(neg.Output(0), graph.Float)
 			neg.Output(0).Type.Shape = nil
 			if tc.dims == nil { // random data needs a shape; the pass does not see it
-				b.m.Graph.Inputs[0].Type.Shape = clShape([]int64{2, 1})
+				b.Model.Graph.Inputs[0].Type.Shape = clShape([]int64{2, 1})
 				relu.Output(0).Type.Shape = nil
 			}
-			clRewrites(t, b.m, mergeSqueezeUnsqueeze, Stats{Removed: 2})
+			clRewrites(t, b.Model, mergeSqueezeUnsqueeze, Stats{Removed: 2})
 			if neg.Input(0) != relu.Output(0) {
 				t.Fatalf("neg reads %q", neg.Input(0).Name)
 			}
@@ -86,7 +86,7 @@ func TestMergeSqueezeUnsqueezeLeavesAlone(t *testing.T) {
 			second := squeezeNode(b, "second", tc.then, first.Output(0), 13, tc.a2...)
 			b.output(second.Output(0), graph.Float)
 			second.Output(0).Type.Shape = nil
-			clUnchanged(t, b.m, mergeSqueezeUnsqueeze)
+			clUnchanged(t, b.Model, mergeSqueezeUnsqueeze)
 		})
 	}
 }
@@ -101,5 +101,5 @@ func TestMergeSqueezeUnsqueezeCounterpartHasReader(t *testing.T) {
 	b.output(second.Output(0), graph.Float, 2, 1)
 	neg := b.node("neg", "Neg", first.Output(0))
 	b.output(neg.Output(0), graph.Float, 2)
-	clUnchanged(t, b.m, mergeSqueezeUnsqueeze)
+	clUnchanged(t, b.Model, mergeSqueezeUnsqueeze)
 }

@@ -23,8 +23,8 @@ func TestMergeTransposesCancel(t *testing.T) {
 	t2 := transposeNode(b, "nchw", t1.Output(0), 0, 3, 1, 2)
 	neg := b.node("neg", "Neg", t2.Output(0))
 	b.output(neg.Output(0), graph.Float, 1, 2, 3, 4)
-	clRewrites(t, b.m, mergeTransposes, Stats{Removed: 2})
-	clWantOps(t, b.g, map[string]int{"Relu": 1, "Neg": 1})
+	clRewrites(t, b.Model, mergeTransposes, Stats{Removed: 2})
+	clWantOps(t, b.Graph, map[string]int{"Relu": 1, "Neg": 1})
 	if neg.Input(0) != relu.Output(0) {
 		t.Fatalf("neg reads %q", neg.Input(0).Name)
 	}
@@ -37,13 +37,13 @@ func TestMergeTransposesCompose(t *testing.T) {
 	t2 := transposeNode(b, "t2", t1.Output(0), 0, 2, 3, 1)
 	t3 := transposeNode(b, "t3", t2.Output(0)) // no perm: reverse
 	b.output(t3.Output(0), graph.Float, 2, 5, 4, 3)
-	clRewrites(t, b.m, mergeTransposes, Stats{Removed: 2, Rewritten: 2})
-	clWantOps(t, b.g, map[string]int{"Transpose": 1})
+	clRewrites(t, b.Model, mergeTransposes, Stats{Removed: 2, Rewritten: 2})
+	clWantOps(t, b.Graph, map[string]int{"Transpose": 1})
 	// x[a,b,c,d] -> t1 [b,a,c,d] -> t2 [b,c,d,a] -> reverse [a,d,c,b].
 	if got := t3.AttrInts("perm"); t3.Input(0) != x || !slices.Equal(got, []int64{0, 3, 2, 1}) {
 		t.Fatalf("t3 reads %q with perm %v, want x with [0 3 2 1]", t3.Input(0).Name, got)
 	}
-	clWantOutputs(t, b.g, "t3_out")
+	clWantOutputs(t, b.Graph, "t3_out")
 }
 
 func TestMergeTransposesLeavesAlone(t *testing.T) {
@@ -93,9 +93,9 @@ func TestMergeTransposesKeepsInterface(t *testing.T) {
 	t1 := transposeNode(b, "t1", x, 1, 0)
 	t2 := transposeNode(b, "t2", t1.Output(0), 1, 0)
 	b.output(t2.Output(0), graph.Float, 2, 3)
-	clRewrites(t, b.m, mergeTransposes, Stats{Removed: 1, Rewritten: 1})
-	if len(b.g.Nodes) != 1 || !slices.Equal(t2.AttrInts("perm"), []int64{0, 1}) || t2.Input(0) != x {
+	clRewrites(t, b.Model, mergeTransposes, Stats{Removed: 1, Rewritten: 1})
+	if len(b.Graph.Nodes) != 1 || !slices.Equal(t2.AttrInts("perm"), []int64{0, 1}) || t2.Input(0) != x {
 		t.Fatalf("want one identity Transpose of x")
 	}
-	clWantOutputs(t, b.g, "t2_out")
+	clWantOutputs(t, b.Graph, "t2_out")
 }

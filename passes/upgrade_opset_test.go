@@ -64,7 +64,7 @@ func TestUpgradeOpsetOps(t *testing.T) {
 			return n.Output(0)
 		}, "ReduceSum"},
 		{"split", 9, []int64{2, 6}, func(b *cleanupModel, x *graph.Value) *graph.Value {
-			n := b.op(b.g, "split", "Split", []*graph.Value{x}, "s0", "s1")
+			n := b.op(b.Graph, "split", "Split", []*graph.Value{x}, "s0", "s1")
 			n.SetAttr(clInt("axis", 1))
 			n.SetAttr(clInts("split", 2, 4))
 			r := b.node("red", "ReduceSum", n.Output(1))
@@ -146,34 +146,34 @@ func TestUpgradeOpsetOps(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newCleanupModel(t, tc.from)
-			b.m.IRVersion = irForOpset(tc.from)
+			b.Model.IRVersion = irForOpset(tc.from)
 			out := tc.build(b, b.input("x", graph.Float, tc.dims...))
-			b.g.Outputs = append(b.g.Outputs, out)
-			if err := b.m.Verify(); err != nil {
+			b.Graph.Outputs = append(b.Graph.Outputs, out)
+			if err := b.Model.Verify(); err != nil {
 				t.Fatal(err)
 			}
-			before := clMarshal(t, b.m)
-			changed, err := UpgradeOpset(b.m, 13)
+			before := clMarshal(t, b.Model)
+			changed, err := UpgradeOpset(b.Model, 13)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b.m.OpsetVersion("") != 13 {
-				t.Fatalf("opset %d after upgrade", b.m.OpsetVersion(""))
+			if b.Model.OpsetVersion("") != 13 {
+				t.Fatalf("opset %d after upgrade", b.Model.OpsetVersion(""))
 			}
 			if tc.name != "unchanged ops" && changed == 0 {
 				t.Fatal("nothing changed")
 			}
-			if clOps(b.g)[tc.want] == 0 {
-				t.Fatalf("no %s in %v", tc.want, clOps(b.g))
+			if clOps(b.Graph)[tc.want] == 0 {
+				t.Fatalf("no %s in %v", tc.want, clOps(b.Graph))
 			}
-			for _, n := range b.g.Nodes {
+			for _, n := range b.Graph.Nodes {
 				for _, a := range n.Attrs {
 					if (n.OpType == "Clip" || n.OpType == "Pad" || n.OpType == "Slice") && a.Type != graph.AttrString {
 						t.Fatalf("%s keeps attribute %s", n, a.Name)
 					}
 				}
 			}
-			after := clMarshal(t, b.m)
+			after := clMarshal(t, b.Model)
 			opts := difftest.Options{Atol: 1e-6, Rtol: 1e-6,
 				DataOpts: data.Options{High: 1, Samples: 2 * int(tc.dims[0]), Spec: data.Spec{Shapes: map[string][]int64{"x": tc.dims}}}}
 			difftest.Check(t, before, after, opts)
@@ -199,16 +199,16 @@ func TestUpgradeOpsetRefuses(t *testing.T) {
 			pre.SetAttr(clStr("dummy", "")) // not checked; makes the model distinct
 			pre.Attrs = nil
 			out := build(b, pre.Output(0))
-			b.g.Outputs = append(b.g.Outputs, out)
-			before := clMarshal(t, b.m)
-			_, err := UpgradeOpset(b.m, 13)
+			b.Graph.Outputs = append(b.Graph.Outputs, out)
+			before := clMarshal(t, b.Model)
+			_, err := UpgradeOpset(b.Model, 13)
 			if err == nil {
 				t.Fatal("upgrade accepted a node it cannot convert")
 			}
 			if !strings.Contains(err.Error(), "node \"") {
 				t.Fatalf("error does not name the node: %v", err)
 			}
-			if string(before) != string(clMarshal(t, b.m)) {
+			if string(before) != string(clMarshal(t, b.Model)) {
 				t.Fatal("a refused upgrade changed the model")
 			}
 		})
@@ -217,7 +217,7 @@ func TestUpgradeOpsetRefuses(t *testing.T) {
 
 func TestUpgradeOpsetSubgraph(t *testing.T) {
 	b := newCleanupModel(t, 9)
-	b.m.IRVersion = 4
+	b.Model.IRVersion = 4
 	x := b.input("x", graph.Float, 2, 3)
 	cond := b.input("c", graph.Bool)
 	ifn := b.ifNode("if", cond, func(sg *graph.Graph, br string) *graph.Value {
@@ -229,8 +229,8 @@ func TestUpgradeOpsetSubgraph(t *testing.T) {
 		return n.Output(0)
 	})
 	ifn.Output(0).Type = graph.TensorType(graph.Float, graph.StaticShape(2, 3))
-	b.g.Outputs = append(b.g.Outputs, ifn.Output(0))
-	if _, err := UpgradeOpset(b.m, 13); err != nil {
+	b.Graph.Outputs = append(b.Graph.Outputs, ifn.Output(0))
+	if _, err := UpgradeOpset(b.Model, 13); err != nil {
 		t.Fatal(err)
 	}
 	for _, sg := range ifn.Subgraphs() {
@@ -238,7 +238,7 @@ func TestUpgradeOpsetSubgraph(t *testing.T) {
 			t.Fatalf("%s: attrs %d inputs %d", c, len(c.Attrs), len(c.Inputs()))
 		}
 	}
-	if err := b.m.Verify(); err != nil {
+	if err := b.Model.Verify(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -365,16 +365,16 @@ func TestUpgradeOpsetPass(t *testing.T) {
 	b := newCleanupModel(t, 9)
 	n := b.node("clip", "Clip", b.input("x", graph.Float, 2, 3))
 	n.SetAttr(&graph.Attr{Name: "max", Type: graph.AttrFloat, Float: 0.5})
-	b.g.Outputs = append(b.g.Outputs, n.Output(0))
+	b.Graph.Outputs = append(b.Graph.Outputs, n.Output(0))
 	pipeline, err := Select(0, []string{"upgrade-opset"}, nil)
 	if err != nil || len(pipeline) != 1 {
 		t.Fatalf("select: %v %v", pipeline, err)
 	}
-	rep, err := Run(b.m, pipeline, Options{VerifyEach: true})
+	rep, err := Run(b.Model, pipeline, Options{VerifyEach: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.m.OpsetVersion("") != DefaultUpgradeOpset || rep.Passes[0].Stats.Rewritten == 0 || rep.Rounds != 2 {
-		t.Fatalf("opset %d, report %+v, %d rounds", b.m.OpsetVersion(""), rep.Passes[0], rep.Rounds)
+	if b.Model.OpsetVersion("") != DefaultUpgradeOpset || rep.Passes[0].Stats.Rewritten == 0 || rep.Rounds != 2 {
+		t.Fatalf("opset %d, report %+v, %d rounds", b.Model.OpsetVersion(""), rep.Passes[0], rep.Rounds)
 	}
 }
