@@ -83,7 +83,7 @@ func (b *builder) plan() *Plan {
 	}
 	if placementOn {
 		p.PlacementSeconds = round2(placementS)
-		p.Lines = append(p.Lines, fmt.Sprintf("placement search: %s (profiling and the confirmation of an INT8 win run regardless)", secs(placementS)))
+		p.Lines = append(p.Lines, fmt.Sprintf("placement search: %s (a step starts only when it fits; FP32 unless INT8 is confirmed faster within it)", secs(placementS)))
 	}
 	p.WindowSeconds = round2(windowS)
 	p.Lines = append(p.Lines, fmt.Sprintf("timing: %d models x %d batch sizes x %d repeats, %s windows of at least %d runs (%s in all, more for a model slower than that)",
