@@ -31,10 +31,13 @@ type Plan struct {
 	TimedModels   int     `json:"timed_models"`
 	TimingWindows int     `json:"timing_windows"`
 	WindowSeconds float64 `json:"window_seconds"`
-	// SweepPoints and SweepPointSeconds are the Triton sweep's (0 when the
-	// profile is pinned or there is no Triton target).
+	// SweepPoints and SweepPointSeconds are the Triton sweep's points and
+	// each one's timed window; SweepSeconds bounds the whole sweep, its
+	// warm-ups and sessions included (0: no budget). All are 0 when the
+	// profile is pinned or there is no Triton target.
 	SweepPoints       int     `json:"sweep_points,omitempty"`
 	SweepPointSeconds float64 `json:"sweep_point_seconds,omitempty"`
+	SweepSeconds      float64 `json:"sweep_seconds,omitempty"`
 	// Lines are the plan as printed.
 	Lines []string `json:"lines"`
 }
@@ -75,7 +78,11 @@ func (b *builder) plan() *Plan {
 		placementS = min(placementS, share(w.placement))
 		windowS = min(windowS, share(w.timing)/float64(p.TimingWindows))
 		if p.SweepPoints > 0 {
-			sweepS = min(sweepS, share(w.sweep)/float64(p.SweepPoints))
+			// Half of each point's share is its window, half is left for
+			// its warm-up runs and the thread count's session, whose cost
+			// the model decides; the sweep skips the points that do not fit.
+			p.SweepSeconds = round2(share(w.sweep))
+			sweepS = min(sweepS, share(w.sweep)/float64(p.SweepPoints)/2)
 		}
 		p.Lines = append(p.Lines, fmt.Sprintf("budget %s: placement, timing and the Triton sweep get shares; loading, passes, calibration, checks and exports are not bounded by time", c.Budget.Duration))
 	} else {
@@ -90,7 +97,12 @@ func (b *builder) plan() *Plan {
 		p.TimedModels, len(c.Latency.Batches), repeats, secs(windowS), minWindowRuns, secs(windowS*float64(p.TimingWindows))))
 	if p.SweepPoints > 0 {
 		p.SweepPointSeconds = round2(sweepS)
-		p.Lines = append(p.Lines, fmt.Sprintf("triton sweep: %d points of %s (%s)", p.SweepPoints, secs(sweepS), secs(sweepS*float64(p.SweepPoints))))
+		if p.SweepSeconds > 0 {
+			p.Lines = append(p.Lines, fmt.Sprintf("triton sweep: %s for %d points: windows of %s, the rest for their %d warm-up runs each and the sessions; points that do not fit are skipped (the profiles then say so)",
+				secs(p.SweepSeconds), p.SweepPoints, secs(sweepS), bench.DefaultWarmup))
+		} else {
+			p.Lines = append(p.Lines, fmt.Sprintf("triton sweep: %d points, windows of %s, each after %d warm-up runs", p.SweepPoints, secs(sweepS), bench.DefaultWarmup))
+		}
 	}
 	return p
 }
@@ -129,9 +141,14 @@ func (b *builder) windowDuration() time.Duration {
 	return time.Duration(b.res.Plan.WindowSeconds * float64(time.Second))
 }
 
-// sweepDuration is one Triton sweep point: the plan's.
+// sweepDuration is one Triton sweep point's window, sweepBudget the whole
+// sweep's: the plan's.
 func (b *builder) sweepDuration() time.Duration {
 	return time.Duration(b.res.Plan.SweepPointSeconds * float64(time.Second))
+}
+
+func (b *builder) sweepBudget() time.Duration {
+	return time.Duration(b.res.Plan.SweepSeconds * float64(time.Second))
 }
 
 // checkTimingFits says, before the artifacts are timed, when the input

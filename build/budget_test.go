@@ -35,7 +35,11 @@ func TestPlanShares(t *testing.T) {
 	if want := 30 * 3 / 10.5 / 60; p.WindowSeconds != round2(want) {
 		t.Errorf("window %v s, want %.2f", p.WindowSeconds, want)
 	}
-	if want := 30 * 1.5 / 10.5 / float64(p.SweepPoints); p.SweepPointSeconds != round2(want) {
+	// The sweep's share bounds it whole; half of each point's is its window.
+	if want := 30 * 1.5 / 10.5; p.SweepSeconds != round2(want) {
+		t.Errorf("sweep %v s, want %.2f", p.SweepSeconds, want)
+	}
+	if want := 30 * 1.5 / 10.5 / float64(p.SweepPoints) / 2; p.SweepPointSeconds != round2(want) {
 		t.Errorf("sweep point %v s, want %.2f", p.SweepPointSeconds, want)
 	}
 	if len(p.Lines) != 4 || !strings.Contains(p.Lines[0], "budget 30s") {

@@ -5,6 +5,7 @@
 package triton
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -50,11 +51,14 @@ func (Target) Export(h target.Host) (any, error) {
 	} else {
 		h.Progress("sweep batch sizes and threads for the deployment profiles")
 		sweep, err := export.Sweep(export.SweepOptions{Model: h.Deployed(), Threads: c.Latency.Threads,
-			Duration: h.SweepDuration(), Session: h.Session(), Inputs: c.Inputs(), ORTLib: c.Runtime.ORTLib})
+			Duration: h.SweepDuration(), Budget: h.SweepBudget(), Session: h.Session(), Inputs: c.Inputs(), ORTLib: c.Runtime.ORTLib})
 		if err != nil {
 			return nil, err
 		}
 		d.Sweep = sweep
+		if len(sweep.Unswept) > 0 {
+			h.Note(fmt.Sprintf("triton: the sweep's %s share of the budget left out %s; the profiles come from the points measured", h.SweepBudget(), strings.Join(sweep.Unswept, "; ")))
+		}
 		if d.LowLatency, d.HighThroughput, err = export.ChooseProfiles(sweep, c.Latency.P99BudgetMs); err != nil {
 			return nil, err
 		}
