@@ -144,7 +144,7 @@ func writePlacement(w io.Writer, p *placement.File) {
 	int8Regions := len(p.Regions) - len(p.KeepFloat())
 	how := fmt.Sprintf("measured in %.1f s of a %.3g s budget", p.SearchSeconds, p.BudgetSeconds)
 	if p.BudgetExhausted {
-		how += ", which ended the search before " + p.StoppedBefore
+		how += "; the budget first left out " + p.StoppedBefore
 	}
 	switch p.Mode {
 	case placement.ModeReplay:

@@ -59,8 +59,11 @@ func greedy(opts Options, fp, all *quantized, clk *clock, stop time.Time,
 	}
 	cur, float := all, map[int]bool{}
 	var steps []Step
-	for _, k := range kinds {
+	for ki, k := range kinds {
 		step := fmt.Sprintf("greedy step %q", k)
+		// Each step's turns end at its part of the time left, so that one
+		// step does not take the share of those after it.
+		stepStop := time.Now().Add(time.Until(stop) / time.Duration(len(kinds)-ki))
 		if !clk.fits(step, clk.quantize+clk.timing(2, opts.Batches[0])+clk.accept, time.Until(clk.deadline)-time.Until(stop)) {
 			break
 		}
@@ -81,7 +84,7 @@ func greedy(opts Options, fp, all *quantized, clk *clock, stop time.Time,
 		var p50 []float64
 		if _, err := clk.step(func() (err error) {
 			var c cost
-			p50, c, err = timeInterleaved([]graph.Serialized{cur.serialized, next.serialized}, opts.Session, opts.Inputs, opts.Batches[0], stop)
+			p50, c, err = timeInterleaved([]graph.Serialized{cur.serialized, next.serialized}, opts.Session, opts.Inputs, opts.Batches[0], stepStop)
 			clk.observe(c, opts.Batches[0])
 			return err
 		}); err != nil {

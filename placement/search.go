@@ -306,7 +306,9 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 	// Whole-model A/B at the artifact's threads, each batch size; a batch
 	// size is timed only when its confirmation, and that of the batch
 	// sizes before it, fits after it.
-	timeAt := func(threads, batch int, names []string) (*Timing, error) {
+	// timeAt times the candidates; its turns stop at stop (after the
+	// least), so that the steps reserved after it keep their time.
+	timeAt := func(threads, batch int, names []string, stop time.Time) (*Timing, error) {
 		bs := make([]graph.Serialized, len(names))
 		for i, n := range names {
 			bs[i] = models[n].serialized
@@ -316,7 +318,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		var p50 []float64
 		_, err := clk.step(func() (err error) {
 			var k cost
-			p50, k, err = timeInterleaved(bs, sess, opts.Inputs, batch, clk.deadline)
+			p50, k, err = timeInterleaved(bs, sess, opts.Inputs, batch, stop)
 			clk.observe(k, batch)
 			return err
 		})
@@ -335,7 +337,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		if !clk.fits(fmt.Sprintf("timing the candidates at batch %d", b), clk.timing(len(cands), b), confirmCost) {
 			break
 		}
-		t, err := timeAt(opts.Session.IntraOpThreads, b, cands)
+		t, err := timeAt(opts.Session.IntraOpThreads, b, cands, clk.deadline.Add(-confirmCost))
 		if err != nil {
 			return fail(err)
 		}
@@ -352,11 +354,15 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 	// not shipped.
 	if f.Recommended == RecommendINT8 {
 		var confirm []Timing
-		for _, t := range f.Timings {
-			if !clk.fits(fmt.Sprintf("confirming INT8 at batch %d", t.Batch), clk.timing(2, t.Batch), 0) {
+		for i, t := range f.Timings {
+			var after time.Duration // the confirmations still to come
+			for _, u := range f.Timings[i+1:] {
+				after += clk.timing(2, u.Batch)
+			}
+			if !clk.fits(fmt.Sprintf("confirming INT8 at batch %d", t.Batch), clk.timing(2, t.Batch), after) {
 				break
 			}
-			c, err := timeAt(t.Threads, t.Batch, []string{CandidateFP32, f.Chosen})
+			c, err := timeAt(t.Threads, t.Batch, []string{CandidateFP32, f.Chosen}, clk.deadline.Add(-after))
 			if err != nil {
 				return fail(err)
 			}
@@ -383,7 +389,7 @@ others:
 			if !clk.fits(fmt.Sprintf("timing at batch %d, %s (for the record)", b, threadWords(threads)), clk.timing(2, b), 0) {
 				break others
 			}
-			t, err := timeAt(threads, b, []string{CandidateFP32, f.Chosen})
+			t, err := timeAt(threads, b, []string{CandidateFP32, f.Chosen}, clk.deadline)
 			if err != nil {
 				return fail(err)
 			}
