@@ -38,6 +38,9 @@ type Plan struct {
 	SweepPoints       int     `json:"sweep_points,omitempty"`
 	SweepPointSeconds float64 `json:"sweep_point_seconds,omitempty"`
 	SweepSeconds      float64 `json:"sweep_seconds,omitempty"`
+	// RestSeconds is the share left to what the budget does not bound
+	// (loading, passes, calibration, checks, exports); 0 without a budget.
+	RestSeconds float64 `json:"rest_seconds,omitempty"`
 	// Lines are the plan as printed.
 	Lines []string `json:"lines"`
 }
@@ -75,6 +78,7 @@ func (b *builder) plan() *Plan {
 			total += w.sweep
 		}
 		share := func(weight float64) float64 { return p.BudgetSeconds * weight / total }
+		p.RestSeconds = round2(share(w.rest))
 		placementS = min(placementS, share(w.placement))
 		windowS = min(windowS, share(w.timing)/float64(p.TimingWindows))
 		if p.SweepPoints > 0 {
@@ -168,6 +172,27 @@ func (b *builder) checkTimingFits(baseline *Timing) {
 	if all := need * float64(p.TimedModels); all > 1.2*planned {
 		b.progress("timing: %d runs per window of a model this slow take about %s, over the planned %s", minWindowRuns, secs(all), secs(planned))
 		b.note(fmt.Sprintf("timing took more than its share of the budget: %d runs per window take about %s for the %d models, the plan gave %s", minWindowRuns, secs(all), p.TimedModels, secs(planned)))
+	}
+}
+
+// checkCalibrationFits prints, after the first calibration batch (n
+// samples in took), what the planned samples will take; when that is more
+// than the plan's share for what the budget does not bound, it says so
+// before going on, and notes it. With every sample of the data
+// (calibration.samples 0) the number is not known beforehand: the line
+// gives the rate.
+func (b *builder) checkCalibrationFits(n, total int64, took time.Duration) {
+	perSample := took.Seconds() / float64(n)
+	if total <= 0 {
+		b.progress("calibrating: the first batch (%d samples) took %s, %s per sample; every sample of the data is used (calibration.samples bounds them)",
+			n, secs(took.Seconds()), time.Duration(perSample*float64(time.Second)).Round(time.Millisecond))
+		return
+	}
+	est := perSample * float64(total)
+	b.progress("calibrating: the first batch (%d samples) took %s: about %s for the %d planned samples", n, secs(took.Seconds()), secs(est), total)
+	if rest := b.res.Plan.RestSeconds; rest > 0 && est > rest {
+		b.progress("calibrating: about %s is more than the %s the plan leaves for loading, passes, calibration, checks and exports; fewer calibration.samples (--calib-samples) shorten it", secs(est), secs(rest))
+		b.note(fmt.Sprintf("calibration took more than the budget's share: %d samples at the first batch's rate take about %s, the plan left %s for everything the budget does not bound", total, secs(est), secs(rest)))
 	}
 }
 
