@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -53,6 +54,8 @@ type SweepResult struct {
 	// 32"); the profiles chosen from a partial sweep say so.
 	Unswept       []string `json:"unswept,omitempty"`
 	BudgetSeconds float64  `json:"budget_seconds,omitempty"`
+	// Seconds is what the sweep took, warm-ups and sessions included.
+	Seconds float64 `json:"seconds"`
 }
 
 // DefaultSweepBatches are the batch sizes swept when none are given.
@@ -130,6 +133,7 @@ func Sweep(opts SweepOptions) (*SweepResult, error) {
 				P50Ms: b.Latency.P50, P99Ms: b.Latency.P99, Throughput: b.Throughput})
 		}
 	}
+	res.Seconds = math.Round(time.Since(start).Seconds()*100) / 100
 	return res, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/optc-dev/optc/export"
 	"github.com/optc-dev/optc/export/target"
@@ -56,6 +57,11 @@ func (Target) Export(h target.Host) (any, error) {
 			return nil, err
 		}
 		d.Sweep = sweep
+		share := "no budget"
+		if b := h.SweepBudget(); b > 0 {
+			share = fmt.Sprintf("of a %s share", b.Round(100*time.Millisecond))
+		}
+		h.Progress("sweep: %d points in %.1fs (%s)", len(sweep.Points), sweep.Seconds, share)
 		if len(sweep.Unswept) > 0 {
 			h.Note(fmt.Sprintf("triton: the sweep's %s share of the budget left out %s; the profiles come from the points measured", h.SweepBudget(), strings.Join(sweep.Unswept, "; ")))
 		}
