@@ -175,7 +175,7 @@ func TestChartsLeaveOutUnreported(t *testing.T) {
 		}
 	}
 	// The artifact's line in the percentile chart joins min and p50 only.
-	if n := len(regexp.MustCompile(`<circle [^>]*><title>` + art + `: `).FindAllString(figure("latency-percentiles"), -1)); n != 2 {
+	if n := len(regexp.MustCompile(`<circle [^>]*><title>`+art+`: `).FindAllString(figure("latency-percentiles"), -1)); n != 2 {
 		t.Errorf("the percentile chart has %d points of the artifact, want 2 (min, p50)", n)
 	}
 	if !strings.Contains(page, "| - |") && !strings.Contains(page, "<td>-</td>") {
