@@ -291,9 +291,16 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		}
 	}
 
-	// The greedy search gets half the budget left after the reserve, the
-	// A/B timing the rest.
-	stop := time.Now().Add((time.Until(clk.deadline) - reserve(len(cands)+1)) / 2)
+	// The greedy search gets the budget left but what the A/B timing at
+	// every batch size and the confirmations are predicted to need (batch
+	// sizes past the first predicted from the first's cost per sample,
+	// which errs long); the other thread counts, for the record, get what
+	// is left after them.
+	var abCost time.Duration
+	for _, b := range opts.Batches {
+		abCost += clk.timing(len(cands)+1, b) + clk.timing(2, b)
+	}
+	stop := clk.deadline.Add(-abCost)
 	gr, steps, err := greedy(opts, fp, all, clk, stop, build, accept)
 	if err != nil {
 		return fail(err)
@@ -332,12 +339,19 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		return t, nil
 	}
 	var confirmCost time.Duration
-	for _, b := range opts.Batches {
+	for i, b := range opts.Batches {
 		confirmCost += clk.timing(2, b)
 		if !clk.fits(fmt.Sprintf("timing the candidates at batch %d", b), clk.timing(len(cands), b), confirmCost) {
 			break
 		}
-		t, err := timeAt(opts.Session.IntraOpThreads, b, cands, clk.deadline.Add(-confirmCost))
+		// Its turns leave the later batch sizes and every confirmation
+		// their predicted time, with half as much again: a prediction
+		// made now is revised by what this timing measures.
+		after := confirmCost
+		for _, c := range opts.Batches[i+1:] {
+			after += clk.timing(len(cands), c) + clk.timing(2, c)
+		}
+		t, err := timeAt(opts.Session.IntraOpThreads, b, cands, clk.deadline.Add(-after*3/2))
 		if err != nil {
 			return fail(err)
 		}
