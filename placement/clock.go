@@ -47,6 +47,13 @@ func (c *clock) timing(models, batch int) time.Duration {
 	return time.Duration(models) * (c.session + time.Duration(runs*batch)*c.run)
 }
 
+// confirmation predicts the confirmation of an INT8 win at batch: FP32
+// and the chosen placement timed for a whole window (timePerBatch), not
+// cut to the least turns.
+func (c *clock) confirmation(batch int) time.Duration {
+	return c.timing(2, batch) + timePerBatch
+}
+
 // profile predicts one profiling step at batch.
 func (c *clock) profile(batch int) time.Duration {
 	return c.session + time.Duration(profileRuns*batch)*c.run

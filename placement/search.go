@@ -275,7 +275,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 
 	// reserve is what the A/B timing at the first batch size and the
 	// confirmation of a win need after the optional steps.
-	reserve := func(candidates int) time.Duration { return clk.timing(candidates, b0) + clk.timing(2, b0) }
+	reserve := func(candidates int) time.Duration { return clk.timing(candidates, b0) + clk.confirmation(b0) }
 	if len(slower) > 0 && len(slower) < len(all.regions) &&
 		clk.fits("the profile-guided candidate", clk.quantize+clk.accept, reserve(len(cands)+1)) {
 		g, err := build(slower, all.regions)
@@ -298,7 +298,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 	// is left after them.
 	var abCost time.Duration
 	for _, b := range opts.Batches {
-		abCost += clk.timing(len(cands)+1, b) + clk.timing(2, b)
+		abCost += clk.timing(len(cands)+1, b) + clk.confirmation(b)
 	}
 	stop := clk.deadline.Add(-abCost)
 	gr, steps, err := greedy(opts, fp, all, clk, stop, build, accept)
@@ -340,7 +340,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 	}
 	var confirmCost time.Duration
 	for i, b := range opts.Batches {
-		confirmCost += clk.timing(2, b)
+		confirmCost += clk.confirmation(b)
 		if !clk.fits(fmt.Sprintf("timing the candidates at batch %d", b), clk.timing(len(cands), b), confirmCost) {
 			break
 		}
@@ -349,7 +349,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		// made now is revised by what this timing measures.
 		after := confirmCost
 		for _, c := range opts.Batches[i+1:] {
-			after += clk.timing(len(cands), c) + clk.timing(2, c)
+			after += clk.timing(len(cands), c) + clk.confirmation(c)
 		}
 		t, err := timeAt(opts.Session.IntraOpThreads, b, cands, clk.deadline.Add(-after*3/2))
 		if err != nil {
@@ -364,19 +364,23 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 
 	// A win measured once can be noise (or a burst of load on the other
 	// candidate): INT8 is confirmed against FP32 with fresh sessions at
-	// every batch size measured. A win the budget leaves unconfirmed is
-	// not shipped.
+	// every batch size measured, each for a whole window. A win the
+	// budget leaves unconfirmed is not shipped.
 	if f.Recommended == RecommendINT8 {
 		var confirm []Timing
 		for i, t := range f.Timings {
 			var after time.Duration // the confirmations still to come
 			for _, u := range f.Timings[i+1:] {
-				after += clk.timing(2, u.Batch)
+				after += clk.confirmation(u.Batch)
 			}
-			if !clk.fits(fmt.Sprintf("confirming INT8 at batch %d", t.Batch), clk.timing(2, t.Batch), after) {
+			// A confirmation takes its whole window (timePerBatch): one
+			// cut to the least turns by a short budget is too noisy to
+			// ship INT8 on, so it is not started.
+			need := clk.confirmation(t.Batch)
+			if !clk.fits(fmt.Sprintf("confirming INT8 at batch %d", t.Batch), need, after) {
 				break
 			}
-			c, err := timeAt(t.Threads, t.Batch, []string{CandidateFP32, f.Chosen}, clk.deadline.Add(-after))
+			c, err := timeAt(t.Threads, t.Batch, []string{CandidateFP32, f.Chosen}, time.Now().Add(need))
 			if err != nil {
 				return fail(err)
 			}
