@@ -35,10 +35,19 @@ type Options struct {
 	// size however long they take: a window shorter than one run of a
 	// slow model would otherwise time it once.
 	MinIterations int
-	Warmup        int // runs before timing (default 5)
+	Warmup        int // runs before timing (default DefaultWarmup)
 	Concurrency   int // parallel requests sharing one session (default 1)
-	Progress      io.Writer
+	// Deadline, when set, bounds the batch sizes measured after the first
+	// (which is, so that there is a figure): one whose predicted cost (its
+	// warm-ups and timed window, from the last measured run per sample
+	// scaled to its batch) would end past it is not measured, nor any
+	// after it (Result.Unmeasured lists them).
+	Deadline time.Time
+	Progress io.Writer
 }
+
+// DefaultWarmup is the warm-up runs per batch size when Options.Warmup is 0.
+const DefaultWarmup = 10
 
 // Result is what `optc bench` reports; docs/bench.md describes the JSON.
 type Result struct {
@@ -51,6 +60,8 @@ type Result struct {
 	ColdStart      ColdStart     `json:"cold_start"`
 	Harness        Latency       `json:"harness_floor"`
 	Batches        []BatchResult `json:"batches"`
+	// Unmeasured are the batch sizes Options.Deadline left out.
+	Unmeasured []int `json:"unmeasured_batches,omitempty"`
 	// Skipped names, one line each, the outputs not fetched: values the
 	// ORT binding cannot carry (an optional, a sequence); ORT then skips
 	// the nodes only they need, so the time is of the rest of the model.
@@ -93,7 +104,7 @@ func Run(opts Options) (*Result, error) {
 		opts.Duration = 2 * time.Second
 	}
 	if opts.Warmup <= 0 {
-		opts.Warmup = 10
+		opts.Warmup = DefaultWarmup
 	}
 	opts.Concurrency = max(opts.Concurrency, 1)
 	m, err := load(opts)
@@ -152,14 +163,31 @@ func Run(opts Options) (*Result, error) {
 	if res.Harness, err = harnessFloor(opts); err != nil {
 		return nil, err
 	}
+	// perSample is the last measured run's cost per sample.
+	var perSample time.Duration
 	for i, b := range opts.Batches {
+		if i > 0 && !opts.Deadline.IsZero() && time.Now().Add(PredictedCost(opts, perSample*time.Duration(b))).After(opts.Deadline) {
+			res.Unmeasured = opts.Batches[i:]
+			break
+		}
 		br, err := measure(sess, batches[i], b, opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s at batch %d: %w", opts.Model, b, err)
 		}
 		res.Batches = append(res.Batches, br)
+		perSample = time.Duration(br.Latency.P50*float64(time.Millisecond)) / time.Duration(b)
 	}
 	return res, nil
+}
+
+// PredictedCost is what measure takes at one batch size whose run takes
+// run: the warm-ups and the timed phase (its window, or its least runs).
+func PredictedCost(opts Options, run time.Duration) time.Duration {
+	timed := time.Duration(opts.Iterations) * run
+	if opts.Iterations <= 0 {
+		timed = max(opts.Duration, time.Duration(opts.MinIterations)*run)
+	}
+	return time.Duration(opts.Warmup)*run + timed
 }
 
 // InputBatch is the first batch of b samples of opts.Data for inputs, as

@@ -31,10 +31,16 @@ type Plan struct {
 	TimedModels   int     `json:"timed_models"`
 	TimingWindows int     `json:"timing_windows"`
 	WindowSeconds float64 `json:"window_seconds"`
-	// SweepPoints and SweepPointSeconds are the Triton sweep's (0 when the
-	// profile is pinned or there is no Triton target).
+	// SweepPoints and SweepPointSeconds are the Triton sweep's points and
+	// each one's timed window; SweepSeconds bounds the whole sweep, its
+	// warm-ups and sessions included (0: no budget). All are 0 when the
+	// profile is pinned or there is no Triton target.
 	SweepPoints       int     `json:"sweep_points,omitempty"`
 	SweepPointSeconds float64 `json:"sweep_point_seconds,omitempty"`
+	SweepSeconds      float64 `json:"sweep_seconds,omitempty"`
+	// RestSeconds is the share left to what the budget does not bound
+	// (loading, passes, calibration, checks, exports); 0 without a budget.
+	RestSeconds float64 `json:"rest_seconds,omitempty"`
 	// Lines are the plan as printed.
 	Lines []string `json:"lines"`
 }
@@ -72,10 +78,15 @@ func (b *builder) plan() *Plan {
 			total += w.sweep
 		}
 		share := func(weight float64) float64 { return p.BudgetSeconds * weight / total }
+		p.RestSeconds = round2(share(w.rest))
 		placementS = min(placementS, share(w.placement))
 		windowS = min(windowS, share(w.timing)/float64(p.TimingWindows))
 		if p.SweepPoints > 0 {
-			sweepS = min(sweepS, share(w.sweep)/float64(p.SweepPoints))
+			// Half of each point's share is its window, half is left for
+			// its warm-up runs and the thread count's session, whose cost
+			// the model decides; the sweep skips the points that do not fit.
+			p.SweepSeconds = round2(share(w.sweep))
+			sweepS = min(sweepS, share(w.sweep)/float64(p.SweepPoints)/2)
 		}
 		p.Lines = append(p.Lines, fmt.Sprintf("budget %s: placement, timing and the Triton sweep get shares; loading, passes, calibration, checks and exports are not bounded by time", c.Budget.Duration))
 	} else {
@@ -83,14 +94,19 @@ func (b *builder) plan() *Plan {
 	}
 	if placementOn {
 		p.PlacementSeconds = round2(placementS)
-		p.Lines = append(p.Lines, fmt.Sprintf("placement search: %s (profiling and the confirmation of an INT8 win run regardless)", secs(placementS)))
+		p.Lines = append(p.Lines, fmt.Sprintf("placement search: %s (a step starts only when it fits; FP32 unless INT8 is confirmed faster within it)", secs(placementS)))
 	}
 	p.WindowSeconds = round2(windowS)
 	p.Lines = append(p.Lines, fmt.Sprintf("timing: %d models x %d batch sizes x %d repeats, %s windows of at least %d runs (%s in all, more for a model slower than that)",
 		p.TimedModels, len(c.Latency.Batches), repeats, secs(windowS), minWindowRuns, secs(windowS*float64(p.TimingWindows))))
 	if p.SweepPoints > 0 {
 		p.SweepPointSeconds = round2(sweepS)
-		p.Lines = append(p.Lines, fmt.Sprintf("triton sweep: %d points of %s (%s)", p.SweepPoints, secs(sweepS), secs(sweepS*float64(p.SweepPoints))))
+		if p.SweepSeconds > 0 {
+			p.Lines = append(p.Lines, fmt.Sprintf("triton sweep: %s for %d points: windows of %s, the rest for their %d warm-up runs each and the sessions; points that do not fit are skipped (the profiles then say so)",
+				secs(p.SweepSeconds), p.SweepPoints, secs(sweepS), bench.DefaultWarmup))
+		} else {
+			p.Lines = append(p.Lines, fmt.Sprintf("triton sweep: %d points, windows of %s, each after %d warm-up runs", p.SweepPoints, secs(sweepS), bench.DefaultWarmup))
+		}
 	}
 	return p
 }
@@ -129,9 +145,14 @@ func (b *builder) windowDuration() time.Duration {
 	return time.Duration(b.res.Plan.WindowSeconds * float64(time.Second))
 }
 
-// sweepDuration is one Triton sweep point: the plan's.
+// sweepDuration is one Triton sweep point's window, sweepBudget the whole
+// sweep's: the plan's.
 func (b *builder) sweepDuration() time.Duration {
 	return time.Duration(b.res.Plan.SweepPointSeconds * float64(time.Second))
+}
+
+func (b *builder) sweepBudget() time.Duration {
+	return time.Duration(b.res.Plan.SweepSeconds * float64(time.Second))
 }
 
 // checkTimingFits says, before the artifacts are timed, when the input
@@ -151,6 +172,27 @@ func (b *builder) checkTimingFits(baseline *Timing) {
 	if all := need * float64(p.TimedModels); all > 1.2*planned {
 		b.progress("timing: %d runs per window of a model this slow take about %s, over the planned %s", minWindowRuns, secs(all), secs(planned))
 		b.note(fmt.Sprintf("timing took more than its share of the budget: %d runs per window take about %s for the %d models, the plan gave %s", minWindowRuns, secs(all), p.TimedModels, secs(planned)))
+	}
+}
+
+// checkCalibrationFits prints, after the first calibration batch (n
+// samples in took), what the planned samples will take; when that is more
+// than the plan's share for what the budget does not bound, it says so
+// before going on, and notes it. With every sample of the data
+// (calibration.samples 0) the number is not known beforehand: the line
+// gives the rate.
+func (b *builder) checkCalibrationFits(n, total int64, took time.Duration) {
+	perSample := took.Seconds() / float64(n)
+	if total <= 0 {
+		b.progress("calibrating: the first batch (%d samples) took %s, %s per sample; every sample of the data is used (calibration.samples bounds them)",
+			n, secs(took.Seconds()), time.Duration(perSample*float64(time.Second)).Round(time.Millisecond))
+		return
+	}
+	est := perSample * float64(total)
+	b.progress("calibrating: the first batch (%d samples) took %s: about %s for the %d planned samples", n, secs(took.Seconds()), secs(est), total)
+	if rest := b.res.Plan.RestSeconds; rest > 0 && est > rest {
+		b.progress("calibrating: about %s is more than the %s the plan leaves for loading, passes, calibration, checks and exports; fewer calibration.samples (--calib-samples) shorten it", secs(est), secs(rest))
+		b.note(fmt.Sprintf("calibration took more than the budget's share: %d samples at the first batch's rate take about %s, the plan left %s for everything the budget does not bound", total, secs(est), secs(rest)))
 	}
 }
 

@@ -1,6 +1,7 @@
 package build
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,11 @@ func TestPlanShares(t *testing.T) {
 	if want := 30 * 3 / 10.5 / 60; p.WindowSeconds != round2(want) {
 		t.Errorf("window %v s, want %.2f", p.WindowSeconds, want)
 	}
-	if want := 30 * 1.5 / 10.5 / float64(p.SweepPoints); p.SweepPointSeconds != round2(want) {
+	// The sweep's share bounds it whole; half of each point's is its window.
+	if want := 30 * 1.5 / 10.5; p.SweepSeconds != round2(want) {
+		t.Errorf("sweep %v s, want %.2f", p.SweepSeconds, want)
+	}
+	if want := 30 * 1.5 / 10.5 / float64(p.SweepPoints) / 2; p.SweepPointSeconds != round2(want) {
 		t.Errorf("sweep point %v s, want %.2f", p.SweepPointSeconds, want)
 	}
 	if len(p.Lines) != 4 || !strings.Contains(p.Lines[0], "budget 30s") {
@@ -91,6 +96,31 @@ func TestDropUnsupported(t *testing.T) {
 		}
 		if (len(c.want) > 0) != (len(b.res.Notes) == 1) {
 			t.Errorf("runs %v: notes %q", c.runs, b.res.Notes)
+		}
+	}
+}
+
+// TestCalibrationEstimate: after the first batch the build prints what the
+// planned samples take at its rate, and says so (line and note) when that
+// is over the plan's share for what the budget does not bound.
+func TestCalibrationEstimate(t *testing.T) {
+	for _, c := range []struct {
+		total int64
+		rest  float64
+		over  bool
+	}{{64, 100, false}, {640, 100, true}, {640, 0, false}, {0, 100, false}} {
+		var out strings.Builder
+		b := &builder{res: &Result{Plan: &Plan{RestSeconds: c.rest}}, opts: Options{Progress: &out}}
+		b.checkCalibrationFits(8, c.total, 2*time.Second) // 0.25 s a sample
+		log := out.String()
+		switch {
+		case c.total > 0 && !strings.Contains(log, fmt.Sprintf("about %s for the %d planned samples", secs(0.25*float64(c.total)), c.total)):
+			t.Errorf("%d samples: %q has no estimate", c.total, log)
+		case c.total == 0 && !strings.Contains(log, "250ms per sample"):
+			t.Errorf("every sample: %q has no rate", log)
+		}
+		if over := strings.Contains(log, "more than the") && len(b.res.Notes) == 1; over != c.over {
+			t.Errorf("%d samples, rest %v s: said over %v (%q, notes %q), want %v", c.total, c.rest, over, log, b.res.Notes, c.over)
 		}
 	}
 }

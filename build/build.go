@@ -436,9 +436,21 @@ func (b *builder) ptqOptions(target quantize.Target, out string) (ptq.Options, e
 // calibrationProgress prints, every progressEvery, how many calibration
 // samples have run and, when the number to run is known, an estimate of
 // the time left: calibrating a large model is the longest step of a build.
+// After the first batch it prints what the samples will take (the first
+// batch, cold, errs long), and says so before going on when that is more
+// than the plan leaves for what the budget does not bound.
 func (b *builder) calibrationProgress(total int64) func(int64) {
 	start, last := time.Now(), time.Now()
+	first := true
 	return func(n int64) {
+		if n == 0 { // the session is ready: time the batches alone
+			start, last = time.Now(), time.Now()
+			return
+		}
+		if first {
+			first = false
+			b.checkCalibrationFits(n, total, time.Since(start))
+		}
 		if time.Since(last) < progressEvery {
 			return
 		}

@@ -73,6 +73,7 @@ func (h *host) LatencyBatches() []int               { return h.b.latencyBatches 
 func (h *host) Session() ort.Options                { return h.b.session() }
 func (h *host) Quantized(s quantize.Target) string  { return h.b.quantized[s] }
 func (h *host) SweepDuration() time.Duration        { return h.b.sweepDuration() }
+func (h *host) SweepBudget() time.Duration          { return h.b.sweepBudget() }
 
 // DeployedPrecision is what the manifest says of the deployed model.
 func (h *host) DeployedPrecision() string {

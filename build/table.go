@@ -142,7 +142,10 @@ func WriteTable(w io.Writer, r *Result) error {
 func writePlacement(w io.Writer, p *placement.File) {
 	fmt.Fprintf(w, "ort-cpu artifact: %s\n", p.Reason)
 	int8Regions := len(p.Regions) - len(p.KeepFloat())
-	how := fmt.Sprintf("measured in %.1f s of a %.0f s budget", p.SearchSeconds, p.BudgetSeconds)
+	how := fmt.Sprintf("measured in %.1f s of a %.3g s budget", p.SearchSeconds, p.BudgetSeconds)
+	if p.BudgetExhausted {
+		how += "; the budget first left out " + p.StoppedBefore
+	}
 	switch p.Mode {
 	case placement.ModeReplay:
 		how = "replayed, not measured"

@@ -80,6 +80,9 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 		outIndex[o.Name] = i
 	}
 
+	if opts.Progress != nil {
+		opts.Progress(0)
+	}
 	digest := newDataDigest(inputs)
 	for {
 		batch, err := src.Next()

@@ -102,8 +102,9 @@ type Options struct {
 	// Session configures the ORT session Collect runs. The zero value (CPU,
 	// optimization level disable) keeps every value as the model writes it.
 	Session ort.Options
-	// Progress, when set, is called after each batch with the number of
-	// samples seen so far.
+	// Progress, when set, is called with 0 once the session is ready (so
+	// that a caller can time the first batch alone), then after each batch
+	// with the number of samples seen so far.
 	Progress func(samples int64)
 	// SkipNonFinite makes NaN and infinities be left out of the
 	// statistics (and counted: Stats.NonFinite) instead of an error: for

@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/optc-dev/optc/bench"
@@ -20,9 +22,15 @@ type SweepOptions struct {
 	Batches  []int         // default 1,2,4,8,16,32; only the static batch when the model has one
 	Threads  []int         // intra-op thread counts; default 1 and runtime.NumCPU()
 	Duration time.Duration // timed phase per point (default 1s)
-	Session  ort.Options   // the zero value means ort.DefaultOptions(); IntraOpThreads is swept
-	Inputs   data.Spec     // the input specification (--shape etc.); the batch axis follows the sweep
-	ORTLib   string        // --ort-lib
+	// Budget, when set, bounds the whole sweep, warm-ups and sessions
+	// included: each thread count gets an equal part (what one leaves
+	// goes to the next), and a point predicted not to fit its part is
+	// skipped with the larger batches after it (SweepResult.Unswept). The
+	// first point is always measured, so that there are profiles.
+	Budget  time.Duration
+	Session ort.Options // the zero value means ort.DefaultOptions(); IntraOpThreads is swept
+	Inputs  data.Spec   // the input specification (--shape etc.); the batch axis follows the sweep
+	ORTLib  string      // --ort-lib
 }
 
 // SweepPoint is the warm measurement of one (threads, batch) pair.
@@ -42,6 +50,12 @@ type SweepResult struct {
 	// StaticBatch is the model's fixed dim 0 (e.g. 1), 0 when it can batch.
 	StaticBatch int          `json:"static_batch"`
 	Points      []SweepPoint `json:"points"`
+	// Unswept are the points the budget left out ("1 thread: batch 16,
+	// 32"); the profiles chosen from a partial sweep say so.
+	Unswept       []string `json:"unswept,omitempty"`
+	BudgetSeconds float64  `json:"budget_seconds,omitempty"`
+	// Seconds is what the sweep took, warm-ups and sessions included.
+	Seconds float64 `json:"seconds"`
 }
 
 // DefaultSweepBatches are the batch sizes swept when none are given.
@@ -83,14 +97,35 @@ func Sweep(opts SweepOptions) (*SweepResult, error) {
 		opts.Duration = time.Second
 	}
 
-	res := &SweepResult{Model: opts.Model, Level: session.Level.String(), StaticBatch: static}
-	for _, t := range threads {
+	res := &SweepResult{Model: opts.Model, Level: session.Level.String(), StaticBatch: static, BudgetSeconds: opts.Budget.Seconds()}
+	start := time.Now()
+	var last *bench.Result
+	for i, t := range threads {
 		session.IntraOpThreads = t
-		r, err := bench.Run(bench.Options{Model: opts.Model, Data: "random",
+		bo := bench.Options{Model: opts.Model, Data: "random",
 			DataOpts: data.Options{High: 1, Spec: opts.Inputs}, Batches: batches,
-			Session: session, Duration: opts.Duration, ORTLib: opts.ORTLib})
+			Session: session, Duration: opts.Duration, ORTLib: opts.ORTLib}
+		if opts.Budget > 0 {
+			bo.Deadline = start.Add(opts.Budget * time.Duration(i+1) / time.Duration(len(threads)))
+			// A thread count after the first starts only when its session
+			// and first point, predicted from the last one's, fit.
+			if last != nil && len(last.Batches) > 0 {
+				b0 := last.Batches[0]
+				run := time.Duration(b0.Latency.P50 * float64(time.Millisecond))
+				need := time.Duration((last.ColdStart.SessionCreateMs+last.ColdStart.FirstRunMs)*float64(time.Millisecond)) + bench.PredictedCost(withRunDefaults(bo), run)
+				if time.Now().Add(need).After(bo.Deadline) {
+					res.Unswept = append(res.Unswept, fmt.Sprintf("%s: batch %s", threadsText(t), intList(batches)))
+					continue
+				}
+			}
+		}
+		r, err := bench.Run(bo)
 		if err != nil {
 			return nil, fmt.Errorf("sweep at %d threads: %w", t, err)
+		}
+		last = r
+		if len(r.Unmeasured) > 0 {
+			res.Unswept = append(res.Unswept, fmt.Sprintf("%s: batch %s", threadsText(t), intList(r.Unmeasured)))
 		}
 		res.ORTVersion = r.ORTVersion
 		for _, b := range r.Batches {
@@ -98,7 +133,25 @@ func Sweep(opts SweepOptions) (*SweepResult, error) {
 				P50Ms: b.Latency.P50, P99Ms: b.Latency.P99, Throughput: b.Throughput})
 		}
 	}
+	res.Seconds = math.Round(time.Since(start).Seconds()*100) / 100
 	return res, nil
+}
+
+// withRunDefaults fills what bench.Run defaults (its warm-ups), so that a
+// prediction counts them.
+func withRunDefaults(o bench.Options) bench.Options {
+	if o.Warmup <= 0 {
+		o.Warmup = bench.DefaultWarmup
+	}
+	return o
+}
+
+func intList(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
 }
 
 // staticBatch returns the batch size the model fixes on its inputs' batch
@@ -155,6 +208,14 @@ func ChooseProfiles(s *SweepResult, p99BudgetMs float64) (lowLatency, highThroug
 	if p99BudgetMs < 0 {
 		return Profile{}, Profile{}, fmt.Errorf("choosing profiles: the p99 budget %g ms is negative", p99BudgetMs)
 	}
+	// Profiles chosen from a partial sweep say so (and what it left out).
+	defer func() {
+		if len(s.Unswept) > 0 {
+			partial := fmt.Sprintf("; from a partial sweep: the %gs budget left out %s", s.BudgetSeconds, strings.Join(s.Unswept, "; "))
+			lowLatency.Reason += partial
+			highThroughput.Reason += partial
+		}
+	}()
 	points := slices.Clone(s.Points)
 	slices.SortFunc(points, func(a, b SweepPoint) int {
 		if a.Batch != b.Batch {

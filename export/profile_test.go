@@ -57,6 +57,40 @@ func TestSweepMNIST(t *testing.T) {
 	}
 }
 
+// A sweep honours its budget, warm-ups and sessions included: a budget
+// shorter than two windows measures the first point (there must be
+// profiles), skips the others with their thread counts, and the profiles
+// say they come from a partial sweep.
+func TestSweepBudget(t *testing.T) {
+	ortenv.Require(t)
+	budget := 300 * time.Millisecond
+	start := time.Now()
+	s, err := export.Sweep(export.SweepOptions{Model: testenv.Model("mnist_cnn.onnx"),
+		Batches: []int{1, 4, 16}, Threads: []int{1, 2}, Duration: 200 * time.Millisecond, Budget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	t.Logf("%s for a %s budget: points %+v, unswept %q", took, budget, s.Points, s.Unswept)
+	if len(s.Points) == 0 || len(s.Points) == 6 || len(s.Unswept) == 0 || s.BudgetSeconds != budget.Seconds() {
+		t.Errorf("%d of 6 points, unswept %q, budget %v s: want some points left out and said so", len(s.Points), s.Unswept, s.BudgetSeconds)
+	}
+	// One point (a window, its warm-ups, a session and the probe) beyond
+	// the budget at most, with room for a loaded machine.
+	if took > budget+2*time.Second {
+		t.Errorf("the sweep took %s for a %s budget", took, budget)
+	}
+	low, high, err := export.ChooseProfiles(s, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []export.Profile{low, high} {
+		if !strings.Contains(p.Reason, "partial sweep") {
+			t.Errorf("profile %s from a partial sweep: reason %q does not say so", p.Name, p.Reason)
+		}
+	}
+}
+
 // A model whose batch dim is static 1 is swept at batch 1 only.
 func TestSweepStaticBatch(t *testing.T) {
 	ortenv.Require(t)

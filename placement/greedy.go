@@ -40,8 +40,11 @@ func regionKind(n *graph.Node) string {
 // greedy starts from all-INT8 and reverts one kind of region at a time
 // (in graph order of first appearance), keeping a revert when the whole
 // model is faster by more than the noise at batch 1 and the accuracy
-// budget holds. It stops at stop. It returns nil when no revert was kept.
-func greedy(opts Options, fp, all *quantized, stop time.Time) (*quantized, []Step, error) {
+// budget holds. A step starts only when its predicted cost (a candidate
+// build, an A/B timing, an accuracy check) ends before stop. It returns
+// nil when no revert was kept.
+func greedy(opts Options, fp, all *quantized, clk *clock, stop time.Time,
+	build func(float map[int]bool, regions []Region) (*quantized, error), accept func(graph.Serialized) (bool, error)) (*quantized, []Step, error) {
 	var kinds []string
 	byKind := map[string][]int{}
 	for i, n := range fp.nodes {
@@ -56,8 +59,12 @@ func greedy(opts Options, fp, all *quantized, stop time.Time) (*quantized, []Ste
 	}
 	cur, float := all, map[int]bool{}
 	var steps []Step
-	for _, k := range kinds {
-		if time.Now().After(stop) {
+	for ki, k := range kinds {
+		step := fmt.Sprintf("greedy step %q", k)
+		// Each step's turns end at its part of the time left, so that one
+		// step does not take the share of those after it.
+		stepStop := time.Now().Add(time.Until(stop) / time.Duration(len(kinds)-ki))
+		if !clk.fits(step, clk.quantize+clk.timing(2, opts.Batches[0])+clk.accept, time.Until(clk.deadline)-time.Until(stop)) {
 			break
 		}
 		trial := map[int]bool{}
@@ -70,21 +77,23 @@ func greedy(opts Options, fp, all *quantized, stop time.Time) (*quantized, []Ste
 		if len(trial) == len(all.regions) {
 			continue
 		}
-		next, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, withDecisions(all.regions, trial))
+		next, err := build(trial, all.regions)
 		if err != nil {
 			return nil, nil, err
 		}
-		p50, err := TimeInterleaved([]graph.Serialized{cur.serialized, next.serialized}, opts.Session, opts.Inputs, opts.Batches[0], stop)
-		if err != nil {
-			return nil, nil, fmt.Errorf("greedy step %q: %w", k, err)
+		var p50 []float64
+		if _, err := clk.step(func() (err error) {
+			var c cost
+			p50, c, err = timeInterleaved([]graph.Serialized{cur.serialized, next.serialized}, opts.Session, opts.Inputs, opts.Batches[0], stepStop)
+			clk.observe(c, opts.Batches[0])
+			return err
+		}); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", step, err)
 		}
 		s := Step{Kind: k, Regions: len(byKind[k]), BeforeMs: round(p50[0]), AfterMs: round(p50[1])}
 		if p50[1] < p50[0]*(1-noise) {
-			s.Kept = true
-			if opts.Accept != nil {
-				if s.Kept, err = opts.Accept(next.serialized); err != nil {
-					return nil, nil, err
-				}
+			if s.Kept, err = accept(next.serialized); err != nil {
+				return nil, nil, err
 			}
 		}
 		if s.Kept {

@@ -31,7 +31,7 @@ func ProfileOps(model graph.Serialized, sess ort.Options, spec data.Spec, batch 
 	if err != nil {
 		return nil, nil, err
 	}
-	nodes, err := profileNodes(model, sess, in)
+	nodes, _, err := profileNodes(model, sess, in)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -256,6 +256,46 @@ func TestSearchReplay(t *testing.T) {
 	}
 }
 
+// The search honours its budget: it ends within the budget plus one step
+// (a step is started only when its predicted cost fits), says where it
+// stopped, and recommends FP32 when the budget ends before an INT8 win
+// was measured and confirmed.
+func TestSearchBudget(t *testing.T) {
+	ortenv.Require(t)
+	opts := mnistOptions(t)
+	for _, budget := range []time.Duration{time.Millisecond, 300 * time.Millisecond, 2 * time.Second} {
+		opts.Budget = budget
+		f, _, clk, err := search(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("budget %s: %.3f s, longest step %s, stopped before %q: %s", budget, f.SearchSeconds, clk.longest, f.StoppedBefore, f.Reason)
+		if limit := (budget + clk.longest + 200*time.Millisecond).Seconds(); f.SearchSeconds > limit {
+			t.Errorf("budget %s: the search took %.3f s, over the budget plus its longest step (%.3f s)", budget, f.SearchSeconds, limit)
+		}
+		if f.BudgetExhausted != (f.StoppedBefore != "") {
+			t.Errorf("budget %s: budget_exhausted %v but stopped_before %q", budget, f.BudgetExhausted, f.StoppedBefore)
+		}
+		if f.Recommended == RecommendINT8 {
+			confirmed := 0
+			for _, tm := range f.Timings {
+				if tm.Confirmation {
+					confirmed++
+				}
+			}
+			if confirmed == 0 {
+				t.Errorf("budget %s: INT8 recommended without a confirmation: %+v", budget, f.Timings)
+			}
+		}
+		if budget == time.Millisecond {
+			if !f.BudgetExhausted || f.Recommended != RecommendFP32 || len(f.Timings) != 0 || !strings.Contains(f.Reason, "budget ended") {
+				t.Errorf("a 1ms budget: exhausted %v, recommended %s, %d timings, reason %q; want exhausted, FP32, no timing, the reason saying so",
+					f.BudgetExhausted, f.Recommended, len(f.Timings), f.Reason)
+			}
+		}
+	}
+}
+
 // The greedy search's kinds: depthwise, 1x1 and kxk convolutions apart,
 // other ops by type.
 func TestRegionKind(t *testing.T) {

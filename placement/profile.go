@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/graph"
@@ -32,16 +33,16 @@ type traceEvent struct {
 // nodeTimes runs the model in ORT with the profiler on and returns the
 // median time per run of each node, in milliseconds, by the name ORT gives
 // it.
-func nodeTimes(model graph.Serialized, sess ort.Options, inputs []*graph.Tensor) (map[string]float64, error) {
-	nodes, err := profileNodes(model, sess, inputs)
+func nodeTimes(model graph.Serialized, sess ort.Options, inputs []*graph.Tensor) (map[string]float64, cost, error) {
+	nodes, k, err := profileNodes(model, sess, inputs)
 	if err != nil {
-		return nil, err
+		return nil, k, err
 	}
 	times := make(map[string]float64, len(nodes))
 	for _, n := range nodes {
 		times[n.Name] = n.Ms
 	}
-	return times, nil
+	return times, k, nil
 }
 
 // NodeTime is one node of ORT's optimized graph as the profiler saw it.
@@ -53,43 +54,50 @@ type NodeTime struct {
 
 // profileNodes runs the model profileRuns times in ORT with the profiler
 // on and returns each node's median time per run, in ORT's node order of
-// first appearance.
-func profileNodes(model graph.Serialized, sess ort.Options, inputs []*graph.Tensor) ([]NodeTime, error) {
+// first appearance, and what the session and the runs cost.
+func profileNodes(model graph.Serialized, sess ort.Options, inputs []*graph.Tensor) ([]NodeTime, cost, error) {
+	var k cost
 	dir, err := os.MkdirTemp("", "optc-placement-")
 	if err != nil {
-		return nil, err
+		return nil, k, err
 	}
 	defer os.RemoveAll(dir)
 	m, err := model.Parse()
 	if err != nil {
-		return nil, err
+		return nil, k, err
 	}
 	ins, outs := ort.Interface(m)
 	sess.ProfilePrefix = filepath.Join(dir, "profile")
+	created := time.Now()
 	s, err := ort.NewSession(ort.SourceFrom(model, ins, outs), sess)
 	if err != nil {
-		return nil, err
+		return nil, k, err
 	}
-	for range profileRuns {
+	k.session = time.Since(created)
+	runs := make([]float64, profileRuns)
+	for i := range runs {
+		t := time.Now()
 		if _, err := s.Run(inputs); err != nil {
 			s.Close()
-			return nil, err
+			return nil, k, err
 		}
+		runs[i] = float64(time.Since(t))
 	}
+	k.run = time.Duration(bench.Median(runs))
 	if err := s.Close(); err != nil {
-		return nil, err
+		return nil, k, err
 	}
 	traces, err := filepath.Glob(sess.ProfilePrefix + "*.json")
 	if err != nil || len(traces) != 1 {
-		return nil, fmt.Errorf("ORT wrote %d profile traces under %s, want 1", len(traces), dir)
+		return nil, k, fmt.Errorf("ORT wrote %d profile traces under %s, want 1", len(traces), dir)
 	}
 	b, err := os.ReadFile(traces[0])
 	if err != nil {
-		return nil, err
+		return nil, k, err
 	}
 	var events []traceEvent
 	if err := json.Unmarshal(b, &events); err != nil {
-		return nil, fmt.Errorf("ORT profile trace %s: %w", traces[0], err)
+		return nil, k, fmt.Errorf("ORT profile trace %s: %w", traces[0], err)
 	}
 	durs := map[string][]float64{}
 	var nodes []NodeTime
@@ -106,7 +114,7 @@ func profileNodes(model graph.Serialized, sess ort.Options, inputs []*graph.Tens
 	for i := range nodes {
 		nodes[i].Ms = bench.Median(durs[nodes[i].Name])
 	}
-	return nodes, nil
+	return nodes, k, nil
 }
 
 // ortSuffix is what ORT appends to the name of a node it rewrote: QDQ

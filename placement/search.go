@@ -57,8 +57,9 @@ type Options struct {
 	// Batches to time (default 1 and 8); regions are profiled and the
 	// greedy search runs at the first.
 	Batches []int
-	// Budget bounds the search (default 60s); the first batch size is
-	// always timed, so that there is a decision.
+	// Budget bounds the search (default 60s): a step predicted to end past
+	// it is not started, and FP32 is recommended unless INT8 was measured
+	// and confirmed faster within it.
 	Budget time.Duration
 	// Accept checks a candidate against the accuracy budget (nil: every
 	// candidate is accepted). All-INT8 is accepted already.
@@ -91,8 +92,11 @@ type File struct {
 	Timings       []Timing `json:"timings,omitempty"`
 	SearchSeconds float64  `json:"search_seconds"`
 	BudgetSeconds float64  `json:"budget_seconds"`
-	// BudgetExhausted says the budget ended the measurements early.
-	BudgetExhausted bool `json:"budget_exhausted"`
+	// BudgetExhausted says the budget ended the measurements early, and
+	// StoppedBefore names the first step it left out (with its predicted
+	// cost and the time left).
+	BudgetExhausted bool   `json:"budget_exhausted"`
+	StoppedBefore   string `json:"stopped_before,omitempty"`
 }
 
 // Timing is one A/B comparison: median ms per run of each candidate.
@@ -155,8 +159,19 @@ func Replay(opts Options, from *File) (*File, graph.Serialized, error) {
 	return &f, q.serialized, nil
 }
 
-// Search measures and decides (see the package comment).
+// Search measures and decides (see the package comment). Every measuring
+// step is started only when its cost, predicted from the steps measured
+// before it, fits the budget left; the A/B timing keeps time for the
+// confirmation of a win. When the budget ends early the file says so
+// (BudgetExhausted, StoppedBefore, the reason) and the best placement
+// measured so far is returned: FP32 is recommended unless an INT8
+// placement was measured and confirmed faster.
 func Search(opts Options) (*File, graph.Serialized, error) {
+	f, b, _, err := search(opts)
+	return f, b, err
+}
+
+func search(opts Options) (*File, graph.Serialized, *clock, error) {
 	start := time.Now()
 	if opts.Budget <= 0 {
 		opts.Budget = time.Minute
@@ -164,32 +179,90 @@ func Search(opts Options) (*File, graph.Serialized, error) {
 	if len(opts.Batches) == 0 {
 		opts.Batches = []int{1, 8}
 	}
-	deadline := start.Add(opts.Budget)
-	all, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, nil)
+	clk := &clock{deadline: start.Add(opts.Budget)}
+	fail := func(err error) (*File, graph.Serialized, *clock, error) { return nil, graph.Serialized{}, clk, err }
+	build := func(float map[int]bool, regions []Region) (*quantized, error) {
+		var q *quantized
+		d, err := clk.step(func() (err error) {
+			q, err = quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, withDecisions(regions, float))
+			return err
+		})
+		clk.quantize = max(clk.quantize, d)
+		return q, err
+	}
+	accept := func(b graph.Serialized) (bool, error) {
+		if opts.Accept == nil {
+			return true, nil
+		}
+		var ok bool
+		d, err := clk.step(func() (err error) { ok, err = opts.Accept(b); return err })
+		clk.accept = max(clk.accept, d)
+		return ok, err
+	}
+	all, err := build(nil, nil)
 	if err != nil {
-		return nil, graph.Serialized{}, err
+		return fail(err)
 	}
 	if len(all.regions) == 0 {
-		return nil, graph.Serialized{}, errors.New("placement: the INT8 model has no quantized region")
+		return fail(errors.New("placement: the INT8 model has no quantized region"))
 	}
-	fp, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, withDecisions(all.regions, indices(all.regions, nil)))
+	fp, err := build(indices(all.regions, nil), all.regions)
 	if err != nil {
-		return nil, graph.Serialized{}, err
+		return fail(err)
 	}
 	in1, err := inputs(fp.model, opts.Inputs, opts.Batches[0])
 	if err != nil {
-		return nil, graph.Serialized{}, err
+		return fail(err)
+	}
+	f := newFile(opts, ModeAuto, all.regions)
+	cands := []string{CandidateFP32, CandidateAllINT8}
+	models := map[string]*quantized{CandidateFP32: fp, CandidateAllINT8: all}
+	b0 := opts.Batches[0]
+	// done ends the search: the regions' decisions are the chosen
+	// candidate's, and a search the budget cut short says where.
+	done := func() (*File, graph.Serialized, *clock, error) {
+		chosen := models[f.Chosen]
+		f.Regions = withDecisions(f.Regions, indices(chosen.regions, isFloat))
+		if clk.stoppedBefore != "" {
+			f.BudgetExhausted = true
+			f.StoppedBefore = clk.stoppedBefore
+		}
+		f.SearchSeconds = round(time.Since(start).Seconds())
+		return f, chosen.serialized, clk, nil
+	}
+	// unmeasured ends a search the budget stopped before INT8 was timed
+	// against FP32: nothing slower than FP32 may ship, so FP32 it is.
+	unmeasured := func() (*File, graph.Serialized, *clock, error) {
+		f.Recommended, f.Chosen = RecommendFP32, CandidateAllINT8
+		f.Reason = fmt.Sprintf("FP32: the %s placement budget ended before INT8 was timed against FP32 (stopped before %s)", opts.Budget, clk.stoppedBefore)
+		return done()
 	}
 
-	// Per-region cost from ORT's profiler at batch 1.
-	f := newFile(opts, ModeAuto, all.regions)
-	fpTimes, err := nodeTimes(fp.serialized, opts.Session, in1)
-	if err != nil {
-		return nil, graph.Serialized{}, fmt.Errorf("profiling the FP32 model: %w", err)
+	// Per-region cost from ORT's profiler at the first batch size. The
+	// FP32 profile is the first measurement: nothing predicts it, so it
+	// starts when any time is left.
+	if !clk.fits("profiling the FP32 model", 0, 0) {
+		return unmeasured()
 	}
-	int8Times, err := nodeTimes(all.serialized, opts.Session, in1)
-	if err != nil {
-		return nil, graph.Serialized{}, fmt.Errorf("profiling the INT8 model: %w", err)
+	var fpTimes, int8Times map[string]float64
+	if _, err := clk.step(func() (err error) {
+		var k cost
+		fpTimes, k, err = nodeTimes(fp.serialized, opts.Session, in1)
+		clk.observe(k, b0)
+		return err
+	}); err != nil {
+		return fail(fmt.Errorf("profiling the FP32 model: %w", err))
+	}
+	if !clk.fits("profiling the INT8 model", clk.profile(b0), 0) {
+		return unmeasured()
+	}
+	if _, err := clk.step(func() (err error) {
+		var k cost
+		int8Times, k, err = nodeTimes(all.serialized, opts.Session, in1)
+		clk.observe(k, b0)
+		return err
+	}); err != nil {
+		return fail(fmt.Errorf("profiling the INT8 model: %w", err))
 	}
 	fpCost, int8Cost := regionCosts(fp, fpTimes), regionCosts(all, int8Times)
 	slower := map[int]bool{}
@@ -200,51 +273,62 @@ func Search(opts Options) (*File, graph.Serialized, error) {
 		}
 	}
 
-	cands := []string{CandidateFP32, CandidateAllINT8}
-	models := map[string]*quantized{CandidateFP32: fp, CandidateAllINT8: all}
-	if len(slower) > 0 && len(slower) < len(all.regions) {
-		g, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, withDecisions(all.regions, slower))
+	// reserve is what the A/B timing at the first batch size and the
+	// confirmation of a win need after the optional steps.
+	reserve := func(candidates int) time.Duration { return clk.timing(candidates, b0) + clk.confirmation(b0) }
+	if len(slower) > 0 && len(slower) < len(all.regions) &&
+		clk.fits("the profile-guided candidate", clk.quantize+clk.accept, reserve(len(cands)+1)) {
+		g, err := build(slower, all.regions)
 		if err != nil {
-			return nil, graph.Serialized{}, err
+			return fail(err)
 		}
-		ok := true
-		if opts.Accept != nil {
-			if ok, err = opts.Accept(g.serialized); err != nil {
-				return nil, graph.Serialized{}, err
-			}
+		ok, err := accept(g.serialized)
+		if err != nil {
+			return fail(err)
 		}
 		if ok {
 			cands, models[CandidateGuided] = append(cands, CandidateGuided), g
 		}
 	}
 
-	// The greedy search gets half the budget left, the A/B timing the rest.
-	gr, steps, err := greedy(opts, fp, all, time.Now().Add(time.Until(deadline)/2))
+	// The greedy search gets the budget left but what the A/B timing at
+	// every batch size and the confirmations are predicted to need (batch
+	// sizes past the first predicted from the first's cost per sample,
+	// which errs long); the other thread counts, for the record, get what
+	// is left after them.
+	var abCost time.Duration
+	for _, b := range opts.Batches {
+		abCost += clk.timing(len(cands)+1, b) + clk.confirmation(b)
+	}
+	stop := clk.deadline.Add(-abCost)
+	gr, steps, err := greedy(opts, fp, all, clk, stop, build, accept)
 	if err != nil {
-		return nil, graph.Serialized{}, err
+		return fail(err)
 	}
 	f.Greedy = steps
 	if gr != nil {
 		cands, models[CandidateGreedy] = append(cands, CandidateGreedy), gr
 	}
 
-	// Whole-model A/B at the artifact's threads, each batch size. Each
-	// timing's cost, per sample and candidate, predicts the next one's: a
-	// step that would end past the deadline is not started.
-	var perSample time.Duration
-	fits := func(batch, candidates int) bool {
-		return time.Now().Add(perSample * time.Duration(batch*candidates)).Before(deadline)
-	}
-	timeAt := func(threads, batch int, names []string) (*Timing, error) {
-		started := time.Now()
-		defer func() { perSample = time.Since(started) / time.Duration(batch*len(names)) }()
+	// Whole-model A/B at the artifact's threads, each batch size; a batch
+	// size is timed only when its confirmation, and that of the batch
+	// sizes before it, fits after it.
+	// timeAt times the candidates; its turns stop at stop (after the
+	// least), so that the steps reserved after it keep their time.
+	timeAt := func(threads, batch int, names []string, stop time.Time) (*Timing, error) {
 		bs := make([]graph.Serialized, len(names))
 		for i, n := range names {
 			bs[i] = models[n].serialized
 		}
 		sess := opts.Session
 		sess.IntraOpThreads = threads
-		p50, err := TimeInterleaved(bs, sess, opts.Inputs, batch, deadline)
+		var p50 []float64
+		_, err := clk.step(func() (err error) {
+			var k cost
+			p50, k, err = timeInterleaved(bs, sess, opts.Inputs, batch, stop)
+			clk.observe(k, batch)
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("timing the candidates at batch %d, %d threads: %w", batch, threads, err)
 		}
@@ -254,36 +338,62 @@ func Search(opts Options) (*File, graph.Serialized, error) {
 		}
 		return t, nil
 	}
+	var confirmCost time.Duration
 	for i, b := range opts.Batches {
-		if i > 0 && !fits(b, len(cands)) {
-			f.BudgetExhausted = true
+		confirmCost += clk.confirmation(b)
+		if !clk.fits(fmt.Sprintf("timing the candidates at batch %d", b), clk.timing(len(cands), b), confirmCost) {
 			break
 		}
-		t, err := timeAt(opts.Session.IntraOpThreads, b, cands)
+		// Its turns leave the later batch sizes and every confirmation
+		// their predicted time, with half as much again: a prediction
+		// made now is revised by what this timing measures.
+		after := confirmCost
+		for _, c := range opts.Batches[i+1:] {
+			after += clk.timing(len(cands), c) + clk.confirmation(c)
+		}
+		t, err := timeAt(opts.Session.IntraOpThreads, b, cands, clk.deadline.Add(-after*3/2))
 		if err != nil {
-			return nil, graph.Serialized{}, err
+			return fail(err)
 		}
 		f.Timings = append(f.Timings, *t)
 	}
+	if len(f.Timings) == 0 {
+		return unmeasured()
+	}
 	choose(f, cands, models)
-	chosen := models[f.Chosen]
-	f.Regions = withDecisions(f.Regions, indices(chosen.regions, isFloat))
 
 	// A win measured once can be noise (or a burst of load on the other
 	// candidate): INT8 is confirmed against FP32 with fresh sessions at
-	// every batch size measured, whatever the budget says.
+	// every batch size measured, each for a whole window. A win the
+	// budget leaves unconfirmed is not shipped.
 	if f.Recommended == RecommendINT8 {
 		var confirm []Timing
-		for _, t := range f.Timings {
-			c, err := timeAt(t.Threads, t.Batch, []string{CandidateFP32, f.Chosen})
+		for i, t := range f.Timings {
+			var after time.Duration // the confirmations still to come
+			for _, u := range f.Timings[i+1:] {
+				after += clk.confirmation(u.Batch)
+			}
+			// A confirmation takes its whole window (timePerBatch): one
+			// cut to the least turns by a short budget is too noisy to
+			// ship INT8 on, so it is not started.
+			need := clk.confirmation(t.Batch)
+			if !clk.fits(fmt.Sprintf("confirming INT8 at batch %d", t.Batch), need, after) {
+				break
+			}
+			c, err := timeAt(t.Threads, t.Batch, []string{CandidateFP32, f.Chosen}, time.Now().Add(need))
 			if err != nil {
-				return nil, graph.Serialized{}, err
+				return fail(err)
 			}
 			c.Confirmation = true
 			confirm = append(confirm, *c)
 		}
+		searched := len(f.Timings)
 		f.Timings = append(f.Timings, confirm...)
-		if s, w := speedup(confirm, f.Threads, f.Chosen); !wins(s, w) {
+		switch s, w := speedup(confirm, f.Threads, f.Chosen); {
+		case len(confirm) < searched:
+			f.Recommended = RecommendFP32
+			f.Reason = fmt.Sprintf("FP32: INT8 was faster when searched (%s) but the %s placement budget ended before the win was confirmed at every batch size", f.Reason, opts.Budget)
+		case !wins(s, w):
 			f.Recommended = RecommendFP32
 			f.Reason = fmt.Sprintf("FP32: INT8 was faster when searched (%s) but %.2fx the speed of FP32 when confirmed: within noise", f.Reason, s)
 		}
@@ -291,21 +401,20 @@ func Search(opts Options) (*File, graph.Serialized, error) {
 
 	// The other thread counts the issue asks for (1 and all cores), for
 	// the record: FP32 against the chosen INT8 placement.
+others:
 	for _, threads := range otherThreads(opts.Session.IntraOpThreads) {
 		for _, b := range opts.Batches {
-			if !fits(b, 2) {
-				f.BudgetExhausted = true
-				break
+			if !clk.fits(fmt.Sprintf("timing at batch %d, %s (for the record)", b, threadWords(threads)), clk.timing(2, b), 0) {
+				break others
 			}
-			t, err := timeAt(threads, b, []string{CandidateFP32, f.Chosen})
+			t, err := timeAt(threads, b, []string{CandidateFP32, f.Chosen}, clk.deadline)
 			if err != nil {
-				return nil, graph.Serialized{}, err
+				return fail(err)
 			}
 			f.Timings = append(f.Timings, *t)
 		}
 	}
-	f.SearchSeconds = round(time.Since(start).Seconds())
-	return f, chosen.serialized, nil
+	return done()
 }
 
 // choose picks the fastest INT8 candidate (by the geometric mean of its

@@ -32,13 +32,21 @@ func inputs(m *graph.Model, spec data.Spec, b int) ([]*graph.Tensor, error) {
 // latency in milliseconds. It stops taking turns at the deadline (after
 // minTurns).
 func TimeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec, batch int, deadline time.Time) ([]float64, error) {
+	p50, _, err := timeInterleaved(models, sess, spec, batch, deadline)
+	return p50, err
+}
+
+// timeInterleaved is TimeInterleaved, also returning what its sessions and
+// runs cost (for the search's clock).
+func timeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec, batch int, deadline time.Time) ([]float64, cost, error) {
+	var spent cost
 	first, err := models[0].Parse()
 	if err != nil {
-		return nil, err
+		return nil, spent, err
 	}
 	in, err := inputs(first, spec, batch)
 	if err != nil {
-		return nil, err
+		return nil, spent, err
 	}
 	sessions := make([]*ort.Session, len(models))
 	defer func() {
@@ -51,15 +59,17 @@ func TimeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec
 	for i, b := range models {
 		m, err := b.Parse()
 		if err != nil {
-			return nil, err
+			return nil, spent, err
 		}
 		ins, outs := ort.Interface(m)
+		created := time.Now()
 		if sessions[i], err = ort.NewSession(ort.SourceFrom(b, ins, outs), sess); err != nil {
-			return nil, err
+			return nil, spent, err
 		}
+		spent.session = max(spent.session, time.Since(created))
 		for range warmupRuns {
 			if _, err := sessions[i].Run(in); err != nil {
-				return nil, fmt.Errorf("warm-up run: %w", err)
+				return nil, spent, fmt.Errorf("warm-up run: %w", err)
 			}
 		}
 	}
@@ -71,7 +81,7 @@ func TimeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec
 			for range runsPerTurn {
 				t := time.Now()
 				if _, err := sessions[i].Run(in); err != nil {
-					return nil, err
+					return nil, spent, err
 				}
 				runs[i] = append(runs[i], float64(time.Since(t))/float64(time.Millisecond))
 			}
@@ -81,5 +91,6 @@ func TimeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec
 	for i, r := range runs {
 		p50[i] = bench.Median(r)
 	}
-	return p50, nil
+	spent.run = time.Duration(bench.Median(p50) * float64(time.Millisecond))
+	return p50, spent, nil
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/internal/jsonfloat"
 )
 
@@ -61,7 +62,8 @@ func (r *Report) charts() []chart {
 			if b == nil {
 				continue
 			}
-			ss = append(ss, series{m.Name, []float64{b.Min, b.P50, b.P90, b.P95, b.P99}, color[m]})
+			ss = append(ss, series{m.Name, []float64{b.Min, chartMs(b.Latency, "p50"), chartMs(b.Latency, "p90"),
+				chartMs(b.Latency, "p95"), chartMs(b.Latency, "p99")}, color[m]})
 		}
 		cs = append(cs, chart{"latency-percentiles", template.HTML(lineChart(
 			fmt.Sprintf("Latency by percentile, batch %d", first), "ms",
@@ -80,7 +82,7 @@ func (r *Report) charts() []chart {
 					t.ys, p.ys = append(t.ys, math.NaN()), append(p.ys, math.NaN())
 					continue
 				}
-				t.ys, p.ys = append(t.ys, bl.Throughput), append(p.ys, bl.P99)
+				t.ys, p.ys = append(t.ys, bl.Throughput), append(p.ys, chartMs(bl.Latency, "p99"))
 			}
 			tput, p99 = append(tput, t), append(p99, p)
 		}
@@ -197,6 +199,17 @@ svg .axis { stroke: #555; }
 </body>
 </html>
 `))
+
+// chartMs is a percentile as a chart draws it: NaN (no point, "-" as in
+// the tables) for one the timing windows were too short for, which
+// report.json holds as 0 and lists in unreported.
+func chartMs(l bench.Latency, name string) float64 {
+	v := *l.At(name)
+	if v == 0 || slices.Contains(l.Unreported, name) {
+		return math.NaN()
+	}
+	return v
+}
 
 // finiteOrNaN is a value a chart can draw: NaN (a gap) for the
 // infinities, whose bars would have no end.

@@ -179,9 +179,9 @@ func writePlacement(p *printer, f *placement.File) {
 	p.f("\n<details><summary>ort-cpu artifact: %s</summary>\n\n", f.Reason)
 	p.f("INT8 placement (`placement.json`, %s): %d of %d regions int8, candidate %q; ", f.Mode, int8Regions, len(f.Regions), f.Chosen)
 	if f.Mode == placement.ModeAuto {
-		p.f("measured in %.1f s of a %.0f s budget", f.SearchSeconds, f.BudgetSeconds)
+		p.f("measured in %.1f s of a %.3g s budget", f.SearchSeconds, f.BudgetSeconds)
 		if f.BudgetExhausted {
-			p.f(" (budget exhausted)")
+			p.f(" (budget exhausted: stopped before %s)", f.StoppedBefore)
 		}
 	} else {
 		p.f("not measured")

@@ -141,6 +141,48 @@ func TestHTMLIsSelfContained(t *testing.T) {
 	}
 }
 
+// A percentile the timing windows were too short for (0 in report.json,
+// listed in unreported) is no point in the charts, and no line passes
+// through it: a "-" stands in its place, as in the tables.
+func TestChartsLeaveOutUnreported(t *testing.T) {
+	r := sample(steady, []float64{5, 5.1, 4.9, 5, 5}, 98, 0.999)
+	l := &r.Models[1].Latency.Batches[0].Latency
+	l.Drop(5) // p90, p95 and p99 need more runs than 5
+	if len(l.Unreported) != 3 {
+		t.Fatalf("unreported %v", l.Unreported)
+	}
+	var b bytes.Buffer
+	if err := r.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	figure := func(id string) string {
+		i := strings.Index(page, `<figure id="`+id+`">`)
+		if i < 0 {
+			t.Fatalf("no %s chart", id)
+		}
+		return page[i : i+strings.Index(page[i:], "</figure>")]
+	}
+	art := regexp.QuoteMeta("model.int8.onnx")
+	for _, id := range []string{"latency-percentiles", "p99"} {
+		svg := figure(id)
+		if regexp.MustCompile(art + `: 0 ms`).MatchString(svg) {
+			t.Errorf("%s chart plots an unreported percentile as 0 ms", id)
+		}
+		want := map[string]int{"latency-percentiles": 3, "p99": 1}[id]
+		if got := strings.Count(svg, "model.int8.onnx: - (not reported)"); got != want {
+			t.Errorf("%s chart: %d \"-\" marks for the artifact, want %d", id, got, want)
+		}
+	}
+	// The artifact's line in the percentile chart joins min and p50 only.
+	if n := len(regexp.MustCompile(`<circle [^>]*><title>`+art+`: `).FindAllString(figure("latency-percentiles"), -1)); n != 2 {
+		t.Errorf("the percentile chart has %d points of the artifact, want 2 (min, p50)", n)
+	}
+	if !strings.Contains(page, "| - |") && !strings.Contains(page, "<td>-</td>") {
+		t.Error("the tables do not show the unreported percentiles as -")
+	}
+}
+
 // checkSelfContained fails when page could fetch anything or lacks a chart.
 func checkSelfContained(t *testing.T, page string) {
 	t.Helper()

@@ -145,18 +145,31 @@ func lineChart(title, yUnit string, xs []string, ss []series) string {
 	for i, l := range xs {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" class="xlabel">%s</text>`, x(i), f.bottom+fontH+5, html.EscapeString(l))
 	}
-	for _, s := range ss {
+	for k, s := range ss {
 		c := s.fill()
-		var pts []string
+		// The line breaks where a value is missing: nothing is drawn
+		// between two points that a value not reported separates.
+		var seg []string
+		line := func() {
+			if len(seg) > 1 {
+				fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`, c, strings.Join(seg, " "))
+			}
+			seg = nil
+		}
 		for i, v := range s.ys {
+			// A value not reported is a "-" above the axis, as in the
+			// tables, one row per series, not a point at 0.
 			if math.IsNaN(v) {
+				line()
+				fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" style="fill:%s" class="unreported"><title>%s: - (not reported)</title>-</text>`,
+					x(i), f.bottom-4-float64(k)*fontH, c, html.EscapeString(s.name))
 				continue
 			}
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), f.y(v)))
+			seg = append(seg, fmt.Sprintf("%.1f,%.1f", x(i), f.y(v)))
 			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s: %.4g %s</title></circle>`,
 				x(i), f.y(v), c, html.EscapeString(s.name), v, yUnit)
 		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`, c, strings.Join(pts, " "))
+		line()
 	}
 	legend(&b, ss, f, f.bottom+fontH+10)
 	b.WriteString("</svg>")

@@ -80,6 +80,9 @@ type Host interface {
 	// SweepDuration is how long a target times each point of a sweep (the
 	// build's timing budget).
 	SweepDuration() time.Duration
+	// SweepBudget bounds a whole sweep, warm-ups and sessions included
+	// (0: no bound): the plan's share.
+	SweepBudget() time.Duration
 	// Quantized is the model quantized for scheme ("" when there is none).
 	Quantized(scheme quantize.Target) string
 	// CalibrationFile is optc's calibration file ("" without --int8).

@@ -5,8 +5,10 @@
 package triton
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/optc-dev/optc/export"
 	"github.com/optc-dev/optc/export/target"
@@ -50,11 +52,19 @@ func (Target) Export(h target.Host) (any, error) {
 	} else {
 		h.Progress("sweep batch sizes and threads for the deployment profiles")
 		sweep, err := export.Sweep(export.SweepOptions{Model: h.Deployed(), Threads: c.Latency.Threads,
-			Duration: h.SweepDuration(), Session: h.Session(), Inputs: c.Inputs(), ORTLib: c.Runtime.ORTLib})
+			Duration: h.SweepDuration(), Budget: h.SweepBudget(), Session: h.Session(), Inputs: c.Inputs(), ORTLib: c.Runtime.ORTLib})
 		if err != nil {
 			return nil, err
 		}
 		d.Sweep = sweep
+		share := "no budget"
+		if b := h.SweepBudget(); b > 0 {
+			share = fmt.Sprintf("of a %s share", b.Round(100*time.Millisecond))
+		}
+		h.Progress("sweep: %d points in %.1fs (%s)", len(sweep.Points), sweep.Seconds, share)
+		if len(sweep.Unswept) > 0 {
+			h.Note(fmt.Sprintf("triton: the sweep's %s share of the budget left out %s; the profiles come from the points measured", h.SweepBudget(), strings.Join(sweep.Unswept, "; ")))
+		}
 		if d.LowLatency, d.HighThroughput, err = export.ChooseProfiles(sweep, c.Latency.P99BudgetMs); err != nil {
 			return nil, err
 		}
