@@ -177,15 +177,15 @@ func TestCollectErrors(t *testing.T) {
 	}
 }
 
-// TestCollectProgress: the progress callback sees every batch, with the
-// running sample count.
+// TestCollectProgress: the progress callback sees 0 once the session is
+// ready, then every batch with the running sample count.
 func TestCollectProgress(t *testing.T) {
 	ortenv.Require(t)
 	m := loadMNIST(t)
 	var seen []int64
 	opts := Options{Progress: func(n int64) { seen = append(seen, n) }}
 	s := collectMNIST(t, m, "mnist/train_images.npy", 64, 200, DefaultTensors(m), opts)
-	if len(seen) != s.Batches || seen[len(seen)-1] != 200 || seen[0] != 64 {
+	if len(seen) != s.Batches+1 || seen[0] != 0 || seen[1] != 64 || seen[len(seen)-1] != 200 {
 		t.Errorf("progress %v over %d batches", seen, s.Batches)
 	}
 }
