@@ -2,10 +2,14 @@ package passes
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"testing"
 
+	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/difftest"
+	"github.com/optc-dev/optc/internal/ortenv"
 	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/ort"
 )
@@ -185,4 +189,161 @@ func mustInt64s(t *testing.T, g *graph.Graph, vals []int64) *graph.Tensor {
 		t.Fatal(err)
 	}
 	return x
+}
+
+// attentionGraph is a hand-built graph in the layout of torch's
+// nn.MultiheadAttention export: x [S, B, 8] (and a memory [L, B, 8] for
+// cross-attention) projected by MatMuls, heads split by Reshape/Transpose
+// into [B·H, S, d], scaled, optionally masked, Softmax, ·V, merged back.
+type attentionGraph struct {
+	heads, seq, kvSeq, batch int64
+	cross, symbolic          bool
+	scaleOnScores            bool // Mul on the scores instead of Div on Q
+	mask, maskFirst, maskMul bool // key-padding mask; as the Add's first operand; times 1.0
+	notASplit                bool // Reshape to [B·H... with dim 0 changed: not a head split
+	softmaxAxis              int64
+	fill                     float32
+	floatMask                bool // an additive float mask [S, L] instead (refused)
+}
+
+func (a attentionGraph) build(f *fusionFixture) {
+	const D = 8
+	d := D / a.heads
+	x := f.input("x", a.seq, a.batch, D)
+	if a.symbolic {
+		x.Type = graph.TensorType(graph.Float, graph.Shape{graph.SymbolicDim("seq"), graph.SymbolicDim("batch"), graph.StaticDim(D)})
+	}
+	kv, L := x, a.seq
+	if a.cross {
+		kv, L = f.input("memory", a.kvSeq, a.batch, D), a.kvSeq
+	}
+	split := func(v *graph.Value, s int64, perm ...int64) *graph.Value {
+		shape := []int64{s, a.batch * a.heads, d}
+		if a.symbolic {
+			shape = []int64{0, -1, d}
+		}
+		if a.notASplit {
+			shape = []int64{s * a.heads, a.batch, d}
+		}
+		r := f.op("Reshape", v, f.Int64s(f.Graph.UniqueName("shape"), []int64{3}, shape...))
+		return f.attrInts(f.node("Transpose", []*graph.Value{r}), "perm", perm...).Output(0)
+	}
+	q := split(f.op("MatMul", x, f.weight("wq", D, D)), a.seq, 1, 0, 2)
+	k := split(f.op("MatMul", kv, f.weight("wk", D, D)), L, 1, 2, 0)
+	v := split(f.op("MatMul", kv, f.weight("wv", D, D)), L, 1, 0, 2)
+	scale := float32(math.Sqrt(float64(d)))
+	if !a.scaleOnScores {
+		q = f.op("Div", q, f.init("sqrt_d", nil, []float32{scale}))
+	}
+	s := f.op("MatMul", q, k)
+	if a.scaleOnScores {
+		s = f.op("Mul", s, f.init("inv_sqrt_d", nil, []float32{1 / scale}))
+	}
+	if a.mask {
+		m := f.input("m", a.batch, L)
+		e := f.op("Less", m, f.init("cut", nil, []float32{-0.5}))
+		r1 := f.op("Reshape", e, f.Int64s(f.Graph.UniqueName("shape"), []int64{4}, a.batch, 1, 1, L))
+		ex := f.op("Expand", r1, f.Int64s(f.Graph.UniqueName("shape"), []int64{4}, 1, a.heads, 1, 1))
+		r3 := f.op("Reshape", ex, f.Int64s(f.Graph.UniqueName("shape"), []int64{3}, a.batch*a.heads, 1, L))
+		fill := a.fill
+		if fill == 0 {
+			fill = float32(math.Inf(-1))
+		}
+		w := f.op("Where", r3, f.init("fill", nil, []float32{fill}), f.init("zeros", []int64{a.batch * a.heads, 1, L}, make([]float32, a.batch*a.heads*L)))
+		if a.maskMul {
+			w = f.op("Mul", w, f.init("one", nil, []float32{1}))
+		}
+		if a.maskFirst {
+			s = f.op("Add", w, s)
+		} else {
+			s = f.op("Add", s, w)
+		}
+	}
+	if a.floatMask {
+		s = f.op("Add", s, f.weight("bias", a.seq, L))
+	}
+	sm := f.node("Softmax", []*graph.Value{s})
+	if a.softmaxAxis != 0 {
+		f.attrInt(sm, "axis", a.softmaxAxis)
+	}
+	o := f.op("MatMul", sm.Output(0), v)
+	o = f.attrInts(f.node("Transpose", []*graph.Value{o}), "perm", 1, 0, 2).Output(0)
+	f.output(f.op("Reshape", o, f.Int64s(f.Graph.UniqueName("shape"), []int64{3}, 0, -1, D)))
+}
+
+func TestFuseAttentionHandBuilt(t *testing.T) {
+	base := attentionGraph{heads: 2, seq: 5, kvSeq: 7, batch: 2}
+	for _, tc := range []struct {
+		name string
+		edit func(*attentionGraph)
+		want Stats
+	}{
+		{"self-attention, Q divided by sqrt(d)", func(a *attentionGraph) {}, Stats{Removed: 5, Added: 6}},
+		{"scores times 1/sqrt(d)", func(a *attentionGraph) { a.scaleOnScores = true }, Stats{Removed: 5, Added: 6}},
+		{"four heads", func(a *attentionGraph) { a.heads = 4 }, Stats{Removed: 5, Added: 6}},
+		{"cross-attention, key-padding mask", func(a *attentionGraph) { a.cross, a.mask = true, true }, Stats{Removed: 6, Added: 8}},
+		{"mask first, times 1", func(a *attentionGraph) { a.mask, a.maskFirst, a.maskMul = true, true, true }, Stats{Removed: 6, Added: 8}},
+		{"mask of -10000", func(a *attentionGraph) { a.mask, a.fill = true, -10000 }, Stats{Removed: 6, Added: 8}},
+		{"symbolic seq and batch", func(a *attentionGraph) { a.symbolic = true }, Stats{Removed: 5, Added: 6}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := base
+			tc.edit(&a)
+			f := newFusionFixture(t, 17)
+			a.build(f)
+			if a.symbolic {
+				f.fusesSymbolic(tc.want, map[string][]int64{"x": {5, 3, 8}})
+			} else {
+				f.fusesInORT(fuseAttention, Context{ORTContrib: true}, tc.want, -2, 2)
+			}
+			if f.ops()["MultiHeadAttention"] != 1 || f.Model.OpsetVersion(msDomain) != 1 {
+				t.Errorf("ops %v, opsets %v", f.ops(), f.Model.Opsets)
+			}
+		})
+	}
+}
+
+func TestFuseAttentionHandBuiltRefusals(t *testing.T) {
+	base := attentionGraph{heads: 2, seq: 5, kvSeq: 7, batch: 2}
+	for _, tc := range []struct {
+		name string
+		edit func(*attentionGraph)
+		ctx  Context
+	}{
+		{"one head", func(a *attentionGraph) { a.heads = 1 }, Context{ORTContrib: true}},
+		{"Reshape is not a head split", func(a *attentionGraph) { a.notASplit = true }, Context{ORTContrib: true}},
+		{"Softmax over axis 1", func(a *attentionGraph) { a.softmaxAxis = 1 }, Context{ORTContrib: true}},
+		{"mask fill positive", func(a *attentionGraph) { a.mask, a.fill = true, 1 }, Context{ORTContrib: true}},
+		{"float mask over queries and keys", func(a *attentionGraph) { a.floatMask = true }, Context{ORTContrib: true}},
+		{"without ORTContrib", func(a *attentionGraph) { a.mask = true }, Context{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := base
+			tc.edit(&a)
+			f := newFusionFixture(t, 17)
+			a.build(f)
+			f.refuses(fuseAttention, tc.ctx)
+		})
+	}
+}
+
+// fusesSymbolic is fusesInORT for graphs whose inputs have symbolic dims:
+// the ORT runs feed the given shapes.
+func (f *fusionFixture) fusesSymbolic(want Stats, shapes map[string][]int64) {
+	f.T.Helper()
+	ortenv.Require(f.T)
+	before := f.marshal()
+	if st := f.run(fuseAttention, Context{ORTContrib: true}); st != want {
+		f.T.Fatalf("stats %+v, want %+v", st, want)
+	}
+	after := f.marshal()
+	if st := f.run(fuseAttention, Context{ORTContrib: true}); st.Changed() {
+		f.T.Errorf("a second run changed %+v", st)
+	}
+	for _, level := range []ort.Level{ort.LevelDisable, ort.LevelAll} {
+		opts := difftest.Options{Level: level, DataOpts: data.Options{Spec: data.Spec{Shapes: shapes}, Low: -2, High: 2, Samples: 3, Seed: 7}}
+		if err := difftest.Compare(before, after, opts); err != nil {
+			f.T.Fatalf("ORT level %d: %v", level, err)
+		}
+	}
 }
