@@ -22,11 +22,11 @@ import (
 // fused zoo models (levels disable and all, all-ones and padded masks)
 // are in TestTransformerFusionsOnModels.
 
-// attentionInput is bert_tiny static through -O2 --ort-contrib without
+// pipelineInput is the zoo model rel through -O2 --ort-contrib without
 // fuse-attention: the graph the pass sees in the pipeline.
-func attentionInput(t *testing.T) []byte {
+func pipelineInput(t *testing.T, rel string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(testenv.Data(t, "zoo/bert_tiny/static.onnx"))
+	b, err := os.ReadFile(testenv.Data(t, rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +46,22 @@ func attentionInput(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// The trained LM's attention is batch-first with a causal mask sliced to
+// the ids' length: refused (see the pass comment), byte for byte.
+func TestFuseAttentionLeavesTheLM(t *testing.T) {
+	in := pipelineInput(t, "lm/lm.onnx")
+	if st, after := runAttention(t, in, true); st.Changed() || !bytes.Equal(in, after) {
+		t.Errorf("changed the LM: %+v", st)
+	}
+}
+
+// attentionInput is bert_tiny static through -O2 --ort-contrib without
+// fuse-attention: the graph the pass sees in the pipeline.
+func attentionInput(t *testing.T) []byte {
+	t.Helper()
+	return pipelineInput(t, "zoo/bert_tiny/static.onnx")
 }
 
 // runAttention runs fuse-attention alone on b and returns its stats and
