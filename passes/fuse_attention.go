@@ -49,7 +49,10 @@ import (
 // inner 1s static, the last dim provably L). E true means "do not attend",
 // so the key-padding mask ORT wants (int32, 1 = attend) is Cast(Not(E)),
 // and MultiHeadAttention's mask_filter_value is f (times the scalar),
-// which its kernel adds to the masked scores as the export does. Any other
+// which its kernel adds to the masked scores as the export does. When E's
+// length is not provably the keys' length L (the dynamic exports name them
+// differently), the mask is expanded to K's [B, L] first, so that an E of
+// length 1 broadcasts over the keys as the Add did. Any other
 // additive mask (a causal one, a float mask, a mask over queries) is
 // refused: the model stays byte for byte.
 //
@@ -94,7 +97,10 @@ type attention struct {
 	scale        float64
 	padding      *graph.Value // E, bool [B, L], true = masked; nil without a mask
 	paddingHeads int64        // the H the mask was expanded to
-	filterValue  float64
+	// expandMask: E's length is not provably the keys' (it may be 1 and
+	// broadcast over them), so the key-padding mask is expanded to [B, L].
+	expandMask  bool
+	filterValue float64
 	// chain are the nodes only the pattern reads, removed by the rewrite;
 	// out is the last of them (the head-merge Transpose).
 	chain []*graph.Node
@@ -169,8 +175,12 @@ func matchAttention(sm *graph.Node, shapes valueShapes, opset int64) (*attention
 		return nil, false
 	}
 	p.heads, p.d = hq, dq
-	if p.padding != nil && p.paddingHeads != p.heads {
-		return nil, false
+	if p.padding != nil {
+		if p.paddingHeads != p.heads {
+			return nil, false
+		}
+		e, k := shapes[p.padding], shapes[p.k]
+		p.expandMask = !sameDim(e.Shape[1], k.Shape[0])
 	}
 	if !(p.scale > 0) || math.IsInf(p.scale, 0) || float32(p.scale) == 0 {
 		return nil, false
@@ -356,6 +366,34 @@ func (p *attention) zeros(z, cond *graph.Value, cd []int64, g *graph.Graph) bool
 	return err == nil && len(f) == 1 && f[0] == 0
 }
 
+// expandToKeys writes Expand(mask, Slice(Shape(k), [0], [2])): mask
+// broadcast to k's [B, L].
+func (p *attention) expandToKeys(g *graph.Graph, node func(string, []*graph.Value, ...*graph.Value) (*graph.Node, error), mask, k *graph.Value) (*graph.Value, error) {
+	shape, err := node("Shape", []*graph.Value{k}, nil)
+	if err != nil {
+		return nil, err
+	}
+	bounds := make([]*graph.Value, 2)
+	for i, x := range []int64{0, 2} {
+		t, err := graph.NewInt64Tensor(g.UniqueName("attention_mask_bound"), []int64{1}, []int64{x})
+		if err != nil {
+			return nil, errf(p.out, "%v", err)
+		}
+		if bounds[i], err = g.AddInitializer(t); err != nil {
+			return nil, errf(p.out, "%v", err)
+		}
+	}
+	bl, err := node("Slice", []*graph.Value{shape.Output(0), bounds[0], bounds[1]}, nil)
+	if err != nil {
+		return nil, err
+	}
+	ex, err := node("Expand", []*graph.Value{mask, bl.Output(0)}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return ex.Output(0), nil
+}
+
 func (p *attention) rewrite() (Stats, error) {
 	g := p.out.Graph()
 	base := p.chain[0].Name // the Softmax's
@@ -409,7 +447,15 @@ func (p *attention) rewrite() (Stats, error) {
 			return Stats{}, err
 		}
 		cast.SetAttr(&graph.Attr{Name: "to", Type: graph.AttrInt, Int: int64(graph.Int32)})
-		ins = append(ins, nil, cast.Output(0)) // no bias; key_padding_mask
+		mask := cast.Output(0)
+		if p.expandMask {
+			// Expand(mask, Shape(K)[0:2]): [B, 1] broadcast over the keys
+			// as the Add did; [B, L] unchanged.
+			if mask, err = p.expandToKeys(g, node, mask, ins[1]); err != nil {
+				return Stats{}, err
+			}
+		}
+		ins = append(ins, nil, mask) // no bias; key_padding_mask
 	}
 	mha, err := node("MultiHeadAttention", ins, nil)
 	if err != nil {

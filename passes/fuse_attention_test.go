@@ -219,7 +219,8 @@ type attentionGraph struct {
 	notASplit                bool // Reshape to [B·H... with dim 0 changed: not a head split
 	softmaxAxis              int64
 	fill                     float32
-	floatMask                bool // an additive float mask [S, L] instead (refused)
+	floatMask                bool  // an additive float mask [S, L] instead (refused)
+	maskLen                  int64 // the mask's length when not L (1: broadcast over the keys)
 }
 
 func (a attentionGraph) build(f *fusionFixture) {
@@ -256,6 +257,10 @@ func (a attentionGraph) build(f *fusionFixture) {
 		s = f.op("Mul", s, f.init("inv_sqrt_d", nil, []float32{1 / scale}))
 	}
 	if a.mask {
+		L := L
+		if a.maskLen > 0 {
+			L = a.maskLen
+		}
 		m := f.input("m", a.batch, L)
 		e := f.op("Less", m, f.init("cut", nil, []float32{-0.5}))
 		r1 := f.op("Reshape", e, f.Int64s(f.Graph.UniqueName("shape"), []int64{4}, a.batch, 1, 1, L))
@@ -301,6 +306,7 @@ func TestFuseAttentionHandBuilt(t *testing.T) {
 		{"mask first, times 1", func(a *attentionGraph) { a.mask, a.maskFirst, a.maskMul = true, true, true }, Stats{Removed: 6, Added: 8}},
 		{"mask of -10000", func(a *attentionGraph) { a.mask, a.fill = true, -10000 }, Stats{Removed: 6, Added: 8}},
 		{"symbolic seq and batch", func(a *attentionGraph) { a.symbolic = true }, Stats{Removed: 5, Added: 6}},
+		{"mask of length 1 over 7 keys", func(a *attentionGraph) { a.cross, a.mask, a.maskLen = true, true, 1 }, Stats{Removed: 6, Added: 11}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := base
