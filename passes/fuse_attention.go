@@ -11,13 +11,15 @@ import (
 // nn.MultiheadAttention export writes (seq-first, heads merged into the
 // batch: [S, B·H, d]) into ONNX Runtime's com.microsoft MultiHeadAttention,
 // one kernel for the head split, Q·Kᵀ, the scale, the mask, Softmax, ·V
-// and the head merge. ONNX has no such operator (opset 23's Attention
-// is newer than what ORT 1.24 runs here), so the pass runs only with
-// Context.ORTContrib. The projections stay as they are (the packed
-// in-projection MatMul + Add + Slices, the output Gemm).
+// and the head merge. ONNX's own Attention needs opset 23 (these exports
+// are opset 17, and optc does not upgrade past 13), so the pass writes
+// ORT's operator and runs only with Context.ORTContrib. The projections
+// stay as they are (the packed in-projection MatMul + Add + Slices, the
+// output Gemm).
 //
-// Match, anchored at the Softmax (float32, last axis, opset ≥ 13 or the
-// last axis of a rank-3 input), everything in one graph:
+// Match, anchored at the Softmax (float32 rank-3 input, axis -1 or 2;
+// below opset 13, where the default axis is 1, the axis must be given),
+// everything in one graph:
 //
 //	qh = Transpose[1,0,2](Reshape(q, ·))   q [S, B, D] -> [B·H, S, d]
 //	kt = Transpose[1,2,0](Reshape(k, ·))   k [L, B, D] -> [B·H, d, L]
