@@ -28,6 +28,9 @@ type Check struct {
 	MinCosine jsonfloat.Float   `json:"min_cosine"`
 	MinTop1   float64           `json:"min_top1_agreement"`
 	Accuracy  *compare.Accuracy `json:"accuracy,omitempty"` // with eval labels: A is the input, B the artifact
+	// LM is a language model's held-out perplexity (A the input, B the
+	// artifact) and next-token agreement, with eval.task lm.
+	LM *compare.LM `json:"lm,omitempty"`
 	// NonFinite counts output elements, over all outputs, where the input
 	// model is finite and the artifact is NaN or infinite: such an
 	// artifact is flagged in every table and never deployed.
@@ -113,7 +116,7 @@ func (b *builder) verify() error {
 			}
 			r, err := compare.Models(compare.Options{
 				ModelA: b.c.Model, ModelB: path, BRun: runPath, Data: spec, DataOpts: dopts, Labels: b.c.Eval.Labels,
-				Atol: map[string]float64{"": math.Inf(1)}, Session: sess, ORTLib: b.c.Runtime.ORTLib, Reference: b.ref,
+				Task: compare.Task(b.c.Eval.Task), Logits: b.c.Eval.Logits, Atol: map[string]float64{"": math.Inf(1)}, Session: sess, ORTLib: b.c.Runtime.ORTLib, Reference: b.ref,
 			})
 			if err != nil {
 				return fmt.Errorf("%s: %w", a.Path, err)
@@ -190,7 +193,7 @@ func (b *builder) verifyFP16(a *Artifact, path string) error {
 	check := func(spec string, dopts data.Options, labels string) (*Check, error) {
 		r, err := compare.Models(compare.Options{
 			ModelA: b.c.Model, ModelB: a.Path + " (float16 emulated)", BInMemory: emulated, Data: spec, DataOpts: dopts, Labels: labels,
-			Atol: map[string]float64{"": math.Inf(1)}, Session: session, ORTLib: b.c.Runtime.ORTLib, Reference: b.ref,
+			Task: compare.Task(b.c.Eval.Task), Logits: b.c.Eval.Logits, Atol: map[string]float64{"": math.Inf(1)}, Session: session, ORTLib: b.c.Runtime.ORTLib, Reference: b.ref,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("on %s: %w", spec, err)
@@ -299,7 +302,7 @@ func (b *builder) timing(model, runModel string, sess ort.Options) (*Timing, err
 }
 
 func checkOf(r *compare.Result) *Check {
-	c := &Check{Samples: r.Samples, MinCosine: 1, MinTop1: -1, Accuracy: r.Accuracy}
+	c := &Check{Samples: r.Samples, MinCosine: 1, MinTop1: -1, Accuracy: r.Accuracy, LM: r.LM}
 	for _, o := range r.Outputs {
 		snr := o.SNRdB
 		if math.IsInf(float64(snr), 1) || snr > 200 {
