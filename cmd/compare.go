@@ -71,6 +71,9 @@ finite pair, fails like a tolerance does.`,
 			if o.Task = compare.Task(task); task != "" && !slices.Contains(compare.Tasks, o.Task) {
 				return usageError{fmt.Errorf("--task: unknown task %q (want %s)", task, choice.Or(compare.Tasks))}
 			}
+			if o.Task == compare.TaskLM && o.Data == "random" {
+				return usageError{fmt.Errorf("--task lm needs --data token ids, not random data")}
+			}
 			if o.Logits != "" && o.Task != compare.TaskLM {
 				return usageError{fmt.Errorf("--logits needs --task lm")}
 			}
