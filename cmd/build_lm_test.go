@@ -70,9 +70,11 @@ func TestBuildLMTiny(t *testing.T) {
 				name, l.Perplexity, inc, l.Agreement, l.Tokens, in.Perplexity, in.Tokens)
 		}
 	}
-	md, err := os.ReadFile(filepath.Join(out, "report.md"))
-	if err != nil || !strings.Contains(string(md), "next-token agreement") || !strings.Contains(string(md), "Perplexity guard on the weight-only model passed") {
-		t.Errorf("report.md lacks the language-model table or the guard line (%v)", err)
+	for _, f := range []string{"report.md", "report.html"} {
+		b, err := os.ReadFile(filepath.Join(out, f))
+		if err != nil || !strings.Contains(string(b), "next-token agreement") || !strings.Contains(string(b), "Perplexity guard on the weight-only model passed") {
+			t.Errorf("%s lacks the language-model table or the guard line (%v)", f, err)
+		}
 	}
 
 	// A budget the int3 model cannot meet: no output, one line naming it.
