@@ -103,10 +103,10 @@ func WriteTable(w io.Writer, r *Result) error {
 	for i, a := range lmChecked(r) {
 		l := a.Check.LM
 		if i == 0 {
-			fmt.Fprintf(w, "language model (%d next tokens): input perplexity %.4f, next-token accuracy %.2f%%\n", l.Tokens, float64(l.PerplexityA), 100*l.AccuracyA)
+			fmt.Fprintf(w, "language model (%d next tokens): input perplexity %.4f, next-token accuracy %.2f%%%s\n", l.Tokens, float64(l.PerplexityA), 100*l.AccuracyA, seqText(r.Baseline))
 		}
-		fmt.Fprintf(w, "  %s: perplexity %.4f (%+.2f%%), next-token agreement with the input %.2f%%, accuracy %.2f%%\n",
-			a.Path, float64(l.PerplexityB), float64(l.IncreasePercent), 100*l.Agreement, 100*l.AccuracyB)
+		fmt.Fprintf(w, "  %s: perplexity %.4f (%+.2f%%), next-token agreement with the input %.2f%%, accuracy %.2f%%%s\n",
+			a.Path, float64(l.PerplexityB), float64(l.IncreasePercent), 100*l.Agreement, 100*l.AccuracyB, seqText(a.Timing))
 	}
 	if g := r.WeightsGuard; g != nil {
 		verdict := "passed"
@@ -225,4 +225,17 @@ func lmChecked(r *Result) []*Artifact {
 		}
 	}
 	return out
+}
+
+// seqText is a model's latency per sequence (latency.seq_lengths), or
+// nothing.
+func seqText(t *Timing) string {
+	if t == nil || len(t.SeqLengths) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, s := range t.SeqLengths {
+		parts = append(parts, fmt.Sprintf("L=%d %.3f", s.SeqLen, s.Latency.P50))
+	}
+	return "; p50 ms per sequence (batch 1): " + strings.Join(parts, ", ")
 }

@@ -130,7 +130,7 @@ var buildFlagKeys = map[string]string{
 	"eval-data":       "eval.data", "eval-labels": "eval.labels", "eval-samples": "eval.samples", "eval-batch": "eval.batch",
 	"eval-task": "eval.task", "eval-logits": "eval.logits", "max-perplexity-increase": "quantize.max_perplexity_increase",
 	"level": "runtime.level", "threads": "runtime.threads", "ort-lib": "runtime.ort_lib",
-	"latency-batches": "latency.batches", "latency-duration": "latency.duration", "p99-budget-ms": "latency.p99_budget_ms",
+	"latency-batches": "latency.batches", "latency-seq-lengths": "latency.seq_lengths", "latency-duration": "latency.duration", "p99-budget-ms": "latency.p99_budget_ms",
 	"trt-version": "tensorrt.version", "triton-name": "triton.name",
 }
 
@@ -260,6 +260,7 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.Runtime.Level, "level", c.Runtime.Level, "ORT graph optimization level the artifacts run at: "+choice.Or(ort.Levels))
 	fs.IntVar(&c.Runtime.Threads, "threads", c.Runtime.Threads, "ORT intra-op threads (0: one per core)")
 	fs.IntSliceVar(&c.Latency.Batches, "latency-batches", c.Latency.Batches, "batch sizes to time")
+	fs.IntSliceVar(&c.Latency.SeqLengths, "latency-seq-lengths", c.Latency.SeqLengths, "--eval-task lm: also time every model at batch 1 at these sequence lengths")
 	fs.DurationVar(&c.Latency.Duration.Duration, "latency-duration", c.Latency.Duration.Duration, "timing per batch size")
 	fs.Float64Var(&c.Latency.P99BudgetMs, "p99-budget-ms", c.Latency.P99BudgetMs, "p99 bound for the high-throughput profile (0: none)")
 	fs.StringVar(&c.TensorRT.Version, "trt-version", c.TensorRT.Version, "TensorRT version for the calibration cache header (e.g. 100300)")

@@ -20,7 +20,8 @@ import (
 // perplexity and next-token agreement of the input and of every artifact:
 // the input's perplexity in ORT is the one torch measured when the model
 // was made (meta.json), int4 stays inside issue 19's target (within 3% of
-// float) and agrees with float on most next tokens. Then a budget the
+// float) and agrees with float on most next tokens, and every model is
+// timed per sequence at the lengths asked for. Then a budget the
 // int3 model misses fails the build, and with --allow-accuracy-loss keeps
 // it without deploying it.
 func TestBuildLMTiny(t *testing.T) {
@@ -45,7 +46,7 @@ func TestBuildLMTiny(t *testing.T) {
 	}
 
 	out := filepath.Join(t.TempDir(), "int4")
-	if status, stderr := build(out, "--weights", "int4"); status != 0 {
+	if status, stderr := build(out, "--weights", "int4", "--latency-seq-lengths", "16,64"); status != 0 {
 		t.Fatalf("int4 build: exit %d: %s", status, stderr)
 	}
 	rep := readReport(t, out)
@@ -55,6 +56,11 @@ func TestBuildLMTiny(t *testing.T) {
 			t.Fatalf("%s (%s): no language-model figures in report.json", m.Name, m.Role)
 		}
 		lm[m.Name] = m.Accuracy.LM
+		// Latency per sequence, at the lengths asked for.
+		if l := m.Latency; l == nil || len(l.SeqLengths) != 2 || l.SeqLengths[0].SeqLen != 16 || l.SeqLengths[1].SeqLen != 64 ||
+			!(l.SeqLengths[0].P50 > 0) || !(l.SeqLengths[1].P50 > 0) {
+			t.Errorf("%s: latency per sequence %+v, want p50 at lengths 16 and 64", m.Name, m.Latency)
+		}
 	}
 	in := lm[model]
 	if in == nil || in.Tokens == 0 || math.Abs(float64(in.Perplexity)/meta.PerplexityTorch-1) > 1e-3 {

@@ -68,6 +68,7 @@ var usageCases = []struct {
 	{[]string{"build", "m.onnx", "-o", "b", "--eval-task", "lm", "--eval-data", "x.npy", "--eval-labels", "y.npy"}, "--eval-labels does not apply to eval.task lm"},
 	{[]string{"build", "m.onnx", "-o", "b", "--eval-logits", "y"}, "--eval-logits needs eval.task lm"},
 	{[]string{"build", "m.onnx", "-o", "b", "--max-perplexity-increase", "3"}, "--max-perplexity-increase needs eval.task lm"},
+	{[]string{"build", "m.onnx", "-o", "b", "--latency-seq-lengths", "32"}, "--latency-seq-lengths needs eval.task lm"},
 	{[]string{"build", "m.onnx", "-o", "b", "--eval-task", "lm", "--eval-data", "x.npy", "--max-perplexity-increase", "-1"}, "--max-perplexity-increase: -1 must not be negative"},
 	{[]string{"build", "m.onnx", "-o", "b", "--format", "foo"}, `--format: "foo"`},
 	{[]string{"build", "m.onnx", "-o", "b", "--level", "foo"}, `--level: "foo"`},

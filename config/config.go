@@ -132,7 +132,7 @@ type Quantize struct {
 	// MaxPerplexityIncrease is the language-model guard (eval.task lm):
 	// the most a weight-only artifact's held-out perplexity may exceed
 	// the float model's, in percent (0: DefaultMaxPerplexityIncrease).
-	MaxPerplexityIncrease float64 `yaml:"max_perplexity_increase" json:"max_perplexity_increase,omitempty"`
+	MaxPerplexityIncrease float64 `yaml:"max_perplexity_increase,omitempty" json:"max_perplexity_increase,omitempty"`
 	// AllowAccuracyLoss keeps the INT8 artifacts when they miss the
 	// accuracy guard (ptq.Guard) after the fallback; the ORT artifact is
 	// then FP32. Without it such a build fails.
@@ -163,10 +163,10 @@ type Eval struct {
 	// Task lm says the model is a causal language model and the data
 	// token ids [N, T]: every model is scored by held-out perplexity and
 	// next-token agreement with the input (compare.Tasks; "" is default).
-	Task string `yaml:"task" json:"task,omitempty"`
+	Task string `yaml:"task,omitempty" json:"task,omitempty"`
 	// Logits names the LM's logits output (default: the only float
 	// output of rank 3).
-	Logits  string `yaml:"logits" json:"logits,omitempty"`
+	Logits  string `yaml:"logits,omitempty" json:"logits,omitempty"`
 	Samples int    `yaml:"samples" json:"samples"`
 	Batch   int    `yaml:"batch" json:"batch"`
 }
@@ -190,6 +190,9 @@ type Latency struct {
 	// Repeats splits the timing into this many short runs, so that optc
 	// diff can tell a regression from noise.
 	Repeats int `yaml:"repeats" json:"repeats"`
+	// SeqLengths times a language model (eval.task lm) at batch 1 at
+	// each of these sequence lengths too: latency per sequence.
+	SeqLengths []int `yaml:"seq_lengths,omitempty" json:"seq_lengths,omitempty"`
 }
 
 // TensorRT is the TensorRT target's engine settings.
@@ -567,6 +570,14 @@ func (c Config) Validate() error {
 	}
 	if c.Quantize.MaxPerplexityIncrease < 0 {
 		bad("quantize.max_perplexity_increase: %g must not be negative", c.Quantize.MaxPerplexityIncrease)
+	}
+	for _, l := range c.Latency.SeqLengths {
+		if l < 1 {
+			bad("latency.seq_lengths: %d (want lengths of at least 1)", l)
+		}
+	}
+	if len(c.Latency.SeqLengths) > 0 && !lm {
+		bad("latency.seq_lengths needs eval.task lm")
 	}
 	if c.Quantize.MaxPerplexityIncrease > 0 && !lm {
 		bad("quantize.max_perplexity_increase needs eval.task lm")

@@ -149,6 +149,9 @@ func latencyOf(t *build.Timing) *Latency {
 		}
 		l.Batches = append(l.Batches, bl)
 	}
+	for _, s := range t.SeqLengths {
+		l.SeqLengths = append(l.SeqLengths, SeqLatency{SeqLen: s.SeqLen, Latency: s.Latency})
+	}
 	return l
 }
 

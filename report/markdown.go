@@ -379,14 +379,42 @@ func (p *printer) lmTable(r *Report) {
 		return
 	}
 	p.f("\nLanguage model, %d next-token predictions on the evaluation data:\n\n", rows[0].Accuracy.LM.Tokens)
-	p.f("| model | perplexity | vs input | next-token agreement with the input | next-token accuracy |\n|---|---:|---:|---:|---:|\n")
+	// Latency per sequence (latency.seq_lengths): the lengths the input
+	// was timed at.
+	var lens []int
+	if in := r.Models[0]; in.Latency != nil {
+		for _, s := range in.Latency.SeqLengths {
+			lens = append(lens, s.SeqLen)
+		}
+	}
+	head, rule := "| model | perplexity | vs input | next-token agreement with the input | next-token accuracy |", "|---|---:|---:|---:|---:|"
+	for _, l := range lens {
+		head += fmt.Sprintf(" p50 ms/seq L=%d |", l)
+		rule += "---:|"
+	}
+	p.f("%s\n%s\n", head, rule)
 	for _, m := range rows {
 		l := m.Accuracy.LM
 		vs := "-"
 		if m.Role != "input" {
 			vs = l.IncreasePercent.Text("%+.2f%%")
 		}
-		p.f("| `%s` | %s | %s | %.2f%% | %.2f%% |\n", m.Name, l.Perplexity.Text("%.4f"), vs, 100*l.Agreement, 100*l.Accuracy)
+		line := fmt.Sprintf("| `%s` | %s | %s | %.2f%% | %.2f%% |", m.Name, l.Perplexity.Text("%.4f"), vs, 100*l.Agreement, 100*l.Accuracy)
+		for _, n := range lens {
+			cell := " - |"
+			if m.Latency != nil {
+				for _, s := range m.Latency.SeqLengths {
+					if s.SeqLen == n {
+						cell = " " + msCell(s.P50) + " |"
+					}
+				}
+			}
+			line += cell
+		}
+		p.f("%s\n", line)
+	}
+	if len(lens) > 0 {
+		p.f("\nLatency per sequence: batch 1, random ids, the median of one timing window per length (not repeated like the table above).\n")
 	}
 	if res, ok := r.Details.(*build.Result); ok && res.WeightsGuard != nil {
 		g := res.WeightsGuard

@@ -120,6 +120,15 @@ type OutputAccuracy struct {
 type Latency struct {
 	ColdStartMs float64        `json:"cold_start_ms"`
 	Batches     []BatchLatency `json:"batches"`
+	// SeqLengths is a language model's latency per sequence at batch 1
+	// (latency.seq_lengths), one timing window per length.
+	SeqLengths []SeqLatency `json:"seq_lengths,omitempty"`
+}
+
+// SeqLatency is the latency of one batch-1 sequence of SeqLen tokens.
+type SeqLatency struct {
+	SeqLen int `json:"seq_len"`
+	bench.Latency
 }
 
 // BatchLatency is the latency at one batch size, in milliseconds per run:
