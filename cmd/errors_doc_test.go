@@ -174,6 +174,7 @@ func TestErrorsDocumented(t *testing.T) {
 			out := filepath.Join(dir, "b")
 			return []docRun{{[]string{"build", mnist, "-o", out, "--eval-task", "lm", "--calib-data", "random"}, []string{"build: --eval-task lm needs token ids: eval.data (--eval-data) or calibration.data, not random data"}},
 				{[]string{"build", mnist, "-o", out, "--max-perplexity-increase", "3"}, []string{"--max-perplexity-increase needs eval.task lm"}},
+				{[]string{"build", mnist, "-o", out, "--latency-seq-lengths", "32"}, []string{"--latency-seq-lengths needs eval.task lm"}},
 				{[]string{"compare", mnist, mnist, "--data", "random", "--task", "lm"}, []string{"--task lm needs --data token ids, not random data"}},
 				{[]string{"compare", mnist, mnist, "--data", "random", "--logits", "y"}, []string{"--logits needs --task lm"}}}
 		}},
