@@ -58,8 +58,10 @@ type Result struct {
 	INT8TRT  *ptq.Result      `json:"int8_tensorrt,omitempty"` // the tensorrt quantization
 	// Weights is the weight-only quantization of the ORT artifact
 	// (quantize.weights).
-	Weights   *weightonly.Result `json:"weights,omitempty"`
-	Artifacts []*Artifact        `json:"artifacts"`
+	Weights *weightonly.Result `json:"weights,omitempty"`
+	// WeightsGuard is the language-model guard on it (eval.task lm).
+	WeightsGuard *PerplexityGuard `json:"weights_guard,omitempty"`
+	Artifacts    []*Artifact      `json:"artifacts"`
 	// Baseline is the input model's latency, measured like the artifacts.
 	Baseline *Timing `json:"baseline"`
 	// EvalData says what the artifacts were checked on and whether it is
