@@ -176,8 +176,8 @@ func TestPruneChannelsAutoMNIST(t *testing.T) {
 	images, labels := mnistData(t)
 	train := testenv.Data(t, "mnist/train_images.npy")
 	res := optimizeJSON(t, testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(t.TempDir(), "auto.onnx"),
-		"--prune", "channels:auto", "--max-accuracy-drop", "0.2", "--calib-data", train, "--calib-samples", "256",
-		"--data", images, "--labels", labels, "--batch", "500")
+		"--prune", "channels:auto", "--max-accuracy-drop", "0.2", "--calib-data", train, "--calib-samples", "128",
+		"--data", images, "--labels", labels, "--samples", "2000", "--batch", "500")
 	p := res.Prune
 	probed := map[string]bool{}
 	var chosen *optimize.SearchStep
