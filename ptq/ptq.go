@@ -74,6 +74,10 @@ type Options struct {
 	// CPU and CPUFlags go into placement.json.
 	CPU      string
 	CPUFlags []string
+	// Dynamic quantizes to dynamic INT8 (quantize.ApplyDynamic): int8
+	// MatMul/Gemm weights, activations quantized at run time. Nothing is
+	// calibrated; CalibData, when given, is only evaluation data.
+	Dynamic bool
 }
 
 // Result is what `optc quantize` reports.
@@ -138,7 +142,7 @@ const QuantizeLevel = 2
 
 // Run quantizes opts.Input into opts.Output.
 func Run(opts Options) (*Result, error) {
-	if opts.CalibData == "" && opts.CalibCache == "" {
+	if opts.CalibData == "" && opts.CalibCache == "" && !opts.Dynamic {
 		return nil, errors.New("no calibration data: give --calib-data (or a --calib-cache made for this model)")
 	}
 	if opts.Method == "" {
@@ -182,6 +186,9 @@ func Run(opts Options) (*Result, error) {
 		if err := checkFloat(opts, float); err != nil {
 			return nil, err
 		}
+	}
+	if opts.Dynamic {
+		return runDynamic(opts, float, res, batches)
 	}
 	// The guard checks on held-out samples: the evaluation data, else
 	// calibration data calibration does not use.

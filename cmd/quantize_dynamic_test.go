@@ -1,0 +1,87 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/ptq"
+)
+
+// TestQuantizeDynamicZoo runs `optc quantize --dynamic` the way a user
+// does, with its defaults, on the zoo's BERT-like encoder (dynamic batch
+// and sequence, weights in Constant nodes, layers sharing weights) and
+// small ViT, at ORT levels all (the default) and disable: the output holds
+// MatMulInteger and no float MatMul weight, passes the guard (cosine >=
+// 0.99 on every output), is smaller, and the same run writes the same
+// bytes.
+func TestQuantizeDynamicZoo(t *testing.T) {
+	ortenv.Require(t)
+	bert, vit := testenv.Data(t, "zoo/bert_tiny/dynamic.onnx"), testenv.Data(t, "zoo/vit_tiny/dynbatch.onnx")
+	for _, c := range []struct {
+		name, model string
+		args        []string
+		layers      int // MatMul/Gemm nodes with a constant weight
+	}{
+		{"bert_tiny", bert, []string{"--calib-data", testenv.Data(t, "zoo/bert_tiny/calib.npz"), "--shape", "input_ids:1,16", "--shape", "attention_mask:1,16"}, 9},
+		{"vit_tiny", vit, []string{"--calib-data", testenv.Data(t, "zoo/vit_tiny/calib.npy")}, 0},
+	} {
+		for _, level := range []string{"all", "disable"} {
+			t.Run(c.name+" "+level, func(t *testing.T) {
+				dir := t.TempDir()
+				var first []byte
+				for i, out := range []string{filepath.Join(dir, "a.onnx"), filepath.Join(dir, "b.onnx")} {
+					args := append([]string{"quantize", c.model, "-o", out, "--dynamic", "--level", level, "--json"}, c.args...)
+					status, stdout, stderr := run(t, args...)
+					if status != 0 {
+						t.Fatalf("exit %d: %s", status, stderr)
+					}
+					b, err := os.ReadFile(out)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if i == 1 {
+						if !bytes.Equal(first, b) {
+							t.Fatal("two runs wrote different bytes")
+						}
+						break
+					}
+					first = b
+					var res ptq.Result
+					if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+						t.Fatal(err)
+					}
+					if !res.Quantize.Dynamic || res.Guard == nil || !res.Guard.Pass || len(res.Guard.Checks) == 0 || res.Int8Bytes >= res.FloatBytes {
+						t.Fatalf("result: %s", stdout)
+					}
+					if c.layers > 0 && len(res.Quantize.Quantized) != c.layers {
+						t.Errorf("%d layers quantized, want %d", len(res.Quantize.Quantized), c.layers)
+					}
+					for _, o := range res.Accuracy.Outputs {
+						t.Logf("%s: cosine %.5f", o.Name, float64(o.Cosine))
+					}
+					m, err := graph.LoadValid(out)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ops := map[string]int{}
+					for _, n := range m.Graph.Nodes {
+						ops[n.OpType]++
+						if (n.OpType == "MatMul" || n.OpType == "Gemm") && n.Input(1).Const != nil {
+							t.Errorf("%s still reads a float weight", n)
+						}
+					}
+					m.Close()
+					if ops["MatMulInteger"] == 0 || ops["MatMulInteger"] != ops["DynamicQuantizeLinear"] {
+						t.Errorf("ops: %v", ops)
+					}
+				}
+			})
+		}
+	}
+}
