@@ -58,8 +58,11 @@ type Result struct {
 	INT8TRT  *ptq.Result      `json:"int8_tensorrt,omitempty"` // the tensorrt quantization
 	// Weights is the weight-only quantization of the ORT artifact
 	// (quantize.weights).
-	Weights   *weightonly.Result `json:"weights,omitempty"`
-	Artifacts []*Artifact        `json:"artifacts"`
+	Weights *weightonly.Result `json:"weights,omitempty"`
+	// Dynamic is the dynamic INT8 quantization of the ORT artifact
+	// (quantize.dynamic).
+	Dynamic   *ptq.Result `json:"dynamic,omitempty"`
+	Artifacts []*Artifact `json:"artifacts"`
 	// Baseline is the input model's latency, measured like the artifacts.
 	Baseline *Timing `json:"baseline"`
 	// EvalData says what the artifacts were checked on and whether it is
@@ -265,6 +268,9 @@ func (b *builder) stages() []stage {
 	if b.c.Quantize.Weights != "" && b.needs(quantize.TargetORTCPU) {
 		s = append(s, stage{"weights", b.weights})
 	}
+	if b.c.Quantize.Dynamic && b.needs(quantize.TargetORTCPU) {
+		s = append(s, stage{"dynamic", b.dynamic})
+	}
 	s = append(s, stage{"export", b.export}, stage{"verify", b.verify}, stage{"report", b.report})
 	return s
 }
@@ -342,7 +348,7 @@ func (b *builder) quantize() error {
 	}
 	b.add("calibration.json", "all", "calibration", "", "")
 	b.quantized = map[quantize.Target]string{}
-	if b.needs(quantize.TargetORTCPU) && b.c.Quantize.Weights == "" {
+	if b.needs(quantize.TargetORTCPU) && b.c.Quantize.Weights == "" && !b.c.Quantize.Dynamic {
 		out, err := b.dir.path("model.int8.onnx")
 		if err != nil {
 			return err

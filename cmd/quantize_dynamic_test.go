@@ -85,3 +85,48 @@ func TestQuantizeDynamicZoo(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildDynamicBertTiny is `optc build --dynamic` on the zoo's encoder:
+// the ORT artifact (and its .ort twin) is the dynamic INT8 model, checked
+// against the input in ORT like every artifact, and the build needs no
+// calibration data.
+func TestBuildDynamicBertTiny(t *testing.T) {
+	ortenv.Require(t)
+	model := testenv.Data(t, "zoo/bert_tiny/dynamic.onnx")
+	out := filepath.Join(t.TempDir(), "b")
+	status, stdout, stderr := run(t, "build", model, "-o", out, "--target", "ort", "--dynamic",
+		"--shape", "input_ids:1,16", "--shape", "attention_mask:1,16", "--latency-duration", "200ms", "--json", "-q")
+	if status != 0 {
+		t.Fatalf("exit %d: %s", status, stderr)
+	}
+	var rep struct {
+		Dynamic   *ptq.Result `json:"dynamic"`
+		Artifacts []struct {
+			Path, Precision string
+			Check           *struct{ Cosine map[string]float64 }
+		} `json:"artifacts"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Dynamic == nil || !rep.Dynamic.Quantize.Dynamic || rep.Dynamic.Guard == nil || !rep.Dynamic.Guard.Pass {
+		t.Fatalf("no passing dynamic report: %s", stdout)
+	}
+	found := map[string]string{}
+	for _, a := range rep.Artifacts {
+		found[a.Path] = a.Precision
+		if a.Precision == "int8-dynamic" {
+			if a.Check == nil {
+				t.Fatalf("%s was not checked against the input", a.Path)
+			}
+			for name, c := range a.Check.Cosine {
+				if c < 0.99 {
+					t.Errorf("%s: cosine of %s %.5f to the input", a.Path, name, c)
+				}
+			}
+		}
+	}
+	if found["model.int8.dynamic.onnx"] != "int8-dynamic" || found["ort/model.ort"] != "int8-dynamic" {
+		t.Fatalf("artifacts %v, want model.int8.dynamic.onnx and ort/model.ort at int8-dynamic", found)
+	}
+}
