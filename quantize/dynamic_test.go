@@ -100,6 +100,11 @@ func TestApplyDynamic(t *testing.T) {
 						}
 					}
 				}
+				// What ORT makes of it at level all: every group one
+				// DynamicQuantizeMatMul (its fusions' conditions are met).
+				if fused := ortOps(t, q)["DynamicQuantizeMatMul"]; fused != 4 {
+					t.Errorf("ORT at level all made %d DynamicQuantizeMatMul, want 4", fused)
+				}
 				// Deterministic: the same model and options give the same bytes.
 				m2 := dynamicGraph(t)
 				if _, err := ApplyDynamic(m2, Options{ORTContrib: contrib, PerChannel: boolp(perChannel), ReduceRange: boolp(true)}); err != nil {
