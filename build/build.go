@@ -262,8 +262,10 @@ func (b *builder) stages() []stage {
 		{"load", b.load},
 		{"passes", b.passes},
 	}
-	if b.c.INT8 {
+	if b.c.INT8 && b.staticINT8() {
 		s = append(s, stage{"quantize", b.quantize})
+	} else if b.c.INT8 {
+		b.note("int8: no target takes static INT8 here (the ORT artifact is dynamic INT8 or weight-only), so nothing was calibrated")
 	}
 	if b.c.Quantize.Weights != "" && b.needs(quantize.TargetORTCPU) {
 		s = append(s, stage{"weights", b.weights})
@@ -273,6 +275,13 @@ func (b *builder) stages() []stage {
 	}
 	s = append(s, stage{"export", b.export}, stage{"verify", b.verify}, stage{"report", b.report})
 	return s
+}
+
+// staticINT8 reports whether some wanted target takes static INT8: the
+// ORT artifact does unless it is weight-only or dynamic INT8.
+func (b *builder) staticINT8() bool {
+	return b.needs(quantize.TargetTensorRT) ||
+		(b.needs(quantize.TargetORTCPU) && b.c.Quantize.Weights == "" && !b.c.Quantize.Dynamic)
 }
 
 func (b *builder) progress(format string, args ...any) {

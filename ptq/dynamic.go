@@ -9,6 +9,10 @@ import (
 	"github.com/optc-dev/optc/quantize"
 )
 
+// DynamicMethod is CalibrationInfo.Method for dynamic INT8: nothing is
+// calibrated.
+const DynamicMethod = "none: dynamic INT8, activations quantized at run time"
+
 // runDynamic is Run for dynamic INT8: the rewrite needs no ranges, so
 // there is no calibration and no accuracy control by sensitivity; the
 // result is measured against float and held to the guard (every output's
@@ -25,7 +29,7 @@ func runDynamic(opts Options, float graph.Serialized, res *Result, batches []int
 		return nil, fmt.Errorf("%s: %w", opts.Input, err)
 	}
 	res.Quantize = rep
-	res.Calibration = CalibrationInfo{Method: "none (dynamic: activations quantized at run time)"}
+	res.Calibration = CalibrationInfo{Method: DynamicMethod}
 	if len(rep.Quantized) == 0 {
 		return nil, fmt.Errorf("%s: no MatMul or Gemm with a constant float weight to quantize dynamically", opts.Input)
 	}

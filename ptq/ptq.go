@@ -377,6 +377,10 @@ func latency(opts Options, float, int8Model graph.Serialized, batches []int) ([]
 // rewrite is checked before the INT8 numbers build on it.
 func checkFloat(opts Options, float graph.Serialized) error {
 	spec, dopts := opts.CalibData, opts.CalibOpts
+	if spec == "" && opts.EvalData != "" && opts.EvalData != "random" {
+		// Dynamic INT8 without calibration data: its evaluation data.
+		spec, dopts = opts.EvalData, opts.EvalOpts
+	}
 	if spec == "" {
 		spec, dopts = "random", data.Options{High: 1, Spec: opts.Inputs}
 	}

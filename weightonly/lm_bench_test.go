@@ -65,8 +65,12 @@ func BenchmarkLMFigures(b *testing.B) {
 			name, calibData = "int8 dynamic", ""
 		}
 		path := filepath.Join(work, strings.ReplaceAll(name, " ", "_")+".onnx")
-		vs = append(vs, variant{name: name, path: path, int8: &ptq.Options{Input: model, Output: path, CalibData: calibData,
-			CalibOpts: data.Options{Batch: 8}, Dynamic: dynamic, Session: ort.DefaultOptions(), NoLatency: true, AllowAccuracyLoss: true}})
+		o := &ptq.Options{Input: model, Output: path, CalibData: calibData,
+			CalibOpts: data.Options{Batch: 8}, Dynamic: dynamic, Session: ort.DefaultOptions(), NoLatency: true, AllowAccuracyLoss: true}
+		if dynamic {
+			o.EvalData, o.EvalOpts = filepath.Join(dir, "heldout.npy"), data.Options{Batch: 8}
+		}
+		vs = append(vs, variant{name: name, path: path, int8: o})
 	}
 	var weightRatio = map[string]float64{}
 	for _, v := range vs[1:] {
