@@ -129,4 +129,24 @@ func TestBuildDynamicBertTiny(t *testing.T) {
 	if found["model.int8.dynamic.onnx"] != "int8-dynamic" || found["ort/model.ort"] != "int8-dynamic" {
 		t.Fatalf("artifacts %v, want model.int8.dynamic.onnx and ort/model.ort at int8-dynamic", found)
 	}
+
+	// With --int8 and calibration data as well: no target takes static
+	// INT8, so nothing is calibrated (and no calibration file is listed),
+	// and the checks on the calibration data count as held out.
+	out2 := filepath.Join(t.TempDir(), "b")
+	status, stdout, stderr = run(t, "build", model, "-o", out2, "--target", "ort", "--dynamic", "--int8",
+		"--calib-data", testenv.Data(t, "zoo/bert_tiny/calib.npz"),
+		"--shape", "input_ids:1,16", "--shape", "attention_mask:1,16", "--latency-duration", "200ms", "--json", "-q")
+	if status != 0 {
+		t.Fatalf("--int8 --dynamic: exit %d: %s", status, stderr)
+	}
+	var rep2 struct {
+		EvalHeldOut bool `json:"eval_held_out"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(out2, "calibration.json")); err == nil || !rep2.EvalHeldOut {
+		t.Errorf("--int8 --dynamic: calibration.json written (%v) or checks not held out (%v)", err, rep2.EvalHeldOut)
+	}
 }
