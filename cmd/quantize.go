@@ -186,7 +186,11 @@ without labels). See docs/quantize.md.`,
 			// latency runs; data files carry their own shapes.
 			o.Inputs = o.CalibOpts.Spec
 			if calib.spec == "" {
-				o.Inputs = o.EvalOpts.Spec
+				// --dynamic without calibration data: --shape and the
+				// rest still shape the latency runs' random inputs.
+				if o.Inputs, _, _, err = calib.inputSpec(); err != nil {
+					return err
+				}
 			}
 			if calib.spec != "random" {
 				o.CalibOpts.Shapes = nil

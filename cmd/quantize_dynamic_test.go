@@ -86,6 +86,27 @@ func TestQuantizeDynamicZoo(t *testing.T) {
 	}
 }
 
+// TestQuantizeDynamicEvalOnly: without --calib-data the evaluation data
+// checks the float model and the result, and --shape still fixes the
+// latency runs' dynamic dims.
+func TestQuantizeDynamicEvalOnly(t *testing.T) {
+	ortenv.Require(t)
+	model := testenv.Data(t, "zoo/bert_tiny/dynamic.onnx")
+	eval := testenv.Data(t, "zoo/bert_tiny/calib.npz")
+	status, stdout, stderr := run(t, "quantize", model, "-o", filepath.Join(t.TempDir(), "q.onnx"), "--dynamic",
+		"--eval-data", eval, "--shape", "input_ids:1,16", "--shape", "attention_mask:1,16", "--json")
+	if status != 0 {
+		t.Fatalf("exit %d: %s", status, stderr)
+	}
+	var res ptq.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Guard == nil || !res.Guard.Pass || res.Guard.Data != eval || len(res.Latency) == 0 {
+		t.Fatalf("result: %s", stdout)
+	}
+}
+
 // TestBuildDynamicBertTiny is `optc build --dynamic` on the zoo's encoder:
 // the ORT artifact (and its .ort twin) is the dynamic INT8 model, checked
 // against the input in ORT like every artifact, and the build needs no
