@@ -58,7 +58,8 @@ testdata:
 	scripts/fetch-testdata.sh
 
 # The model zoo (docs/zoo.md): torchvision architectures, a BERT-like
-# encoder, LSTM, GRU and an If model, exported to ONNX by
+# encoder, LSTM, GRU, an If model and a small causal LM (lm_tiny: trained
+# with scripts/lm/train.py's code, about 2 CPU minutes), exported to ONNX by
 # scripts/zoo/gen.py into the cache folder (zoo/, with zoo/models.json).
 # Needs Debian's python3-torch, python3-torchvision and python3-onnx and
 # installs them when /usr/bin/python3 cannot import them (CI runs as root on
@@ -182,7 +183,8 @@ bench-prune: testdata ort
 # (docs/transformers.md): scripts/lm/train.py trains it on license texts
 # shipped with Debian (checksummed) into the cache folder (lm/). Kept when
 # made by the same script; training takes 10-60 minutes on 2 shared cores,
-# so it is not part of `make test`.
+# so it is not part of `make test` (the zoo's lm_tiny is its CI-sized
+# setting).
 lm: zoo-models
 	$(PYTHON) scripts/lm/train.py
 

@@ -96,11 +96,11 @@ func (b *builder) plan() *Plan {
 		p.PlacementSeconds = round2(placementS)
 		p.Lines = append(p.Lines, fmt.Sprintf("placement search: %s (a step starts only when it fits; FP32 unless INT8 is confirmed faster within it)", secs(placementS)))
 	}
-	p.WindowSeconds = round2(windowS)
+	p.WindowSeconds = windowSeconds(windowS)
 	p.Lines = append(p.Lines, fmt.Sprintf("timing: %d models x %d batch sizes x %d repeats, %s windows of at least %d runs (%s in all, more for a model slower than that)",
 		p.TimedModels, len(c.Latency.Batches), repeats, secs(windowS), minWindowRuns, secs(windowS*float64(p.TimingWindows))))
 	if p.SweepPoints > 0 {
-		p.SweepPointSeconds = round2(sweepS)
+		p.SweepPointSeconds = windowSeconds(sweepS)
 		if p.SweepSeconds > 0 {
 			p.Lines = append(p.Lines, fmt.Sprintf("triton sweep: %s for %d points: windows of %s, the rest for their %d warm-up runs each and the sessions; points that do not fit are skipped (the profiles then say so)",
 				secs(p.SweepSeconds), p.SweepPoints, secs(sweepS), bench.DefaultWarmup))
@@ -220,7 +220,21 @@ func (b *builder) dropUnsupported(t *Timing) {
 }
 
 func secs(s float64) string {
-	return (time.Duration(s * float64(time.Second))).Round(100 * time.Millisecond).String()
+	d := time.Duration(s * float64(time.Second))
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
 }
 
 func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
+
+// windowSeconds keeps a timing window to the millisecond, and at least one:
+// a window rounded to 0 would be bench's default of 2 s, a hundred times
+// what a short latency.duration asks for.
+func windowSeconds(x float64) float64 {
+	if x <= 0 {
+		return 0
+	}
+	return max(float64(int64(x*1000+0.5))/1000, 0.001)
+}

@@ -33,14 +33,14 @@ func TestPlanShares(t *testing.T) {
 	if want := 30 * 3 / 10.5; p.PlacementSeconds != round2(want) {
 		t.Errorf("placement %v s, want %.2f", p.PlacementSeconds, want)
 	}
-	if want := 30 * 3 / 10.5 / 60; p.WindowSeconds != round2(want) {
+	if want := 30 * 3 / 10.5 / 60; p.WindowSeconds != windowSeconds(want) {
 		t.Errorf("window %v s, want %.2f", p.WindowSeconds, want)
 	}
 	// The sweep's share bounds it whole; half of each point's is its window.
 	if want := 30 * 1.5 / 10.5; p.SweepSeconds != round2(want) {
 		t.Errorf("sweep %v s, want %.2f", p.SweepSeconds, want)
 	}
-	if want := 30 * 1.5 / 10.5 / float64(p.SweepPoints) / 2; p.SweepPointSeconds != round2(want) {
+	if want := 30 * 1.5 / 10.5 / float64(p.SweepPoints) / 2; p.SweepPointSeconds != windowSeconds(want) {
 		t.Errorf("sweep point %v s, want %.2f", p.SweepPointSeconds, want)
 	}
 	if len(p.Lines) != 4 || !strings.Contains(p.Lines[0], "budget 30s") {
@@ -61,6 +61,12 @@ func TestPlanShares(t *testing.T) {
 	p = planFor(70 * time.Second)
 	if p.PlacementSeconds != 0 || p.SweepPoints != 0 || p.TimedModels != 3 || p.WindowSeconds != 0.2 {
 		t.Errorf("ort fp32: %+v", p)
+	}
+	// A short latency.duration split in repeats keeps its milliseconds: a
+	// window rounded to 0 s would be bench's default of 2 s.
+	c.Latency.Duration.Duration, c.Latency.Repeats = 20*time.Millisecond, 5
+	if p = planFor(5 * time.Minute); p.WindowSeconds != 0.004 || !strings.Contains(strings.Join(p.Lines, "\n"), "4ms windows") {
+		t.Errorf("20ms in 5 repeats: window %v s, plan %q", p.WindowSeconds, p.Lines)
 	}
 }
 

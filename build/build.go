@@ -59,6 +59,8 @@ type Result struct {
 	// Weights is the weight-only quantization of the ORT artifact
 	// (quantize.weights).
 	Weights *weightonly.Result `json:"weights,omitempty"`
+	// WeightsGuard is the language-model guard on it (eval.task lm).
+	WeightsGuard *PerplexityGuard `json:"weights_guard,omitempty"`
 	// Dynamic is the dynamic INT8 quantization of the ORT artifact
 	// (quantize.dynamic).
 	Dynamic   *ptq.Result `json:"dynamic,omitempty"`

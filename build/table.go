@@ -100,6 +100,21 @@ func WriteTable(w io.Writer, r *Result) error {
 			fmt.Fprintf(w, "  %s (%s)\n", a.Path, a.Kind)
 		}
 	}
+	for i, a := range lmChecked(r) {
+		l := a.Check.LM
+		if i == 0 {
+			fmt.Fprintf(w, "language model (%d next tokens): input perplexity %.4f, next-token accuracy %.2f%%%s\n", l.Tokens, float64(l.PerplexityA), 100*l.AccuracyA, seqText(r.Baseline))
+		}
+		fmt.Fprintf(w, "  %s: perplexity %.4f (%+.2f%%), next-token agreement with the input %.2f%%, accuracy %.2f%%%s\n",
+			a.Path, float64(l.PerplexityB), float64(l.IncreasePercent), 100*l.Agreement, 100*l.AccuracyB, seqText(a.Timing))
+	}
+	if g := r.WeightsGuard; g != nil {
+		verdict := "passed"
+		if !g.Pass {
+			verdict = "FAILED, kept by allow_accuracy_loss (not recommended, not deployed)"
+		}
+		fmt.Fprintf(w, "perplexity guard %s: %+.2f%% over the input (at most %g%%)\n", verdict, float64(g.IncreasePercent), g.MaxIncreasePercent)
+	}
 	if r.Optimize != nil && r.Optimize.Prune != nil {
 		writePrune(w, r.Optimize.Prune)
 	}
@@ -204,4 +219,28 @@ func writePrune(w io.Writer, p *optimize.PruneResult) {
 	if len(p.Spared) > 0 {
 		fmt.Fprintf(w, "prune: spared for the accuracy budget: %s\n", strings.Join(p.Spared, ", "))
 	}
+}
+
+// lmChecked are the artifacts checked with a language model's figures.
+func lmChecked(r *Result) []*Artifact {
+	var out []*Artifact
+	for _, a := range r.Artifacts {
+		if a.Check != nil && a.Check.LM != nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// seqText is a model's latency per sequence (latency.seq_lengths), or
+// nothing.
+func seqText(t *Timing) string {
+	if t == nil || len(t.SeqLengths) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, s := range t.SeqLengths {
+		parts = append(parts, fmt.Sprintf("L=%d %.3f", s.SeqLen, s.Latency.P50))
+	}
+	return "; p50 ms per sequence (batch 1): " + strings.Join(parts, ", ")
 }

@@ -3,6 +3,7 @@ package build
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -28,6 +29,9 @@ type Check struct {
 	MinCosine jsonfloat.Float   `json:"min_cosine"`
 	MinTop1   float64           `json:"min_top1_agreement"`
 	Accuracy  *compare.Accuracy `json:"accuracy,omitempty"` // with eval labels: A is the input, B the artifact
+	// LM is a language model's held-out perplexity (A the input, B the
+	// artifact) and next-token agreement, with eval.task lm.
+	LM *compare.LM `json:"lm,omitempty"`
 	// NonFinite counts output elements, over all outputs, where the input
 	// model is finite and the artifact is NaN or infinite: such an
 	// artifact is flagged in every table and never deployed.
@@ -70,6 +74,15 @@ type Timing struct {
 	// Level is the ORT level it was timed at when that is not the
 	// runtime's (see builder.timeArtifact).
 	Level string `json:"ort_level,omitempty"`
+	// SeqLengths is a language model's latency per sequence at batch 1
+	// (latency.seq_lengths): one timing window per length.
+	SeqLengths []SeqTiming `json:"seq_lengths,omitempty"`
+}
+
+// SeqTiming is the latency of one batch-1 sequence of SeqLen tokens.
+type SeqTiming struct {
+	SeqLen int `json:"seq_len"`
+	bench.BatchResult
 }
 
 // Repeat is one timing run.
@@ -113,7 +126,7 @@ func (b *builder) verify() error {
 			}
 			r, err := compare.Models(compare.Options{
 				ModelA: b.c.Model, ModelB: path, BRun: runPath, Data: spec, DataOpts: dopts, Labels: b.c.Eval.Labels,
-				Atol: map[string]float64{"": math.Inf(1)}, Session: sess, ORTLib: b.c.Runtime.ORTLib, Reference: b.ref,
+				Task: compare.Task(b.c.Eval.Task), Logits: b.c.Eval.Logits, Atol: map[string]float64{"": math.Inf(1)}, Session: sess, ORTLib: b.c.Runtime.ORTLib, Reference: b.ref,
 			})
 			if err != nil {
 				return fmt.Errorf("%s: %w", a.Path, err)
@@ -190,7 +203,7 @@ func (b *builder) verifyFP16(a *Artifact, path string) error {
 	check := func(spec string, dopts data.Options, labels string) (*Check, error) {
 		r, err := compare.Models(compare.Options{
 			ModelA: b.c.Model, ModelB: a.Path + " (float16 emulated)", BInMemory: emulated, Data: spec, DataOpts: dopts, Labels: labels,
-			Atol: map[string]float64{"": math.Inf(1)}, Session: session, ORTLib: b.c.Runtime.ORTLib, Reference: b.ref,
+			Task: compare.Task(b.c.Eval.Task), Logits: b.c.Eval.Logits, Atol: map[string]float64{"": math.Inf(1)}, Session: session, ORTLib: b.c.Runtime.ORTLib, Reference: b.ref,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("on %s: %w", spec, err)
@@ -300,11 +313,51 @@ func (b *builder) timing(model, runModel string, sess ort.Options) (*Timing, err
 		t.Batches = append(t.Batches, m)
 	}
 	b.dropUnsupported(t)
+	if len(b.c.Latency.SeqLengths) > 0 {
+		var err error
+		if t.SeqLengths, err = b.seqTimings(model, runModel, sess); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
 }
 
+// seqTimings times a language model at batch 1 with its token ids (the
+// input compare.LMIO picks) at each latency.seq_lengths, random ids
+// inside the vocabulary, one timing window each.
+func (b *builder) seqTimings(model, runModel string, sess ort.Options) ([]SeqTiming, error) {
+	m, err := graph.LoadFile(model)
+	if err != nil {
+		return nil, err
+	}
+	ins, outs := ort.Interface(m)
+	m.Close()
+	in, _, err := compare.LMIO(ins, outs, b.c.Eval.Logits)
+	if err != nil {
+		return nil, err
+	}
+	var ts []SeqTiming
+	for _, l := range b.c.Latency.SeqLengths {
+		spec := b.c.Inputs()
+		spec.Shapes = maps.Clone(spec.Shapes)
+		if spec.Shapes == nil {
+			spec.Shapes = map[string][]int64{}
+		}
+		spec.Shapes[ins[in].Name] = []int64{1, int64(l)}
+		r, err := bench.Run(bench.Options{
+			Model: model, RunModel: runModel, Data: "random", DataOpts: data.Options{High: 1, Seed: 1, Spec: spec},
+			Batches: []int{1}, Session: sess, Duration: b.windowDuration(), MinIterations: minWindowRuns, ORTLib: b.c.Runtime.ORTLib,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("timing %d-token sequences: %w", l, err)
+		}
+		ts = append(ts, SeqTiming{SeqLen: l, BatchResult: r.Batches[0]})
+	}
+	return ts, nil
+}
+
 func checkOf(r *compare.Result) *Check {
-	c := &Check{Samples: r.Samples, MinCosine: 1, MinTop1: -1, Accuracy: r.Accuracy}
+	c := &Check{Samples: r.Samples, MinCosine: 1, MinTop1: -1, Accuracy: r.Accuracy, LM: r.LM}
 	for _, o := range r.Outputs {
 		snr := o.SNRdB
 		if math.IsInf(float64(snr), 1) || snr > 200 {

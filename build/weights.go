@@ -1,6 +1,12 @@
 package build
 
 import (
+	"cmp"
+	"fmt"
+
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/internal/jsonfloat"
 	"github.com/optc-dev/optc/prune"
 	"github.com/optc-dev/optc/weightonly"
 )
@@ -23,6 +29,7 @@ func (b *builder) weights() error {
 		Weights: weightonly.Options{Type: typ, BlockSize: c.Quantize.BlockSize,
 			Rounding: weightonly.Rounding(c.Quantize.WeightRounding), Exclude: c.Quantize.Exclude},
 		EvalData: b.eval.spec, EvalOpts: b.eval.opts,
+		Task: compare.Task(c.Eval.Task), Logits: c.Eval.Logits,
 	}
 	if c.Calibration.Data != "" {
 		d := &prune.Data{Spec: c.Calibration.Data, ORTLib: c.Runtime.ORTLib, Session: b.session(),
@@ -38,5 +45,44 @@ func (b *builder) weights() error {
 	}
 	b.ortModel, b.ortPrecision = out, string(typ)
 	b.add(rel, "ort", "model", string(typ), "")
+	return b.perplexityGuard(rel)
+}
+
+// perplexityGuard is the language-model guard (eval.task lm): a
+// weight-only model whose held-out perplexity rises more than
+// quantize.max_perplexity_increase over float's fails the build, or with
+// allow_accuracy_loss is kept but not deployed (the ORT and Triton
+// artifacts are then FP32). A NaN perplexity always misses.
+func (b *builder) perplexityGuard(rel string) error {
+	r := b.res.Weights.Compare
+	if r == nil || r.LM == nil {
+		return nil
+	}
+	limit := cmp.Or(b.c.Quantize.MaxPerplexityIncrease, config.DefaultMaxPerplexityIncrease)
+	lm := r.LM
+	b.res.WeightsGuard = &PerplexityGuard{MaxIncreasePercent: limit, IncreasePercent: lm.IncreasePercent, Data: r.Data}
+	if inc := float64(lm.IncreasePercent); inc <= limit {
+		b.res.WeightsGuard.Pass = true
+		return nil
+	}
+	why := fmt.Sprintf("perplexity %.4g, %+.2f%% over float's %.4g on %s (%d tokens), over the %g%% allowed (quantize.max_perplexity_increase)",
+		float64(lm.PerplexityB), float64(lm.IncreasePercent), float64(lm.PerplexityA), r.Data, lm.Tokens, limit)
+	if !b.c.Quantize.AllowAccuracyLoss {
+		return fmt.Errorf("perplexity guard failed: %s: %s; try --weight-rounding gptq, a smaller --block-size or int4; --allow-accuracy-loss keeps it (not recommended)", rel, why)
+	}
+	b.res.WeightsGuard.Allowed = true
+	b.ortModel = b.float
+	b.note(fmt.Sprintf("ort-cpu: %s misses the perplexity guard (%s); kept because of allow_accuracy_loss, not recommended: the ORT and Triton artifacts are FP32", rel, why))
 	return nil
+}
+
+// PerplexityGuard is the language-model guard's verdict on the
+// weight-only model (eval.task lm).
+type PerplexityGuard struct {
+	MaxIncreasePercent float64         `json:"max_perplexity_increase_percent"`
+	IncreasePercent    jsonfloat.Float `json:"perplexity_increase_percent"`
+	Data               string          `json:"data"`
+	Pass               bool            `json:"pass"`
+	// Allowed: it missed, and allow_accuracy_loss kept it (not deployed).
+	Allowed bool `json:"allowed_by_allow_accuracy_loss,omitempty"`
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/optc-dev/optc/build"
 	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/export/target"
@@ -127,8 +128,9 @@ var buildFlagKeys = map[string]string{
 	"placement-budget": "quantize.placement_budget", "weights": "quantize.weights", "block-size": "quantize.block_size",
 	"weight-rounding": "quantize.weight_rounding", "dynamic": "quantize.dynamic",
 	"eval-data": "eval.data", "eval-labels": "eval.labels", "eval-samples": "eval.samples", "eval-batch": "eval.batch",
+	"eval-task": "eval.task", "eval-logits": "eval.logits", "max-perplexity-increase": "quantize.max_perplexity_increase",
 	"level": "runtime.level", "threads": "runtime.threads", "ort-lib": "runtime.ort_lib",
-	"latency-batches": "latency.batches", "latency-duration": "latency.duration", "p99-budget-ms": "latency.p99_budget_ms",
+	"latency-batches": "latency.batches", "latency-seq-lengths": "latency.seq_lengths", "latency-duration": "latency.duration", "p99-budget-ms": "latency.p99_budget_ms",
 	"trt-version": "tensorrt.version", "triton-name": "triton.name",
 }
 
@@ -240,6 +242,7 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.BoolVar(&c.Quantize.KeepFirstLast, "keep-first-last", c.Quantize.KeepFirstLast, "keep the first and last weighted layers float")
 	fs.Float64Var(&c.Quantize.MaxAccuracyDrop, "max-accuracy-drop", c.Quantize.MaxAccuracyDrop, "accuracy guard in points (needs --eval-labels; 0: the default 1)")
 	fs.Float64Var(&c.Quantize.MinCosine, "min-cosine", c.Quantize.MinCosine, "lowest cosine to float allowed on every output (0: the guard's 0.99 on classifier-like outputs without labels)")
+	fs.Float64Var(&c.Quantize.MaxPerplexityIncrease, "max-perplexity-increase", c.Quantize.MaxPerplexityIncrease, fmt.Sprintf("--eval-task lm: the most the weight-only model's perplexity may rise over float's, in percent (0: %g)", config.DefaultMaxPerplexityIncrease))
 	fs.BoolVar(&c.Quantize.AllowAccuracyLoss, "allow-accuracy-loss", c.Quantize.AllowAccuracyLoss, "keep the INT8 artifacts when they miss the accuracy guard (the ORT artifact is then FP32)")
 	fs.StringVar(&c.Quantize.Placement, "placement", c.Quantize.Placement, "where INT8 goes for ort-cpu: auto (measured), all-int8, or a placement.json to replay")
 	fs.DurationVar(&c.Quantize.PlacementBudget.Duration, "placement-budget", c.Quantize.PlacementBudget.Duration, "time bound of --placement auto's measurements")
@@ -250,12 +253,15 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 
 	fs.StringVar(&c.Eval.Data, "eval-data", c.Eval.Data, "evaluation data the artifacts are checked on (default: the calibration data)")
 	fs.StringVar(&c.Eval.Labels, "eval-labels", c.Eval.Labels, "a .npy of class ids for --eval-data: task accuracy")
+	fs.StringVar(&c.Eval.Task, "eval-task", c.Eval.Task, "what the eval data measure: "+choice.Or(compare.Tasks)+" (lm: a causal LM on token ids [N, T]: perplexity and next-token agreement)")
+	fs.StringVar(&c.Eval.Logits, "eval-logits", c.Eval.Logits, "--eval-task lm: the logits output (default: the only float output of rank 3)")
 	fs.IntVar(&c.Eval.Samples, "eval-samples", c.Eval.Samples, "check on at most N evaluation samples (0: all)")
 	fs.IntVar(&c.Eval.Batch, "eval-batch", c.Eval.Batch, "evaluation batch size")
 
 	fs.StringVar(&c.Runtime.Level, "level", c.Runtime.Level, "ORT graph optimization level the artifacts run at: "+choice.Or(ort.Levels))
 	fs.IntVar(&c.Runtime.Threads, "threads", c.Runtime.Threads, "ORT intra-op threads (0: one per core)")
 	fs.IntSliceVar(&c.Latency.Batches, "latency-batches", c.Latency.Batches, "batch sizes to time")
+	fs.IntSliceVar(&c.Latency.SeqLengths, "latency-seq-lengths", c.Latency.SeqLengths, "--eval-task lm: also time every model at batch 1 at these sequence lengths")
 	fs.DurationVar(&c.Latency.Duration.Duration, "latency-duration", c.Latency.Duration.Duration, "timing per batch size")
 	fs.Float64Var(&c.Latency.P99BudgetMs, "p99-budget-ms", c.Latency.P99BudgetMs, "p99 bound for the high-throughput profile (0: none)")
 	fs.StringVar(&c.TensorRT.Version, "trt-version", c.TensorRT.Version, "TensorRT version for the calibration cache header (e.g. 100300)")

@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -25,7 +26,7 @@ func newCmdCompare(io *IO, g *globals, runF func(*CompareOptions) error) *cobra.
 	var sf sessionFlags
 	var df dataFlags
 	var atol, rtol []string
-	var check string
+	var check, task string
 	c := &cobra.Command{
 		Use:   "compare A B --data PATH",
 		Short: "Run two models on the same inputs and compare their outputs",
@@ -33,7 +34,9 @@ func newCmdCompare(io *IO, g *globals, runF func(*CompareOptions) error) *cobra.
 compare every output they share: max/mean/p99 absolute error, max relative
 error, cosine similarity and SNR; top-1 and top-5 agreement for outputs shaped
 [N, classes]; with --labels (a .npy of int64 class ids) the accuracy of each
-model and the drop in points.
+model and the drop in points; with --task lm (a causal language model on
+token ids [N, T]) the held-out perplexity of each model and their
+next-token agreement.
 
 An output passes when the --check statistic (max, mean or p99) of the
 per-element excess max(|a-b| - rtol*|a|, 0) is at most atol; with --check max
@@ -65,6 +68,15 @@ finite pair, fails like a tolerance does.`,
 			if o.Check, err = compare.ParseStat(check); err != nil {
 				return usageError{err}
 			}
+			if o.Task = compare.Task(task); task != "" && !slices.Contains(compare.Tasks, o.Task) {
+				return usageError{fmt.Errorf("--task: unknown task %q (want %s)", task, choice.Or(compare.Tasks))}
+			}
+			if o.Task == compare.TaskLM && o.Data == "random" {
+				return usageError{fmt.Errorf("--task lm needs --data token ids, not random data")}
+			}
+			if o.Logits != "" && o.Task != compare.TaskLM {
+				return usageError{fmt.Errorf("--logits needs --task lm")}
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -73,6 +85,8 @@ finite pair, fails like a tolerance does.`,
 	}
 	c.Flags().StringVar(&opts.Compare.Labels, "labels", "", "a .npy of int64 class ids, one per sample")
 	c.Flags().StringVar(&opts.Compare.LabelsOutput, "labels-output", "", "the output the labels score (default: the first [N, classes] output)")
+	c.Flags().StringVar(&task, "task", "", "what the data measure: "+choice.Or(compare.Tasks)+" (lm: perplexity and next-token agreement of a causal LM)")
+	c.Flags().StringVar(&opts.Compare.Logits, "logits", "", "--task lm: the logits output (default: the only float output of rank 3)")
 	c.Flags().StringArrayVar(&atol, "atol", nil, fmt.Sprintf("absolute tolerance, X or OUTPUT:X (default %g)", compare.DefaultAtol))
 	c.Flags().StringArrayVar(&rtol, "rtol", nil, fmt.Sprintf("relative tolerance, X or OUTPUT:X (default %g)", compare.DefaultRtol))
 	c.Flags().StringVar(&check, "check", "max", "statistic the tolerance judges: "+choice.Or(compare.Stats))
@@ -169,6 +183,10 @@ func printComparison(io *IO, r *compare.Result) {
 			drop = 0 // no "-0.00"
 		}
 		fmt.Fprintf(io.Out, "\naccuracy on %d labels (%s): A %.2f%%, B %.2f%%, drop %.2f points\n", a.Labels, a.Output, a.A, a.B, drop)
+	}
+	if l := r.LM; l != nil {
+		fmt.Fprintf(io.Out, "\nlanguage model on %d next tokens (%s from %s): perplexity A %.4g, B %.4g (%+.2f%%); next-token agreement %.2f%%; top-1 A %.2f%%, B %.2f%%\n",
+			l.Tokens, l.Output, l.Input, float64(l.PerplexityA), float64(l.PerplexityB), float64(l.IncreasePercent), 100*l.Agreement, 100*l.AccuracyA, 100*l.AccuracyB)
 	}
 	for _, s := range r.Skipped {
 		fmt.Fprintf(io.Out, "not compared: %s\n", s)

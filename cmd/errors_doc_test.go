@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/internal/ortenv"
@@ -183,6 +184,34 @@ func TestErrorsDocumented(t *testing.T) {
 			return []docRun{{[]string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx"), "--weights", "int4", "--exclude", "Gemm"},
 				[]string{"no MatMul or Gemm weight could be quantized to int4: 1 skipped (/fc/Gemm: excluded by --exclude)"}},
 				{[]string{"quantize", relu, "-o", filepath.Join(dir, "q2.onnx"), "--weights", "int4"}, []string{"no MatMul or Gemm with a constant weight to quantize to int4"}}}
+		}},
+		"build: --eval-task lm needs token ids: eval.data (--eval-data) or calibration.data, not random data": {func(t *testing.T, dir string) []docRun {
+			out := filepath.Join(dir, "b")
+			return []docRun{{[]string{"build", mnist, "-o", out, "--eval-task", "lm", "--calib-data", "random"}, []string{"build: --eval-task lm needs token ids: eval.data (--eval-data) or calibration.data, not random data"}},
+				{[]string{"build", mnist, "-o", out, "--max-perplexity-increase", "3"}, []string{"--max-perplexity-increase needs eval.task lm"}},
+				{[]string{"build", mnist, "-o", out, "--latency-seq-lengths", "32"}, []string{"--latency-seq-lengths needs eval.task lm"}},
+				{[]string{"compare", mnist, mnist, "--data", "random", "--task", "lm"}, []string{"--task lm needs --data token ids, not random data"}},
+				{[]string{"compare", mnist, mnist, "--data", "random", "--logits", "y"}, []string{"--logits needs --task lm"}}}
+		}},
+		"M.onnx: task lm needs token ids: an int64 input of shape [batch, seq], and the model has none": {func(t *testing.T, dir string) []docRun {
+			x := filepath.Join(dir, "x.npy")
+			writeNpy(t, x, graph.Float, []int64{2, 1, 28, 28}, func(int) float32 { return 0.5 })
+			return []docRun{{[]string{"compare", mnist, mnist, "--data", x, "--task", "lm"}, []string{"mnist_cnn.onnx: task lm needs token ids: an int64 input of shape [batch, seq], and the model has none"}}}
+		}},
+		`heldout.npy: input "ids": token id -1 outside the vocabulary of 256 logits`: {func(t *testing.T, dir string) []docRun {
+			lm := testenv.Data(t, "zoo/lm_tiny/dynamic.onnx")
+			ids, _ := graph.NewInt64Tensor("ids", []int64{1, 4}, []int64{1, -1, 2, 3})
+			held := filepath.Join(dir, "heldout.npy")
+			if err := data.WriteNpy(held, ids); err != nil {
+				t.Fatal(err)
+			}
+			return []docRun{{[]string{"compare", lm, lm, "--data", held, "--task", "lm"}, []string{`heldout.npy: input "ids": token id -1 outside the vocabulary of 256 logits`}}}
+		}},
+		"perplexity guard failed: model.int3.onnx: perplexity P, +X% over float's Q on DATA (N tokens), over the 5% allowed (quantize.max_perplexity_increase); ...": {func(t *testing.T, dir string) []docRun {
+			lm := testenv.Data(t, "zoo/lm_tiny")
+			return []docRun{{[]string{"build", filepath.Join(lm, "dynamic.onnx"), "-o", filepath.Join(dir, "b"), "--target", "ort", "--shape", "ids:?,64",
+				"--weights", "int3", "--block-size", "128", "--calib-data", filepath.Join(lm, "calib.npy"), "--eval-data", filepath.Join(lm, "heldout.npy"),
+				"--eval-task", "lm", "--max-perplexity-increase", "0.01", "-q"}, []string{"perplexity guard failed: model.int3.onnx: perplexity", "over the 0.01% allowed (quantize.max_perplexity_increase)"}}}
 		}},
 		`config optc.yaml: targets: unknown target "foo"`: {func(t *testing.T, dir string) []docRun {
 			cfg := writeFile(t, filepath.Join(dir, "optc.yaml"), []byte("model: m.onnx\noutput: out\ntargets: [foo]\n"))

@@ -148,7 +148,7 @@ before/after table and per-pass statistics.`,
 	fs.BoolVar(&o.VerifyEach, "verify-each", false, "verify the graph after every pass")
 	fs.StringVar(&o.DumpAfter, "dump-after", "", "write the model after this pass to OUT.after-PASS.onnx")
 	fs.BoolVar(&o.FusedConv, "fused-conv", false, "emit com.microsoft FusedConv for Conv+activation (ONNX Runtime only)")
-	fs.BoolVar(&o.ORTContrib, "ort-contrib", false, "let the transformer fusions emit ONNX Runtime's own operators (com.microsoft Gelu, FastGelu, SkipLayerNormalization; LayerNormalization below opset 17): ONNX Runtime only")
+	fs.BoolVar(&o.ORTContrib, "ort-contrib", false, "let the transformer fusions emit ONNX Runtime's own operators (com.microsoft Gelu, FastGelu, SkipLayerNormalization, MultiHeadAttention; LayerNormalization below opset 17): ONNX Runtime only")
 	fs.Int64Var(&o.FoldSizeLimit, "fold-size-limit", passes.DefaultFoldSizeLimit, "largest tensor in bytes constant folding may create")
 	fs.IntVar(&o.CheckSamples, "check", 4, "random inputs to check the result on in ORT")
 	fs.BoolVar(&noCheck, "no-check", false, "write the result without checking it in ORT")

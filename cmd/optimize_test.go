@@ -84,6 +84,53 @@ func TestOptimizeTableAndUsage(t *testing.T) {
 // --ort-contrib lets the transformer fusions write ONNX Runtime's own
 // operators; without it the result stays standard ONNX (torch's opset-13
 // LayerNorm and GELU have no standard operator there).
+// The user's path for attention fusion: optc optimize on the zoo's
+// bert_tiny with its defaults (the static export: the check feeds random
+// ids and masks itself) and on the dynamic export with padded masks, with
+// and without --ort-contrib; the check in ORT must pass.
+func TestOptimizeORTContribAttention(t *testing.T) {
+	ortenv.Require(t)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		model string
+		args  []string
+	}{
+		{"zoo/bert_tiny/static.onnx", nil},
+		{"zoo/bert_tiny/dynamic.onnx", []string{"--shape", "input_ids:4,16", "--shape", "attention_mask:4,16", "--range", "attention_mask:0,2"}},
+	} {
+		in := testenv.Data(t, tc.model)
+		for _, contrib := range []bool{false, true} {
+			out := filepath.Join(dir, fmt.Sprintf("%s-%v.onnx", filepath.Base(tc.model), contrib))
+			args := append([]string{"optimize", in, "-o", out, "--json"}, tc.args...)
+			if contrib {
+				args = append(args, "--ort-contrib")
+			}
+			status, stdout, stderr := run(t, args...)
+			if status != 0 {
+				t.Fatalf("%s --ort-contrib %v: status %d: %s", tc.model, contrib, status, stderr)
+			}
+			var res optimize.Result
+			if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+				t.Fatal(err)
+			}
+			ops := map[string]int{}
+			for _, o := range res.After.OpTypes {
+				ops[o.Op] = o.Count
+			}
+			mha, softmax := 0, 2
+			if contrib {
+				mha, softmax = 2, 0
+			}
+			if ops["com.microsoft.MultiHeadAttention"] != mha || ops["Softmax"] != softmax {
+				t.Errorf("%s --ort-contrib %v: ops %v, want %d MultiHeadAttention and %d Softmax", tc.model, contrib, ops, mha, softmax)
+			}
+			if res.Check == nil || !res.Check.Pass {
+				t.Errorf("%s --ort-contrib %v: check %+v", tc.model, contrib, res.Check)
+			}
+		}
+	}
+}
+
 func TestOptimizeORTContrib(t *testing.T) {
 	ortenv.Require(t)
 	dir := t.TempDir()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/ort"
 )
 
@@ -29,6 +30,12 @@ type Options struct {
 	// LabelsOutput (default: the first classifier-like output).
 	Labels       string
 	LabelsOutput string
+	// Task TaskLM scores a causal language model on its token ids: the
+	// perplexity of A and B and their next-token agreement (Result.LM),
+	// from the output named Logits (default: the only float output of
+	// rank 3).
+	Task   Task
+	Logits string
 	// Atol and Rtol per output name; the "" key is the default for all.
 	Atol, Rtol map[string]float64
 	Check      Stat
@@ -48,6 +55,7 @@ type Result struct {
 	Batches  int            `json:"batches"`
 	Outputs  []*OutputStats `json:"outputs"`
 	Accuracy *Accuracy      `json:"accuracy,omitempty"`
+	LM       *LM            `json:"lm,omitempty"`
 	Pass     bool           `json:"pass"`
 	// Skipped says, one line each, which outputs were not compared
 	// because optc cannot fetch them through the ORT binding (sequences,
@@ -147,6 +155,25 @@ func Models(opts Options) (*Result, error) {
 		if name != "" && !slices.ContainsFunc(pairs, func(p outputPair) bool { return p.name == name }) {
 			return nil, fmt.Errorf("--rtol names output %q, which the models do not share", name)
 		}
+	}
+	var lm *LMScorer
+	lmIn, lmPair := -1, -1
+	if opts.Task != "" && !slices.Contains(Tasks, opts.Task) {
+		return nil, fmt.Errorf("unknown task %q (want %s)", opts.Task, choice.Or(Tasks))
+	}
+	if opts.Task == TaskLM {
+		if opts.Labels != "" {
+			return nil, fmt.Errorf("%s: task lm scores the next token of the data, not labels", opts.Labels)
+		}
+		in, out, err := LMIO(insA, outsA, opts.Logits)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.ModelA, err)
+		}
+		if lmPair = slices.IndexFunc(pairs, func(p outputPair) bool { return p.a == out }); lmPair < 0 {
+			return nil, fmt.Errorf("%s: task lm: the logits %q are not an output of %s", opts.ModelA, outsA[out].Name, opts.ModelB)
+		}
+		lmIn = in
+		lm = NewLMScorer(insA[in].Name, outsA[out].Name)
 	}
 	outNames := make([]string, len(outsA))
 	for i, o := range outsA {
@@ -249,6 +276,11 @@ func Models(opts Options) (*Result, error) {
 			if err := scorer.add(p.name, fa, fb, a.Dims); err != nil {
 				return nil, fmt.Errorf("%s: %w", opts.Labels, err)
 			}
+			if i == lmPair {
+				if err := lm.Add(batch.Tensors[lmIn], fa, fb, a.Dims); err != nil {
+					return nil, fmt.Errorf("%s: %w", opts.Data, err)
+				}
+			}
 		}
 		scorer.advance(int64(batch.Samples))
 		res.Samples += int64(batch.Samples)
@@ -266,6 +298,11 @@ func Models(opts Options) (*Result, error) {
 		s := acc.Result()
 		res.Outputs = append(res.Outputs, s)
 		res.Pass = res.Pass && s.Pass
+	}
+	if lm != nil {
+		if res.LM, err = lm.Result(); err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.Data, err)
+		}
 	}
 	if opts.Labels != "" {
 		if res.Accuracy, err = scorer.result(res.Samples, opts.DataOpts.Samples > 0); err != nil {

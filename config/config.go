@@ -8,6 +8,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/ort"
@@ -127,6 +129,10 @@ type Quantize struct {
 	KeepFirstLast   bool     `yaml:"keep_first_last" json:"keep_first_last"`
 	MaxAccuracyDrop float64  `yaml:"max_accuracy_drop" json:"max_accuracy_drop"` // points; needs eval labels (0: the guard's 1)
 	MinCosine       float64  `yaml:"min_cosine" json:"min_cosine"`
+	// MaxPerplexityIncrease is the language-model guard (eval.task lm):
+	// the most a weight-only artifact's held-out perplexity may exceed
+	// the float model's, in percent (0: DefaultMaxPerplexityIncrease).
+	MaxPerplexityIncrease float64 `yaml:"max_perplexity_increase,omitempty" json:"max_perplexity_increase,omitempty"`
 	// AllowAccuracyLoss keeps the INT8 artifacts when they miss the
 	// accuracy guard (ptq.Guard) after the fallback; the ORT artifact is
 	// then FP32. Without it such a build fails.
@@ -149,10 +155,22 @@ type Quantize struct {
 	Dynamic bool `yaml:"dynamic" json:"dynamic,omitempty"`
 }
 
+// DefaultMaxPerplexityIncrease is the language-model guard's budget when
+// quantize.max_perplexity_increase is 0: a weight-only artifact whose
+// held-out perplexity is more than 5% above float's is not deployed.
+const DefaultMaxPerplexityIncrease = 5.0
+
 // Eval is the data the artifacts are checked on.
 type Eval struct {
-	Data    string `yaml:"data" json:"data"`
-	Labels  string `yaml:"labels" json:"labels"`
+	Data   string `yaml:"data" json:"data"`
+	Labels string `yaml:"labels" json:"labels"`
+	// Task lm says the model is a causal language model and the data
+	// token ids [N, T]: every model is scored by held-out perplexity and
+	// next-token agreement with the input (compare.Tasks; "" is default).
+	Task string `yaml:"task,omitempty" json:"task,omitempty"`
+	// Logits names the LM's logits output (default: the only float
+	// output of rank 3).
+	Logits  string `yaml:"logits,omitempty" json:"logits,omitempty"`
 	Samples int    `yaml:"samples" json:"samples"`
 	Batch   int    `yaml:"batch" json:"batch"`
 }
@@ -176,6 +194,9 @@ type Latency struct {
 	// Repeats splits the timing into this many short runs, so that optc
 	// diff can tell a regression from noise.
 	Repeats int `yaml:"repeats" json:"repeats"`
+	// SeqLengths times a language model (eval.task lm) at batch 1 at
+	// each of these sequence lengths too: latency per sequence.
+	SeqLengths []int `yaml:"seq_lengths,omitempty" json:"seq_lengths,omitempty"`
 }
 
 // TensorRT is the TensorRT target's engine settings.
@@ -540,6 +561,33 @@ func (c Config) Validate() error {
 	}
 	if c.Eval.Labels != "" && c.Eval.Data == "" {
 		bad("eval.labels needs eval.data")
+	}
+	if t := compare.Task(c.Eval.Task); t != "" && !slices.Contains(compare.Tasks, t) {
+		bad("eval.task: %q (want %s)", t, choice.Or(compare.Tasks))
+	}
+	lm := compare.Task(c.Eval.Task) == compare.TaskLM
+	if lm && c.Eval.Labels != "" {
+		bad("eval.labels does not apply to eval.task lm (it scores the next token of eval.data)")
+	}
+	if ev := cmp.Or(c.Eval.Data, c.Calibration.Data); lm && (ev == "" || ev == "random") {
+		bad("eval.task lm needs token ids: eval.data (--eval-data) or calibration.data, not random data")
+	}
+	if c.Eval.Logits != "" && !lm {
+		bad("eval.logits needs eval.task lm")
+	}
+	if c.Quantize.MaxPerplexityIncrease < 0 {
+		bad("quantize.max_perplexity_increase: %g must not be negative", c.Quantize.MaxPerplexityIncrease)
+	}
+	for _, l := range c.Latency.SeqLengths {
+		if l < 1 {
+			bad("latency.seq_lengths: %d (want lengths of at least 1)", l)
+		}
+	}
+	if len(c.Latency.SeqLengths) > 0 && !lm {
+		bad("latency.seq_lengths needs eval.task lm")
+	}
+	if c.Quantize.MaxPerplexityIncrease > 0 && !lm {
+		bad("quantize.max_perplexity_increase needs eval.task lm")
 	}
 	if !slices.Contains(ort.Levels, c.Runtime.Level) {
 		bad("runtime.level: %q (want %s)", c.Runtime.Level, choice.Or(ort.Levels))

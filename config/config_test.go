@@ -240,3 +240,37 @@ func TestJSONKeysAreYAMLKeys(t *testing.T) {
 		t.Errorf("read back %+v", back)
 	}
 }
+
+// TestDecodeLMKeys reads the language-model keys (left out of
+// TestDecodeReadsEveryKey, whose labels and accuracy drop they exclude),
+// validates them, and round-trips them through --print-config's YAML.
+func TestDecodeLMKeys(t *testing.T) {
+	src := "model: m.onnx\noutput: out\neval: {data: h.npy, task: lm, logits: out}\nquantize: {max_perplexity_increase: 2.5}\nlatency: {seq_lengths: [32, 128]}\n"
+	c := Default()
+	if err := Decode(strings.NewReader(src), &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Eval.Task != "lm" || c.Eval.Logits != "out" || c.Quantize.MaxPerplexityIncrease != 2.5 || !reflect.DeepEqual(c.Latency.SeqLengths, []int{32, 128}) {
+		t.Fatalf("decoded eval %+v, quantize.max_perplexity_increase %v, latency.seq_lengths %v", c.Eval, c.Quantize.MaxPerplexityIncrease, c.Latency.SeqLengths)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := Default()
+	if err := Decode(strings.NewReader(string(b)), &back); err != nil || back.Eval != c.Eval ||
+		back.Quantize.MaxPerplexityIncrease != 2.5 || !reflect.DeepEqual(back.Latency.SeqLengths, c.Latency.SeqLengths) {
+		t.Fatalf("round trip changed the config (%v):\n%s", err, b)
+	}
+	c.Eval.Labels = "l.npy"
+	c.Eval.Data = "random"
+	err = c.Validate()
+	for _, want := range []string{"eval.labels does not apply to eval.task lm", "eval.task lm needs token ids"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate = %v, want %q", err, want)
+		}
+	}
+}

@@ -194,6 +194,11 @@ func feed(in Input, opts Options) (Feed, *float64) {
 	if v, ok := opts.Values[in.Name]; ok {
 		return FeedRandom, &v
 	}
+	if _, ok := opts.Ranges[in.Name]; ok {
+		// A range named for this input asks for random values in it: a
+		// mask with --range attention_mask:0,2 is padded at random.
+		return FeedRandom, nil
+	}
 	if k, ok := opts.BatchAxes[in.Name]; ok && k != in.BatchAxis && in.Feed == FeedZeros && k == 0 {
 		return FeedRandom, nil
 	}

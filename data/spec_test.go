@@ -92,6 +92,29 @@ func TestRandomSequenceInputs(t *testing.T) {
 	wantErr(t, err, "--value rate", `no input "rate"`)
 }
 
+// A --range named for a mask draws it at random (padded masks) instead of
+// the ones a mask gets by default.
+func TestRangeMakesAMaskRandom(t *testing.T) {
+	inputs := GraphInputs(seqModel(t))
+	opts := Options{Batch: 4, Samples: 4, Spec: Spec{Shapes: map[string][]int64{"ids": {-1, 16}},
+		Values: map[string]float64{"sr": 16000}, Ranges: map[string][2]float64{"attention_mask": {0, 2}}}}
+	src, err := Open("random", inputs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := src.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mask, _ := b.Tensors[1].Int64s()
+	if slices.Min(mask) != 0 || slices.Max(mask) != 1 {
+		t.Errorf("mask %v, want 0s and 1s", mask)
+	}
+	if lines := Describe(inputs, opts); !strings.Contains(strings.Join(lines, "\n"), `"attention_mask" int64[batch,seq]: integers in [0, 2)`) {
+		t.Errorf("Describe: %q", lines)
+	}
+}
+
 func TestNpyFeedsOneInputAndFillsState(t *testing.T) {
 	b := testgraph.New(t, "rnn", 17)
 	x := b.Value("x")

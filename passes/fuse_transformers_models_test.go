@@ -25,7 +25,7 @@ import (
 
 // transformerFusions counts what the fusions left in a model.
 type transformerFusions struct {
-	LayerNorm, Gelu, FastGelu, SkipLayerNorm, Contrib int
+	LayerNorm, Gelu, FastGelu, SkipLayerNorm, Attention, Contrib int
 }
 
 func countTransformerFusions(g *graph.Graph) transformerFusions {
@@ -43,6 +43,8 @@ func countTransformerFusions(g *graph.Graph) transformerFusions {
 			c.FastGelu++
 		case "SkipLayerNormalization":
 			c.SkipLayerNorm++
+		case "MultiHeadAttention":
+			c.Attention++
 		}
 	}
 	return c
@@ -60,6 +62,8 @@ func TestTransformerFusionsOnModels(t *testing.T) {
 	// A mask with padding (0s) as well: the masked rows take other paths.
 	bertPadded := bert
 	bertPadded.Ranges = map[string][2]float64{"input_ids": {0, 1000}, "attention_mask": {0, 2}}
+	bertStaticPadded := bertStatic
+	bertStaticPadded.Ranges = bertPadded.Ranges
 	image := func(batch int) data.Options {
 		return data.Options{Spec: data.Spec{Shapes: map[string][]int64{"input": {int64(batch), 3, 64, 64}}},
 			Batch: batch, Samples: 2 * batch, Low: -2, High: 2}
@@ -73,18 +77,18 @@ func TestTransformerFusionsOnModels(t *testing.T) {
 		{"block opset 13", testenv.Model("block_opset13.onnx"), []data.Options{{Samples: 6, Low: -3, High: 3}},
 			transformerFusions{},
 			transformerFusions{LayerNorm: 1, Gelu: 1, FastGelu: 1, SkipLayerNorm: 1, Contrib: 3}},
-		{"bert_tiny static", "zoo/bert_tiny/static.onnx", []data.Options{bertStatic},
+		{"bert_tiny static", "zoo/bert_tiny/static.onnx", []data.Options{bertStatic, bertStaticPadded},
 			transformerFusions{LayerNorm: 5},
-			transformerFusions{LayerNorm: 1, SkipLayerNorm: 4, Contrib: 4}},
+			transformerFusions{LayerNorm: 1, SkipLayerNorm: 4, Attention: 2, Contrib: 6}},
 		{"bert_tiny dynamic", "zoo/bert_tiny/dynamic.onnx", []data.Options{bert, bertPadded},
 			transformerFusions{LayerNorm: 5},
-			transformerFusions{LayerNorm: 1, SkipLayerNorm: 4, Contrib: 4}},
+			transformerFusions{LayerNorm: 1, SkipLayerNorm: 4, Attention: 2, Contrib: 6}},
 		{"vit_tiny static", "zoo/vit_tiny/static.onnx", []data.Options{image(1)},
 			transformerFusions{LayerNorm: 5},
-			transformerFusions{Gelu: 2, SkipLayerNorm: 5, Contrib: 7}},
+			transformerFusions{Gelu: 2, SkipLayerNorm: 5, Attention: 2, Contrib: 9}},
 		{"vit_tiny dynbatch", "zoo/vit_tiny/dynbatch.onnx", []data.Options{image(8)},
 			transformerFusions{LayerNorm: 5},
-			transformerFusions{LayerNorm: 1, Gelu: 2, SkipLayerNorm: 4, Contrib: 6}},
+			transformerFusions{LayerNorm: 1, Gelu: 2, SkipLayerNorm: 4, Attention: 2, Contrib: 8}},
 	} {
 		for _, ortOnly := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s ORTContrib %v", tc.name, ortOnly), func(t *testing.T) {
@@ -110,7 +114,7 @@ func TestTransformerFusionsOnModels(t *testing.T) {
 				}
 				for _, p := range rep.Passes {
 					switch p.Name {
-					case fuseLayerNorm.Name, fuseGelu.Name, fuseSkipLayerNorm.Name:
+					case fuseLayerNorm.Name, fuseGelu.Name, fuseSkipLayerNorm.Name, fuseAttention.Name:
 						t.Logf("%-20s %+v", p.Name, p.Stats)
 					}
 				}

@@ -30,6 +30,7 @@ var registry = []*Pass{
 	fuseLayerNorm,
 	fuseGelu,
 	fuseSkipLayerNorm,
+	fuseAttention,
 	fuseConvActivation,
 	deadCode,
 	inferShapes,

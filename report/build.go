@@ -43,6 +43,14 @@ func FromBuild(res *build.Result, dir string) (*Report, error) {
 			acc := a.Check.Accuracy.A
 			in.Accuracy = &Accuracy{Samples: a.Check.Samples, Task: &acc}
 		}
+		if l := a.Check.LM; l != nil {
+			if in.Accuracy == nil {
+				in.Accuracy = &Accuracy{Samples: a.Check.Samples}
+			}
+			if in.Accuracy.LM == nil {
+				in.Accuracy.LM = &LM{Tokens: l.Tokens, Perplexity: l.PerplexityA, Agreement: 1, Accuracy: l.AccuracyA}
+			}
+		}
 		r.Models = append(r.Models, m)
 	}
 	for _, m := range r.Models[1:] {
@@ -114,6 +122,9 @@ func accuracyOf(c *build.Check) *Accuracy {
 		acc := c.Accuracy.B
 		a.Task = &acc
 	}
+	if l := c.LM; l != nil {
+		a.LM = &LM{Tokens: l.Tokens, Perplexity: l.PerplexityB, IncreasePercent: l.IncreasePercent, Agreement: l.Agreement, Accuracy: l.AccuracyB}
+	}
 	for _, o := range c.Outputs {
 		a.Outputs = append(a.Outputs, OutputAccuracy{Name: o.Name, Elements: o.Elements, FinitePairs: o.FinitePairs,
 			NaN: o.NaN, Inf: o.Inf, NonFinite: o.NonFinite, Cosine: o.Cosine, SNRdB: o.SNRdB, MaxAbs: o.MaxAbs,
@@ -137,6 +148,9 @@ func latencyOf(t *build.Timing) *Latency {
 			}
 		}
 		l.Batches = append(l.Batches, bl)
+	}
+	for _, s := range t.SeqLengths {
+		l.SeqLengths = append(l.SeqLengths, SeqLatency{SeqLen: s.SeqLen, Latency: s.Latency})
 	}
 	return l
 }

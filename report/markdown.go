@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/optc-dev/optc/build"
 	"io"
 	"slices"
 	"strings"
@@ -65,6 +66,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 		p.f("%s\n", line)
 	}
+	p.lmTable(r)
 	p.f("\nAccuracy measured on %s (%s); latency is the median of %s on %s.\n",
 		r.EvalData, heldOut(r.HeldOut), repeatsText(in), r.Environment.text())
 	for _, l := range r.Caveats.Lines() {
@@ -367,4 +369,64 @@ func (e Environment) text() string {
 	}
 	return fmt.Sprintf("%s (%d cores; %s), ONNX Runtime %s at level %s, %s", e.CPU, e.Cores,
 		strings.Join(e.CPUFeatures, " "), e.ORTVersion, e.Level, threads)
+}
+
+// lmTable is a language model's figures (eval.task lm), one row per
+// model that has them.
+func (p *printer) lmTable(r *Report) {
+	var rows []*Model
+	for _, m := range r.Models {
+		if m.Accuracy != nil && m.Accuracy.LM != nil {
+			rows = append(rows, m)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	p.f("\nLanguage model, %d next-token predictions on the evaluation data:\n\n", rows[0].Accuracy.LM.Tokens)
+	// Latency per sequence (latency.seq_lengths): the lengths the input
+	// was timed at.
+	var lens []int
+	if in := r.Models[0]; in.Latency != nil {
+		for _, s := range in.Latency.SeqLengths {
+			lens = append(lens, s.SeqLen)
+		}
+	}
+	head, rule := "| model | perplexity | vs input | next-token agreement with the input | next-token accuracy |", "|---|---:|---:|---:|---:|"
+	for _, l := range lens {
+		head += fmt.Sprintf(" p50 ms/seq L=%d |", l)
+		rule += "---:|"
+	}
+	p.f("%s\n%s\n", head, rule)
+	for _, m := range rows {
+		l := m.Accuracy.LM
+		vs := "-"
+		if m.Role != "input" {
+			vs = l.IncreasePercent.Text("%+.2f%%")
+		}
+		line := fmt.Sprintf("| `%s` | %s | %s | %.2f%% | %.2f%% |", m.Name, l.Perplexity.Text("%.4f"), vs, 100*l.Agreement, 100*l.Accuracy)
+		for _, n := range lens {
+			cell := " - |"
+			if m.Latency != nil {
+				for _, s := range m.Latency.SeqLengths {
+					if s.SeqLen == n {
+						cell = " " + msCell(s.P50) + " |"
+					}
+				}
+			}
+			line += cell
+		}
+		p.f("%s\n", line)
+	}
+	if len(lens) > 0 {
+		p.f("\nLatency per sequence: batch 1, random ids, the median of one timing window per length (not repeated like the table above).\n")
+	}
+	if res, ok := r.Details.(*build.Result); ok && res.WeightsGuard != nil {
+		g := res.WeightsGuard
+		verdict := "passed"
+		if !g.Pass {
+			verdict = "**failed** (kept by allow_accuracy_loss; not recommended, not deployed)"
+		}
+		p.f("\nPerplexity guard on the weight-only model %s: %s over the input, at most %g%% allowed.\n", verdict, g.IncreasePercent.Text("%+.2f%%"), g.MaxIncreasePercent)
+	}
 }

@@ -78,6 +78,20 @@ type Accuracy struct {
 	// Task is accuracy against labels in percent (absent without labels).
 	Task    *float64         `json:"task_accuracy,omitempty"`
 	Outputs []OutputAccuracy `json:"outputs,omitempty"`
+	// LM is a causal language model's figures (eval.task lm).
+	LM *LM `json:"lm,omitempty"`
+}
+
+// LM is a language model's held-out figures: perplexity of the next
+// token, its increase over the input model's (percent), how often its most
+// likely next token is the input model's (agreement, a fraction: 1 for
+// the input) and the actual one (accuracy).
+type LM struct {
+	Tokens          int64           `json:"tokens"`
+	Perplexity      jsonfloat.Float `json:"perplexity"`
+	IncreasePercent jsonfloat.Float `json:"perplexity_increase_percent"`
+	Agreement       float64         `json:"next_token_agreement"`
+	Accuracy        float64         `json:"next_token_accuracy"`
 }
 
 // OutputAccuracy is one output's agreement with the input model. The
@@ -106,6 +120,15 @@ type OutputAccuracy struct {
 type Latency struct {
 	ColdStartMs float64        `json:"cold_start_ms"`
 	Batches     []BatchLatency `json:"batches"`
+	// SeqLengths is a language model's latency per sequence at batch 1
+	// (latency.seq_lengths), one timing window per length.
+	SeqLengths []SeqLatency `json:"seq_lengths,omitempty"`
+}
+
+// SeqLatency is the latency of one batch-1 sequence of SeqLen tokens.
+type SeqLatency struct {
+	SeqLen int `json:"seq_len"`
+	bench.Latency
 }
 
 // BatchLatency is the latency at one batch size, in milliseconds per run:

@@ -1,5 +1,7 @@
 package shapes
 
+import "github.com/optc-dev/optc/graph"
+
 // rules maps the default-domain op types inference knows to their rule;
 // the rules live with their family: elementwise.go, conv.go, layout.go,
 // reduce.go, tensors.go, misc.go.
@@ -12,7 +14,27 @@ var msRules = map[string]rule{
 	// fuse-gelu and fuse-skip-layernorm (ORT-only output): Y like input 0.
 	"Gelu":                   same,
 	"FastGelu":               same,
-	"SkipLayerNormalization": same,
+	"SkipLayerNormalization": skipLayerNorm,
+	"MultiHeadAttention":     multiHeadAttention,
+}
+
+// multiHeadAttention (fuse-attention): query [B, S, D] and value
+// [B, L, D_v] give output [B, S, D_v]; other layouts are left unknown.
+func multiHeadAttention(c *ctx) []*graph.Type {
+	q, v := c.shape(0), c.shape(2)
+	if len(q) != 3 || len(v) != 3 {
+		return nil
+	}
+	return one(c.elem(0), graph.Shape{q[0], q[1], v[2]})
+}
+
+// skipLayerNorm: Y (output 0) and input_skip_bias_sum (output 3) are the
+// sum of inputs 0 and 1, which fuse-skip-layernorm only fuses when both
+// have the same shape: like input 0. Outputs 1 and 2 (mean, inverse
+// standard deviation) are left unknown.
+func skipLayerNorm(c *ctx) []*graph.Type {
+	y := tensor(c.elem(0), cloneShape(c.shape(0)))
+	return []*graph.Type{y, nil, nil, tensor(c.elem(0), cloneShape(c.shape(0)))}
 }
 
 func init() {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/ortenv"
@@ -36,7 +37,8 @@ func BenchmarkLMFigures(b *testing.B) {
 	}
 	model := filepath.Join(dir, "lm.onnx")
 	calib := filepath.Join(dir, "calib.npy")
-	held, err := data.ReadNpy(filepath.Join(dir, "heldout.npy"))
+	heldPath := filepath.Join(dir, "heldout.npy")
+	held, err := data.ReadNpy(heldPath)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -68,7 +70,7 @@ func BenchmarkLMFigures(b *testing.B) {
 		o := &ptq.Options{Input: model, Output: path, CalibData: calibData,
 			CalibOpts: data.Options{Batch: 8}, Dynamic: dynamic, Session: ort.DefaultOptions(), NoLatency: true, AllowAccuracyLoss: true}
 		if dynamic {
-			o.EvalData, o.EvalOpts = filepath.Join(dir, "heldout.npy"), data.Options{Batch: 8}
+			o.EvalData, o.EvalOpts = heldPath, data.Options{Batch: 8}
 		}
 		vs = append(vs, variant{name: name, path: path, int8: o})
 	}
@@ -94,52 +96,27 @@ func BenchmarkLMFigures(b *testing.B) {
 		weightRatio[v.name] = float64(res.Weights.BytesAfter) / float64(res.Weights.BytesBefore)
 		b.Logf("%s: %d layers in %.1fs", v.name, res.Weights.Quantized, time.Since(start).Seconds())
 	}
-	// Held-out quality: all positions of all windows.
+	// Held-out quality: all positions of all windows, as `optc build
+	// --eval-task lm` measures it (compare's LM scoring), each variant
+	// against FP32 at level all.
 	ids, err := held.Int64s()
 	if err != nil {
 		b.Fatal(err)
 	}
 	n, seq := int(held.Dims[0]), int(held.Dims[1])
-	const batch = 8
-	argmaxes := make([][]int, len(vs))
-	nll := make([]float64, len(vs))
-	hits := make([]int, len(vs))
+	sess := ort.DefaultOptions()
+	sess.Level = ort.LevelAll
+	ref := &compare.Reference{}
+	lms := make([]*compare.LM, len(vs))
 	for i, v := range vs {
-		s := session(b, v.path, 0)
-		for s0 := 0; s0 < n; s0 += batch {
-			k := min(batch, n-s0)
-			x, _ := graph.NewInt64Tensor("ids", []int64{int64(k), int64(seq)}, ids[s0*seq:(s0+k)*seq])
-			outs, err := s.Run([]*graph.Tensor{x})
-			if err != nil {
-				b.Fatal(err)
-			}
-			logits, _ := outs[0].Float32s()
-			vocab := int(outs[0].Dims[2])
-			for r := 0; r < k; r++ {
-				for p := 0; p < seq-1; p++ {
-					l := logits[(r*seq+p)*vocab : (r*seq+p+1)*vocab]
-					best, mx := 0, l[0]
-					for j, z := range l {
-						if z > mx {
-							best, mx = j, z
-						}
-					}
-					var sum float64
-					for _, z := range l {
-						sum += math.Exp(float64(z - mx))
-					}
-					next := int(ids[(s0+r)*seq+p+1])
-					nll[i] += math.Log(sum) - float64(l[next]-mx)
-					argmaxes[i] = append(argmaxes[i], best)
-					if best == next {
-						hits[i]++
-					}
-				}
-			}
+		r, err := compare.Models(compare.Options{ModelA: model, ModelB: v.path, Data: heldPath, DataOpts: data.Options{Batch: 8},
+			Atol: map[string]float64{"": math.Inf(1)}, Session: sess, Task: compare.TaskLM, Reference: ref})
+		if err != nil {
+			b.Fatalf("%s: %v", v.name, err)
 		}
-		s.Close()
+		lms[i] = r.LM
 	}
-	tokens := float64(len(argmaxes[0]))
+	tokens := lms[0].Tokens
 	// Latency: batch 1, one intra-op thread and all cores; each round runs
 	// every variant (order rotating) a few times; medians and ranges over
 	// rounds.
@@ -187,7 +164,7 @@ func BenchmarkLMFigures(b *testing.B) {
 		}
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%d held-out windows of %d tokens (%d predictions); ORT %s level all; %s, GOMAXPROCS %d\n\n", n, seq, int(tokens), ortVersion(), cpuLine(), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(&sb, "%d held-out windows of %d tokens (%d predictions); ORT %s level all; %s, GOMAXPROCS %d\n\n", n, seq, tokens, ortVersion(), cpuLine(), runtime.GOMAXPROCS(0))
 	fmt.Fprintf(&sb, "| model | perplexity | vs FP32 | next-token agreement with FP32 | top-1 accuracy | file bytes | weights vs FP32 |")
 	for _, th := range []string{"1 thread", "all cores"} {
 		for _, L := range lens {
@@ -195,15 +172,8 @@ func BenchmarkLMFigures(b *testing.B) {
 		}
 	}
 	sb.WriteString("\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	ppl0 := math.Exp(nll[0] / tokens)
 	for i, v := range vs {
-		ppl := math.Exp(nll[i] / tokens)
-		agree := 0
-		for j, a := range argmaxes[i] {
-			if a == argmaxes[0][j] {
-				agree++
-			}
-		}
+		l := lms[i]
 		st, _ := os.Stat(v.path)
 		ratio := "1"
 		if i > 0 {
@@ -212,7 +182,7 @@ func BenchmarkLMFigures(b *testing.B) {
 		if r, ok := weightRatio[v.name]; ok {
 			ratio = fmt.Sprintf("%.3f", r)
 		}
-		fmt.Fprintf(&sb, "| %s | %.3f | %+.1f%% | %.2f%% | %.2f%% | %d | %s |", v.name, ppl, 100*(ppl/ppl0-1), 100*float64(agree)/tokens, 100*float64(hits[i])/tokens, st.Size(), ratio)
+		fmt.Fprintf(&sb, "| %s | %.3f | %+.1f%% | %.2f%% | %.2f%% | %d | %s |", v.name, float64(l.PerplexityB), float64(l.IncreasePercent), 100*l.Agreement, 100*l.AccuracyB, st.Size(), ratio)
 		for k := range lat[i] {
 			ms := slices.Clone(lat[i][k])
 			slices.Sort(ms)

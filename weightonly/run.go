@@ -20,6 +20,10 @@ type RunOptions struct {
 	// calibration data is used (and the result says it is not held out).
 	EvalData string
 	EvalOpts data.Options
+	// Task and Logits say how to score the result (compare.TaskLM: a
+	// causal LM's perplexity and next-token agreement).
+	Task   compare.Task
+	Logits string
 	// Session is how both models run for the measurement (default level
 	// all, where ORT packs the MatMulNBits weights for its kernels).
 	Session ort.Options
@@ -91,7 +95,7 @@ func Run(opts RunOptions) (*Result, error) {
 	if eval != "" {
 		res.Compare, err = compare.Models(compare.Options{
 			ModelA: "float", ModelB: string(opts.Weights.Type), AInMemory: float, BInMemory: low,
-			Data: eval, DataOpts: evalOpts, Atol: map[string]float64{"": 1e9},
+			Data: eval, DataOpts: evalOpts, Atol: map[string]float64{"": 1e9}, Task: opts.Task, Logits: opts.Logits,
 			Session: opts.Session, ORTLib: opts.ORTLib,
 		})
 		if err != nil {

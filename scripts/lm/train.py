@@ -48,9 +48,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 warnings.filterwarnings("ignore")
-torch.set_num_threads(1)
 
 HERE = os.path.abspath(__file__)
+sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+from optccache import cache_dir  # noqa: E402  (scripts/optccache.py)
 
 # The corpus: path -> sha256 of the file as shipped by Debian 12's
 # base-files. A different file is an error (the figures would not be
@@ -84,14 +85,6 @@ CALIB = 32
 HELDOUT = 64
 
 
-def cache_dir():
-    d = os.environ.get("OPTC_CACHE")
-    if d:
-        return d
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "optc")
-
-
 def gen_hash(steps):
     h = hashlib.sha256()
     h.update(open(HERE, "rb").read())
@@ -114,22 +107,23 @@ def read_sources():
 
 
 class Block(nn.Module):
-    def __init__(self):
+    def __init__(self, width, heads):
         super().__init__()
-        self.ln1 = nn.LayerNorm(WIDTH)
-        self.qkv = nn.Linear(WIDTH, 3 * WIDTH)
-        self.proj = nn.Linear(WIDTH, WIDTH)
-        self.ln2 = nn.LayerNorm(WIDTH)
-        self.fc1 = nn.Linear(WIDTH, 4 * WIDTH)
-        self.fc2 = nn.Linear(4 * WIDTH, WIDTH)
+        self.width, self.heads = width, heads
+        self.ln1 = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.ln2 = nn.LayerNorm(width)
+        self.fc1 = nn.Linear(width, 4 * width)
+        self.fc2 = nn.Linear(4 * width, width)
 
     def forward(self, x, mask):
         b, t, c = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(WIDTH, dim=2)
-        hd = WIDTH // HEADS
-        q = q.reshape(b, t, HEADS, hd).transpose(1, 2)
-        k = k.reshape(b, t, HEADS, hd).transpose(1, 2)
-        v = v.reshape(b, t, HEADS, hd).transpose(1, 2)
+        q, k, v = self.qkv(self.ln1(x)).split(self.width, dim=2)
+        hd = self.width // self.heads
+        q = q.reshape(b, t, self.heads, hd).transpose(1, 2)
+        k = k.reshape(b, t, self.heads, hd).transpose(1, 2)
+        v = v.reshape(b, t, self.heads, hd).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd)) + mask
         y = F.softmax(att, dim=-1) @ v
         y = y.transpose(1, 2).reshape(b, t, c)
@@ -138,16 +132,16 @@ class Block(nn.Module):
 
 
 class LM(nn.Module):
-    def __init__(self):
+    def __init__(self, width=WIDTH, heads=HEADS, layers=LAYERS, max_len=MAXLEN):
         super().__init__()
-        self.tok = nn.Embedding(VOCAB, WIDTH)
-        self.pos = nn.Embedding(MAXLEN, WIDTH)
-        self.blocks = nn.ModuleList([Block() for _ in range(LAYERS)])
-        self.ln = nn.LayerNorm(WIDTH)
-        self.head = nn.Linear(WIDTH, VOCAB)
+        self.tok = nn.Embedding(VOCAB, width)
+        self.pos = nn.Embedding(max_len, width)
+        self.blocks = nn.ModuleList([Block(width, heads) for _ in range(layers)])
+        self.ln = nn.LayerNorm(width)
+        self.head = nn.Linear(width, VOCAB)
         # Additive causal mask, sliced to the sequence length (dynamic in
         # the export).
-        m = torch.full((MAXLEN, MAXLEN), -1e4).triu(1)
+        m = torch.full((max_len, max_len), -1e4).triu(1)
         self.register_buffer("causal", m)
 
     def forward(self, ids):
@@ -172,29 +166,17 @@ def windows(parts, n, length, rng):
     return out
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=450, help="training steps (batch 8 x 64 tokens)")
-    ap.add_argument("--force", action="store_true", help="retrain even when up to date")
-    a = ap.parse_args()
-    root = os.path.join(cache_dir(), "lm")
-    h = gen_hash(a.steps)
-    marker = os.path.join(root, ".gen")
-    if not a.force and os.path.exists(marker) and open(marker).read().strip() == h:
-        return
-    train, held, sources = read_sources()
-    torch.manual_seed(19)
-    rng = np.random.default_rng(19)
-    model = LM()
-    params = sum(p.numel() for p in model.parameters())
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, total_steps=a.steps, pct_start=0.05)
+def train(model, train_parts, steps, batch, seq, seed, lr=3e-3, log=None):
+    """Trains model on windows of train_parts (fixed seed, AdamW with a
+    one-cycle schedule); returns the mean loss of the last 50 steps."""
+    rng = np.random.default_rng(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.05)
     t0 = time.time()
     losses = []
-    steps = 0
     model.train()
-    for step in range(a.steps):
-        xb = torch.from_numpy(windows(train, BATCH, TRAIN_SEQ + 1, rng))
+    for step in range(steps):
+        xb = torch.from_numpy(windows(train_parts, batch, seq + 1, rng))
         logits = model(xb[:, :-1])
         loss = F.cross_entropy(logits.reshape(-1, VOCAB), xb[:, 1:].reshape(-1))
         opt.zero_grad()
@@ -202,33 +184,67 @@ def main():
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
-        steps += 1
         losses.append(loss.item())
-        if step % 100 == 0:
-            print("step %d loss %.3f (%.0f s)" % (step, loss.item(), time.time() - t0), file=sys.stderr)
-    train_s = time.time() - t0
+        if log and step % 100 == 0:
+            log("step %d loss %.3f (%.0f s)" % (step, loss.item(), time.time() - t0))
     model.eval()
-    calib = windows(train, CALIB, WINDOW, np.random.default_rng(20))
-    heldout = windows(held, HELDOUT, WINDOW, np.random.default_rng(21))
+    return float(np.mean(losses[-50:]))
+
+
+def heldout_loss(model, heldout):
+    """Mean next-token cross-entropy of model on the windows (torch)."""
     with torch.no_grad():
         hx = torch.from_numpy(heldout)
         lg = model(hx[:, :-1])
-        hl = F.cross_entropy(lg.reshape(-1, VOCAB), hx[:, 1:].reshape(-1)).item()
+        return F.cross_entropy(lg.reshape(-1, VOCAB), hx[:, 1:].reshape(-1)).item()
+
+
+def export_lm(model, example, path):
+    """ids int64[batch, seq] -> logits float[batch, seq, 256], opset 17,
+    batch and sequence dynamic; checked by onnx.checker."""
+    torch.onnx.export(
+        model,
+        (torch.from_numpy(example),),
+        path,
+        input_names=["ids"],
+        output_names=["logits"],
+        dynamic_axes={"ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}},
+        opset_version=17,
+        do_constant_folding=True,
+    )
+    onnx.checker.check_model(path, full_check=True)
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=450, help="training steps (batch 8 x 64 tokens)")
+    ap.add_argument("--force", action="store_true", help="retrain even when up to date")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    root = os.path.join(cache_dir(), "lm")
+    h = gen_hash(a.steps)
+    marker = os.path.join(root, ".gen")
+    if not a.force and os.path.exists(marker) and open(marker).read().strip() == h:
+        return
+    train_parts, held, sources = read_sources()
+    torch.manual_seed(19)
+    model = LM()
+    params = sum(p.numel() for p in model.parameters())
+    t0 = time.time()
+    final_loss = train(model, train_parts, a.steps, BATCH, TRAIN_SEQ, 19, log=lambda m: print(m, file=sys.stderr))
+    train_s = time.time() - t0
+    calib = windows(train_parts, CALIB, WINDOW, np.random.default_rng(20))
+    heldout = windows(held, HELDOUT, WINDOW, np.random.default_rng(21))
+    hl = heldout_loss(model, heldout)
     os.makedirs(os.path.dirname(root), exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".tmp-lm-", dir=os.path.dirname(root))
     try:
-        p = os.path.join(tmp, "lm.onnx")
-        torch.onnx.export(
-            model,
-            (torch.from_numpy(calib[:1]),),
-            p,
-            input_names=["ids"],
-            output_names=["logits"],
-            dynamic_axes={"ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}},
-            opset_version=17,
-            do_constant_folding=True,
-        )
-        onnx.checker.check_model(p, full_check=True)
+        export_lm(model, calib[:1], os.path.join(tmp, "lm.onnx"))
         np.save(os.path.join(tmp, "calib.npy"), calib)
         np.save(os.path.join(tmp, "heldout.npy"), heldout)
         meta = {
@@ -238,15 +254,15 @@ def main():
             "heads": HEADS,
             "layers": LAYERS,
             "max_len": MAXLEN,
-            "steps": steps,
+            "steps": a.steps,
             "train_seconds": round(train_s, 1),
-            "final_train_loss": round(float(np.mean(losses[-50:])), 4),
+            "final_train_loss": round(final_loss, 4),
             "heldout_loss_torch": round(hl, 4),
             "heldout_perplexity_torch": round(math.exp(hl), 4),
             "generator_hash": h,
         }
         for f in ("lm.onnx", "calib.npy", "heldout.npy"):
-            meta[f] = hashlib.sha256(open(os.path.join(tmp, f), "rb").read()).hexdigest()
+            meta[f] = sha256(os.path.join(tmp, f))
         with open(os.path.join(tmp, "meta.json"), "w") as f:
             json.dump(meta, f, indent=1, sort_keys=True)
         with open(os.path.join(tmp, ".gen"), "w") as f:
@@ -257,7 +273,7 @@ def main():
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    print("lm: %d parameters, %d steps in %.0f s, held-out perplexity %.3f" % (params, steps, train_s, math.exp(hl)), file=sys.stderr)
+    print("lm: %d parameters, %d steps in %.0f s, held-out perplexity %.3f" % (params, a.steps, train_s, math.exp(hl)), file=sys.stderr)
 
 
 if __name__ == "__main__":

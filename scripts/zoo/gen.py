@@ -27,6 +27,12 @@ and a model whose .gen matches the generator hash (this file, the torch,
 torchvision and onnx versions) is not generated again. Each model is
 written into a temporary folder and renamed into place.
 
+lm_tiny, the causal language model, is trained rather than random:
+scripts/lm/train.py's model, corpus and split at a CI size (see
+LM_MODELS), with calib.npy and heldout.npy token windows and the files'
+sha256 in its entry; its generator hash also covers train.py. Training
+takes about 2 minutes of CPU (333 s wall at load 12, 818 s at load 22).
+
 Runtime (the shared 2-core VM at load 8, one torch thread): 4-5 minutes
 for the whole zoo from scratch (1.3 GB; densenet121 55-75 s, resnet50 and
 convnext_tiny ~30 s, each small model under 3 s); a run with nothing to
@@ -54,19 +60,14 @@ warnings.filterwarnings("ignore")
 torch.set_num_threads(int(os.environ.get("ZOO_THREADS", "1")))
 
 HERE = os.path.abspath(__file__)
+SCRIPTS = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, SCRIPTS)
+from optccache import cache_dir  # noqa: E402  (scripts/optccache.py)
 
 # Image size per CNN: as small as the architecture accepts (all downsample
 # by 32 and end in adaptive pooling), to keep test time low.
 SIZE = 64
 CALIB_SAMPLES = 32
-
-
-def cache_dir():
-    d = os.environ.get("OPTC_CACHE")
-    if d:
-        return d
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "optc")
 
 
 def gen_hash():
@@ -79,6 +80,18 @@ def gen_hash():
     for v in (torch.__version__, torchvision.__version__, onnx.__version__):
         h.update(v.encode())
     return h.hexdigest()[:16]
+
+
+def model_hash(name, h):
+    """A model's generator hash: the zoo's, and for the language model also
+    scripts/lm/train.py (its model, corpus and training code), so that
+    changing the big LM's script regenerates lm_tiny alone."""
+    if name not in LM_MODELS:
+        return h
+    g = hashlib.sha256(h.encode())
+    with open(os.path.join(SCRIPTS, "lm", "train.py"), "rb") as f:
+        g.update(f.read())
+    return g.hexdigest()[:16]
 
 
 def seed_for(name):
@@ -386,6 +399,68 @@ def gen_if(name, out):
     return entry
 
 
+# ---------------------------------------------------------------- language model
+
+# lm_tiny: scripts/lm/train.py's decoder (causal self-attention, LayerNorm,
+# GELU), corpus (Debian's license texts, checksummed) and split (each
+# file's last 10% held out) at a CI size: about 0.1M parameters trained
+# for LM_STEPS steps of 16 x 64 tokens (about a minute on one thread).
+LM_MODELS = {"lm_tiny": {"width": 64, "heads": 2, "layers": 2, "max_len": 128}}
+LM_STEPS = 400
+LM_BATCH = 16
+LM_SEQ = 64  # training, calibration and held-out windows
+LM_HELDOUT = 32
+
+
+def lm_train_module():
+    sys.path.insert(0, os.path.join(SCRIPTS, "lm"))
+    import train  # scripts/lm/train.py: the one home of the LM's code
+
+    return train
+
+
+def gen_lm(name, out):
+    lm = lm_train_module()
+    train_parts, held, sources = lm.read_sources()
+    torch.manual_seed(seed_for(name))
+    model = lm.LM(**LM_MODELS[name])
+    loss = lm.train(model, train_parts, LM_STEPS, LM_BATCH, LM_SEQ, seed_for(name) + 1)
+    calib = lm.windows(train_parts, CALIB_SAMPLES, LM_SEQ, np.random.default_rng(seed_for(name) + 2))
+    heldout = lm.windows(held, LM_HELDOUT, LM_SEQ, np.random.default_rng(seed_for(name) + 3))
+    hl = lm.heldout_loss(model, heldout)
+    p = os.path.join(out, "dynamic.onnx")
+    export(model, (torch.from_numpy(calib[:1]),), p, ["ids"], ["logits"], {"ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}, 17)
+    np.save(os.path.join(out, "calib.npy"), calib)
+    np.save(os.path.join(out, "heldout.npy"), heldout)
+    inputs, outputs = value_info(p)
+    entry = {
+        "name": name,
+        "kind": "lm",
+        "opset": 17,
+        "variants": [
+            {
+                "name": "dynamic",
+                "file": "dynamic.onnx",
+                "inputs": inputs,
+                "outputs": outputs,
+                "shape_flags": shape_flags(inputs, {"ids": [1, LM_SEQ]}),
+                "value_range": {"ids": [0, lm.VOCAB - 1]},
+            }
+        ],
+        "calib": "calib.npy",
+        "heldout": "heldout.npy",
+        "params": sum(x.numel() for x in model.parameters()),
+        "steps": LM_STEPS,
+        "final_train_loss": round(loss, 4),
+        "heldout_perplexity_torch": round(float(np.exp(hl)), 4),
+        "sources": sources,
+        # Checks the files against this manifest (not across machines: the
+        # training's float arithmetic follows the CPU).
+        "sha256": {f: lm.sha256(os.path.join(out, f)) for f in ("dynamic.onnx", "calib.npy", "heldout.npy")},
+    }
+    return entry
+
+
 # ---------------------------------------------------------------- driver
 
 
@@ -396,6 +471,7 @@ def all_models():
         ("lstm", lambda o: gen_rnn("lstm", "lstm", o)),
         ("gru", lambda o: gen_rnn("gru", "gru", o)),
         ("bert_tiny", lambda o: gen_bert("bert_tiny", o)),
+        ("lm_tiny", lambda o: gen_lm("lm_tiny", o)),
         ("vit_tiny", lambda o: gen_image("vit_tiny", {}, 17, o, dynhw=False)),
     ]
     for name, kw, opset in IMAGE:
@@ -426,18 +502,19 @@ def main():
             continue
         dest = os.path.join(root, name)
         marker = os.path.join(dest, ".gen")
-        if not a.force and os.path.exists(marker) and open(marker).read().strip() == h:
+        mh = model_hash(name, h)
+        if not a.force and os.path.exists(marker) and open(marker).read().strip() == mh:
             continue
         t0 = time.time()
         tmp = tempfile.mkdtemp(prefix=".tmp-" + name + "-", dir=root)
         try:
             entry = fn(tmp)
             entry["seconds"] = round(time.time() - t0, 1)
-            entry["generator_hash"] = h
+            entry["generator_hash"] = mh
             with open(os.path.join(tmp, "meta.json"), "w") as f:
                 json.dump(entry, f, indent=1, sort_keys=True)
             with open(os.path.join(tmp, ".gen"), "w") as f:
-                f.write(h + "\n")
+                f.write(mh + "\n")
             if os.path.exists(dest):
                 shutil.rmtree(dest)
             os.rename(tmp, dest)
