@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/optc
 EXAMPLE := testdata/models/mnist_cnn.onnx
 
-.PHONY: build install demo test race testdata ort release release-check ci-recipe fuzz bench bench-quick bench-io bench-big bench-passes bench-int8 bench-prune bench-lm lm vet sweep zoo zoo-models
+.PHONY: build install demo test race testdata ort release release-check ci-recipe fuzz bench bench-quick bench-io bench-big bench-passes bench-int8 bench-prune bench-lm bench-dynamic lm vet sweep zoo zoo-models
 
 # The commit optc is built from, for `optc version`: the go command records
 # it itself only in a plain clone (not in a git worktree, nor with
@@ -193,6 +193,9 @@ lm: zoo-models
 # also writes it).
 bench-lm: lm ort
 	$(GO) test -run='^$$' -bench=LMFigures -benchtime=1x -timeout=60m -v ./weightonly
+
+bench-dynamic: ort
+	$(GO) test -run='^$$' -bench=DynamicZoo -benchtime=1x -timeout=30m ./ptq
 
 bench-int8: ort
 	$(GO) test -run='^$$' -bench=ConvStackInt8 -benchtime=1x ./ptq

@@ -61,7 +61,10 @@ type Result struct {
 	Weights *weightonly.Result `json:"weights,omitempty"`
 	// WeightsGuard is the language-model guard on it (eval.task lm).
 	WeightsGuard *PerplexityGuard `json:"weights_guard,omitempty"`
-	Artifacts    []*Artifact      `json:"artifacts"`
+	// Dynamic is the dynamic INT8 quantization of the ORT artifact
+	// (quantize.dynamic).
+	Dynamic   *ptq.Result `json:"dynamic,omitempty"`
+	Artifacts []*Artifact `json:"artifacts"`
 	// Baseline is the input model's latency, measured like the artifacts.
 	Baseline *Timing `json:"baseline"`
 	// EvalData says what the artifacts were checked on and whether it is
@@ -261,14 +264,26 @@ func (b *builder) stages() []stage {
 		{"load", b.load},
 		{"passes", b.passes},
 	}
-	if b.c.INT8 {
+	if b.c.INT8 && b.staticINT8() {
 		s = append(s, stage{"quantize", b.quantize})
+	} else if b.c.INT8 {
+		b.note("int8: no target takes static INT8 here (the ORT artifact is dynamic INT8 or weight-only), so nothing was calibrated")
 	}
 	if b.c.Quantize.Weights != "" && b.needs(quantize.TargetORTCPU) {
 		s = append(s, stage{"weights", b.weights})
 	}
+	if b.c.Quantize.Dynamic && b.needs(quantize.TargetORTCPU) {
+		s = append(s, stage{"dynamic", b.dynamic})
+	}
 	s = append(s, stage{"export", b.export}, stage{"verify", b.verify}, stage{"report", b.report})
 	return s
+}
+
+// staticINT8 reports whether some wanted target takes static INT8: the
+// ORT artifact does unless it is weight-only or dynamic INT8.
+func (b *builder) staticINT8() bool {
+	return b.needs(quantize.TargetTensorRT) ||
+		(b.needs(quantize.TargetORTCPU) && b.c.Quantize.Weights == "" && !b.c.Quantize.Dynamic)
 }
 
 func (b *builder) progress(format string, args ...any) {
@@ -344,7 +359,7 @@ func (b *builder) quantize() error {
 	}
 	b.add("calibration.json", "all", "calibration", "", "")
 	b.quantized = map[quantize.Target]string{}
-	if b.needs(quantize.TargetORTCPU) && b.c.Quantize.Weights == "" {
+	if b.needs(quantize.TargetORTCPU) && b.c.Quantize.Weights == "" && !b.c.Quantize.Dynamic {
 		out, err := b.dir.path("model.int8.onnx")
 		if err != nil {
 			return err

@@ -167,6 +167,11 @@ func writePlacement(w io.Writer, p *placement.File) {
 	case placement.ModeAllINT8:
 		how = "all-int8, not measured"
 	}
+	if placement.IsAlternative(p.Chosen) {
+		// The regions do not describe a whole-model candidate's model.
+		fmt.Fprintf(w, "int8 placement: %s, not a placement of the %d static regions (%s; placement.json)\n", p.Chosen, len(p.Regions), how)
+		return
+	}
 	fmt.Fprintf(w, "int8 placement: %d of %d regions int8 (%s; placement.json)\n", int8Regions, len(p.Regions), how)
 }
 

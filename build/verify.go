@@ -246,6 +246,11 @@ func (b *builder) evalData() (string, data.Options) {
 		o := b.dataOptions(c.Calibration.Data, c.Eval.Batch, c.Eval.Samples)
 		o.Shuffle, o.Skip = true, c.Calibration.Samples
 		return c.Calibration.Data, o
+	case c.Calibration.Data != "" && c.Quantize.Dynamic && !(c.INT8 && b.staticINT8()) && !(len(c.Prune.Methods) > 0 && c.Prune.Reconstruct):
+		// Dynamic INT8 calibrates nothing: no stage fitted anything to
+		// this data.
+		b.res.EvalData, b.res.EvalHeldOut = c.Calibration.Data+" (nothing was calibrated on it: dynamic INT8)", true
+		return c.Calibration.Data, b.dataOptions(c.Calibration.Data, c.Eval.Batch, 0)
 	case c.Calibration.Data != "":
 		b.res.EvalData = c.Calibration.Data
 		b.res.Caveats.OnCalibrationData = c.INT8

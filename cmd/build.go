@@ -126,8 +126,8 @@ var buildFlagKeys = map[string]string{
 	"max-accuracy-drop": "quantize.max_accuracy_drop", "min-cosine": "quantize.min_cosine",
 	"allow-accuracy-loss": "quantize.allow_accuracy_loss", "placement": "quantize.placement",
 	"placement-budget": "quantize.placement_budget", "weights": "quantize.weights", "block-size": "quantize.block_size",
-	"weight-rounding": "quantize.weight_rounding",
-	"eval-data":       "eval.data", "eval-labels": "eval.labels", "eval-samples": "eval.samples", "eval-batch": "eval.batch",
+	"weight-rounding": "quantize.weight_rounding", "dynamic": "quantize.dynamic",
+	"eval-data": "eval.data", "eval-labels": "eval.labels", "eval-samples": "eval.samples", "eval-batch": "eval.batch",
 	"eval-task": "eval.task", "eval-logits": "eval.logits", "max-perplexity-increase": "quantize.max_perplexity_increase",
 	"level": "runtime.level", "threads": "runtime.threads", "ort-lib": "runtime.ort_lib",
 	"latency-batches": "latency.batches", "latency-seq-lengths": "latency.seq_lengths", "latency-duration": "latency.duration", "p99-budget-ms": "latency.p99_budget_ms",
@@ -247,6 +247,7 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.Quantize.Placement, "placement", c.Quantize.Placement, "where INT8 goes for ort-cpu: auto (measured), all-int8, or a placement.json to replay")
 	fs.DurationVar(&c.Quantize.PlacementBudget.Duration, "placement-budget", c.Quantize.PlacementBudget.Duration, "time bound of --placement auto's measurements")
 	fs.StringVar(&c.Quantize.Weights, "weights", c.Quantize.Weights, "ORT/Triton artifact with weight-only "+choice.Or(weightonly.Types)+" MatMul/Gemm weights (MatMulNBits) instead of INT8")
+	fs.BoolVar(&c.Quantize.Dynamic, "dynamic", c.Quantize.Dynamic, "ORT/Triton artifact with dynamic INT8 instead of static: MatMul/Gemm weights int8, activations quantized at run time (no calibration needed)")
 	fs.IntVar(&c.Quantize.BlockSize, "block-size", c.Quantize.BlockSize, "--weights: weights per block along K: "+choice.Or(weightonly.BlockSizeNames()))
 	fs.StringVar(&c.Quantize.WeightRounding, "weight-rounding", c.Quantize.WeightRounding, "--weights: "+choice.Or(weightonly.Roundings)+" (gptq needs --calib-data)")
 

@@ -161,6 +161,21 @@ func TestErrorsDocumented(t *testing.T) {
 		"--format is for INT8 quantization, not --weights": {func(t *testing.T, dir string) []docRun {
 			return []docRun{{[]string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx"), "--weights", "int4", "--format", "qoperator"}, []string{"--format is for INT8 quantization, not --weights"}}}
 		}},
+		"--method is for static INT8, not --dynamic": {func(t *testing.T, dir string) []docRun {
+			q := []string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx")}
+			return []docRun{{append(q, "--dynamic", "--method", "entropy"), []string{"--method is for static INT8, not --dynamic"}},
+				{append(q, "--dynamic", "--weights", "int4"), []string{"--weights and --dynamic are two kinds of quantization: give one"}},
+				{append(q, "--dynamic", "--target", "tensorrt"), []string{"--dynamic is for --target ort-cpu"}},
+				{append(q, "--calib-data", "random", "--ort-contrib"), []string{"--ort-contrib is for --dynamic"}}}
+		}},
+		"no MatMul or Gemm with a constant float weight to quantize dynamically": {func(t *testing.T, dir string) []docRun {
+			return []docRun{{[]string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx"), "--dynamic", "--exclude", "Gemm|MatMul"},
+				[]string{"no MatMul or Gemm with a constant float weight to quantize dynamically"}}}
+		}},
+		"accuracy guard failed: cosine of OUT 0.99900, below the 1.00000 required; no dynamic INT8 model was written ...": {func(t *testing.T, dir string) []docRun {
+			return []docRun{{[]string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx"), "--dynamic", "--min-cosine", "1"},
+				[]string{"accuracy guard failed: cosine of logits ", "below the 1.00000 required; no dynamic INT8 model was written"}}}
+		}},
 		"--weight-rounding gptq needs --calib-data": {func(t *testing.T, dir string) []docRun {
 			return []docRun{{[]string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx"), "--weights", "int4", "--weight-rounding", "gptq"}, []string{"--weight-rounding gptq needs --calib-data"}}}
 		}},

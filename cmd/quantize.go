@@ -38,6 +38,7 @@ func newCmdQuantize(io *IO, g *globals, runF func(*QuantizeOptions) error) *cobr
 	var perTensor bool
 	var weights, rounding string
 	var blockSize int
+	var dynamic bool
 	c := &cobra.Command{
 		Use:   "quantize IN -o OUT --calib-data PATH",
 		Short: "Quantize a model to INT8 (QDQ) from calibration data and measure it against float",
@@ -66,7 +67,17 @@ activations stay float. --weight-rounding rtn (round to nearest, no data
 needed) or gptq (error compensation from the layers' inputs on
 --calib-data). int3 is stored in the 4-bit container (ORT has no 3-bit
 kernel). The result is compared with float on --eval-data (default the
-calibration data). See docs/transformers.md.`,
+calibration data). See docs/transformers.md.
+
+Dynamic INT8 (--dynamic, ort-cpu): the constant weights of MatMul and Gemm
+layers become int8 (per column, or --per-tensor; 7-bit where
+--reduce-range applies) and each layer's activation is quantized at run
+time by DynamicQuantizeLinear, then MatMulInteger, in standard ONNX that
+ORT fuses at level extended and above (--ort-contrib writes the fused
+com.microsoft DynamicQuantizeMatMul itself). Nothing is calibrated: the
+result is checked against float on --eval-data, else --calib-data, else
+random inputs, with the accuracy guard on every output (cosine >= 0.99
+without labels). See docs/quantize.md.`,
 		Args: exactArgs(1, "one input model"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -79,6 +90,21 @@ calibration data). See docs/transformers.md.`,
 			}
 			if o.Session, err = sf.options(); err != nil {
 				return err
+			}
+			if weights != "" && dynamic {
+				return usageError{fmt.Errorf("--weights and --dynamic are two kinds of quantization: give one")}
+			}
+			if !dynamic && cmd.Flags().Changed("ort-contrib") {
+				return usageError{fmt.Errorf("--ort-contrib is for --dynamic")}
+			}
+			if dynamic {
+				if f := staticOnly(cmd.Flags()); f != "" {
+					return usageError{fmt.Errorf("--%s is for static INT8, not --dynamic", f)}
+				}
+				if target != string(quantize.TargetORTCPU) {
+					return usageError{fmt.Errorf("--dynamic is for --target %s (ONNX Runtime's CPU kernels), not %q", quantize.TargetORTCPU, target)}
+				}
+				o.Dynamic = true
 			}
 			if weights != "" {
 				if f := int8Only(cmd.Flags()); f != "" {
@@ -116,7 +142,7 @@ calibration data). See docs/transformers.md.`,
 				o.Quant.ReduceRange = &on
 			}
 			switch {
-			case calib.spec == "" && o.CalibCache == "":
+			case calib.spec == "" && o.CalibCache == "" && !dynamic:
 				return usageError{fmt.Errorf("quantize: --calib-data is required (or a --calib-cache made for this model)")}
 			case o.MaxAccuracyDrop < 0:
 				return usageError{fmt.Errorf("--max-accuracy-drop %g must not be negative", o.MaxAccuracyDrop)}
@@ -138,6 +164,12 @@ calibration data). See docs/transformers.md.`,
 				// front of a file that may be sorted by class.
 				o.CalibOpts.Shuffle = calib.samples > 0 && calib.spec != "random"
 			}
+			if dynamic && calib.spec == "" && eval.spec == "" {
+				// Nothing to calibrate, but the result is still run
+				// against float: on random inputs (--shape, --range,
+				// --value shape them).
+				eval.spec = "random"
+			}
 			if eval.spec != "" {
 				shapes := eval.shapes
 				eval.inherit(&calib)
@@ -153,6 +185,13 @@ calibration data). See docs/transformers.md.`,
 			// --shape gives one sample's dims for random data and the
 			// latency runs; data files carry their own shapes.
 			o.Inputs = o.CalibOpts.Spec
+			if calib.spec == "" {
+				// --dynamic without calibration data: --shape and the
+				// rest still shape the latency runs' random inputs.
+				if o.Inputs, _, _, err = calib.inputSpec(); err != nil {
+					return err
+				}
+			}
 			if calib.spec != "random" {
 				o.CalibOpts.Shapes = nil
 			}
@@ -192,6 +231,8 @@ calibration data). See docs/transformers.md.`,
 	fs.StringVar(&weights, "weights", "", "weight-only quantization instead of INT8: "+choice.Or(weightonly.Types)+" (MatMulNBits)")
 	fs.IntVar(&blockSize, "block-size", weightonly.DefaultBlockSize, "--weights: weights per block along K: "+choice.Or(weightonly.BlockSizeNames()))
 	fs.StringVar(&rounding, "weight-rounding", string(weightonly.RTN), "--weights: "+choice.Or(weightonly.Roundings)+" (gptq needs --calib-data)")
+	fs.BoolVar(&dynamic, "dynamic", false, "dynamic INT8 instead of static: MatMul/Gemm weights int8, activations quantized at run time (DynamicQuantizeLinear + MatMulInteger; no calibration, --calib-data only measures)")
+	fs.BoolVar(&o.Quant.ORTContrib, "ort-contrib", false, "--dynamic: write ONNX Runtime's fused com.microsoft DynamicQuantizeMatMul (ONNX Runtime only)")
 	fs.BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
 	fs.StringVar(&opts.Report, "report", "", "also write report.json, report.md and report.html into this folder (docs/report.md)")
 	calib.image.register(fs) // for --calib-data and --eval-data alike
@@ -237,7 +278,11 @@ func printQuantize(out io.Writer, r *ptq.Result, level string) {
 	if cal.FromCache {
 		source += " (from " + cal.Cache + ")"
 	}
-	fmt.Fprintf(out, "calibration  %s, %d tensors, %s\n", cal.Method, cal.Tensors, source)
+	if q.Dynamic {
+		fmt.Fprintf(out, "dynamic      int8 weights, activations quantized at run time (nothing calibrated)\n")
+	} else {
+		fmt.Fprintf(out, "calibration  %s, %d tensors, %s\n", cal.Method, cal.Tensors, source)
+	}
 	if len(cal.Choices) > 0 {
 		var cs []string
 		for _, c := range calibrate.AutoCandidates {
@@ -248,8 +293,12 @@ func printQuantize(out io.Writer, r *ptq.Result, level string) {
 		fmt.Fprintf(out, "  auto chose: %s\n", strings.Join(cs, ", "))
 	}
 	fmt.Fprintf(out, "target       %s, reduce-range %v (%s), per-channel weights %v\n", q.Target, q.ReduceRange, q.ReduceRangeReason, q.PerChannel)
-	fmt.Fprintf(out, "quantized    %d nodes (%d Q/DQ pairs, %d weights, %d int32 biases); %d left float\n",
-		len(q.Quantized), q.QDQPairs, q.Weights, q.Biases, len(q.Skipped))
+	if q.Dynamic {
+		fmt.Fprintf(out, "quantized    %d nodes (%d int8 weights); %d left float\n", len(q.Quantized), q.Weights, len(q.Skipped))
+	} else {
+		fmt.Fprintf(out, "quantized    %d nodes (%d Q/DQ pairs, %d weights, %d int32 biases); %d left float\n",
+			len(q.Quantized), q.QDQPairs, q.Weights, q.Biases, len(q.Skipped))
+	}
 	for _, s := range q.Skipped {
 		fmt.Fprintf(out, "  float: %s: %s\n", s.Node, s.Detail)
 	}

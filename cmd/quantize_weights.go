@@ -69,7 +69,22 @@ func weightOnlyOptions(weights, rounding string, blockSize int, calib, eval *dat
 
 // int8OnlyFlags are quantize's flags that mean nothing to --weights.
 var int8OnlyFlags = []string{"method", "percentile", "moving-average", "calib-cache", "target", "reduce-range", "format",
-	"per-tensor", "keep-first-last", "eval-labels", "max-accuracy-drop", "min-cosine", "allow-accuracy-loss", "report"}
+	"per-tensor", "keep-first-last", "eval-labels", "max-accuracy-drop", "min-cosine", "allow-accuracy-loss", "report", "ort-contrib"}
+
+// staticOnlyFlags are quantize's flags that mean nothing to --dynamic
+// (no calibration, no QOperator form, no sensitivity fallback).
+var staticOnlyFlags = []string{"method", "percentile", "moving-average", "calib-cache", "format", "keep-first-last",
+	"block-size", "weight-rounding"}
+
+// staticOnly names the first static-only flag given, or "".
+func staticOnly(fs *pflag.FlagSet) string {
+	for _, name := range staticOnlyFlags {
+		if fs.Changed(name) {
+			return name
+		}
+	}
+	return ""
+}
 
 // int8Only names the first INT8-only flag given, or "".
 func int8Only(fs *pflag.FlagSet) string {

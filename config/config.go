@@ -149,6 +149,10 @@ type Quantize struct {
 	Weights        string `yaml:"weights" json:"weights,omitempty"`
 	BlockSize      int    `yaml:"block_size" json:"block_size"`
 	WeightRounding string `yaml:"weight_rounding" json:"weight_rounding"`
+	// Dynamic makes the ORT (and Triton) artifact dynamic INT8 instead of
+	// static: MatMul/Gemm weights int8, activations quantized at run time
+	// (quantize.ApplyDynamic); no calibration needed.
+	Dynamic bool `yaml:"dynamic" json:"dynamic,omitempty"`
 }
 
 // DefaultMaxPerplexityIncrease is the language-model guard's budget when
@@ -540,6 +544,9 @@ func (c Config) Validate() error {
 	}
 	if w := c.Quantize.Weights; w != "" && !slices.Contains(weightonly.Types, weightonly.Type(w)) {
 		bad("quantize.weights: %q (want %s)", w, choice.Or(weightonly.Types))
+	}
+	if c.Quantize.Dynamic && c.Quantize.Weights != "" {
+		bad("quantize.dynamic and quantize.weights are two kinds of quantization: give one")
 	}
 	if !slices.Contains(weightonly.BlockSizes, c.Quantize.BlockSize) {
 		bad("quantize.block_size: %d (want %s)", c.Quantize.BlockSize, choice.Or(weightonly.BlockSizeNames()))

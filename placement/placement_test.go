@@ -23,6 +23,11 @@ import (
 // prepared is a float model as ptq hands it over (passes run, opset 13)
 // with ranges calibrated on random data.
 func prepared(t testing.TB, m *graph.Model) (graph.Serialized, map[string][2]float64) {
+	return preparedOn(t, m, data.Spec{})
+}
+
+// preparedOn is prepared with random data shaped by spec.
+func preparedOn(t testing.TB, m *graph.Model, spec data.Spec) (graph.Serialized, map[string][2]float64) {
 	t.Helper()
 	pipeline, _ := passes.Select(2, nil, nil)
 	if _, err := passes.Run(m, pipeline, passes.Options{Eval: &ort.NodeEvaluator{}}); err != nil {
@@ -37,7 +42,7 @@ func prepared(t testing.TB, m *graph.Model) (graph.Serialized, map[string][2]flo
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := data.Open("random", data.GraphInputs(m.Graph), data.Options{High: 1, Samples: 16, Batch: 8, Seed: 1})
+	src, err := data.Open("random", data.GraphInputs(m.Graph), data.Options{Spec: spec, High: 1, Samples: 16, Batch: 8, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +194,7 @@ func TestSearchReplay(t *testing.T) {
 		}
 	}
 	if f.Mode != ModeAuto || !slices.Contains([]string{RecommendINT8, RecommendFP32}, f.Recommended) ||
-		!slices.Contains([]string{CandidateAllINT8, CandidateGuided, CandidateGreedy}, f.Chosen) || f.Reason == "" || f.SearchSeconds <= 0 {
+		!slices.Contains([]string{CandidateAllINT8, CandidateGuided, CandidateGreedy, CandidateDynamic}, f.Chosen) || f.Reason == "" || f.SearchSeconds <= 0 {
 		t.Errorf("placement %+v", f)
 	}
 	for _, r := range f.Regions {

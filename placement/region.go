@@ -53,6 +53,9 @@ type quantized struct {
 	regions    []Region
 	// nodes are the region nodes of model, by region.
 	nodes []*graph.Node
+	// what describes a whole-model alternative in the file's reason ("":
+	// a placement of the regions).
+	what string
 }
 
 // quantizeKeeping quantizes a fresh copy of float with the regions whose

@@ -97,6 +97,9 @@ type File struct {
 	// cost and the time left).
 	BudgetExhausted bool   `json:"budget_exhausted"`
 	StoppedBefore   string `json:"stopped_before,omitempty"`
+	// Rejected lists the whole-model alternatives (dynamic INT8) built
+	// but not timed, with why.
+	Rejected []string `json:"rejected,omitempty"`
 }
 
 // Timing is one A/B comparison: median ms per run of each candidate.
@@ -150,12 +153,23 @@ func Replay(opts Options, from *File) (*File, graph.Serialized, error) {
 			return nil, graph.Serialized{}, fmt.Errorf("placement file region %q: decision %q, want %q or %q", r.ID, r.Decision, INT8, Float)
 		}
 	}
+	f := *from
+	f.Mode = ModeReplay
+	if IsAlternative(from.Chosen) {
+		m, rep, err := Build(from.Chosen, opts.Float, opts.Quant)
+		if err == nil && rep == nil {
+			err = fmt.Errorf("placement file chose %s, which this model does not take", from.Chosen)
+		}
+		if err != nil {
+			return nil, graph.Serialized{}, err
+		}
+		b, err := graph.MarshalReferencing(m)
+		return &f, b, err
+	}
 	q, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, from.Regions)
 	if err != nil {
 		return nil, graph.Serialized{}, err
 	}
-	f := *from
-	f.Mode = ModeReplay
 	return &f, q.serialized, nil
 }
 
@@ -289,6 +303,32 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		if ok {
 			cands, models[CandidateGuided] = append(cands, CandidateGuided), g
 		}
+	}
+
+	// The whole-model alternatives (dynamic INT8), each when it applies
+	// to the model and keeps the accuracy budget.
+	for _, a := range alternatives {
+		if !clk.fits("the "+a.name+" candidate", clk.quantize+clk.accept, reserve(len(cands)+1)) {
+			break
+		}
+		var alt *quantized
+		d, err := clk.step(func() (err error) { alt, err = alternativeModel(a, opts, all); return err })
+		clk.quantize = max(clk.quantize, d)
+		if err != nil {
+			return fail(fmt.Errorf("the %s candidate: %w", a.name, err))
+		}
+		if alt == nil {
+			continue
+		}
+		ok, err := accept(alt.serialized)
+		if err != nil {
+			return fail(err)
+		}
+		if !ok {
+			f.Rejected = append(f.Rejected, a.name+": misses the accuracy budget")
+			continue
+		}
+		cands, models[a.name] = append(cands, a.name), alt
 	}
 
 	// The greedy search gets the budget left but what the A/B timing at
@@ -435,6 +475,9 @@ func choose(f *File, cands []string, models map[string]*quantized) {
 	what := fmt.Sprintf("INT8 (all %d regions)", len(f.Regions))
 	if n := len(indices(models[best].regions, isFloat)); n > 0 {
 		what = fmt.Sprintf("INT8 with %d of %d regions float", n, len(f.Regions))
+	}
+	if w := models[best].what; w != "" {
+		what = w
 	}
 	at := fmt.Sprintf("batch %s, %s", batchList(f), threadWords(f.Threads))
 	if wins(bestSpeedup, worst) {

@@ -111,12 +111,18 @@ func (g *Guard) Failed() []Check {
 // even after the accuracy control: nothing was written.
 type GuardError struct {
 	Guard *Guard
+	// Dynamic: the model was dynamic INT8, which has no accuracy control.
+	Dynamic bool
 }
 
 func (e *GuardError) Error() string {
 	var why []string
 	for _, c := range e.Guard.Failed() {
 		why = append(why, c.String())
+	}
+	if e.Dynamic {
+		return fmt.Sprintf("accuracy guard failed: %s; no dynamic INT8 model was written (keep layers float with --exclude, or --allow-accuracy-loss to keep it anyway)",
+			strings.Join(why, "; "))
 	}
 	return fmt.Sprintf("accuracy guard failed: %s; no INT8 model was written (keeping the most sensitive layers float did not recover it; try another --method, or --allow-accuracy-loss to keep it anyway)",
 		strings.Join(why, "; "))
@@ -147,7 +153,10 @@ func (o Options) checks(r *compare.Result) []Check {
 			cs = append(cs, Check{Metric: "NaN/Inf values where float is finite", Output: s.Name, Measured: jsonfloat.Float(s.NewNonFinite)})
 		}
 		cos := o.MinCosine
-		if cos <= 0 && r.Accuracy == nil && s.Classifier {
+		if cos <= 0 && r.Accuracy == nil && (s.Classifier || o.Dynamic) {
+			// Dynamic INT8 is for encoders and language models, whose
+			// outputs are hidden states and logits, not [N, C] scores:
+			// every output is held to the cosine.
 			cos = GuardMinCosine
 		}
 		if cos > 0 {

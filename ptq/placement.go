@@ -42,6 +42,32 @@ func place(opts Options, float graph.Serialized, ranges map[string][2]float64, b
 		return nil, graph.Serialized{}, fmt.Errorf("placement: %w", err)
 	}
 	res.Placement = f
+	if placement.IsAlternative(f.Chosen) {
+		// A whole-model candidate (dynamic INT8): its model, not the
+		// static one with regions kept float.
+		q, rep, err := placement.Build(f.Chosen, float, po.Quant)
+		if err == nil && rep == nil {
+			err = fmt.Errorf("%s does not apply to this model", f.Chosen)
+		}
+		if err != nil {
+			return nil, graph.Serialized{}, fmt.Errorf("placement: %w", err)
+		}
+		b, err := graph.MarshalReferencing(q)
+		if err != nil {
+			return nil, graph.Serialized{}, err
+		}
+		res.Quantize = rep
+		if res.Accuracy != nil {
+			if res.Accuracy, err = measure(b); err != nil {
+				return nil, graph.Serialized{}, err
+			}
+			res.Guard.Checks = opts.checks(res.Accuracy)
+			if guarded && !opts.meets(res.Accuracy) {
+				return nil, graph.Serialized{}, fmt.Errorf("placement: the %s model misses the accuracy guard", f.Chosen)
+			}
+		}
+		return q, b, nil
+	}
 	quant := po.Quant
 	quant.KeepFloat = f.KeepFloat()
 	q, b, rep, err := quantizeWith(float, ranges, quant)

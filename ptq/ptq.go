@@ -74,6 +74,10 @@ type Options struct {
 	// CPU and CPUFlags go into placement.json.
 	CPU      string
 	CPUFlags []string
+	// Dynamic quantizes to dynamic INT8 (quantize.ApplyDynamic): int8
+	// MatMul/Gemm weights, activations quantized at run time. Nothing is
+	// calibrated; CalibData, when given, is only evaluation data.
+	Dynamic bool
 }
 
 // Result is what `optc quantize` reports.
@@ -138,7 +142,7 @@ const QuantizeLevel = 2
 
 // Run quantizes opts.Input into opts.Output.
 func Run(opts Options) (*Result, error) {
-	if opts.CalibData == "" && opts.CalibCache == "" {
+	if opts.CalibData == "" && opts.CalibCache == "" && !opts.Dynamic {
 		return nil, errors.New("no calibration data: give --calib-data (or a --calib-cache made for this model)")
 	}
 	if opts.Method == "" {
@@ -182,6 +186,9 @@ func Run(opts Options) (*Result, error) {
 		if err := checkFloat(opts, float); err != nil {
 			return nil, err
 		}
+	}
+	if opts.Dynamic {
+		return runDynamic(opts, float, res, batches)
 	}
 	// The guard checks on held-out samples: the evaluation data, else
 	// calibration data calibration does not use.
@@ -370,6 +377,10 @@ func latency(opts Options, float, int8Model graph.Serialized, batches []int) ([]
 // rewrite is checked before the INT8 numbers build on it.
 func checkFloat(opts Options, float graph.Serialized) error {
 	spec, dopts := opts.CalibData, opts.CalibOpts
+	if spec == "" && opts.EvalData != "" && opts.EvalData != "random" {
+		// Dynamic INT8 without calibration data: its evaluation data.
+		spec, dopts = opts.EvalData, opts.EvalOpts
+	}
 	if spec == "" {
 		spec, dopts = "random", data.Options{High: 1, Spec: opts.Inputs}
 	}

@@ -68,6 +68,10 @@ type Options struct {
 	// Format is FormatQDQ (default) or FormatQOperator (ort-cpu only):
 	// the QDQ groups rewritten into QLinearConv/QLinearMatMul.
 	Format Format
+	// ORTContrib lets ApplyDynamic write ORT's fused com.microsoft
+	// DynamicQuantizeMatMul instead of standard ONNX (a model for ONNX
+	// Runtime alone).
+	ORTContrib bool
 }
 
 // Report says what Apply did.
@@ -88,6 +92,9 @@ type Report struct {
 	// made and left (FormatQOperator only).
 	Format    Format           `json:"format"`
 	QOperator *QOperatorReport `json:"qoperator,omitempty"`
+	// Dynamic: weights int8, activations quantized at run time
+	// (ApplyDynamic); no Q/DQ pairs, no calibration.
+	Dynamic bool `json:"dynamic,omitempty"`
 }
 
 // Entry is one node of the report.
@@ -169,18 +176,7 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 	}
 
 	rep := &Report{Target: opts.Target, PerChannel: opts.PerChannel == nil || *opts.PerChannel, Format: opts.Format}
-	switch {
-	case !sc.AutoReduceRange && (opts.ReduceRange == nil || !*opts.ReduceRange):
-		rep.ReduceRangeReason = string(sc.Target) + ": full int8 range ([-127, 127] weights)"
-	case opts.ReduceRange != nil:
-		rep.ReduceRange = *opts.ReduceRange
-		rep.ReduceRangeReason = "asked for: full-range int8 weights"
-		if rep.ReduceRange {
-			rep.ReduceRangeReason = "asked for: weights kept within ±63"
-		}
-	default:
-		rep.ReduceRange, rep.ReduceRangeReason = autoReduceRange()
-	}
+	rep.ReduceRange, rep.ReduceRangeReason = reduceRange(sc, opts)
 
 	q := &quantizer{g: g, ranges: maps.Clone(ranges), scheme: sc, rep: rep,
 		qmax: 127, dq: map[actKey]*graph.Value{}, wq: map[weightKey]*graph.Value{}, scaleOf: map[*graph.Value]float32{}, quantizes: map[*graph.Value]*graph.Value{}}
@@ -710,6 +706,20 @@ func (q *quantizer) weight(w *graph.Value, axis int, reader *graph.Node) (*graph
 	q.old = append(q.old, w)
 	q.rep.Weights++
 	return dqv, scales, nil
+}
+
+// reduceRange decides whether weights keep to 7 bits (opts.ReduceRange,
+// else the scheme's rule) and says why.
+func reduceRange(sc Scheme, opts Options) (bool, string) {
+	switch {
+	case !sc.AutoReduceRange && (opts.ReduceRange == nil || !*opts.ReduceRange):
+		return false, string(sc.Target) + ": full int8 range ([-127, 127] weights)"
+	case opts.ReduceRange != nil && *opts.ReduceRange:
+		return true, "asked for: weights kept within ±63"
+	case opts.ReduceRange != nil:
+		return false, "asked for: full-range int8 weights"
+	}
+	return autoReduceRange()
 }
 
 // quantizeWeights returns per-channel (axis >= 0) or per-tensor scales

@@ -9,6 +9,7 @@ import (
 
 	"github.com/optc-dev/optc/internal/jsonfloat"
 	"github.com/optc-dev/optc/placement"
+	"github.com/optc-dev/optc/ptq"
 )
 
 // sqnrRows is how many of the worst-represented tensors report.md lists.
@@ -109,7 +110,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 		p.f("\n<details><summary>INT8 %s (<code>%s</code>): %d nodes quantized, %d left float</summary>\n\n",
 			q.Target, q.Model, q.Quantized, q.LeftFloat)
-		p.f("Calibrated with %s on %d samples; fell back to float for accuracy: %s.\n", q.Method, q.CalibSamples, fell)
+		if q.Method == ptq.DynamicMethod {
+			p.f("Dynamic INT8: nothing calibrated, activations are quantized at run time.\n")
+		} else {
+			p.f("Calibrated with %s on %d samples; fell back to float for accuracy: %s.\n", q.Method, q.CalibSamples, fell)
+		}
 		if g := q.Guard; g != nil && len(g.Checks) > 0 {
 			verdict := "passed"
 			if !g.Pass {

@@ -18,11 +18,13 @@ import (
 	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/prune"
+	"github.com/optc-dev/optc/ptq"
 )
 
 // BenchmarkLMFigures is `make bench-lm`: the small decoder LM that
 // scripts/lm/train.py trains (held-out text, never trained on) quantized
-// every way weightonly offers, each measured in ORT (level all): held-out
+// every way weightonly offers, and to static and dynamic INT8 as `optc
+// quantize` makes them, each measured in ORT (level all): held-out
 // perplexity, next-token agreement with FP32, file size, and latency per
 // sequence at lengths 32, 128 and 512 (the held-out tokens run on as one
 // sequence) with one thread and all cores (interleaved rounds, medians
@@ -45,6 +47,7 @@ func BenchmarkLMFigures(b *testing.B) {
 		name string
 		path string
 		opts *Options
+		int8 *ptq.Options // static or dynamic INT8 (optc quantize), instead of opts
 	}
 	vs := []variant{{name: "fp32", path: model}}
 	for _, c := range []struct {
@@ -56,8 +59,32 @@ func BenchmarkLMFigures(b *testing.B) {
 		vs = append(vs, variant{name: fmt.Sprintf("%s %s b%d", c.typ, c.r, c.block), opts: o,
 			path: filepath.Join(work, fmt.Sprintf("%s_%s_%d.onnx", c.typ, c.r, c.block))})
 	}
+	// INT8 for comparison: static (all-INT8, calibrated on the
+	// calibration windows) and dynamic, as `optc quantize` makes them.
+	for _, dynamic := range []bool{false, true} {
+		name, calibData := "int8 static", calib
+		if dynamic {
+			name, calibData = "int8 dynamic", ""
+		}
+		path := filepath.Join(work, strings.ReplaceAll(name, " ", "_")+".onnx")
+		o := &ptq.Options{Input: model, Output: path, CalibData: calibData,
+			CalibOpts: data.Options{Batch: 8}, Dynamic: dynamic, Session: ort.DefaultOptions(), NoLatency: true, AllowAccuracyLoss: true}
+		if dynamic {
+			o.EvalData, o.EvalOpts = heldPath, data.Options{Batch: 8}
+		}
+		vs = append(vs, variant{name: name, path: path, int8: o})
+	}
 	var weightRatio = map[string]float64{}
 	for _, v := range vs[1:] {
+		if v.int8 != nil {
+			start := time.Now()
+			res, err := ptq.Run(*v.int8)
+			if err != nil {
+				b.Fatalf("%s: %v", v.name, err)
+			}
+			b.Logf("%s: %d nodes in %.1fs", v.name, len(res.Quantize.Quantized), time.Since(start).Seconds())
+			continue
+		}
 		if v.opts.Rounding == GPTQ {
 			v.opts.Data = &prune.Data{Spec: calib, Opts: data.Options{Batch: 8}, Session: ort.DefaultOptions()}
 		}
@@ -149,6 +176,9 @@ func BenchmarkLMFigures(b *testing.B) {
 		l := lms[i]
 		st, _ := os.Stat(v.path)
 		ratio := "1"
+		if i > 0 {
+			ratio = "-" // INT8: weights int8, not counted here
+		}
 		if r, ok := weightRatio[v.name]; ok {
 			ratio = fmt.Sprintf("%.3f", r)
 		}

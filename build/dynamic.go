@@ -1,0 +1,46 @@
+package build
+
+import (
+	"fmt"
+
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/ptq"
+	"github.com/optc-dev/optc/quantize"
+)
+
+// dynamic makes the ORT (and Triton) artifact dynamic INT8
+// (quantize.dynamic): the optimized float model's MatMul/Gemm weights
+// become int8 and their activations are quantized at run time. ptq
+// measures it against float and holds it to the accuracy guard; like
+// every artifact it is then checked and timed against the input in the
+// verify stage. It takes the place of the static ort-cpu INT8 model.
+func (b *builder) dynamic() error {
+	c := b.c
+	const rel = "model.int8.dynamic.onnx"
+	out, err := b.dir.path(rel)
+	if err != nil {
+		return err
+	}
+	o, err := b.ptqOptions(quantize.TargetORTCPU, out)
+	if err != nil {
+		return err
+	}
+	o.Dynamic, o.Placement, o.CalibCache = true, "", ""
+	if !b.res.EvalHeldOut {
+		// Nothing is calibrated: the calibration data is held out too.
+		o.EvalData, o.EvalOpts = "", data.Options{}
+	}
+	if o.CalibData == "" && o.EvalData == "" {
+		o.EvalData, o.EvalOpts = "random", data.Options{Spec: c.Inputs(), Samples: 64, Seed: 1, High: 1}
+	}
+	if b.res.Dynamic, err = ptq.Run(o); err != nil {
+		return err
+	}
+	b.ortModel, b.ortPrecision = out, "int8-dynamic"
+	b.add(rel, "ort", "model", "int8-dynamic", "")
+	if g := b.res.Dynamic.Guard; g != nil && g.Allowed {
+		b.ortModel = b.float
+		b.note(fmt.Sprintf("ort-cpu: %s misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended: the ORT and Triton artifacts are FP32", rel, ptq.FailedChecks(g.Checks)))
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+package placement
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/quantize"
+)
+
+// On the zoo's BERT-like encoder dynamic INT8 is one more whole-model
+// candidate: built, accepted, timed beside FP32 and the static
+// placements at every batch size, and when chosen it is the model
+// returned and what a replay of the file rebuilds, byte for byte.
+func TestSearchDynamicCandidate(t *testing.T) {
+	ortenv.Require(t)
+	m, err := graph.LoadFile(testenv.Data(t, "zoo/bert_tiny/dynamic.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := data.Spec{Shapes: map[string][]int64{"input_ids": {1, 16}, "attention_mask": {1, 16}},
+		Ranges: map[string][2]float64{"input_ids": {0, 1000}, "attention_mask": {1, 2}}}
+	float, ranges := preparedOn(t, m, spec)
+	sess := ort.DefaultOptions()
+	sess.IntraOpThreads = 1
+	opts := Options{Float: float, Ranges: ranges, Quant: quantize.Options{Target: quantize.TargetORTCPU},
+		Session: sess, Inputs: spec, Budget: 30 * time.Second}
+	f, model, err := Search(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := f.Marshal()
+	t.Logf("%s", js)
+	timed := 0
+	for _, tm := range f.Timings {
+		if !tm.Confirmation && tm.Threads == 1 {
+			if tm.P50Ms[CandidateDynamic] <= 0 {
+				t.Errorf("batch %d: dynamic INT8 not timed: %v", tm.Batch, tm.P50Ms)
+			}
+			timed++
+		}
+	}
+	if timed == 0 && !f.BudgetExhausted {
+		t.Fatalf("nothing timed: %+v", f)
+	}
+	if f.Chosen != CandidateDynamic {
+		return
+	}
+	q, err := model.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, node := range q.Graph.Nodes {
+		if node.OpType == "MatMulInteger" {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Error("dynamic INT8 chosen, but the model returned has no MatMulInteger")
+	}
+	_, replayed, err := Replay(opts, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(replayed.Bytes, model.Bytes) {
+		t.Error("replay did not rebuild the dynamic INT8 model")
+	}
+}
