@@ -68,6 +68,7 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 			return nil, fmt.Errorf("calibrate: value %q is %s, not a floating-point tensor", n, v.Type.Elem)
 		}
 	}
+	clone = nil
 
 	// The first batch sizes the runs: a batch whose exposed activations
 	// pass opts.MaxRunBytes is run several times, each run fetching some
@@ -83,17 +84,25 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 	if limit <= 0 {
 		limit = DefaultMaxRunBytes
 	}
-	runs, err := openRuns(m, clone, expose, carrier, batch.Tensors, limit, opts.Session)
-	clone = nil
+	groups, err := SplitByBytes(m, expose, batch.Tensors, limit)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
-	defer func() {
-		for _, r := range runs {
-			r.sess.Close()
+	parts, err := OpenParts(m, groups, opts.Session)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	defer parts.Close()
+	stats.Runs = len(groups)
+	// fetched is where each exposed value comes from: its group, and its
+	// place in the group.
+	type place struct{ group, index int }
+	fetched := map[string]place{}
+	for i, g := range groups {
+		for j, n := range g {
+			fetched[n] = place{i, j}
 		}
-	}()
-	stats.Runs = len(runs)
+	}
 
 	if opts.Progress != nil {
 		opts.Progress(0)
@@ -109,22 +118,22 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 		// The inputs' statistics come with the first run, in the order
 		// of stats.names as far as the runs allow.
 		observed := 0
-		for i, r := range runs {
-			outs, err := r.sess.Run(batch.Tensors)
+		for i := range groups {
+			outs, err := parts.Run(i, batch.Tensors)
 			if err != nil {
 				return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
 			}
 			for _, n := range stats.names {
 				in, isInput := inputIndex[n]
-				out, fetched := r.out[n]
-				if isInput && i > 0 || !isInput && !fetched {
+				at := fetched[n]
+				if isInput && i > 0 || !isInput && at.group != i {
 					continue
 				}
 				var t *graph.Tensor
 				if isInput {
 					t = batch.Tensors[in]
 				} else {
-					t = outs[out]
+					t = outs[at.index]
 				}
 				observed++
 				if slices.Contains(t.Dims, 0) {

@@ -108,67 +108,100 @@ func exposedSizes(m *graph.Model, carrier map[string]string, inputs []*graph.Ten
 	return sizes
 }
 
-// run is one of the runs a batch takes: a session fetching some of the
-// exposed values.
-type run struct {
-	sess *ort.Session
-	// out is the index in sess.Outputs of each calibrated value this run
-	// fetches.
-	out map[string]int
+// SplitByBytes divides names, values of m (nested ones too), into the
+// groups that one run each fetches so that no run returns more than limit
+// bytes for a batch shaped as inputs (see planRuns): one group when they
+// all fit. Sizes come from shape inference on m with its inputs fixed to
+// those shapes.
+func SplitByBytes(m *graph.Model, names []string, inputs []*graph.Tensor, limit int64) ([][]string, error) {
+	c, err := m.Clone()
+	if err != nil {
+		return nil, err
+	}
+	carrier, err := graph.ExposeNested(c, names)
+	if err != nil {
+		return nil, err
+	}
+	groups := planRuns(names, exposedSizes(c, carrier, inputs), limit)
+	if groups == nil {
+		groups = [][]string{names}
+	}
+	return groups, nil
 }
 
-// openRuns opens the sessions a batch is run in: one on exposed (m with
-// every value of expose made an output, carrier naming the output of
-// each) when a batch's activations fit limit, else one per group of
-// planRuns, each on a copy of m exposing only its group. Those sessions
-// do without ORT's memory arena, so that each keeps nothing between its
-// runs and the peak is that of one run.
-func openRuns(m, exposed *graph.Model, expose []string, carrier map[string]string, first []*graph.Tensor, limit int64, opts ort.Options) (runs []run, err error) {
+// Parts runs a model with values exposed, one session per group of them
+// (from SplitByBytes), so that a batch's values are fetched a group at a
+// time. With more than one group the sessions do without ORT's memory
+// arena, so that each keeps nothing between its runs and the peak is that
+// of one run, not the sum over the sessions.
+type Parts struct {
+	Groups [][]string
+	sess   []*ort.Session
+	out    [][]int // per group, the index in its session's outputs of each value
+}
+
+// OpenParts opens a session per group on a copy of m exposing that group.
+func OpenParts(m *graph.Model, groups [][]string, opts ort.Options) (p *Parts, err error) {
+	p = &Parts{Groups: groups}
 	defer func() {
 		if err != nil {
-			for _, r := range runs {
-				r.sess.Close()
-			}
-			runs = nil
+			p.Close()
+			p = nil
 		}
 	}()
-	open := func(mm *graph.Model, carrier map[string]string, opts ort.Options) error {
-		s, err := ort.SourceOf(mm)
+	if len(groups) > 1 {
+		opts.NoMemArena = true
+	}
+	for _, g := range groups {
+		c, err := m.Clone()
 		if err != nil {
-			return err
+			return p, err
 		}
-		sess, err := ort.NewSession(s, opts)
+		carrier, err := graph.ExposeNested(c, g)
 		if err != nil {
-			return err
+			return p, err
 		}
+		src, err := ort.SourceOf(c)
+		if err != nil {
+			return p, err
+		}
+		c = nil
+		sess, err := ort.NewSession(src, opts)
+		if err != nil {
+			return p, err
+		}
+		p.sess = append(p.sess, sess)
 		idx := map[string]int{}
 		for i, o := range sess.Outputs {
 			idx[o.Name] = i
 		}
-		r := run{sess: sess, out: map[string]int{}}
-		for n, c := range carrier {
-			r.out[n] = idx[c]
+		out := make([]int, len(g))
+		for i, n := range g {
+			out[i] = idx[carrier[n]]
 		}
-		runs = append(runs, r)
-		return nil
+		p.out = append(p.out, out)
 	}
-	groups := planRuns(expose, exposedSizes(exposed, carrier, first), limit)
-	if groups == nil {
-		return runs, open(exposed, carrier, opts)
+	return p, nil
+}
+
+// Run runs group i's session on inputs and returns its values, in the
+// group's order.
+func (p *Parts) Run(i int, inputs []*graph.Tensor) ([]*graph.Tensor, error) {
+	outs, err := p.sess[i].Run(inputs)
+	if err != nil {
+		return nil, err
 	}
-	opts.NoMemArena = true
-	for _, g := range groups {
-		c, err := m.Clone()
-		if err != nil {
-			return runs, err
-		}
-		car, err := graph.ExposeNested(c, g)
-		if err != nil {
-			return runs, err
-		}
-		if err := open(c, car, opts); err != nil {
-			return runs, err
-		}
+	vals := make([]*graph.Tensor, len(p.out[i]))
+	for j, k := range p.out[i] {
+		vals[j] = outs[k]
 	}
-	return runs, nil
+	return vals, nil
+}
+
+// Close closes the sessions.
+func (p *Parts) Close() {
+	for _, s := range p.sess {
+		s.Close()
+	}
+	p.sess = nil
 }
