@@ -185,9 +185,14 @@ func OpenParts(m *graph.Model, groups [][]string, opts ort.Options) (p *Parts, e
 }
 
 // Run runs group i's session on inputs and returns its values, in the
-// group's order.
+// group's order. With more than one group, what ORT freed after the run
+// goes back to the system (ort.TrimMemory): each run's buffers are then
+// made anew rather than piled up by the C allocator.
 func (p *Parts) Run(i int, inputs []*graph.Tensor) ([]*graph.Tensor, error) {
 	outs, err := p.sess[i].Run(inputs)
+	if len(p.sess) > 1 {
+		ort.TrimMemory()
+	}
 	if err != nil {
 		return nil, err
 	}
