@@ -137,6 +137,9 @@ func tensorSQNR(opts Options, float, int8Model graph.Serialized, spec string, do
 				if err := accs[x].Add(f, q, nil); err != nil {
 					return nil, err
 				}
+				// The float32 copies are per tensor; the runs' values go
+				// as soon as they are read.
+				fv[j], qv[j] = nil, nil
 			}
 			fv, qv = nil, nil
 			runtime.GC() // as in calibration: one group's values at a time
