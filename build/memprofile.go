@@ -107,13 +107,16 @@ func (p *memProfile) stageDone(i int, name string) {
 		return
 	}
 	runtime.GC()
-	f, err := os.Create(filepath.Join(p.dir, fmt.Sprintf("%02d-%s.heap", i+1, name)))
+	f, err := os.Create(filepath.Join(p.dir, fmtStage(i, name)))
 	if err != nil {
 		return
 	}
 	defer f.Close()
 	pprof.Lookup("heap").WriteTo(f, 0)
 }
+
+// fmtStage names stage i's heap profile.
+func fmtStage(i int, name string) string { return fmt.Sprintf("%02d-%s.heap", i+1, name) }
 
 func (p *memProfile) close() {
 	if p == nil {
