@@ -36,7 +36,12 @@ type Options struct {
 	// slow model would otherwise time it once.
 	MinIterations int
 	Warmup        int // runs before timing (default DefaultWarmup)
-	Concurrency   int // parallel requests sharing one session (default 1)
+	// WarmupDuration, when set, ends the warm-up once it has taken that
+	// long (after at least one run): ten warm-up runs of a model that
+	// takes a second a run cost more than the window they prepare. The
+	// first run after a session is made is the costly one.
+	WarmupDuration time.Duration
+	Concurrency    int // parallel requests sharing one session (default 1)
 	// Deadline, when set, bounds the batch sizes measured after the first
 	// (which is, so that there is a figure): one whose predicted cost (its
 	// warm-ups and timed window, from the last measured run per sample
@@ -187,7 +192,17 @@ func PredictedCost(opts Options, run time.Duration) time.Duration {
 	if opts.Iterations <= 0 {
 		timed = max(opts.Duration, time.Duration(opts.MinIterations)*run)
 	}
-	return time.Duration(opts.Warmup)*run + timed
+	return warmupCost(opts, run) + timed
+}
+
+// warmupCost is what the warm-up takes when a run takes run: Warmup runs,
+// or as many as WarmupDuration allows, the run that crosses it included.
+func warmupCost(opts Options, run time.Duration) time.Duration {
+	all := time.Duration(opts.Warmup) * run
+	if opts.WarmupDuration <= 0 || all <= opts.WarmupDuration {
+		return all
+	}
+	return min(all, max(run, opts.WarmupDuration+run))
 }
 
 // InputBatch is the first batch of b samples of opts.Data for inputs, as
@@ -225,9 +240,13 @@ func firstBatch(opts Options, inputs []data.Input, b int) ([]*graph.Tensor, erro
 // measure warms up, then times runs of one batch, from Concurrency
 // goroutines sharing the session (ORT sessions are safe for concurrent Run).
 func measure(sess *ort.Session, inputs []*graph.Tensor, batch int, opts Options) (BatchResult, error) {
+	warm := time.Now()
 	for range opts.Warmup {
 		if _, err := sess.Run(inputs); err != nil {
 			return BatchResult{}, err
+		}
+		if opts.WarmupDuration > 0 && time.Since(warm) >= opts.WarmupDuration {
+			break
 		}
 	}
 	var (

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"testing"
+	"time"
 
 	"github.com/optc-dev/optc/internal/ortenv"
 	"github.com/optc-dev/optc/internal/testenv"
@@ -30,6 +31,29 @@ func TestConcurrentRequests(t *testing.T) {
 			if !(l.Min > 0 && l.Min <= l.P50 && l.P50 <= l.P99 && l.P99 <= l.Max) || b.Throughput <= 0 {
 				t.Errorf("%d workers, batch %d: inconsistent figures %+v, throughput %v", c.workers, b.Batch, l, b.Throughput)
 			}
+		}
+	}
+}
+
+// A warm-up bounded by time is predicted to end by the bound plus one run
+// (the run that crosses it; at least one run, at most Warmup); without a
+// bound it is Warmup runs whatever they cost.
+func TestWarmupCost(t *testing.T) {
+	run := 100 * time.Millisecond
+	cases := []struct {
+		warmup int
+		within time.Duration
+		want   time.Duration
+	}{
+		{10, 0, time.Second},
+		{10, 2 * time.Second, time.Second},                   // ten runs fit
+		{10, 250 * time.Millisecond, 350 * time.Millisecond}, // three runs cross it
+		{10, time.Millisecond, 101 * time.Millisecond},       // at least one run
+		{2, 500 * time.Millisecond, 200 * time.Millisecond},  // never more than Warmup
+	}
+	for _, c := range cases {
+		if got := warmupCost(Options{Warmup: c.warmup, WarmupDuration: c.within}, run); got != c.want {
+			t.Errorf("Warmup %d within %s: %s, want %s", c.warmup, c.within, got, c.want)
 		}
 	}
 }

@@ -99,10 +99,13 @@ func (b *builder) plan() *Plan {
 	p.WindowSeconds = windowSeconds(windowS)
 	p.Lines = append(p.Lines, fmt.Sprintf("timing: %d models x %d batch sizes x %d repeats, %s windows of at least %d runs (%s in all, more for a model slower than that)",
 		p.TimedModels, len(c.Latency.Batches), repeats, secs(windowS), minWindowRuns, secs(windowS*float64(p.TimingWindows))))
+	if p.BudgetSeconds > 0 {
+		p.Lines[len(p.Lines)-1] += fmt.Sprintf("; warm-ups of %d runs or a window's time at most", bench.DefaultWarmup)
+	}
 	if p.SweepPoints > 0 {
 		p.SweepPointSeconds = windowSeconds(sweepS)
 		if p.SweepSeconds > 0 {
-			p.Lines = append(p.Lines, fmt.Sprintf("triton sweep: %s for %d points: windows of %s, the rest for their %d warm-up runs each and the sessions; points that do not fit are skipped (the profiles then say so)",
+			p.Lines = append(p.Lines, fmt.Sprintf("triton sweep: %s for %d points: windows of %s, the rest for their warm-ups (%d runs, or a window's time at most) and the sessions; points that do not fit are skipped (the profiles then say so)",
 				secs(p.SweepSeconds), p.SweepPoints, secs(sweepS), bench.DefaultWarmup))
 		} else {
 			p.Lines = append(p.Lines, fmt.Sprintf("triton sweep: %d points, windows of %s, each after %d warm-up runs", p.SweepPoints, secs(sweepS), bench.DefaultWarmup))
@@ -143,6 +146,17 @@ func sweepThreads(threads []int) []int {
 // windowDuration is one timing window: the plan's.
 func (b *builder) windowDuration() time.Duration {
 	return time.Duration(b.res.Plan.WindowSeconds * float64(time.Second))
+}
+
+// warmupDuration bounds each timing window's warm-up within a budget: about
+// the window itself (bench.Options.WarmupDuration), so that a slow model's
+// ten warm-up runs do not cost many times the window; 0 (ten runs) without
+// a budget.
+func (b *builder) warmupDuration() time.Duration {
+	if b.res.Plan.BudgetSeconds == 0 {
+		return 0
+	}
+	return b.windowDuration()
 }
 
 // sweepDuration is one Triton sweep point's window, sweepBudget the whole

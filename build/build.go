@@ -192,17 +192,22 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 // long build is.
 func (b *builder) runStages() error {
 	stages := b.stages()
+	b.prof = startMemProfile(b.progress)
+	prof := b.prof
+	defer prof.close()
 	for i, st := range stages {
 		if err := b.ctx.Err(); err != nil {
 			return err
 		}
 		start := time.Now()
+		prof.stageStarted(st.name)
 		b.progress("[%d/%d] %s ...", i+1, len(stages), st.name)
 		if err := st.run(); err != nil {
 			b.progress("[%d/%d] %s failed after %s", i+1, len(stages), st.name, elapsed(start))
 			return fmt.Errorf("%s: %w", st.name, err)
 		}
 		peak := peakRSSMiB()
+		prof.stageDone(i, st.name)
 		b.progress("[%d/%d] %s done in %s (peak RSS %.0f MiB)", i+1, len(stages), st.name, elapsed(start), peak)
 		b.res.Stages = append(b.res.Stages, Stage{Name: st.name, Seconds: time.Since(start).Seconds(), PeakRSSMiB: peak})
 	}
@@ -247,7 +252,9 @@ type builder struct {
 	// latencyBatches are the batch sizes every artifact is timed at:
 	// latency.batches, or the model's static batch alone.
 	latencyBatches []int
-	eval           struct {
+	// prof is $OPTC_MEMPROFILE's timeline; nil when off.
+	prof *memProfile
+	eval struct {
 		spec string
 		opts data.Options
 	}
@@ -287,6 +294,7 @@ func (b *builder) staticINT8() bool {
 }
 
 func (b *builder) progress(format string, args ...any) {
+	b.prof.said(fmt.Sprintf(format, args...))
 	if b.opts.Progress != nil {
 		fmt.Fprintf(b.opts.Progress, "build: "+format+"\n", args...)
 	}

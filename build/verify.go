@@ -277,6 +277,7 @@ func (b *builder) timing(model, runModel string, sess ort.Options) (*Timing, err
 			Model: model, RunModel: runModel, Data: "random",
 			DataOpts: data.Options{High: 1, Seed: 1, Spec: b.c.Inputs()}, Batches: b.latencyBatches,
 			Session: sess, Duration: b.windowDuration(), MinIterations: minWindowRuns, ORTLib: b.c.Runtime.ORTLib,
+			WarmupDuration: b.warmupDuration(),
 		})
 		if err != nil {
 			return nil, err

@@ -24,7 +24,11 @@ import (
 // data.GraphInputs(m.Graph), in that order. ort.Init must have succeeded.
 //
 // Only the per-tensor statistics are kept between batches, so memory does
-// not grow with the number of samples. A NaN or infinity in a tensor is an
+// not grow with the number of samples; a batch whose activations pass
+// opts.MaxRunBytes is run more than once, each run fetching a part of
+// them (Stats.Runs says how many), so memory does not grow with the
+// model's activations either. Each tensor sees the same values in the
+// same batches however they are split: the statistics are identical. A NaN or infinity in a tensor is an
 // error naming it and the batch (left out and counted instead with
 // opts.SkipNonFinite); no batches at all is the error "calibration data is
 // empty".
@@ -64,76 +68,102 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 			return nil, fmt.Errorf("calibrate: value %q is %s, not a floating-point tensor", n, v.Type.Elem)
 		}
 	}
-	s, err := ort.SourceOf(clone)
-	if err != nil {
-		return nil, fmt.Errorf("calibrate: %w", err)
-	}
 	clone = nil
-	sess, err := ort.NewSession(s, opts.Session)
-	s.Bytes = nil
+
+	// The first batch sizes the runs: a batch whose exposed activations
+	// pass opts.MaxRunBytes is run several times, each run fetching some
+	// of them (see planRuns).
+	batch, err := src.Next()
+	if errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("calibration data is empty")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: batch 0: %w", err)
+	}
+	limit := opts.MaxRunBytes
+	if limit <= 0 {
+		limit = DefaultMaxRunBytes
+	}
+	groups, err := SplitByBytes(m, expose, batch.Tensors, limit)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
-	defer sess.Close()
-	outIndex := map[string]int{}
-	for i, o := range sess.Outputs {
-		outIndex[o.Name] = i
+	parts, err := OpenParts(m, groups, opts.Session)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	defer parts.Close()
+	stats.Runs = len(groups)
+	// fetched is where each exposed value comes from: its group, and its
+	// place in the group.
+	type place struct{ group, index int }
+	fetched := map[string]place{}
+	for i, g := range groups {
+		for j, n := range g {
+			fetched[n] = place{i, j}
+		}
 	}
 
 	if opts.Progress != nil {
 		opts.Progress(0)
 	}
 	digest := newDataDigest(inputs)
-	for {
-		batch, err := src.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for ; !errors.Is(err, io.EOF); batch, err = src.Next() {
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
 		}
 		if err := digest.add(batch.Tensors); err != nil {
 			return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
 		}
-		outs, err := sess.Run(batch.Tensors)
-		if err != nil {
-			return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
-		}
-		for _, n := range stats.names {
-			var t *graph.Tensor
-			if i, ok := inputIndex[n]; ok {
-				t = batch.Tensors[i]
-			} else {
-				t = outs[outIndex[carrier[n]]]
-			}
-			if slices.Contains(t.Dims, 0) {
-				continue // a subgraph that did not run this batch (the other If branch)
-			}
-			// Infinities the float model makes itself (an attention
-			// mask's -Inf before Softmax) are its design, not bad data:
-			// they are left out of the range. In the input data, and NaN
-			// anywhere, they are errors.
-			_, isInput := inputIndex[n]
-			stats.skipInf = !isInput
-			if err := observeTensor(stats, n, t); err != nil {
+		// The inputs' statistics come with the first run, in the order
+		// of stats.names as far as the runs allow.
+		observed := 0
+		for i := range groups {
+			outs, err := parts.Run(i, batch.Tensors)
+			if err != nil {
 				return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
 			}
+			for _, n := range stats.names {
+				in, isInput := inputIndex[n]
+				at := fetched[n]
+				if isInput && i > 0 || !isInput && at.group != i {
+					continue
+				}
+				var t *graph.Tensor
+				if isInput {
+					t = batch.Tensors[in]
+				} else {
+					t = outs[at.index]
+				}
+				observed++
+				if slices.Contains(t.Dims, 0) {
+					continue // a subgraph that did not run this batch (the other If branch)
+				}
+				// Infinities the float model makes itself (an attention
+				// mask's -Inf before Softmax) are its design, not bad data:
+				// they are left out of the range. In the input data, and NaN
+				// anywhere, they are errors.
+				stats.skipInf = !isInput
+				if err := observeTensor(stats, n, t); err != nil {
+					return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
+				}
+			}
+			// A run's activations are the largest thing a build holds;
+			// collecting them now, before the next run makes as many
+			// again, keeps the heap near one run's worth instead of two.
+			// They hold no pointers, so the collection costs little next
+			// to the run.
+			outs = nil
+			runtime.GC()
 		}
-		// A batch's activations (every exposed tensor of every sample) are
-		// the largest thing a build holds; collecting them now, before the
-		// next run makes as many again, keeps the heap near one batch's
-		// worth instead of two. They hold no pointers, so the collection
-		// costs little next to the run.
+		if observed != len(stats.names) {
+			return nil, fmt.Errorf("calibrate: batch %d: %d of %d tensors observed", stats.Batches, observed, len(stats.names))
+		}
 		stats.Batches++
 		stats.Samples += int64(batch.Samples)
-		runtime.GC() // outs is dead here
-
 		if opts.Progress != nil {
 			opts.Progress(stats.Samples)
 		}
-	}
-	if stats.Batches == 0 {
-		return nil, fmt.Errorf("calibration data is empty")
 	}
 	stats.DataDigest = digest.sum()
 	return stats, nil

@@ -3,7 +3,10 @@
 // batch by batch, and keeps for each named value its min, max, element
 // count and a fixed-size histogram of |x| (HistBins bins whose range grows
 // by merging adjacent bins). Memory is constant in the number of samples:
-// activations are never kept across batches.
+// activations are never kept across batches. Nor does it grow with the
+// model: a batch whose activations pass Options.MaxRunBytes is run in
+// parts (SplitByBytes, Parts), each fetching a group of the tensors, with
+// the same statistics as one run.
 //
 // From the statistics, Stats.Ranges derives a range per tensor with one of
 // Methods (minmax, percentile, entropy, mse, and auto, which picks per

@@ -111,6 +111,11 @@ type Options struct {
 	// measuring where values are, as the float16 variant does, where a
 	// float32 model's own -Inf (a log of 0) is no concern.
 	SkipNonFinite bool
+	// MaxRunBytes bounds the activations one run fetches from ORT (0:
+	// DefaultMaxRunBytes); a batch whose calibrated values need more, by
+	// shape inference at the first batch's shapes, is run several times,
+	// each run fetching some of them. The statistics do not change.
+	MaxRunBytes int64
 }
 
 // Validate checks the options' ranges (Collect and Ranges do too); the
@@ -150,6 +155,9 @@ type Stats struct {
 	// Samples and Batches count the data that was run.
 	Samples int64
 	Batches int
+	// Runs is how many times each batch was run (1 unless its activations
+	// passed Options.MaxRunBytes).
+	Runs int
 	// ModelDigest is the hex SHA-256 of the serialized model that was
 	// calibrated (graph.Digest of the model given to Collect).
 	ModelDigest string

@@ -106,6 +106,10 @@ func Sweep(opts SweepOptions) (*SweepResult, error) {
 			DataOpts: data.Options{High: 1, Spec: opts.Inputs}, Batches: batches,
 			Session: session, Duration: opts.Duration, ORTLib: opts.ORTLib}
 		if opts.Budget > 0 {
+			// Within a budget a point's warm-up takes about its window at
+			// most: 10 runs of a slow model at batch 32 cost more than the
+			// window they prepare.
+			bo.WarmupDuration = opts.Duration
 			bo.Deadline = start.Add(opts.Budget * time.Duration(i+1) / time.Duration(len(threads)))
 			// A thread count after the first starts only when its session
 			// and first point, predicted from the last one's, fit.

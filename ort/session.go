@@ -76,6 +76,12 @@ type Options struct {
 	// ProfilePrefix, when set, turns on ORT's profiler; the trace is
 	// written to a file starting with it when the session closes.
 	ProfilePrefix string
+	// NoMemArena turns off ORT's CPU memory arena: a run's memory goes
+	// back when the run ends instead of staying with the session for the
+	// next one. For several sessions held open at once, each run in turn
+	// (calibration's runs over parts of a large model's activations),
+	// so that what they hold does not add up.
+	NoMemArena bool
 }
 
 // DefaultOptions is level all on the CPU with ORT's thread defaults.
@@ -356,6 +362,11 @@ func configure(so *ortgo.SessionOptions, opts Options) error {
 	}
 	if opts.ProfilePrefix != "" {
 		if err := so.EnableProfiling(opts.ProfilePrefix); err != nil {
+			return err
+		}
+	}
+	if opts.NoMemArena {
+		if err := so.SetCpuMemArena(false); err != nil {
 			return err
 		}
 	}

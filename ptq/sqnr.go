@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"slices"
 
+	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
-	"github.com/optc-dev/optc/ort"
 )
 
 // TensorSQNR is how faithfully one quantized activation is represented:
@@ -29,12 +30,14 @@ type TensorSQNR struct {
 // MaxSQNR stands for an exact match (infinite SQNR).
 const MaxSQNR = 200.0
 
-// sqnrSamples is how many evaluation samples the per-tensor SQNR uses.
-const sqnrSamples = 32
+// sqnrSamples is how many evaluation samples the per-tensor SQNR uses,
+// run sqnrBatch at a time.
+const sqnrSamples, sqnrBatch = 32, 8
 
 // tensorSQNR pairs every activation Q/DQ of the INT8 model with the float
-// tensor it quantizes, runs both models on one batch of the evaluation data
-// with those values exposed, and returns the SQNR of each, worst first.
+// tensor it quantizes, runs both models on sqnrSamples of the evaluation
+// data with those values exposed, and returns the SQNR of each, worst
+// first.
 func tensorSQNR(opts Options, float, int8Model graph.Serialized, spec string, dopts data.Options) ([]TensorSQNR, error) {
 	fm, err := float.Parse()
 	if err != nil {
@@ -58,13 +61,12 @@ func tensorSQNR(opts Options, float, int8Model graph.Serialized, spec string, do
 	if len(xs) == 0 {
 		return nil, nil
 	}
-	if err := graph.ExposeValues(fm, xs); err != nil {
-		return nil, err
-	}
-	if err := graph.ExposeValues(qm, dqs); err != nil {
-		return nil, err
-	}
-	dopts.Samples, dopts.Batch = sqnrSamples, sqnrSamples
+	// Both models' values for sqnrSamples samples would be the largest
+	// thing a build holds (about 9 GiB for PaddleOCR det at 320x320), so
+	// the samples run in batches of sqnrBatch and the values in groups of
+	// at most calibrate.DefaultMaxRunBytes per run; each tensor's sums
+	// take its elements in the same order as from one run of all samples.
+	dopts.Samples, dopts.Batch = sqnrSamples, sqnrBatch
 	if b := data.StaticBatch(data.GraphInputs(fm.Graph), dopts.Spec); b > 0 {
 		// A model with a fixed batch size gets one batch of that size.
 		dopts.Samples, dopts.Batch = b, b
@@ -81,55 +83,79 @@ func tensorSQNR(opts Options, float, int8Model graph.Serialized, spec string, do
 	if err != nil {
 		return nil, err
 	}
-	fv, err := runExposed(fm, batch, xs, opts.Session)
+	groups, err := calibrate.SplitByBytes(fm, xs, batch.Tensors, calibrate.DefaultMaxRunBytes)
 	if err != nil {
 		return nil, fmt.Errorf("float model: %w", err)
 	}
-	qv, err := runExposed(qm, batch, dqs, opts.Session)
+	pair := map[string]string{}
+	for i, x := range xs {
+		pair[x] = dqs[i]
+	}
+	qgroups := make([][]string, len(groups))
+	for i, g := range groups {
+		for _, x := range g {
+			qgroups[i] = append(qgroups[i], pair[x])
+		}
+	}
+	fp, err := calibrate.OpenParts(fm, groups, opts.Session)
+	if err != nil {
+		return nil, fmt.Errorf("float model: %w", err)
+	}
+	defer fp.Close()
+	qp, err := calibrate.OpenParts(qm, qgroups, opts.Session)
 	if err != nil {
 		return nil, fmt.Errorf("INT8 model: %w", err)
 	}
-	out := make([]TensorSQNR, len(xs))
-	for i := range xs {
-		// compare's SNR is the same ratio, over the finite pairs.
-		acc := compare.NewAccumulator(xs[i], math.Inf(1), 0, compare.StatMax)
-		if err := acc.Add(fv[i], qv[i], nil); err != nil {
+	defer qp.Close()
+	// compare's SNR is the same ratio, over the finite pairs.
+	accs := map[string]*compare.Accumulator{}
+	for _, x := range xs {
+		accs[x] = compare.NewAccumulator(x, math.Inf(1), 0, compare.StatMax)
+	}
+	for ; !errors.Is(err, io.EOF); batch, err = src.Next() {
+		if err != nil {
 			return nil, err
 		}
-		st := acc.Result()
+		for i, g := range groups {
+			fv, err := fp.Run(i, batch.Tensors)
+			if err != nil {
+				return nil, fmt.Errorf("float model: %w", err)
+			}
+			qv, err := qp.Run(i, batch.Tensors)
+			if err != nil {
+				return nil, fmt.Errorf("INT8 model: %w", err)
+			}
+			for j, x := range g {
+				f, err := fv[j].Float32s()
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", x, err)
+				}
+				q, err := qv[j].Float32s()
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", qgroups[i][j], err)
+				}
+				if err := accs[x].Add(f, q, nil); err != nil {
+					return nil, err
+				}
+				// The float32 copies are per tensor; the runs' values go
+				// as soon as they are read.
+				fv[j], qv[j] = nil, nil
+			}
+			fv, qv = nil, nil
+			runtime.GC() // as in calibration: one group's values at a time
+		}
+	}
+	out := make([]TensorSQNR, len(xs))
+	for i, x := range xs {
+		st := accs[x].Result()
 		s := min(float64(st.SNRdB), MaxSQNR) // NaN (nothing finite) stays NaN
 		if st.NewNonFinite > 0 {
 			s = math.Inf(-1) // infinite noise where the float tensor is finite
 		}
-		out[i] = TensorSQNR{Tensor: xs[i], SQNRdB: jsonfloat.Float(s)}
+		out[i] = TensorSQNR{Tensor: x, SQNRdB: jsonfloat.Float(s)}
 	}
 	slices.SortStableFunc(out, func(a, b TensorSQNR) int {
 		return cmp.Compare(a.SQNRdB, b.SQNRdB) // NaN first
 	})
 	return out, nil
-}
-
-// runExposed runs m on one batch and returns the named outputs as float32.
-func runExposed(m *graph.Model, batch *data.Batch, names []string, sess ort.Options) ([][]float32, error) {
-	src, err := ort.SourceOf(m)
-	if err != nil {
-		return nil, err
-	}
-	s, err := ort.NewSession(src, sess)
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
-	got, err := s.Run(batch.Tensors)
-	if err != nil {
-		return nil, err
-	}
-	res := make([][]float32, len(names))
-	for i, name := range names {
-		k := slices.IndexFunc(src.Outputs, func(o ort.IO) bool { return o.Name == name })
-		if res[i], err = got[k].Float32s(); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-	}
-	return res, nil
 }

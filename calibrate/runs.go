@@ -1,0 +1,212 @@
+package calibrate
+
+import (
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/shapes"
+)
+
+// DefaultMaxRunBytes is what one calibration run may fetch when
+// Options.MaxRunBytes is 0: the exposed activations of one batch, as ORT
+// returns them. ORT and the Go copy each hold them once at the end of a
+// run, so the peak is about twice this, plus the model and ORT's working
+// memory.
+const DefaultMaxRunBytes = 256 << 20
+
+// planRuns splits the exposed values of one batch into runs whose fetched
+// bytes stay within limit, in the order of names (so that each tensor sees
+// the batches in the same order whatever the split, and statistics are
+// those of one run per batch). sizes holds each value's bytes for the
+// first batch; a value whose size is unknown (-1) counts as the largest
+// known one. A value over limit alone gets a run of its own. Nil when one
+// run fetches everything.
+func planRuns(names []string, sizes map[string]int64, limit int64) [][]string {
+	var largest, total int64
+	for _, n := range names {
+		largest = max(largest, sizes[n])
+	}
+	size := func(n string) int64 {
+		if s := sizes[n]; s >= 0 {
+			return s
+		}
+		return largest
+	}
+	for _, n := range names {
+		total += size(n)
+	}
+	if total <= limit {
+		return nil
+	}
+	var runs [][]string
+	var cur []string
+	var bytes int64
+	for _, n := range names {
+		s := size(n)
+		if len(cur) > 0 && bytes+s > limit {
+			runs = append(runs, cur)
+			cur, bytes = nil, 0
+		}
+		cur = append(cur, n)
+		bytes += s
+	}
+	return append(runs, cur)
+}
+
+// exposedSizes returns the bytes of each exposed value (by its name in
+// carrier) for a batch shaped as inputs, by shape inference on m (the model
+// with the values exposed) with its inputs fixed to those shapes; -1 where
+// inference cannot tell. m's input types are restored before it returns.
+func exposedSizes(m *graph.Model, carrier map[string]string, inputs []*graph.Tensor) map[string]int64 {
+	sizes := map[string]int64{}
+	for n := range carrier {
+		sizes[n] = -1
+	}
+	var fed []*graph.Value
+	for _, v := range m.Graph.Inputs {
+		if v.Const == nil {
+			fed = append(fed, v)
+		}
+	}
+	if len(fed) != len(inputs) {
+		return sizes
+	}
+	saved := make([]*graph.Type, len(fed))
+	for i, v := range fed {
+		saved[i] = v.Type
+		v.Type = graph.TensorType(inputs[i].DType, graph.StaticShape(inputs[i].Dims...))
+	}
+	defer func() {
+		for i, v := range fed {
+			v.Type = saved[i]
+		}
+	}()
+	res, err := shapes.Infer(m)
+	if err != nil {
+		return sizes
+	}
+	for n, c := range carrier {
+		v := m.Graph.Value(c)
+		if v == nil {
+			continue
+		}
+		t := res.Types[v]
+		if t == nil || t.Elem == 0 || !t.Shape.IsStatic() {
+			continue
+		}
+		elems := int64(1)
+		for _, d := range t.Shape.Dims() {
+			if d > 0 && elems > (1<<62)/d {
+				elems = -1 // too large to be real: ByteSize refuses it
+				break
+			}
+			elems *= d
+		}
+		if b, ok := t.Elem.ByteSize(elems); ok {
+			sizes[n] = b
+		}
+	}
+	return sizes
+}
+
+// SplitByBytes divides names, values of m (nested ones too), into the
+// groups that one run each fetches so that no run returns more than limit
+// bytes for a batch shaped as inputs (see planRuns): one group when they
+// all fit. Sizes come from shape inference on m with its inputs fixed to
+// those shapes.
+func SplitByBytes(m *graph.Model, names []string, inputs []*graph.Tensor, limit int64) ([][]string, error) {
+	c, err := m.Clone()
+	if err != nil {
+		return nil, err
+	}
+	carrier, err := graph.ExposeNested(c, names)
+	if err != nil {
+		return nil, err
+	}
+	groups := planRuns(names, exposedSizes(c, carrier, inputs), limit)
+	if groups == nil {
+		groups = [][]string{names}
+	}
+	return groups, nil
+}
+
+// Parts runs a model with values exposed, one session per group of them
+// (from SplitByBytes), so that a batch's values are fetched a group at a
+// time. With more than one group the sessions do without ORT's memory
+// arena, so that each keeps nothing between its runs and the peak is that
+// of one run, not the sum over the sessions.
+type Parts struct {
+	Groups [][]string
+	sess   []*ort.Session
+	out    [][]int // per group, the index in its session's outputs of each value
+}
+
+// OpenParts opens a session per group on a copy of m exposing that group.
+func OpenParts(m *graph.Model, groups [][]string, opts ort.Options) (p *Parts, err error) {
+	p = &Parts{Groups: groups}
+	defer func() {
+		if err != nil {
+			p.Close()
+			p = nil
+		}
+	}()
+	if len(groups) > 1 {
+		opts.NoMemArena = true
+	}
+	for _, g := range groups {
+		c, err := m.Clone()
+		if err != nil {
+			return p, err
+		}
+		carrier, err := graph.ExposeNested(c, g)
+		if err != nil {
+			return p, err
+		}
+		src, err := ort.SourceOf(c)
+		if err != nil {
+			return p, err
+		}
+		c = nil
+		sess, err := ort.NewSession(src, opts)
+		if err != nil {
+			return p, err
+		}
+		p.sess = append(p.sess, sess)
+		idx := map[string]int{}
+		for i, o := range sess.Outputs {
+			idx[o.Name] = i
+		}
+		out := make([]int, len(g))
+		for i, n := range g {
+			out[i] = idx[carrier[n]]
+		}
+		p.out = append(p.out, out)
+	}
+	return p, nil
+}
+
+// Run runs group i's session on inputs and returns its values, in the
+// group's order. With more than one group, what ORT freed after the run
+// goes back to the system (ort.TrimMemory): each run's buffers are then
+// made anew rather than piled up by the C allocator.
+func (p *Parts) Run(i int, inputs []*graph.Tensor) ([]*graph.Tensor, error) {
+	outs, err := p.sess[i].Run(inputs)
+	if len(p.sess) > 1 {
+		ort.TrimMemory()
+	}
+	if err != nil {
+		return nil, err
+	}
+	vals := make([]*graph.Tensor, len(p.out[i]))
+	for j, k := range p.out[i] {
+		vals[j] = outs[k]
+	}
+	return vals, nil
+}
+
+// Close closes the sessions.
+func (p *Parts) Close() {
+	for _, s := range p.sess {
+		s.Close()
+	}
+	p.sess = nil
+}
