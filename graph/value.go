@@ -1,6 +1,10 @@
 package graph
 
-import "github.com/optc-dev/optc/onnxpb"
+import (
+	"slices"
+
+	"github.com/optc-dev/optc/onnxpb"
+)
 
 // Value is a named edge of the graph: a graph input, an initializer, a node
 // output, or (seen from a subgraph) a value of an enclosing graph. Each value
@@ -74,11 +78,30 @@ func (v *Value) ConstantTensor() *Tensor {
 	return nil
 }
 
+// removeUse drops one use, keeping the others in order. A value read by
+// many nodes (a shared initializer) loses its uses one by one as a pass
+// rewrites its readers, usually in node order, so from near one end of the
+// list: the search starts from both ends and the shorter side of the list
+// moves, which keeps that linear overall instead of quadratic.
 func (v *Value) removeUse(n *Node, index int) {
-	for i, u := range v.uses {
-		if u.Node == n && u.Index == index {
-			v.uses = append(v.uses[:i], v.uses[i+1:]...)
-			return
+	u := Use{Node: n, Index: index}
+	for lo, hi := 0, len(v.uses)-1; lo <= hi; lo, hi = lo+1, hi-1 {
+		i := -1
+		switch {
+		case v.uses[lo] == u:
+			i = lo
+		case v.uses[hi] == u:
+			i = hi
+		default:
+			continue
 		}
+		if i < len(v.uses)/2 {
+			copy(v.uses[1:i+1], v.uses[:i])
+			v.uses[0] = Use{}
+			v.uses = v.uses[1:]
+		} else {
+			v.uses = slices.Delete(v.uses, i, i+1)
+		}
+		return
 	}
 }
