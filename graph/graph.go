@@ -300,8 +300,8 @@ func (g *Graph) RemoveNode(n *Node) error {
 		if v == nil {
 			continue
 		}
-		if len(v.uses) > 0 {
-			return fmt.Errorf("remove %s: output %q is still used by node %s", n, v.Name, v.uses[0].Node)
+		if uses := v.Uses(); len(uses) > 0 {
+			return fmt.Errorf("remove %s: output %q is still used by node %s", n, v.Name, uses[0].Node)
 		}
 		if g.usedAsOutput(v) {
 			return fmt.Errorf("remove %s: output %q is a graph output", n, v.Name)
@@ -348,7 +348,7 @@ func (g *Graph) RemoveNodes(nodes []*Node) error {
 			if v == nil {
 				continue
 			}
-			for _, u := range v.uses {
+			for _, u := range v.Uses() {
 				if !doomed[u.Node] {
 					return fmt.Errorf("remove %s: output %q is still used by node %s", n, v.Name, u.Node)
 				}
@@ -431,7 +431,7 @@ func (g *Graph) ReplaceAllUses(old, new *Value) {
 	if old == new {
 		return
 	}
-	for _, u := range slices.Clone(old.uses) {
+	for _, u := range slices.Clone(old.Uses()) {
 		u.Node.SetInput(u.Index, new)
 	}
 	if old.graph == nil {
@@ -470,7 +470,7 @@ func (g *Graph) RemoveInitializer(v *Value) error {
 	if v.Const == nil || v.graph != g || !slices.Contains(g.Initializers, v) {
 		return fmt.Errorf("remove initializer %q: not an initializer of graph %q", v.Name, g.Name)
 	}
-	if len(v.uses) > 0 || g.usedAsOutput(v) || g.isInput(v) {
+	if len(v.Uses()) > 0 || g.usedAsOutput(v) || g.isInput(v) {
 		return fmt.Errorf("remove initializer %q: still used", v.Name)
 	}
 	g.Initializers = slices.DeleteFunc(g.Initializers, func(x *Value) bool { return x == v })
@@ -504,7 +504,7 @@ func (g *Graph) RemoveInitializers(vs []*Value) error {
 		if v.Const == nil || v.graph != g || !listed[v] {
 			return fmt.Errorf("remove initializer %q: not an initializer of graph %q", v.Name, g.Name)
 		}
-		if len(v.uses) > 0 || outputs[v] || inputs[v] {
+		if len(v.Uses()) > 0 || outputs[v] || inputs[v] {
 			return fmt.Errorf("remove initializer %q: still used", v.Name)
 		}
 	}

@@ -1,10 +1,6 @@
 package graph
 
-import (
-	"slices"
-
-	"github.com/optc-dev/optc/onnxpb"
-)
+import "github.com/optc-dev/optc/onnxpb"
 
 // Value is a named edge of the graph: a graph input, an initializer, a node
 // output, or (seen from a subgraph) a value of an enclosing graph. Each value
@@ -20,7 +16,8 @@ type Value struct {
 	Sparse *onnxpb.SparseTensorProto
 
 	producer *Node
-	uses     []Use
+	uses     []Use // with holes (zero Uses) left by removeUse; see Uses
+	holes    int
 	graph    *Graph // the graph whose scope defines the value
 	// loadedType is Type as loaded; while Type is still it and unchanged,
 	// each declaration is written back with the type it had in the file.
@@ -48,7 +45,12 @@ func (v *Value) Producer() *Node { return v.producer }
 
 // Uses returns the node inputs that read v, in no particular order. The
 // slice must not be modified.
-func (v *Value) Uses() []Use { return v.uses }
+func (v *Value) Uses() []Use {
+	if v.holes > 0 {
+		v.squeeze()
+	}
+	return v.uses
+}
 
 // Graph returns the graph that defines v.
 func (v *Value) Graph() *Graph { return v.graph }
@@ -78,30 +80,51 @@ func (v *Value) ConstantTensor() *Tensor {
 	return nil
 }
 
-// removeUse drops one use, keeping the others in order. A value read by
-// many nodes (a shared initializer) loses its uses one by one as a pass
-// rewrites its readers, usually in node order, so from near one end of the
-// list: the search starts from both ends and the shorter side of the list
-// moves, which keeps that linear overall instead of quadratic.
+// removeUse drops input index of n from v's uses. A value read by many
+// nodes (a shared initializer) loses its uses one by one as a pass
+// rewrites its readers, in any order: the slot (found through n.usePos)
+// becomes a hole, and the holes are squeezed out, keeping the order of
+// the uses, when they are half the list or when Uses is called. Each
+// removal thus costs O(1) amortized instead of the list's length.
 func (v *Value) removeUse(n *Node, index int) {
 	u := Use{Node: n, Index: index}
-	for lo, hi := 0, len(v.uses)-1; lo <= hi; lo, hi = lo+1, hi-1 {
-		i := -1
-		switch {
-		case v.uses[lo] == u:
-			i = lo
-		case v.uses[hi] == u:
-			i = hi
-		default:
+	i := -1
+	if index < len(n.usePos) {
+		if p := n.usePos[index]; p < len(v.uses) && v.uses[p] == u {
+			i = p
+		}
+	}
+	if i < 0 { // not where it was noted: search (never expected)
+		for p, x := range v.uses {
+			if x == u {
+				i = p
+				break
+			}
+		}
+		if i < 0 {
+			return
+		}
+	}
+	v.uses[i] = Use{}
+	v.holes++
+	if 2*v.holes >= len(v.uses) {
+		v.squeeze()
+	}
+}
+
+// squeeze removes the holes from v's use list, keeping its order, and
+// notes each use's new place on its node.
+func (v *Value) squeeze() {
+	j := 0
+	for _, u := range v.uses {
+		if u.Node == nil {
 			continue
 		}
-		if i < len(v.uses)/2 {
-			copy(v.uses[1:i+1], v.uses[:i])
-			v.uses[0] = Use{}
-			v.uses = v.uses[1:]
-		} else {
-			v.uses = slices.Delete(v.uses, i, i+1)
-		}
-		return
+		v.uses[j] = u
+		u.Node.usePos[u.Index] = j
+		j++
 	}
+	clear(v.uses[j:])
+	v.uses = v.uses[:j]
+	v.holes = 0
 }
