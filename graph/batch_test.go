@@ -1,7 +1,9 @@
 package graph
 
 import (
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -91,6 +93,51 @@ func TestBatchMatchesDirectEdits(t *testing.T) {
 		t.Errorf("value_info after the batch: %d entries, direct %d", len(batched.ValueInfo), len(direct.ValueInfo))
 	}
 	m := &Model{IRVersion: 8, Opsets: []OpsetImport{{Version: 17}}, Graph: batched}
+	if err := m.Verify(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestUseListKeepsOrder removes and adds uses of one shared value in a
+// random order and checks the use list against a plain ordered list after
+// every step: holes and squeezing must not show.
+func TestUseListKeepsOrder(t *testing.T) {
+	g := NewGraph("g")
+	x, _ := g.NewValue("x")
+	y, _ := g.NewValue("y")
+	var nodes []*Node
+	for i := range 200 {
+		out, _ := g.NewValue("o" + strconv.Itoa(i))
+		n, err := g.AddNode("Add", []*Value{x, x}, []*Value{out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	var want []Use
+	for _, n := range nodes {
+		want = append(want, Use{n, 0}, Use{n, 1})
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for step := range 600 {
+		n := nodes[rng.IntN(len(nodes))]
+		i := rng.IntN(2)
+		u := Use{n, i}
+		if n.Input(i) == x {
+			n.SetInput(i, y)
+			want = slices.DeleteFunc(want, func(w Use) bool { return w == u })
+		} else {
+			n.SetInput(i, x)
+			want = append(want, u)
+		}
+		if step%7 == 0 || step > 590 {
+			if got := x.Uses(); !slices.Equal(got, want) {
+				t.Fatalf("step %d: %d uses, want %d (or out of order)", step, len(got), len(want))
+			}
+		}
+	}
+	m := &Model{IRVersion: 8, Opsets: []OpsetImport{{Version: 17}}, Graph: g}
+	g.Inputs = []*Value{x, y}
 	if err := m.Verify(); err != nil {
 		t.Error(err)
 	}
