@@ -68,7 +68,7 @@ func (v *verifier) graph(g *Graph) {
 	defined := func(x *Value) bool {
 		return x.producer != nil || x.Const != nil || x.Sparse != nil || x.graph.isInput(x)
 	}
-	producers := map[string]*Node{}
+	producers := make(map[string]*Node, len(g.Nodes))
 	for _, n := range g.Nodes {
 		if n.graph != g {
 			v.problem("node %s%s: is listed in a graph it does not belong to", n, where)
