@@ -39,6 +39,7 @@ type Graph struct {
 	nextSuffix map[string]int                     // main graph only: UniqueName's counters
 	decls      map[declKey]*onnxpb.ValueInfoProto // value declarations as loaded
 	origin     *onnxpb.GraphProto
+	batch      *batch // edits whose rewriting of Nodes waits (batch.go); nil outside one
 }
 
 // declList names the three lists of value declarations in a graph.
@@ -241,13 +242,24 @@ func (g *Graph) AddNode(op string, inputs, outputs []*Value) (*Node, error) {
 
 // InsertNodeBefore inserts a new node just before anchor in g's order.
 func (g *Graph) InsertNodeBefore(anchor *Node, op string, inputs, outputs []*Value) (*Node, error) {
-	i := slices.Index(g.Nodes, anchor)
+	i := -1
+	if g.batch != nil {
+		if anchor.graph == g {
+			i = 0 // listed, or inserted earlier in the batch
+		}
+	} else {
+		i = slices.Index(g.Nodes, anchor)
+	}
 	if i < 0 {
 		return nil, fmt.Errorf("insert before %s: node is not in graph %q", anchor, g.Name)
 	}
 	n := &Node{OpType: op}
 	if err := g.attach(n, inputs, outputs); err != nil {
 		return nil, err
+	}
+	if g.batch != nil {
+		g.batch.before[anchor] = append(g.batch.before[anchor], n)
+		return n, nil
 	}
 	g.Nodes = slices.Insert(g.Nodes, i, n)
 	return n, nil
@@ -277,6 +289,9 @@ func (g *Graph) attach(n *Node, inputs, outputs []*Value) error {
 // RemoveNode deletes n from g. Its outputs must have no uses left and must
 // not be graph outputs; they are removed from g's scope.
 func (g *Graph) RemoveNode(n *Node) error {
+	if g.batch != nil {
+		return g.RemoveNodes([]*Node{n})
+	}
 	i := slices.Index(g.Nodes, n)
 	if i < 0 {
 		return fmt.Errorf("remove %s: node is not in graph %q", n, g.Name)
@@ -285,8 +300,8 @@ func (g *Graph) RemoveNode(n *Node) error {
 		if v == nil {
 			continue
 		}
-		if len(v.uses) > 0 {
-			return fmt.Errorf("remove %s: output %q is still used by node %s", n, v.Name, v.uses[0].Node)
+		if uses := v.Uses(); len(uses) > 0 {
+			return fmt.Errorf("remove %s: output %q is still used by node %s", n, v.Name, uses[0].Node)
 		}
 		if g.usedAsOutput(v) {
 			return fmt.Errorf("remove %s: output %q is a graph output", n, v.Name)
@@ -315,23 +330,30 @@ func (g *Graph) RemoveNodes(nodes []*Node) error {
 		}
 		doomed[n] = true
 	}
-	outputs := map[*Value]bool{}
-	g.Walk(func(s *Graph) {
-		for _, o := range s.Outputs {
-			outputs[o] = true
-		}
-	})
+	// Which values some graph returns: one walk for a single call; in a
+	// batch, which calls this once per rewrite, a look at the outputs of
+	// the graphs that can see the value (IsReturned) instead.
+	returned := (*Value).IsReturned
+	if g.batch == nil {
+		outputs := map[*Value]bool{}
+		g.Walk(func(s *Graph) {
+			for _, o := range s.Outputs {
+				outputs[o] = true
+			}
+		})
+		returned = func(v *Value) bool { return outputs[v] }
+	}
 	for _, n := range nodes {
 		for _, v := range n.outputs {
 			if v == nil {
 				continue
 			}
-			for _, u := range v.uses {
+			for _, u := range v.Uses() {
 				if !doomed[u.Node] {
 					return fmt.Errorf("remove %s: output %q is still used by node %s", n, v.Name, u.Node)
 				}
 			}
-			if outputs[v] {
+			if returned(v) {
 				return fmt.Errorf("remove %s: output %q is a graph output", n, v.Name)
 			}
 		}
@@ -349,6 +371,13 @@ func (g *Graph) RemoveNodes(nodes []*Node) error {
 			}
 		}
 		n.graph = nil
+	}
+	if b := g.batch; b != nil {
+		b.removed = true
+		for v := range gone {
+			b.gone[v] = true
+		}
+		return nil
 	}
 	g.Nodes = slices.DeleteFunc(g.Nodes, func(n *Node) bool { return doomed[n] })
 	g.ValueInfo = slices.DeleteFunc(g.ValueInfo, func(v *Value) bool { return gone[v] })
@@ -402,7 +431,7 @@ func (g *Graph) ReplaceAllUses(old, new *Value) {
 	if old == new {
 		return
 	}
-	for _, u := range slices.Clone(old.uses) {
+	for _, u := range slices.Clone(old.Uses()) {
 		u.Node.SetInput(u.Index, new)
 	}
 	if old.graph == nil {
@@ -441,7 +470,7 @@ func (g *Graph) RemoveInitializer(v *Value) error {
 	if v.Const == nil || v.graph != g || !slices.Contains(g.Initializers, v) {
 		return fmt.Errorf("remove initializer %q: not an initializer of graph %q", v.Name, g.Name)
 	}
-	if len(v.uses) > 0 || g.usedAsOutput(v) || g.isInput(v) {
+	if len(v.Uses()) > 0 || g.usedAsOutput(v) || g.isInput(v) {
 		return fmt.Errorf("remove initializer %q: still used", v.Name)
 	}
 	g.Initializers = slices.DeleteFunc(g.Initializers, func(x *Value) bool { return x == v })
@@ -475,7 +504,7 @@ func (g *Graph) RemoveInitializers(vs []*Value) error {
 		if v.Const == nil || v.graph != g || !listed[v] {
 			return fmt.Errorf("remove initializer %q: not an initializer of graph %q", v.Name, g.Name)
 		}
-		if len(v.uses) > 0 || outputs[v] || inputs[v] {
+		if len(v.Uses()) > 0 || outputs[v] || inputs[v] {
 			return fmt.Errorf("remove initializer %q: still used", v.Name)
 		}
 	}
@@ -494,11 +523,21 @@ func (g *Graph) isOutput(v *Value) bool { return slices.Contains(g.Outputs, v) }
 func (g *Graph) IsOutput(v *Value) bool { return g.isOutput(v) }
 
 // Walk calls fn for g and then every nested subgraph, depth first.
+// Nodes removed in a batch that has not ended are skipped (batch.go).
 func (g *Graph) Walk(fn func(*Graph)) {
 	fn(g)
 	for _, n := range g.Nodes {
-		for _, sg := range n.Subgraphs() {
-			sg.Walk(fn)
+		if n.graph != g {
+			continue
+		}
+		// Subgraphs, without building its slice for every node.
+		for _, a := range n.Attrs {
+			if a.Graph != nil {
+				a.Graph.Walk(fn)
+			}
+			for _, sg := range a.Graphs {
+				sg.Walk(fn)
+			}
 		}
 	}
 }

@@ -67,7 +67,10 @@ type Node struct {
 	// pass did here (e.g. which activation a Conv absorbed).
 	Metadata []KeyValue
 
-	inputs  []*Value
+	inputs []*Value
+	// usePos[i] is where input i's Use sits in the value's use list, so
+	// that dropping it costs O(1) (see Value.removeUse).
+	usePos  []int
 	outputs []*Value
 	graph   *Graph
 	origin  *onnxpb.NodeProto // metadata, device configurations, unknown fields
@@ -129,12 +132,14 @@ func (n *Node) Output(i int) *Value {
 func (n *Node) SetInput(i int, v *Value) {
 	for len(n.inputs) <= i {
 		n.inputs = append(n.inputs, nil)
+		n.usePos = append(n.usePos, 0)
 	}
 	if old := n.inputs[i]; old != nil {
 		old.removeUse(n, i)
 	}
 	n.inputs[i] = v
 	if v != nil {
+		n.usePos[i] = len(v.uses)
 		v.uses = append(v.uses, Use{Node: n, Index: i})
 	}
 }
@@ -148,7 +153,7 @@ func (n *Node) TruncateInputs(k int) {
 		n.SetInput(i, nil)
 	}
 	if k < len(n.inputs) {
-		n.inputs = n.inputs[:k]
+		n.inputs, n.usePos = n.inputs[:k], n.usePos[:k]
 	}
 }
 

@@ -45,6 +45,7 @@ func definedWithin(v *Value, sg *Graph) bool {
 // what it reads, keeping the current order wherever it is already valid. It
 // fails, changing nothing, when the graph has a cycle.
 func (g *Graph) TopoSort() error {
+	g.flushBatch()
 	if cyc := findCycle(g); cyc != nil {
 		return fmt.Errorf("graph %q has a cycle through node %s", g.Name, cyc[0])
 	}

@@ -16,7 +16,8 @@ type Value struct {
 	Sparse *onnxpb.SparseTensorProto
 
 	producer *Node
-	uses     []Use
+	uses     []Use // with holes (zero Uses) left by removeUse; see Uses
+	holes    int
 	graph    *Graph // the graph whose scope defines the value
 	// loadedType is Type as loaded; while Type is still it and unchanged,
 	// each declaration is written back with the type it had in the file.
@@ -44,7 +45,12 @@ func (v *Value) Producer() *Node { return v.producer }
 
 // Uses returns the node inputs that read v, in no particular order. The
 // slice must not be modified.
-func (v *Value) Uses() []Use { return v.uses }
+func (v *Value) Uses() []Use {
+	if v.holes > 0 {
+		v.squeeze()
+	}
+	return v.uses
+}
 
 // Graph returns the graph that defines v.
 func (v *Value) Graph() *Graph { return v.graph }
@@ -74,11 +80,51 @@ func (v *Value) ConstantTensor() *Tensor {
 	return nil
 }
 
+// removeUse drops input index of n from v's uses. A value read by many
+// nodes (a shared initializer) loses its uses one by one as a pass
+// rewrites its readers, in any order: the slot (found through n.usePos)
+// becomes a hole, and the holes are squeezed out, keeping the order of
+// the uses, when they are half the list or when Uses is called. Each
+// removal thus costs O(1) amortized instead of the list's length.
 func (v *Value) removeUse(n *Node, index int) {
-	for i, u := range v.uses {
-		if u.Node == n && u.Index == index {
-			v.uses = append(v.uses[:i], v.uses[i+1:]...)
+	u := Use{Node: n, Index: index}
+	i := -1
+	if index < len(n.usePos) {
+		if p := n.usePos[index]; p < len(v.uses) && v.uses[p] == u {
+			i = p
+		}
+	}
+	if i < 0 { // not where it was noted: search (never expected)
+		for p, x := range v.uses {
+			if x == u {
+				i = p
+				break
+			}
+		}
+		if i < 0 {
 			return
 		}
 	}
+	v.uses[i] = Use{}
+	v.holes++
+	if 2*v.holes >= len(v.uses) {
+		v.squeeze()
+	}
+}
+
+// squeeze removes the holes from v's use list, keeping its order, and
+// notes each use's new place on its node.
+func (v *Value) squeeze() {
+	j := 0
+	for _, u := range v.uses {
+		if u.Node == nil {
+			continue
+		}
+		v.uses[j] = u
+		u.Node.usePos[u.Index] = j
+		j++
+	}
+	clear(v.uses[j:])
+	v.uses = v.uses[:j]
+	v.holes = 0
 }

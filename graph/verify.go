@@ -68,7 +68,7 @@ func (v *verifier) graph(g *Graph) {
 	defined := func(x *Value) bool {
 		return x.producer != nil || x.Const != nil || x.Sparse != nil || x.graph.isInput(x)
 	}
-	producers := map[string]*Node{}
+	producers := make(map[string]*Node, len(g.Nodes))
 	for _, n := range g.Nodes {
 		if n.graph != g {
 			v.problem("node %s%s: is listed in a graph it does not belong to", n, where)
@@ -87,7 +87,7 @@ func (v *verifier) graph(g *Graph) {
 			if in == nil {
 				continue
 			}
-			if !slices.Contains(in.uses, Use{Node: n, Index: i}) {
+			if !slices.Contains(in.Uses(), Use{Node: n, Index: i}) {
 				v.problem("node %s%s: input %d %q is missing from the value's use list", n, where, i, in.Name)
 			}
 			if g.Value(in.Name) != in {
@@ -125,7 +125,7 @@ func (v *verifier) graph(g *Graph) {
 		if x.Name != name || x.graph != g {
 			v.problem("value %q%s: registered under the name %q", x.Name, where, name)
 		}
-		for _, u := range x.uses {
+		for _, u := range x.Uses() {
 			if u.Node.Input(u.Index) != x {
 				v.problem("value %q%s: its use list names input %d of node %s, which reads something else", x.Name, where, u.Index, u.Node)
 			}

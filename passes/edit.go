@@ -9,7 +9,10 @@ import (
 // The edit a Rule (rule.go) and the graph-wide cleanups make of one graph:
 // readers are rewired at once, nodes removed in one sweep at the end (so a
 // pass stays linear in the graph's size), and a bypassed graph output
-// keeps its name.
+// keeps its name. The graph is in a batch (graph/batch.go) while it is
+// edited: a fusion's InsertNodeBefore and RemoveNodes change the dataflow
+// at once but the node list only when the edit ends, so a fusion must not
+// read g.Nodes itself.
 
 // graphEdit collects what a pass does to one graph. Readers are rewired at
 // once; nodes are removed, and bypassed graph outputs renamed, in finish.
@@ -52,9 +55,13 @@ func editGraphs(m *graph.Model, fn func(e *graphEdit) error) (Stats, error) {
 			return
 		}
 		e := &graphEdit{m: m, g: g, returnedBy: returnedBy, gone: map[*graph.Node]bool{}, renamed: map[*graph.Value]bool{}}
+		// The rewrites insert and remove nodes through a batch, so that
+		// each costs its own size and g.Nodes is rewritten once, here.
+		g.BeginBatch()
 		if err = fn(e); err == nil {
 			err = e.finish()
 		}
+		g.EndBatch()
 		st.add(e.st)
 	})
 	return st, err

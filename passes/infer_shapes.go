@@ -28,7 +28,7 @@ func runInferShapes(c *Context) (Stats, error) {
 	}
 	var st Stats
 	c.Model.Graph.Walk(func(g *graph.Graph) {
-		listed := make(map[*graph.Value]bool, len(g.ValueInfo)+len(g.Outputs))
+		listed := make(map[*graph.Value]bool, len(g.ValueInfo)+len(g.Outputs)+len(g.Nodes))
 		for _, v := range g.ValueInfo {
 			listed[v] = true
 		}

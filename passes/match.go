@@ -199,15 +199,7 @@ func allFinite(vals []float64) bool {
 // uniqueNodeName returns a node name starting with prefix that no node of
 // g's model has.
 func uniqueNodeName(g *graph.Graph, prefix string) string {
-	for g.Parent != nil {
-		g = g.Parent
-	}
-	used := map[string]bool{}
-	g.Walk(func(s *graph.Graph) {
-		for _, n := range s.Nodes {
-			used[n.Name] = true
-		}
-	})
+	used := g.NodeNames()
 	name := prefix
 	for i := 1; used[name]; i++ {
 		name = prefix + "_" + strconv.Itoa(i)

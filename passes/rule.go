@@ -19,7 +19,9 @@ import (
 // it: e.bypass and e.remove defer the removal to the end of the graph's
 // sweep, so a pass stays linear in the graph's size and a bypassed graph
 // output keeps its name. A fusion that builds new nodes edits the graph
-// directly and ignores e.
+// directly (InsertNodeBefore, RemoveNodes) and ignores e: the graph is in
+// a batch meanwhile (graph/batch.go), so each edit costs its own size, not
+// the graph's, and the fusion must not read g.Nodes.
 //
 // Graph-wide passes, which compare or rewrite many unrelated nodes at once
 // (CSE, deduplicating initializers, constants to initializers, constant
