@@ -97,9 +97,15 @@ type File struct {
 	// cost and the time left).
 	BudgetExhausted bool   `json:"budget_exhausted"`
 	StoppedBefore   string `json:"stopped_before,omitempty"`
-	// Rejected lists the whole-model alternatives (dynamic INT8) built
-	// but not timed, with why.
+	// Rejected lists the whole-model alternatives (dynamic INT8, the
+	// scheme variants) built but not timed, with why; NotTried those the
+	// budget left unbuilt.
 	Rejected []string `json:"rejected,omitempty"`
+	NotTried []string `json:"not_tried,omitempty"`
+	// Scheme is the quantization scheme of the chosen candidate's model,
+	// and Schemes that of every candidate built, by name.
+	Scheme  *Scheme           `json:"scheme,omitempty"`
+	Schemes map[string]Scheme `json:"schemes,omitempty"`
 }
 
 // Timing is one A/B comparison: median ms per run of each candidate.
@@ -122,6 +128,8 @@ func AllINT8(opts Options) (*File, graph.Serialized, error) {
 	}
 	f := newFile(opts, ModeAllINT8, q.regions)
 	f.Recommended, f.Chosen = RecommendINT8, CandidateAllINT8
+	s := SchemeOf(q.report)
+	f.Scheme = &s
 	f.Reason = fmt.Sprintf("INT8 (all %d regions; --placement all-int8, not measured)", len(f.Regions))
 	return f, q.serialized, nil
 }
@@ -156,7 +164,7 @@ func Replay(opts Options, from *File) (*File, graph.Serialized, error) {
 	f := *from
 	f.Mode = ModeReplay
 	if IsAlternative(from.Chosen) {
-		m, rep, err := Build(from.Chosen, opts.Float, opts.Quant)
+		m, rep, err := Build(from.Chosen, opts.Float, opts.Ranges, opts.Quant)
 		if err == nil && rep == nil {
 			err = fmt.Errorf("placement file chose %s, which this model does not take", from.Chosen)
 		}
@@ -237,6 +245,15 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 	done := func() (*File, graph.Serialized, *clock, error) {
 		chosen := models[f.Chosen]
 		f.Regions = withDecisions(f.Regions, indices(chosen.regions, isFloat))
+		for name, q := range models {
+			if name != CandidateFP32 && q.report != nil {
+				f.Schemes[name] = SchemeOf(q.report)
+			}
+		}
+		if q := chosen.report; q != nil {
+			s := SchemeOf(q)
+			f.Scheme = &s
+		}
 		if clk.stoppedBefore != "" {
 			f.BudgetExhausted = true
 			f.StoppedBefore = clk.stoppedBefore
@@ -305,10 +322,14 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		}
 	}
 
-	// The whole-model alternatives (dynamic INT8), each when it applies
-	// to the model and keeps the accuracy budget.
-	for _, a := range alternatives {
+	// The whole-model alternatives (dynamic INT8, the scheme variants),
+	// each when it applies to the model and these settings and keeps the
+	// accuracy budget; those the budget leaves out are named.
+	for i, a := range alternatives {
 		if !clk.fits("the "+a.name+" candidate", clk.quantize+clk.accept, reserve(len(cands)+1)) {
+			for _, b := range alternatives[i:] {
+				f.NotTried = append(f.NotTried, b.name)
+			}
 			break
 		}
 		var alt *quantized
@@ -326,6 +347,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		}
 		if !ok {
 			f.Rejected = append(f.Rejected, a.name+": misses the accuracy budget")
+			f.Schemes[a.name] = SchemeOf(alt.report)
 			continue
 		}
 		cands, models[a.name] = append(cands, a.name), alt
@@ -519,7 +541,7 @@ func speedup(timings []Timing, threads int, c string) (mean, worst float64) {
 func newFile(opts Options, mode string, regions []Region) *File {
 	return &File{Schema: SchemaVersion, Mode: mode, CPU: opts.CPU, CPUFlags: opts.CPUFlags,
 		Level: opts.Session.Level.String(), Threads: opts.Session.IntraOpThreads, Regions: regions,
-		BudgetSeconds: opts.Budget.Seconds()}
+		BudgetSeconds: opts.Budget.Seconds(), Schemes: map[string]Scheme{}}
 }
 
 // otherThreads are the thread counts measured besides the artifact's: 1
