@@ -15,8 +15,11 @@ const CandidateDynamic = "dynamic-int8"
 // The scheme variants: static INT8 on every region from the same
 // calibration ranges, one quantization choice changed from the default.
 // Which is fastest depends on the CPU's integer kernels, so it is timed,
-// not ruled. Each applies only where the user left that choice at its
-// default (an explicit --per-channel, --reduce-range or --format is kept).
+// not ruled. Each applies only where that choice holds its default value
+// (per-channel, QDQ, reduce-range auto: a command line cannot tell an
+// explicit default from none); a user who chose otherwise
+// (--per-channel=false, --format qoperator, --reduce-range on|off) keeps
+// the choice.
 const (
 	CandidateS8S8        = "s8s8"         // activations int8 symmetric, not uint8
 	CandidatePerTensor   = "per-tensor"   // one weight scale per tensor
@@ -54,7 +57,7 @@ var alternatives = []alternative{
 		return true
 	})},
 	{CandidatePerTensor, variant(func(o *quantize.Options) bool {
-		if o.PerChannel != nil {
+		if o.PerChannel != nil && !*o.PerChannel {
 			return false
 		}
 		o.PerChannel = new(bool)
