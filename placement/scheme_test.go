@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,5 +154,16 @@ func TestSchemeVariants(t *testing.T) {
 		if name == f.Chosen && !bytes.Equal(model.Bytes, ab.Bytes) {
 			t.Errorf("%s chosen, but the model returned is not its model", name)
 		}
+	}
+
+	// A file that chose a variant of a setting the user now gives
+	// explicitly is refused, not replayed as something else.
+	from := *f
+	from.Chosen = CandidatePerTensor
+	off := false
+	explicit := opts
+	explicit.Quant.PerChannel = &off
+	if _, _, err := Replay(explicit, &from); err == nil || !strings.Contains(err.Error(), "do not take") {
+		t.Errorf("replaying per-tensor with --per-channel=false given: %v", err)
 	}
 }

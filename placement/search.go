@@ -166,7 +166,7 @@ func Replay(opts Options, from *File) (*File, graph.Serialized, error) {
 	if IsAlternative(from.Chosen) {
 		m, rep, err := Build(from.Chosen, opts.Float, opts.Ranges, opts.Quant)
 		if err == nil && rep == nil {
-			err = fmt.Errorf("placement file chose %s, which this model does not take", from.Chosen)
+			err = fmt.Errorf("placement file chose %s, which this model and these quantization settings do not take (a scheme variant of a setting given explicitly, or dynamic INT8 on a model without MatMul/Gemm)", from.Chosen)
 		}
 		if err != nil {
 			return nil, graph.Serialized{}, err
