@@ -324,9 +324,19 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 
 	// The whole-model alternatives (dynamic INT8, the scheme variants),
 	// each when it applies to the model and these settings and keeps the
-	// accuracy budget; those the budget leaves out are named.
+	// accuracy budget; those the budget leaves out are named. Each is
+	// built only when the A/B timing of every batch size and the
+	// confirmations, one candidate more, still fit after it: an optional
+	// candidate must not crowd out the measurements the decision needs.
+	abReserve := func(candidates int) time.Duration {
+		var d time.Duration
+		for _, b := range opts.Batches {
+			d += clk.timing(candidates, b) + clk.confirmation(b)
+		}
+		return d
+	}
 	for i, a := range alternatives {
-		if !clk.fits("the "+a.name+" candidate", clk.quantize+clk.accept, reserve(len(cands)+1)) {
+		if !clk.fits("the "+a.name+" candidate", clk.quantize+clk.accept, abReserve(len(cands)+1)) {
 			for _, b := range alternatives[i:] {
 				f.NotTried = append(f.NotTried, b.name)
 			}
