@@ -10,6 +10,7 @@ import (
 
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // rmsError is the root mean square of model's output minus the float
@@ -165,5 +166,29 @@ func TestSchemeVariants(t *testing.T) {
 	explicit.Quant.PerChannel = &off
 	if _, _, err := Replay(explicit, &from); err == nil || !strings.Contains(err.Error(), "do not take") {
 		t.Errorf("replaying per-tensor with --per-channel=false given: %v", err)
+	}
+}
+
+// reduce-range is tried only towards 7 bits, only where auto chose full
+// range (a VNNI CPU), and never against an explicit --reduce-range.
+func TestReduceRangeVariant(t *testing.T) {
+	ortenv.Require(t)
+	opts := mnistOptions(t)
+	_, rep, err := Build(CandidateReduceRange, opts.Float, opts.Ranges, opts.Quant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if quantize.AutoReduceRange() != (rep == nil) {
+		t.Errorf("auto reduce-range %v, variant built: %v", quantize.AutoReduceRange(), rep != nil)
+	}
+	if rep != nil && !rep.ReduceRange {
+		t.Errorf("the reduce-range variant has full-range weights: %+v", rep)
+	}
+	for _, on := range []bool{false, true} {
+		explicit := opts.Quant
+		explicit.ReduceRange = &on
+		if _, rep, err := Build(CandidateReduceRange, opts.Float, opts.Ranges, explicit); err != nil || rep != nil {
+			t.Errorf("--reduce-range %v given: variant built %v, %v", on, rep != nil, err)
+		}
 	}
 }
