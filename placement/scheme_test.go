@@ -192,3 +192,13 @@ func TestReduceRangeVariant(t *testing.T) {
 		}
 	}
 }
+
+// A later batch size the budget cannot fit every candidate into times
+// FP32 and the INT8 candidates within 2x of the fastest at the first.
+func TestContenders(t *testing.T) {
+	tm := Timing{P50Ms: map[string]float64{CandidateFP32: 7, CandidateAllINT8: 2.6, CandidateS8S8: 8.7, CandidatePerTensor: 2.4, CandidateDynamic: 4.8}}
+	got := contenders(tm, []string{CandidateFP32, CandidateAllINT8, CandidateS8S8, CandidatePerTensor, CandidateDynamic})
+	if want := []string{CandidateFP32, CandidateAllINT8, CandidatePerTensor, CandidateDynamic}; !slices.Equal(got, want) {
+		t.Errorf("contenders %v, want %v", got, want)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/optc-dev/optc/data"
@@ -413,7 +414,12 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 	var confirmCost time.Duration
 	for i, b := range opts.Batches {
 		confirmCost += clk.confirmation(b)
-		if !clk.fits(fmt.Sprintf("timing the candidates at batch %d", b), clk.timing(len(cands), b), confirmCost) {
+		names := cands
+		if i > 0 && clk.timing(len(names), b) >= time.Until(clk.deadline)-confirmCost {
+			// Every candidate does not fit: the contenders may.
+			names = contenders(f.Timings[0], cands)
+		}
+		if !clk.fits(fmt.Sprintf("timing the candidates at batch %d", b), clk.timing(len(names), b), confirmCost) {
 			break
 		}
 		// Its turns leave the later batch sizes and every confirmation
@@ -423,7 +429,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		for _, c := range opts.Batches[i+1:] {
 			after += clk.timing(len(cands), c) + clk.confirmation(c)
 		}
-		t, err := timeAt(opts.Session.IntraOpThreads, b, cands, clk.deadline.Add(-after*3/2))
+		t, err := timeAt(opts.Session.IntraOpThreads, b, names, clk.deadline.Add(-after*3/2))
 		if err != nil {
 			return fail(err)
 		}
@@ -489,14 +495,36 @@ others:
 	return done()
 }
 
+// contenders are FP32 and the INT8 candidates within 2x of the fastest
+// one in t: what a later batch size times when the budget does not fit
+// every candidate (one 2x slower at the first batch size would have to
+// be 2x faster than the fastest at every later one to win the geometric
+// mean).
+func contenders(t Timing, cands []string) []string {
+	best := math.Inf(1)
+	for _, c := range cands {
+		if c != CandidateFP32 {
+			best = min(best, t.P50Ms[c])
+		}
+	}
+	var out []string
+	for _, c := range cands {
+		if c == CandidateFP32 || t.P50Ms[c] <= 2*best {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // choose picks the fastest INT8 candidate (by the geometric mean of its
-// speed-up over FP32 across batch sizes at the artifact's threads) and
+// speed-up over FP32 across batch sizes at the artifact's threads; only
+// the candidates timed at every batch size timed) and
 // recommends it when it wins (see wins); otherwise FP32 is recommended and
 // the fastest INT8 candidate is still what the INT8 model holds.
 func choose(f *File, cands []string, models map[string]*quantized) {
 	best, bestSpeedup, worst := "", 0.0, 0.0
 	for _, c := range cands {
-		if c == CandidateFP32 {
+		if c == CandidateFP32 || slices.ContainsFunc(f.Timings, func(t Timing) bool { return t.Threads == f.Threads && t.P50Ms[c] == 0 }) {
 			continue
 		}
 		if s, w := speedup(f.Timings, f.Threads, c); s > bestSpeedup {
