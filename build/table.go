@@ -167,6 +167,11 @@ func writePlacement(w io.Writer, p *placement.File) {
 	case placement.ModeAllINT8:
 		how = "all-int8, not measured"
 	}
+	if s := p.Scheme; placement.IsAlternative(p.Chosen) && s != nil && s.Activations != "dynamic" {
+		// A scheme variant: every region int8, quantized another way.
+		fmt.Fprintf(w, "int8 placement: all %d regions int8, scheme %s: %s (%s; placement.json)\n", len(p.Regions), p.Chosen, s, how)
+		return
+	}
 	if placement.IsAlternative(p.Chosen) {
 		// The regions do not describe a whole-model candidate's model.
 		fmt.Fprintf(w, "int8 placement: %s, not a placement of the %d static regions (%s; placement.json)\n", p.Chosen, len(p.Regions), how)

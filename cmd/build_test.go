@@ -137,6 +137,7 @@ func TestBuildCommandMNIST(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	checkSchemeVariants(t, filepath.Join(out, "placement.json"))
 	// A second build into the same folder is refused without --force.
 	status, _, stderr = run(t, "build", testenv.Model("mnist_cnn.onnx"), "-o", out)
 	if status != 1 || !strings.Contains(stderr, "--force") {
@@ -179,5 +180,58 @@ func TestBuildStageLines(t *testing.T) {
 				t.Errorf("%s: stderr lacks the start or end line of %s:\n%s", c.name, stage, log)
 			}
 		}
+	}
+}
+
+// checkSchemeVariants: the scheme variants are placement candidates on the
+// user's path. Each was built, with its scheme recorded, and then timed
+// at the first batch size or rejected by the accuracy guard, or the
+// budget left it out by name.
+func checkSchemeVariants(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Schemes map[string]struct {
+			Activations string `json:"activations"`
+			PerChannel  bool   `json:"per_channel"`
+			Format      string `json:"format"`
+		} `json:"schemes"`
+		Rejected []string `json:"rejected"`
+		NotTried []string `json:"not_tried"`
+		Timings  []struct {
+			P50Ms map[string]float64 `json:"p50_ms"`
+		} `json:"timings"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]func(a string, ch bool, format string) bool{
+		"s8s8":       func(a string, ch bool, format string) bool { return a == "int8" && ch && format == "qdq" },
+		"qoperator":  func(a string, ch bool, format string) bool { return a == "uint8" && ch && format == "qoperator" },
+		"per-tensor": func(a string, ch bool, format string) bool { return a == "uint8" && !ch && format == "qdq" },
+	}
+	built := 0
+	for name, ok := range want {
+		s, isBuilt := f.Schemes[name]
+		switch {
+		case isBuilt:
+			built++
+			if !ok(s.Activations, s.PerChannel, s.Format) {
+				t.Errorf("%s: recorded scheme %+v", name, s)
+			}
+			_, timed := f.Timings[0].P50Ms[name]
+			rejected := strings.Contains(strings.Join(f.Rejected, "\n"), name+":")
+			if timed == rejected {
+				t.Errorf("%s: timed %v, rejected %v (%q); want one of them", name, timed, rejected, f.Rejected)
+			}
+		case !strings.Contains(strings.Join(f.NotTried, " "), name):
+			t.Errorf("%s: neither built nor left out by the budget: %s", name, b)
+		}
+	}
+	if built == 0 {
+		t.Errorf("no scheme variant built: %s", b)
 	}
 }

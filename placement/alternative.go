@@ -12,6 +12,21 @@ import (
 // weights int8, activations quantized at run time, nothing calibrated.
 const CandidateDynamic = "dynamic-int8"
 
+// The scheme variants: static INT8 on every region from the same
+// calibration ranges, one quantization choice changed from the default.
+// Which is fastest depends on the CPU's integer kernels, so it is timed,
+// not ruled. Each applies only where that choice holds its default value
+// (per-channel, QDQ, reduce-range auto: a command line cannot tell an
+// explicit default from none); a user who chose otherwise
+// (--per-channel=false, --format qoperator, --reduce-range on|off) keeps
+// the choice.
+const (
+	CandidateS8S8        = "s8s8"         // activations int8 symmetric, not uint8
+	CandidatePerTensor   = "per-tensor"   // one weight scale per tensor
+	CandidateReduceRange = "reduce-range" // 7-bit weights where auto chose 8
+	CandidateQOperator   = "qoperator"    // QLinearConv/QLinearMatMul, not QDQ
+)
+
 // An alternative is a whole-model candidate that is not a placement of the
 // static regions: a model made another way from the float model, timed
 // beside the others and confirmed like them. When one is chosen the
@@ -19,16 +34,48 @@ const CandidateDynamic = "dynamic-int8"
 // (the file's chosen candidate does; Replay rebuilds it).
 type alternative struct {
 	name string
-	// build makes the candidate from the float model with the
-	// accuracy-valid settings, or returns a nil report when it does not
-	// apply to this model.
-	build func(float graph.Serialized, opts quantize.Options) (*graph.Model, *quantize.Report, error)
+	// build makes the candidate from the float model, the calibration
+	// ranges and the accuracy-valid settings, or returns a nil report when
+	// it does not apply to this model or these settings.
+	build func(float graph.Serialized, ranges map[string][2]float64, opts quantize.Options) (*graph.Model, *quantize.Report, error)
 }
 
 // alternatives is the table of whole-model candidates, in the order they
-// are timed.
+// are built and, when the budget allows, timed (the budget may leave the
+// last out): dynamic INT8, then qoperator, which computes what the QDQ
+// model does and so always keeps the accuracy budget, then the variants
+// that change the numbers.
 var alternatives = []alternative{
 	{CandidateDynamic, buildDynamic},
+	{CandidateQOperator, variant(func(o *quantize.Options) bool {
+		if o.Format != "" && o.Format != quantize.FormatQDQ {
+			return false
+		}
+		o.Format = quantize.FormatQOperator
+		return true
+	})},
+	{CandidateS8S8, variant(func(o *quantize.Options) bool {
+		o.SignedActivations = true
+		return true
+	})},
+	{CandidatePerTensor, variant(func(o *quantize.Options) bool {
+		if o.PerChannel != nil && !*o.PerChannel {
+			return false
+		}
+		o.PerChannel = new(bool)
+		return true
+	})},
+	// Only towards 7 bits: where auto chose full-range weights (a VNNI
+	// CPU) 7-bit ones are a valid if less precise choice; where it chose 7
+	// bits, full range would saturate in ORT's u8s8 kernels (int8-cpu.md).
+	{CandidateReduceRange, variant(func(o *quantize.Options) bool {
+		if o.ReduceRange != nil || quantize.AutoReduceRange() {
+			return false
+		}
+		on := true
+		o.ReduceRange = &on
+		return true
+	})},
 }
 
 // IsAlternative reports whether a chosen candidate is a whole-model
@@ -41,10 +88,10 @@ func IsAlternative(name string) bool {
 // Build makes the model of alternative candidate name from float with
 // opts: what a placement file that chose it replays to. The report is
 // nil when the candidate does not apply to the model.
-func Build(name string, float graph.Serialized, opts quantize.Options) (*graph.Model, *quantize.Report, error) {
+func Build(name string, float graph.Serialized, ranges map[string][2]float64, opts quantize.Options) (*graph.Model, *quantize.Report, error) {
 	for _, a := range alternatives {
 		if a.name == name {
-			return a.build(float, opts)
+			return a.build(float, ranges, opts)
 		}
 	}
 	return nil, nil, fmt.Errorf("placement: %q is not a whole-model candidate", name)
@@ -53,7 +100,7 @@ func Build(name string, float graph.Serialized, opts quantize.Options) (*graph.M
 // buildDynamic is dynamic INT8 on the layers static INT8 would quantize
 // (the same exclusions; the layers accuracy control kept float stay
 // float): it applies when some MatMul or Gemm has a constant weight.
-func buildDynamic(float graph.Serialized, opts quantize.Options) (*graph.Model, *quantize.Report, error) {
+func buildDynamic(float graph.Serialized, _ map[string][2]float64, opts quantize.Options) (*graph.Model, *quantize.Report, error) {
 	m, err := float.Parse()
 	if err != nil {
 		return nil, nil, err
@@ -72,10 +119,26 @@ func buildDynamic(float graph.Serialized, opts quantize.Options) (*graph.Model, 
 	return m, rep, nil
 }
 
+// variant is a scheme variant: static INT8 of every region with the
+// settings change makes; change returns false when the variant does not
+// apply (the user chose that setting, or it is the default already).
+func variant(change func(*quantize.Options) bool) func(graph.Serialized, map[string][2]float64, quantize.Options) (*graph.Model, *quantize.Report, error) {
+	return func(float graph.Serialized, ranges map[string][2]float64, opts quantize.Options) (*graph.Model, *quantize.Report, error) {
+		if !change(&opts) {
+			return nil, nil, nil
+		}
+		q, err := quantizeKeeping(float, ranges, opts, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		return q.model, q.report, nil
+	}
+}
+
 // alternativeModel builds an alternative as a search candidate; nil when
 // it does not apply.
 func alternativeModel(a alternative, opts Options, all *quantized) (*quantized, error) {
-	m, rep, err := a.build(opts.Float, opts.Quant)
+	m, rep, err := a.build(opts.Float, opts.Ranges, opts.Quant)
 	if err != nil || rep == nil {
 		return nil, err
 	}
@@ -85,5 +148,43 @@ func alternativeModel(a alternative, opts Options, all *quantized) (*quantized, 
 	}
 	// The regions stay as all-INT8's (see alternative).
 	what := fmt.Sprintf("dynamic INT8 (%d MatMul/Gemm layers, activations quantized at run time)", len(rep.Quantized))
-	return &quantized{model: m, serialized: b, regions: all.regions, what: what}, nil
+	if !rep.Dynamic {
+		what = fmt.Sprintf("INT8, scheme %s (all %d regions; %s)", a.name, len(all.regions), SchemeOf(rep))
+	}
+	return &quantized{model: m, serialized: b, regions: all.regions, what: what, report: rep}, nil
+}
+
+// Scheme is the quantization scheme a candidate's model was made with, as
+// placement.json records it.
+type Scheme struct {
+	// Activations is uint8 (asymmetric, u8s8), int8 (symmetric, s8s8) or
+	// dynamic (quantized at run time).
+	Activations string `json:"activations"`
+	PerChannel  bool   `json:"per_channel"`
+	ReduceRange bool   `json:"reduce_range"`
+	Format      string `json:"format"`
+}
+
+// SchemeOf is the scheme a quantize report describes.
+func SchemeOf(rep *quantize.Report) Scheme {
+	s := Scheme{Activations: "uint8", PerChannel: rep.PerChannel, ReduceRange: rep.ReduceRange, Format: string(rep.Format)}
+	switch {
+	case rep.Dynamic:
+		s.Activations, s.Format = "dynamic", "integer-ops"
+	case rep.SignedActivations:
+		s.Activations = "int8"
+	}
+	return s
+}
+
+func (s Scheme) String() string {
+	ch := "per-channel"
+	if !s.PerChannel {
+		ch = "per-tensor"
+	}
+	bits := "8-bit"
+	if s.ReduceRange {
+		bits = "7-bit"
+	}
+	return fmt.Sprintf("%s activations, %s %s weights, %s", s.Activations, ch, bits, s.Format)
 }

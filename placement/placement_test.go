@@ -194,7 +194,7 @@ func TestSearchReplay(t *testing.T) {
 		}
 	}
 	if f.Mode != ModeAuto || !slices.Contains([]string{RecommendINT8, RecommendFP32}, f.Recommended) ||
-		!slices.Contains([]string{CandidateAllINT8, CandidateGuided, CandidateGreedy, CandidateDynamic}, f.Chosen) || f.Reason == "" || f.SearchSeconds <= 0 {
+		!slices.Contains([]string{CandidateAllINT8, CandidateGuided, CandidateGreedy, CandidateDynamic, CandidateS8S8, CandidatePerTensor, CandidateQOperator, CandidateReduceRange}, f.Chosen) || f.Reason == "" || f.SearchSeconds <= 0 {
 		t.Errorf("placement %+v", f)
 	}
 	for _, r := range f.Regions {

@@ -56,6 +56,8 @@ type quantized struct {
 	// what describes a whole-model alternative in the file's reason ("":
 	// a placement of the regions).
 	what string
+	// report is what quantize said it did (the scheme recorded).
+	report *quantize.Report
 }
 
 // quantizeKeeping quantizes a fresh copy of float with the regions whose
@@ -87,7 +89,7 @@ func quantizeKeeping(float graph.Serialized, ranges map[string][2]float64, opts 
 	if err := m.Verify(); err != nil {
 		return nil, fmt.Errorf("quantized model is invalid (a bug in optc): %w", err)
 	}
-	q := &quantized{model: m, regions: regions}
+	q := &quantized{model: m, regions: regions, report: rep}
 	for _, r := range regions {
 		q.nodes = append(q.nodes, before[r.Index])
 	}

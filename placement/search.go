@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/optc-dev/optc/data"
@@ -97,9 +98,15 @@ type File struct {
 	// cost and the time left).
 	BudgetExhausted bool   `json:"budget_exhausted"`
 	StoppedBefore   string `json:"stopped_before,omitempty"`
-	// Rejected lists the whole-model alternatives (dynamic INT8) built
-	// but not timed, with why.
+	// Rejected lists the whole-model alternatives (dynamic INT8, the
+	// scheme variants) built but not timed, with why; NotTried those the
+	// budget left unbuilt.
 	Rejected []string `json:"rejected,omitempty"`
+	NotTried []string `json:"not_tried,omitempty"`
+	// Scheme is the quantization scheme of the chosen candidate's model,
+	// and Schemes that of every candidate built, by name.
+	Scheme  *Scheme           `json:"scheme,omitempty"`
+	Schemes map[string]Scheme `json:"schemes,omitempty"`
 }
 
 // Timing is one A/B comparison: median ms per run of each candidate.
@@ -122,6 +129,8 @@ func AllINT8(opts Options) (*File, graph.Serialized, error) {
 	}
 	f := newFile(opts, ModeAllINT8, q.regions)
 	f.Recommended, f.Chosen = RecommendINT8, CandidateAllINT8
+	s := SchemeOf(q.report)
+	f.Scheme = &s
 	f.Reason = fmt.Sprintf("INT8 (all %d regions; --placement all-int8, not measured)", len(f.Regions))
 	return f, q.serialized, nil
 }
@@ -156,9 +165,9 @@ func Replay(opts Options, from *File) (*File, graph.Serialized, error) {
 	f := *from
 	f.Mode = ModeReplay
 	if IsAlternative(from.Chosen) {
-		m, rep, err := Build(from.Chosen, opts.Float, opts.Quant)
+		m, rep, err := Build(from.Chosen, opts.Float, opts.Ranges, opts.Quant)
 		if err == nil && rep == nil {
-			err = fmt.Errorf("placement file chose %s, which this model does not take", from.Chosen)
+			err = fmt.Errorf("placement file chose %s, which this model and these quantization settings do not take (a scheme variant of a setting given explicitly, or dynamic INT8 on a model without MatMul/Gemm)", from.Chosen)
 		}
 		if err != nil {
 			return nil, graph.Serialized{}, err
@@ -237,6 +246,15 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 	done := func() (*File, graph.Serialized, *clock, error) {
 		chosen := models[f.Chosen]
 		f.Regions = withDecisions(f.Regions, indices(chosen.regions, isFloat))
+		for name, q := range models {
+			if name != CandidateFP32 && q.report != nil {
+				f.Schemes[name] = SchemeOf(q.report)
+			}
+		}
+		if q := chosen.report; q != nil {
+			s := SchemeOf(q)
+			f.Scheme = &s
+		}
 		if clk.stoppedBefore != "" {
 			f.BudgetExhausted = true
 			f.StoppedBefore = clk.stoppedBefore
@@ -305,10 +323,24 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		}
 	}
 
-	// The whole-model alternatives (dynamic INT8), each when it applies
-	// to the model and keeps the accuracy budget.
-	for _, a := range alternatives {
-		if !clk.fits("the "+a.name+" candidate", clk.quantize+clk.accept, reserve(len(cands)+1)) {
+	// The whole-model alternatives (dynamic INT8, the scheme variants),
+	// each when it applies to the model and these settings and keeps the
+	// accuracy budget; those the budget leaves out are named. Each is
+	// built only when the A/B timing of every batch size and the
+	// confirmations, one candidate more, still fit after it: an optional
+	// candidate must not crowd out the measurements the decision needs.
+	abReserve := func(candidates int) time.Duration {
+		var d time.Duration
+		for _, b := range opts.Batches {
+			d += clk.timing(candidates, b) + clk.confirmation(b)
+		}
+		return d
+	}
+	for i, a := range alternatives {
+		if !clk.fits("the "+a.name+" candidate", clk.quantize+clk.accept, abReserve(len(cands)+1)) {
+			for _, b := range alternatives[i:] {
+				f.NotTried = append(f.NotTried, b.name)
+			}
 			break
 		}
 		var alt *quantized
@@ -326,6 +358,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		}
 		if !ok {
 			f.Rejected = append(f.Rejected, a.name+": misses the accuracy budget")
+			f.Schemes[a.name] = SchemeOf(alt.report)
 			continue
 		}
 		cands, models[a.name] = append(cands, a.name), alt
@@ -381,7 +414,12 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 	var confirmCost time.Duration
 	for i, b := range opts.Batches {
 		confirmCost += clk.confirmation(b)
-		if !clk.fits(fmt.Sprintf("timing the candidates at batch %d", b), clk.timing(len(cands), b), confirmCost) {
+		names := cands
+		if i > 0 && clk.timing(len(names), b) >= time.Until(clk.deadline)-confirmCost {
+			// Every candidate does not fit: the contenders may.
+			names = contenders(f.Timings[0], cands)
+		}
+		if !clk.fits(fmt.Sprintf("timing the candidates at batch %d", b), clk.timing(len(names), b), confirmCost) {
 			break
 		}
 		// Its turns leave the later batch sizes and every confirmation
@@ -391,7 +429,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		for _, c := range opts.Batches[i+1:] {
 			after += clk.timing(len(cands), c) + clk.confirmation(c)
 		}
-		t, err := timeAt(opts.Session.IntraOpThreads, b, cands, clk.deadline.Add(-after*3/2))
+		t, err := timeAt(opts.Session.IntraOpThreads, b, names, clk.deadline.Add(-after*3/2))
 		if err != nil {
 			return fail(err)
 		}
@@ -457,14 +495,36 @@ others:
 	return done()
 }
 
+// contenders are FP32 and the INT8 candidates within 2x of the fastest
+// one in t: what a later batch size times when the budget does not fit
+// every candidate (one 2x slower at the first batch size would have to
+// be 2x faster than the fastest at every later one to win the geometric
+// mean).
+func contenders(t Timing, cands []string) []string {
+	best := math.Inf(1)
+	for _, c := range cands {
+		if c != CandidateFP32 {
+			best = min(best, t.P50Ms[c])
+		}
+	}
+	var out []string
+	for _, c := range cands {
+		if c == CandidateFP32 || t.P50Ms[c] <= 2*best {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // choose picks the fastest INT8 candidate (by the geometric mean of its
-// speed-up over FP32 across batch sizes at the artifact's threads) and
+// speed-up over FP32 across batch sizes at the artifact's threads; only
+// the candidates timed at every batch size timed) and
 // recommends it when it wins (see wins); otherwise FP32 is recommended and
 // the fastest INT8 candidate is still what the INT8 model holds.
 func choose(f *File, cands []string, models map[string]*quantized) {
 	best, bestSpeedup, worst := "", 0.0, 0.0
 	for _, c := range cands {
-		if c == CandidateFP32 {
+		if c == CandidateFP32 || slices.ContainsFunc(f.Timings, func(t Timing) bool { return t.Threads == f.Threads && t.P50Ms[c] == 0 }) {
 			continue
 		}
 		if s, w := speedup(f.Timings, f.Threads, c); s > bestSpeedup {
@@ -519,7 +579,7 @@ func speedup(timings []Timing, threads int, c string) (mean, worst float64) {
 func newFile(opts Options, mode string, regions []Region) *File {
 	return &File{Schema: SchemaVersion, Mode: mode, CPU: opts.CPU, CPUFlags: opts.CPUFlags,
 		Level: opts.Session.Level.String(), Threads: opts.Session.IntraOpThreads, Regions: regions,
-		BudgetSeconds: opts.Budget.Seconds()}
+		BudgetSeconds: opts.Budget.Seconds(), Schemes: map[string]Scheme{}}
 }
 
 // otherThreads are the thread counts measured besides the artifact's: 1

@@ -45,7 +45,7 @@ func place(opts Options, float graph.Serialized, ranges map[string][2]float64, b
 	if placement.IsAlternative(f.Chosen) {
 		// A whole-model candidate (dynamic INT8): its model, not the
 		// static one with regions kept float.
-		q, rep, err := placement.Build(f.Chosen, float, po.Quant)
+		q, rep, err := placement.Build(f.Chosen, float, ranges, po.Quant)
 		if err == nil && rep == nil {
 			err = fmt.Errorf("%s does not apply to this model", f.Chosen)
 		}

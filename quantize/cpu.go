@@ -10,6 +10,13 @@ import (
 // this runs on: ORT's U8S8 integer kernels saturate their intermediate sums
 // with full-range int8 weights on x86 without VNNI (AVX2's vpmaddubsw adds
 // pairs of u8*s8 products into int16), so weights are kept to 7 bits there.
+// AutoReduceRange is what a nil Options.ReduceRange decides for ort-cpu on
+// this CPU.
+func AutoReduceRange() bool {
+	r, _ := autoReduceRange()
+	return r
+}
+
 func autoReduceRange() (bool, string) {
 	return reduceRangeFor(runtime.GOARCH, cpu.X86.HasAVX512VNNI, cpu.X86.HasAVXVNNI)
 }

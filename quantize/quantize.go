@@ -68,6 +68,10 @@ type Options struct {
 	// Format is FormatQDQ (default) or FormatQOperator (ort-cpu only):
 	// the QDQ groups rewritten into QLinearConv/QLinearMatMul.
 	Format Format
+	// SignedActivations quantizes activations as symmetric int8 (s8s8)
+	// instead of the scheme's uint8 (u8s8): ORT runs both, at a speed
+	// that depends on the CPU, so the placement search times it.
+	SignedActivations bool
 	// ORTContrib lets ApplyDynamic write ORT's fused com.microsoft
 	// DynamicQuantizeMatMul instead of standard ONNX (a model for ONNX
 	// Runtime alone).
@@ -95,6 +99,8 @@ type Report struct {
 	// Dynamic: weights int8, activations quantized at run time
 	// (ApplyDynamic); no Q/DQ pairs, no calibration.
 	Dynamic bool `json:"dynamic,omitempty"`
+	// SignedActivations: activations symmetric int8 (s8s8), not uint8.
+	SignedActivations bool `json:"signed_activations,omitempty"`
 }
 
 // Entry is one node of the report.
@@ -138,6 +144,11 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 	if opts.Format == "" {
 		opts.Format = FormatQDQ
 	}
+	if opts.SignedActivations {
+		// Symmetric int8 activations; the exact HardSigmoid rewrite
+		// (chains.go) is for uint8 and stays off.
+		sc.ActivationType = graph.Int8
+	}
 	switch {
 	case opts.Format != FormatQDQ && opts.Format != FormatQOperator:
 		return nil, fmt.Errorf("quantize: unknown format %q (want %q or %q)", opts.Format, FormatQDQ, FormatQOperator)
@@ -175,7 +186,8 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 		}
 	}
 
-	rep := &Report{Target: opts.Target, PerChannel: opts.PerChannel == nil || *opts.PerChannel, Format: opts.Format}
+	rep := &Report{Target: opts.Target, PerChannel: opts.PerChannel == nil || *opts.PerChannel, Format: opts.Format,
+		SignedActivations: sc.symmetric()}
 	rep.ReduceRange, rep.ReduceRangeReason = reduceRange(sc, opts)
 
 	q := &quantizer{g: g, ranges: maps.Clone(ranges), scheme: sc, rep: rep,

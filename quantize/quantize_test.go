@@ -623,6 +623,10 @@ func TestRunsInORT(t *testing.T) {
 		{"more ops ort-cpu", moreOpsNet, Options{ReduceRange: boolp(true)}},
 		{"more ops tensorrt", moreOpsNet, Options{Target: TargetTensorRT}},
 		{"gates ort-cpu", gatesNet, Options{ReduceRange: boolp(false)}},
+		// s8s8: what the placement search's s8s8 candidate makes.
+		{"convnet ort-cpu s8s8", convNet, Options{ReduceRange: boolp(true), SignedActivations: true}},
+		{"more ops ort-cpu s8s8", moreOpsNet, Options{ReduceRange: boolp(true), SignedActivations: true}},
+		{"gates ort-cpu s8s8", gatesNet, Options{ReduceRange: boolp(true), SignedActivations: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := c.build(t)
@@ -646,6 +650,14 @@ func TestRunsInORT(t *testing.T) {
 			}
 			if countOps(b.Graph, "Constant") != 0 {
 				t.Error("the Constant node holding the float weight was kept")
+			}
+			if c.opts.SignedActivations != rep.SignedActivations && c.opts.Target != TargetTensorRT {
+				t.Errorf("report: signed activations %v", rep.SignedActivations)
+			}
+			for _, n := range b.Graph.Nodes {
+				if n.OpType == "QuantizeLinear" && c.opts.SignedActivations && n.Input(2).Const.DType != graph.Int8 {
+					t.Errorf("%s: zero point %v, want int8 (s8s8)", n, n.Input(2).Const.DType)
+				}
 			}
 			after := marshal(t, b.Model)
 			levels := []ort.Level{ort.LevelDisable, ort.LevelAll}
