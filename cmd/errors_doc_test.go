@@ -176,6 +176,10 @@ func TestErrorsDocumented(t *testing.T) {
 			return []docRun{{[]string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx"), "--dynamic", "--min-cosine", "1"},
 				[]string{"accuracy guard failed: cosine of logits ", "below the 1.00000 required; no dynamic INT8 model was written"}}}
 		}},
+		"--prune-damp \"often\": want a number >= 0 or auto": {func(t *testing.T, dir string) []docRun {
+			calib := writeFile(t, filepath.Join(dir, "x.npy"), nil)
+			return []docRun{{[]string{"optimize", mnist, "-o", filepath.Join(dir, "o.onnx"), "--prune", "2:4", "--calib-data", calib, "--prune-damp", "often"}, []string{`--prune-damp "often": want a number >= 0 or auto`}}}
+		}},
 		"--weight-rounding gptq needs --calib-data": {func(t *testing.T, dir string) []docRun {
 			return []docRun{{[]string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx"), "--weights", "int4", "--weight-rounding", "gptq"}, []string{"--weight-rounding gptq needs --calib-data"}}}
 		}},

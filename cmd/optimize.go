@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,7 +36,7 @@ func newCmdOptimize(io *IO, g *globals, runF func(*OptimizeOptions) error) *cobr
 	var pruneSpecs []string
 	var pruneExclude string
 	var cost, calib dataFlags
-	var damp float64
+	var damp string
 	c := &cobra.Command{
 		Use:   "optimize IN -o OUT",
 		Short: "Run the pass pipeline and write the optimized model, checked against the original in ORT",
@@ -107,11 +109,13 @@ before/after table and per-pass statistics.`,
 				if o.PruneOpts.Scope == "global" {
 					return usageError{fmt.Errorf("--calib-data prunes each layer on its own data: --prune-scope global has no data-driven form")}
 				}
-				if damp < 0 {
-					return usageError{fmt.Errorf("--prune-damp must not be negative")}
-				}
 				calib.inherit(&df)
-				d := &prune.Data{Spec: calib.spec, Damp: damp, ORTLib: g.ortLib, Session: ort.DefaultOptions()}
+				d := &prune.Data{Spec: calib.spec, ORTLib: g.ortLib, Session: ort.DefaultOptions()}
+				if damp == "auto" {
+					d.AutoDamp = true
+				} else if d.Damp, err = strconv.ParseFloat(damp, 64); err != nil || d.Damp < 0 || math.IsNaN(d.Damp) {
+					return usageError{fmt.Errorf("--prune-damp %q: want a number >= 0 or auto", damp)}
+				}
 				if d.Opts, err = calib.options(); err != nil {
 					return err
 				}
@@ -164,7 +168,7 @@ before/after table and per-pass statistics.`,
 	fs.StringVar(&calib.spec, "calib-data", "", "calibration data for data-driven pruning (channels: least-squares reconstruction; 2:4, magnitude: OBS updates): .npy, .npz, .pb folder(s), an image folder")
 	calib.batchVar(fs, "calib-batch", 32, "batch size for --calib-data")
 	fs.IntVar(&calib.samples, "calib-samples", 0, "prune on N samples drawn at random (seeded by --seed) from --calib-data (0: all)")
-	fs.Float64Var(&damp, "prune-damp", prune.DefaultDamp, "data-driven pruning: fraction of the input Gram's mean diagonal added before solving")
+	fs.StringVar(&damp, "prune-damp", strconv.FormatFloat(prune.DefaultDamp, 'g', -1, 64), "data-driven pruning: fraction of the input Gram's mean diagonal added before solving, or auto: per layer (2:4, magnitude) the one of 0.001, 0.003, 0.01, 0.03, 0.1 with the least output error on a quarter of the calibration samples held out of the solve")
 	calib.image.register(fs)
 	fs.StringVar(&cost.spec, "data", "", "data to measure what pruning costs (default: the check's random inputs)")
 	cost.batchVar(fs, "batch", 64, "batch size for --data")
@@ -342,6 +346,8 @@ func printPrune(out io.Writer, p *optimize.PruneResult) {
 			refit := l.Refit
 			if refit == "" {
 				refit = "-"
+			} else if l.Damp > 0 {
+				refit += fmt.Sprintf(", damp %g", l.Damp)
 			}
 			ratio := ""
 			if auto {

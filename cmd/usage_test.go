@@ -35,6 +35,7 @@ var usageCases = []struct {
 	{[]string{"optimize", "m.onnx"}, "-o OUT is required"},
 	{[]string{"optimize", "m.onnx", "-o", "o.onnx", "--prune-scope", "nowhere"}, "--prune-scope"},
 	{[]string{"optimize", "m.onnx", "-o", "o.onnx", "--check", "x"}, "--check"},
+	{[]string{"optimize", "m.onnx", "-o", "o.onnx", "--prune", "2:4", "--calib-data", "x.npy", "--prune-damp", "often"}, "--prune-damp \"often\""},
 	{[]string{"optimize", "m.onnx", "-o", "o.onnx", "--check", "-1"}, "--check"},
 	{[]string{"optimize", "m.onnx", "-o", "o.onnx", "--prune", "magnitude:0.5", "--max-accuracy-drop", "1"}, "needs --labels"},
 	{[]string{"convert", "m.onnx", "-o", "c.onnx", "--external-data", "--location", "../x.bin"}, `--location "../x.bin"`},

@@ -23,7 +23,19 @@ type Data struct {
 	// Damp is the fraction of the Gram diagonal's mean added to it before
 	// solving (0: DefaultDamp).
 	Damp float64
+	// AutoDamp makes OBS (2:4, magnitude:S) choose each layer's damping
+	// among AutoDamps from the calibration data itself (see obsLayer);
+	// channel reconstruction then uses Damp.
+	AutoDamp bool
 }
+
+// AutoDamps are the dampings AutoDamp chooses among.
+var AutoDamps = []float64{0.001, 0.003, 0.01, 0.03, 0.1}
+
+// holdoutEvery: with AutoDamp, every holdoutEvery-th calibration sample
+// (by its position in the draw, so deterministic) is held out to judge
+// the dampings; the others are solved on.
+const holdoutEvery = 4
 
 // DefaultDamp is Data.Damp's default.
 const DefaultDamp = 0.01
@@ -153,6 +165,10 @@ type layerInput struct {
 	value string // the activation it reads
 	p     *patcher
 	g     *gram
+	// With holdout, g gets the samples solved on and val every
+	// holdoutEvery-th sample (see Data.AutoDamp).
+	holdout bool
+	val     *gram
 }
 
 func (d *Data) inputGrams(cur, ref *graph.Model, layers []*layerInput) error {
@@ -162,6 +178,9 @@ func (d *Data) inputGrams(cur, ref *graph.Model, layers []*layerInput) error {
 			values = append(values, l.value)
 		}
 		l.g = newGram(l.p.dim+1, ref != nil)
+		if l.holdout {
+			l.val = newGram(l.p.dim+1, ref != nil)
+		}
 	}
 	err := d.stream(cur, ref, values, func(vc, vr map[string]*graph.Tensor, sample int64) error {
 		for _, l := range layers {
@@ -183,7 +202,28 @@ func (d *Data) inputGrams(cur, ref *graph.Model, layers []*layerInput) error {
 					return fmt.Errorf("%s reads %q in the unpruned model: %w", l.name, l.value, err)
 				}
 			}
-			l.g.add(pc, pr, r)
+			if !l.holdout {
+				l.g.add(pc, pr, r)
+				continue
+			}
+			// Rows are sample-major: split them by sample.
+			n := int(vc[l.value].Dims[0])
+			per := r / max(n, 1)
+			if per*n != r {
+				return fmt.Errorf("%s reads %q: %d vectors from %d samples", l.name, l.value, r, n)
+			}
+			d := l.p.dim + 1
+			for s := 0; s < n; s++ {
+				g := l.g
+				if (sample+int64(s))%holdoutEvery == holdoutEvery-1 {
+					g = l.val
+				}
+				var prs []float64
+				if pr != nil {
+					prs = pr[s*per*d : (s+1)*per*d]
+				}
+				g.add(pc[s*per*d:(s+1)*per*d], prs, per)
+			}
 		}
 		return nil
 	})
@@ -192,6 +232,9 @@ func (d *Data) inputGrams(cur, ref *graph.Model, layers []*layerInput) error {
 	}
 	for _, l := range layers {
 		l.g.finish()
+		if l.val != nil {
+			l.val.finish()
+		}
 	}
 	return nil
 }

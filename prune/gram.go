@@ -67,3 +67,19 @@ func (s *gram) finish() {
 		s.c[i] *= inv
 	}
 }
+
+// merged returns the Gram of both parts' vectors together (a and b
+// finished: means), weighted by their row counts.
+func merged(a, b *gram) *gram {
+	m := newGram(a.n, a.c != nil)
+	m.rows = a.rows + b.rows
+	wa := float64(a.rows) / float64(max(m.rows, 1))
+	wb := float64(b.rows) / float64(max(m.rows, 1))
+	for i := range m.g {
+		m.g[i] = wa*a.g[i] + wb*b.g[i]
+	}
+	for i := range m.c {
+		m.c[i] = wa*a.c[i] + wb*b.c[i]
+	}
+	return m
+}

@@ -67,7 +67,8 @@ func OBS(m *graph.Model, meth Method, opts Options, d *Data) (*Report, error) {
 		}
 		l.Before = fraction(countZeros(vals), l.Params)
 		if l.Ratio > 0 {
-			refit, err := obsLayer(m, ref, w, l.Ratio, nm, d)
+			refit, damp, err := obsLayer(m, ref, w, l.Ratio, nm, d)
+			l.Damp = damp
 			changed = changed || refit == "obs"
 			if err != nil {
 				return nil, fmt.Errorf("layer %s: %w", w.node.Name, err)
@@ -101,83 +102,73 @@ func OBS(m *graph.Model, meth Method, opts Options, d *Data) (*Report, error) {
 
 // obsLayer prunes one weight with SparseGPT and returns "obs", or, when it
 // cannot, leaves the weight alone and returns why ("none: ...").
-func obsLayer(m, ref *graph.Model, w *weight, ratio float64, nm bool, d *Data) (string, error) {
+// It also returns the damping used.
+func obsLayer(m, ref *graph.Model, w *weight, ratio float64, nm bool, d *Data) (string, float64, error) {
 	n := w.node
 	if len(w.nodes) > 1 {
-		return "none: the weight is shared by several layers", nil
+		return "none: the weight is shared by several layers", 0, nil
 	}
 	if n.Graph() != m.Graph {
-		return "none: the layer is in a subgraph", nil
+		return "none: the layer is in a subgraph", 0, nil
 	}
 	p, err := newPatcher(n, w.tensor.Dims)
 	if err != nil {
-		return "none: " + err.Error(), nil
+		return "none: " + err.Error(), 0, nil
 	}
 	lay, err := newLayout(n, w.tensor.Dims, p, true)
 	if err != nil {
-		return "none: " + err.Error(), nil
+		return "none: " + err.Error(), 0, nil
 	}
-	li := &layerInput{name: n.Name, value: n.Input(0).Name, p: p}
+	li := &layerInput{name: n.Name, value: n.Input(0).Name, p: p, holdout: d.AutoDamp}
 	if err := d.inputGrams(m, ref, []*layerInput{li}); err != nil {
-		return "", err
+		return "", 0, err
 	}
 	bias, hasBias, err := readBias(n, lay.rows)
 	if err != nil {
-		return "none: " + err.Error(), nil
+		return "none: " + err.Error(), 0, nil
 	}
 	cols := lay.cols
 	if hasBias {
 		cols++
 	}
-	// H in the layout's column order, the bias column last.
-	h := make([]float64, cols*cols)
-	src := func(j int) int {
-		if j == lay.cols {
-			return p.dim
-		}
-		return lay.perm[j]
-	}
-	for i := 0; i < cols; i++ {
-		for j := 0; j < cols; j++ {
-			h[i*cols+j] = li.g.g[src(i)*li.g.n+src(j)]
-		}
-	}
-	for i := 0; i < cols; i++ {
-		if h[i*cols+i] == 0 {
-			h[i*cols+i] = 1 // an input that is always zero: its weights are free
-		}
-	}
-	dampen(h, cols, d.damp())
 	vals, err := w.tensor.Float32s()
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
-	mat := make([]float64, lay.rows*cols)
+	// The dense weights, in the layout's column order, the bias last.
+	dense := make([]float64, lay.rows*cols)
 	for r := 0; r < lay.rows; r++ {
 		for j := 0; j < lay.cols; j++ {
-			mat[r*cols+j] = float64(vals[lay.index(r, j)])
+			dense[r*cols+j] = float64(vals[lay.index(r, j)])
 		}
 		if hasBias {
-			mat[r*cols+lay.cols] = float64(bias[r])
-		}
-	}
-	if li.g.c != nil && li.g.rows >= minRowsPerFeature*int64(cols) {
-		// Earlier layers changed this one's inputs: first refit the dense
-		// weights so that W′·x̃ matches the unpruned W·x (least squares,
-		// the same damped H), then prune W′. Only where the data
-		// determines the fit: with fewer vectors than features (a Gemm
-		// reading a large flattened map, one vector per sample) it fits
-		// the calibration samples and loses accuracy elsewhere.
-		if err := towardUnpruned(mat, lay, cols, h, li.g, p.dim, hasBias); err != nil {
-			return "", err
+			dense[r*cols+lay.cols] = float64(bias[r])
 		}
 	}
 	keep := make([]bool, cols)
 	if hasBias {
 		keep[lay.cols] = true
 	}
-	if err := obsPrune(mat, lay.rows, cols, h, ratio, nm, keep); err != nil {
-		return "", err
+	o := &obsProblem{lay: lay, cols: cols, dim: p.dim, hasBias: hasBias, dense: dense, keep: keep, ratio: ratio, nm: nm}
+	all := li.g
+	if li.val != nil {
+		all = merged(li.g, li.val)
+	}
+	// Refit toward the unpruned outputs only where the data determines
+	// the fit: with fewer vectors than features (a Gemm reading a large
+	// flattened map, one vector per sample) it fits the calibration
+	// samples and loses accuracy elsewhere. Decided on all the samples,
+	// so that every damping tried solves the same problem.
+	o.toward = all.c != nil && all.rows >= minRowsPerFeature*int64(cols)
+	damp := d.damp()
+	if li.val != nil && li.val.rows > 0 && li.g.rows > 0 {
+		if damp, err = o.chooseDamp(li.g, li.val, AutoDamps); err != nil {
+			return "", 0, err
+		}
+	}
+	mat, err := o.solve(all, damp)
+	if err != nil {
+		return "", 0, err
 	}
 	for r := 0; r < lay.rows; r++ {
 		for j := 0; j < lay.cols; j++ {
@@ -188,14 +179,14 @@ func obsLayer(m, ref *graph.Model, w *weight, ratio float64, nm bool, d *Data) (
 		}
 	}
 	if err := replaceWeight(w, vals); err != nil {
-		return "", err
+		return "", 0, err
 	}
 	if hasBias {
 		if err := setBias(m.Graph, n, bias); err != nil {
-			return "", err
+			return "", 0, err
 		}
 	}
-	return "obs", nil
+	return "obs", damp, nil
 }
 
 // layout maps a weight tensor to the rows×cols matrix the data-driven

@@ -105,6 +105,9 @@ type Layer struct {
 	// stay: "obs" (SparseGPT update), "least squares" (channels: the
 	// consumers refit), or "none: why"; empty without calibration data.
 	Refit string `json:"refit,omitempty"`
+	// Damp is the damping OBS solved with (Data.Damp, or the one
+	// Data.AutoDamp chose); 0 where OBS did not run.
+	Damp float64 `json:"damp,omitempty"`
 }
 
 // Report is what a pruning run did.
