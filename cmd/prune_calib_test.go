@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/optc-dev/optc/internal/ortenv"
 	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/optimize"
+	"github.com/optc-dev/optc/prune"
 )
 
 // The user's path: optc optimize --prune channels:0.25 with calibration
@@ -213,5 +215,42 @@ func TestPruneChannelsAutoMNIST(t *testing.T) {
 	}
 	if p.Latency == nil || p.Latency.AfterP50 <= 0 {
 		t.Errorf("no latency: %+v", p.Latency)
+	}
+}
+
+// --prune-damp auto: every OBS layer reports a damping it chose among
+// prune.AutoDamps, MNIST keeps its accuracy, and two runs write the same
+// bytes (the fc layer excluded to keep the test fast).
+func TestPruneDampAutoMNIST(t *testing.T) {
+	ortenv.Require(t)
+	images, labels := mnistData(t)
+	train := testenv.Data(t, "mnist/train_images.npy")
+	dir := t.TempDir()
+	args := func(out string) []string {
+		return []string{testenv.Model("mnist_cnn.onnx"), "-o", out, "--prune", "2:4", "--prune-exclude", "/fc/Gemm",
+			"--calib-data", train, "--calib-samples", "256", "--prune-damp", "auto", "--data", images, "--labels", labels, "--batch", "500"}
+	}
+	res := optimizeJSON(t, args(filepath.Join(dir, "a.onnx"))...)
+	pruned := 0
+	for _, l := range res.Prune.Reports[0].Layers {
+		if l.Skipped != "" {
+			continue
+		}
+		pruned++
+		if l.Refit != "obs" || !slices.Contains(prune.AutoDamps, l.Damp) {
+			t.Errorf("layer %s: refit %q, damp %g", l.Node, l.Refit, l.Damp)
+		}
+	}
+	if pruned == 0 {
+		t.Errorf("nothing pruned")
+	}
+	if a := res.Prune.Cost.Accuracy; a == nil || a.DropPoints > 1 {
+		t.Errorf("2:4 with --prune-damp auto: accuracy %+v, want a drop of at most 1 point", a)
+	}
+	optimizeJSON(t, args(filepath.Join(dir, "b.onnx"))...)
+	x, _ := os.ReadFile(filepath.Join(dir, "a.onnx"))
+	y, _ := os.ReadFile(filepath.Join(dir, "b.onnx"))
+	if len(x) == 0 || string(x) != string(y) {
+		t.Errorf("two runs wrote different models (%d and %d bytes)", len(x), len(y))
 	}
 }
