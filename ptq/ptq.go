@@ -255,16 +255,23 @@ func Run(opts Options) (*Result, error) {
 		}
 		return nil, err
 	}
+	// A QOperator model has no QuantizeLinear/DequantizeLinear pairs to
+	// read activations at; it computes what its QDQ form computes, so the
+	// per-tensor SQNR is measured on that form.
+	sqnrModel := int8Model
 	if opts.Placement != "" && !otherRuntime(opts) {
 		if q, int8Model, err = place(opts, float, plain, batches, res, measure); err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Input, err)
+		}
+		if res.Placement == nil || res.Placement.Chosen != placement.CandidateQOperator {
+			sqnrModel = int8Model
 		}
 	}
 	res.FloatBytes, res.Int8Bytes = int64(len(float.Bytes)), int64(len(int8Model.Bytes))
 	if eval != "" {
 		sq := opts
 		sq.Session = quality
-		if res.TensorSQNR, err = tensorSQNR(sq, float, int8Model, eval, evalOpts); err != nil {
+		if res.TensorSQNR, err = tensorSQNR(sq, float, sqnrModel, eval, evalOpts); err != nil {
 			return nil, fmt.Errorf("per-tensor SQNR: %w", err)
 		}
 	}
