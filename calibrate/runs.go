@@ -1,6 +1,8 @@
 package calibrate
 
 import (
+	"fmt"
+
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/shapes"
@@ -140,7 +142,8 @@ type Parts struct {
 	out    [][]int // per group, the index in its session's outputs of each value
 }
 
-// OpenParts opens a session per group on a copy of m exposing that group.
+// OpenParts opens a session per group on a copy of m exposing that group
+// and computing nothing else (keepOnly).
 func OpenParts(m *graph.Model, groups [][]string, opts ort.Options) (p *Parts, err error) {
 	p = &Parts{Groups: groups}
 	defer func() {
@@ -159,6 +162,9 @@ func OpenParts(m *graph.Model, groups [][]string, opts ort.Options) (p *Parts, e
 		}
 		carrier, err := graph.ExposeNested(c, g)
 		if err != nil {
+			return p, err
+		}
+		if err := keepOnly(c, g, carrier); err != nil {
 			return p, err
 		}
 		src, err := ort.SourceOf(c)
@@ -182,6 +188,31 @@ func OpenParts(m *graph.Model, groups [][]string, opts ort.Options) (p *Parts, e
 		p.out = append(p.out, out)
 	}
 	return p, nil
+}
+
+// keepOnly makes the carriers of group g m's only outputs and drops what
+// they do not depend on: ORT (at level disable too) runs every node that
+// an output needs, so a part that kept the model's own outputs would run
+// the whole model, and a batch in n parts would cost n forward passes
+// instead of about one.
+func keepOnly(m *graph.Model, g []string, carrier map[string]string) error {
+	outs := make([]*graph.Value, 0, len(g))
+	seen := make(map[*graph.Value]bool, len(g))
+	for _, n := range g {
+		v := m.Graph.Value(carrier[n])
+		if v == nil {
+			return fmt.Errorf("exposed value %q is not in the main graph", carrier[n])
+		}
+		if !seen[v] {
+			seen[v] = true
+			outs = append(outs, v)
+		}
+	}
+	m.Graph.Outputs = outs
+	if _, err := graph.Prune(m); err != nil {
+		return fmt.Errorf("cut the model down to %d exposed values: %w", len(outs), err)
+	}
+	return nil
 }
 
 // Run runs group i's session on inputs and returns its values, in the

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/ortenv"
 )
 
@@ -64,5 +65,54 @@ func TestCollectSplitRunsIdentical(t *testing.T) {
 				t.Errorf("limit %d bytes (%d runs a batch): the %s calibration differs from one run a batch", limit, s.Runs, method)
 			}
 		}
+	}
+}
+
+// A part's model returns only its group and keeps only the nodes they
+// depend on: the first conv's activation needs none of what follows it, and
+// the model's own output, not in the group, is no longer returned.
+func TestPartComputesOnlyItsGroup(t *testing.T) {
+	m := loadMNIST(t)
+	tensors := DefaultTensors(m)
+	first := tensors[1] // tensors[0] is the input
+	c, err := m.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	carrier, err := graph.ExposeNested(c, []string{first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keepOnly(c, []string{first}, carrier); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Graph.Outputs) != 1 || c.Graph.Outputs[0].Name != carrier[first] {
+		t.Fatalf("outputs %v, want only %q", c.Graph.Outputs, carrier[first])
+	}
+	if len(c.Graph.Nodes) >= len(m.Graph.Nodes) {
+		t.Fatalf("%d nodes left of %d: nothing pruned", len(c.Graph.Nodes), len(m.Graph.Nodes))
+	}
+	// Every node left feeds the exposed value.
+	need := map[*graph.Value]bool{c.Graph.Outputs[0]: true}
+	for i := len(c.Graph.Nodes) - 1; i >= 0; i-- {
+		n := c.Graph.Nodes[i]
+		used := false
+		for _, o := range n.Outputs() {
+			used = used || need[o]
+		}
+		if !used {
+			t.Errorf("node %s left, but %q does not depend on it", n, first)
+		}
+		for _, in := range n.Inputs() {
+			need[in] = true
+		}
+	}
+	for _, v := range c.Graph.Initializers {
+		if !need[v] {
+			t.Errorf("initializer %q left, but nothing reads it", v.Name)
+		}
+	}
+	if err := c.Verify(); err != nil {
+		t.Fatal(err)
 	}
 }
