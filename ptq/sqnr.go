@@ -30,6 +30,13 @@ type TensorSQNR struct {
 // MaxSQNR stands for an exact match (infinite SQNR).
 const MaxSQNR = 200.0
 
+// sqnrRunBytes bounds what one SQNR run fetches, per model. Both models'
+// values of a group are held at once, each with its float32 copy, so a
+// quarter of calibration's bound keeps them to about what one calibration
+// run holds; a part computes only what its group needs (calibrate.OpenParts),
+// so the extra parts cost less than extra whole-model runs.
+const sqnrRunBytes = calibrate.DefaultMaxRunBytes / 4
+
 // sqnrSamples is how many evaluation samples the per-tensor SQNR uses,
 // run sqnrBatch at a time.
 const sqnrSamples, sqnrBatch = 32, 8
@@ -64,7 +71,7 @@ func tensorSQNR(opts Options, float, int8Model graph.Serialized, spec string, do
 	// Both models' values for sqnrSamples samples would be the largest
 	// thing a build holds (about 9 GiB for PaddleOCR det at 320x320), so
 	// the samples run in batches of sqnrBatch and the values in groups of
-	// at most calibrate.DefaultMaxRunBytes per run; each tensor's sums
+	// at most sqnrRunBytes per run; each tensor's sums
 	// take its elements in the same order as from one run of all samples.
 	dopts.Samples, dopts.Batch = sqnrSamples, sqnrBatch
 	if b := data.StaticBatch(data.GraphInputs(fm.Graph), dopts.Spec); b > 0 {
@@ -83,7 +90,7 @@ func tensorSQNR(opts Options, float, int8Model graph.Serialized, spec string, do
 	if err != nil {
 		return nil, err
 	}
-	groups, err := calibrate.SplitByBytes(fm, xs, batch.Tensors, calibrate.DefaultMaxRunBytes)
+	groups, err := calibrate.SplitByBytes(fm, xs, batch.Tensors, sqnrRunBytes)
 	if err != nil {
 		return nil, fmt.Errorf("float model: %w", err)
 	}
