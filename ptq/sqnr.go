@@ -35,7 +35,7 @@ const MaxSQNR = 200.0
 // quarter of calibration's bound keeps them to about what one calibration
 // run holds; a part computes only what its group needs (calibrate.OpenParts),
 // so the extra parts cost less than extra whole-model runs.
-const sqnrRunBytes = calibrate.DefaultMaxRunBytes / 4
+var sqnrRunBytes int64 = calibrate.DefaultMaxRunBytes / 4 // a var so a test can split finer
 
 // sqnrSamples is how many evaluation samples the per-tensor SQNR uses,
 // run sqnrBatch at a time.
