@@ -5,8 +5,9 @@
 // by merging adjacent bins). Memory is constant in the number of samples:
 // activations are never kept across batches. Nor does it grow with the
 // model: a batch whose activations pass Options.MaxRunBytes is run in
-// parts (SplitByBytes, Parts), each fetching a group of the tensors, with
-// the same statistics as one run.
+// parts (SplitByBytes, Parts), each fetching a group of the tensors and
+// running only the nodes they depend on, with the same statistics as one
+// run.
 //
 // From the statistics, Stats.Ranges derives a range per tensor with one of
 // Methods (minmax, percentile, entropy, mse, and auto, which picks per
