@@ -143,12 +143,8 @@ func (b *builder) node(op, name string, ins ...*graph.Value) *graph.Value {
 }
 
 func (b *builder) init(name string, dims []int64, vals []float32) *graph.Value {
-	if b.err != nil {
-		return nil
-	}
-	t, err := graph.NewFloat32Tensor(name, dims, vals)
-	if err != nil {
-		b.err = err
+	t := b.tensor(name, dims, vals)
+	if t == nil {
 		return nil
 	}
 	v, err := b.g.AddInitializer(t)
@@ -157,12 +153,8 @@ func (b *builder) init(name string, dims []int64, vals []float32) *graph.Value {
 }
 
 func (b *builder) constant(name string, dims []int64, vals []float32) *graph.Value {
-	if b.err != nil {
-		return nil
-	}
-	t, err := graph.NewFloat32Tensor(name, dims, vals)
-	if err != nil {
-		b.err = err
+	t := b.tensor(name, dims, vals)
+	if t == nil {
 		return nil
 	}
 	out := b.node("Constant", name, nil...)
@@ -171,4 +163,14 @@ func (b *builder) constant(name string, dims []int64, vals []float32) *graph.Val
 	}
 	out.Producer().SetAttr(&graph.Attr{Name: "value", Type: graph.AttrTensor, Tensor: t})
 	return out
+}
+
+// tensor makes a float32 tensor, or records the error and returns nil.
+func (b *builder) tensor(name string, dims []int64, vals []float32) *graph.Tensor {
+	if b.err != nil {
+		return nil
+	}
+	t, err := graph.NewFloat32Tensor(name, dims, vals)
+	b.err = err
+	return t
 }
