@@ -423,7 +423,7 @@ func (b *builder) ptqOptions(target quantize.Target, out string) (ptq.Options, e
 		Quant: quantize.Options{Target: target, Exclude: c.Quantize.Exclude,
 			KeepFirstLast: c.Quantize.KeepFirstLast, PerChannel: &c.Quantize.PerChannel},
 		EvalData: b.eval.spec, EvalOpts: b.eval.opts, EvalLabels: c.Eval.Labels, Session: b.session(), Inputs: c.Inputs(), NoLatency: true,
-		ORTLib: c.Runtime.ORTLib, MaxAccuracyDrop: c.Quantize.MaxAccuracyDrop, MinCosine: c.Quantize.MinCosine,
+		Batches: c.Latency.Batches, ORTLib: c.Runtime.ORTLib, MaxAccuracyDrop: c.Quantize.MaxAccuracyDrop, MinCosine: c.Quantize.MinCosine,
 		AllowAccuracyLoss: c.Quantize.AllowAccuracyLoss,
 	}
 	if !b.res.EvalHeldOut {

@@ -6,10 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -206,20 +208,29 @@ func checkTriton(t *testing.T, out string) {
 	}
 }
 
-// --placement auto measures and writes placement.json; the ORT artifact
-// follows its recommendation; replaying the file rebuilds the same INT8
-// model without measuring.
+// --placement auto measures, at the deployment's batch sizes
+// (latency.batches), and writes placement.json; the ORT artifact follows
+// its recommendation; replaying the file rebuilds the same INT8 model
+// without measuring.
 func TestBuildPlacement(t *testing.T) {
 	dir := t.TempDir()
 	c := mnistConfig(t, filepath.Join(dir, "auto"))
 	c.Targets = []string{"ort"}
 	c.Quantize.Placement = "auto"
 	c.Quantize.PlacementBudget = config.Duration{Duration: 10 * time.Second}
+	c.Latency.Batches = []int{1, 4}
 	auto := run(t, c)
 	var file placement.File
 	readJSON(t, filepath.Join(c.Output, "placement.json"), &file)
 	if file.Mode != placement.ModeAuto || len(file.Regions) != 5 || len(file.Timings) == 0 || file.CPU == "" {
 		t.Errorf("placement.json: %+v", file)
+	}
+	batches := map[int]bool{}
+	for _, tm := range file.Timings {
+		batches[tm.Batch] = true
+	}
+	if !maps.Equal(batches, map[int]bool{1: true, 4: true}) {
+		t.Errorf("placement timed batch sizes %v, latency.batches are 1 and 4", slices.Sorted(maps.Keys(batches)))
 	}
 	wantFrom := "model.int8.onnx"
 	if file.Recommended == placement.RecommendFP32 {

@@ -260,7 +260,7 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 
 	fs.StringVar(&c.Runtime.Level, "level", c.Runtime.Level, "ORT graph optimization level the artifacts run at: "+choice.Or(ort.Levels))
 	fs.IntVar(&c.Runtime.Threads, "threads", c.Runtime.Threads, "ORT intra-op threads (0: one per core)")
-	fs.IntSliceVar(&c.Latency.Batches, "latency-batches", c.Latency.Batches, "batch sizes to time")
+	fs.IntSliceVar(&c.Latency.Batches, "latency-batches", c.Latency.Batches, "the deployment's batch sizes: artifacts are timed at them, and INT8 ships only where it is faster at each")
 	fs.IntSliceVar(&c.Latency.SeqLengths, "latency-seq-lengths", c.Latency.SeqLengths, "--eval-task lm: also time every model at batch 1 at these sequence lengths")
 	fs.DurationVar(&c.Latency.Duration.Duration, "latency-duration", c.Latency.Duration.Duration, "timing per batch size")
 	fs.Float64Var(&c.Latency.P99BudgetMs, "p99-budget-ms", c.Latency.P99BudgetMs, "p99 bound for the high-throughput profile (0: none)")

@@ -51,6 +51,10 @@ type Options struct {
 	// Inputs is the input specification (--shape, --batch-axis, --value,
 	// --range) for the runs on random data: latency and placement.
 	Inputs data.Spec
+	// Batches are the batch sizes the model is deployed at: the placement
+	// search decides INT8 by its speed at these, and the latency rows time
+	// them (default 1 and 8; a batch the model fixes replaces them).
+	Batches []int
 	// NoLatency skips the latency runs (optc build times every artifact
 	// itself).
 	NoLatency bool
@@ -171,8 +175,12 @@ func Run(opts Options) (*Result, error) {
 			return nil, fmt.Errorf("%s: per-channel Q/DQ needs opset 13: %w", opts.Input, err)
 		}
 	}
-	// Timings run at batch 1 and 8, or at the batch size the model fixes.
+	// Timings run at the deployment's batch sizes, or at the batch size
+	// the model fixes.
 	batches := []int{1, 8}
+	if len(opts.Batches) > 0 {
+		batches = opts.Batches
+	}
 	if b := data.StaticBatch(data.GraphInputs(m.Graph), opts.Inputs); b > 0 {
 		batches = []int{b}
 	}
