@@ -61,11 +61,14 @@ type benchModel struct {
 	name, path string
 	input      string  // the name of the model's image input
 	shape      []int64 // one sample of it, for the timing runs
-	calib      string
-	calibOpts  data.Options
-	eval       string
-	evalOpts   data.Options
-	labels     string
+	// inputs, when set, replaces input and shape for models with several
+	// inputs or token ids (shapes and value ranges of the timing data).
+	inputs    *data.Spec
+	calib     string
+	calibOpts data.Options
+	eval      string
+	evalOpts  data.Options
+	labels    string
 	// randomData names .npy files (in the work folder) to fill with
 	// this many uniform random samples of shape before use.
 	randomData map[string]int
@@ -105,6 +108,14 @@ func (s *suite) benchModels() []benchModel {
 			calib: lines("cls_calib.npy"), calibOpts: data.Options{Batch: 8, Samples: 64},
 			eval: lines("cls_images.npy"), evalOpts: data.Options{Batch: 8, Samples: 200}},
 	)
+}
+
+// timingSpec is the random data m is timed on: one sample of each input.
+func (m benchModel) timingSpec() data.Spec {
+	if m.inputs != nil {
+		return *m.inputs
+	}
+	return data.Spec{Shapes: map[string][]int64{m.input: m.shape}}
 }
 
 // The pruning the suite measures: a quarter of the channels of every
@@ -166,7 +177,7 @@ func (s *suite) timeVariants(m benchModel, vs []variant, levels []ort.Level) err
 		for round := range s.opts.Repeats {
 			for i, v := range vs {
 				r, err := bench.Run(bench.Options{Model: v.path, Data: "random",
-					DataOpts: data.Options{High: 1, Spec: data.Spec{Shapes: map[string][]int64{m.input: m.shape}}},
+					DataOpts: data.Options{High: 1, Spec: m.timingSpec()},
 					Batches:  batches, Session: timingSession(level), Duration: window, Warmup: 3})
 				if err != nil {
 					return fmt.Errorf("%s at level %s: %w", v.name, level, err)

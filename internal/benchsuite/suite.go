@@ -32,6 +32,8 @@ type Options struct {
 	Work string
 	// Only, when set, runs just the sections whose name contains it.
 	Only string
+	// Models, when set, keeps the zoo section to these models (by name).
+	Models []string
 	// Progress gets one line per measurement (nil: silent).
 	Progress io.Writer
 }
@@ -186,4 +188,9 @@ func machine() Machine {
 		}
 	}
 	return m
+}
+
+// selected says whether the zoo section measures the model named.
+func (s *suite) selected(name string) bool {
+	return len(s.opts.Models) == 0 || slices.Contains(s.opts.Models, name)
 }

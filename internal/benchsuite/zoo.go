@@ -8,6 +8,7 @@ import (
 
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/ort/install"
 	"github.com/optc-dev/optc/placement"
@@ -15,17 +16,43 @@ import (
 	"github.com/optc-dev/optc/quantize"
 )
 
-// zooInt8Models are the zoo architectures of the INT8-on-CPU table
-// (docs/int8-cpu.md): where HardSwish, squeeze-excite and channel
-// shuffles used to make INT8 lose, and a plain conv stack where it wins.
-// Their dynamic-batch variants, 64x64, random weights.
-var zooInt8Models = []string{"mobilenet_v3_large", "shufflenet_v2_x1_0", "resnet18"}
+// zooInt8Models are the models of the INT8-on-CPU table
+// (docs/int8-cpu.md): the zoo architectures where HardSwish,
+// squeeze-excite and channel shuffles used to make INT8 lose, plain conv
+// stacks where it wins, a BERT-like encoder (dynamic-batch variants,
+// random weights, images 64x64, 128 tokens), and the PaddleOCR classifier
+// with its labelled text lines.
+func (s *suite) zooInt8Models() []benchModel {
+	cache := install.CacheDir()
+	image := func(name string) benchModel {
+		zoo := filepath.Join(cache, "zoo", name)
+		return benchModel{name: name, path: filepath.Join(zoo, "dynbatch.onnx"), input: "input", shape: []int64{1, 3, 64, 64},
+			calib: filepath.Join(zoo, "calib.npy"), calibOpts: data.Options{Batch: 8},
+			eval: filepath.Join(zoo, "calib.npy"), evalOpts: data.Options{Batch: 8}}
+	}
+	bert := filepath.Join(cache, "zoo", "bert_tiny")
+	// The encoder is calibrated and judged on its 16-token samples and
+	// timed (and placed) on 128-token sequences, the length encoders are
+	// deployed at.
+	tokens := &data.Spec{Shapes: map[string][]int64{"input_ids": {1, 128}, "attention_mask": {1, 128}},
+		Ranges: map[string][2]float64{"input_ids": {0, 999}}, Values: map[string]float64{"attention_mask": 1}}
+	lines := func(f string) string { return filepath.Join(cache, "textlines", f) }
+	return []benchModel{
+		image("mobilenet_v3_large"), image("shufflenet_v2_x1_0"), image("resnet18"), image("resnet50"),
+		{name: "bert_tiny", path: filepath.Join(bert, "dynamic.onnx"), inputs: tokens,
+			calib: filepath.Join(bert, "calib.npz"), calibOpts: data.Options{Batch: 8},
+			eval: filepath.Join(bert, "calib.npz"), evalOpts: data.Options{Batch: 8}},
+		{name: "cls", path: filepath.Join(cache, "ocr-models", "ch_ppocr_mobile_v2.0_cls_infer.onnx"), input: "x", shape: []int64{1, 3, 48, 192},
+			calib: lines("cls_calib.npy"), calibOpts: data.Options{Batch: 8},
+			eval: lines("cls_images.npy"), evalOpts: data.Options{Batch: 50, Samples: 500}, labels: lines("cls_labels.npy")},
+	}
+}
 
 // zooInt8 is the zoo section of the full suite: for each model, the FP32
 // input, the all-INT8 model (`optc quantize`'s defaults, ort-cpu) and the
 // ORT artifact `optc build --int8` ships (the placement search's choice:
-// the FP32 input, or its fastest INT8 placement when that is faster),
-// timed round-robin at batch 1 and 8, one thread, level all. Random
+// optc's optimized FP32 model, or its fastest INT8 placement when that is
+// faster), and optc's FP32 model beside them, timed round-robin at batch 1 and 8, one thread, level all. Random
 // weights miss the accuracy guard, so the INT8 models are written anyway
 // (AllowAccuracyLoss) and their quality column says what they cost.
 func (s *suite) zooInt8() error {
@@ -33,10 +60,13 @@ func (s *suite) zooInt8() error {
 		return nil // the quick suite keeps to MNIST and cls
 	}
 	var failed []string
-	for _, name := range zooInt8Models {
-		if err := s.zooModel(name); err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %v", name, err))
-			s.progress("%s failed: %v", name, err)
+	for _, m := range s.zooInt8Models() {
+		if !s.selected(m.name) {
+			continue
+		}
+		if err := s.zooModel(m); err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", m.name, err))
+			s.progress("%s failed: %v", m.name, err)
 		}
 	}
 	if len(failed) > 0 {
@@ -45,11 +75,8 @@ func (s *suite) zooInt8() error {
 	return nil
 }
 
-func (s *suite) zooModel(name string) error {
-	zoo := filepath.Join(install.CacheDir(), "zoo", name)
-	m := benchModel{name: name, path: filepath.Join(zoo, "dynbatch.onnx"), input: "input", shape: []int64{1, 3, 64, 64},
-		calib: filepath.Join(zoo, "calib.npy"), calibOpts: data.Options{Batch: 8},
-		eval: filepath.Join(zoo, "calib.npy"), evalOpts: data.Options{Batch: 8}}
+func (s *suite) zooModel(m benchModel) error {
+	name := m.name
 	for _, p := range []string{m.path, m.calib} {
 		if _, err := os.Stat(p); err != nil {
 			return fmt.Errorf("%w (run `make zoo-models`)", err)
@@ -59,13 +86,13 @@ func (s *suite) zooModel(name string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	spec := data.Spec{Shapes: map[string][]int64{m.input: m.shape}}
+	spec := m.timingSpec()
 	quant := func(mode, out string) (*ptq.Result, error) {
 		s.progress("%s: quantize (placement %s)", name, mode)
 		return ptq.Run(ptq.Options{Input: m.path, Output: out, CalibData: m.calib, CalibOpts: m.calibOpts,
 			Method: calibrate.Percentile, Quant: quantize.Options{Target: quantize.TargetORTCPU},
 			EvalData: m.eval, EvalOpts: m.evalOpts, Session: timingSession(ort.LevelAll), Inputs: spec,
-			NoLatency: true, AllowAccuracyLoss: true, Placement: mode, PlacementBudget: time.Minute})
+			EvalLabels: m.labels, NoLatency: true, AllowAccuracyLoss: m.labels == "", Placement: mode, PlacementBudget: time.Minute})
 	}
 	all := filepath.Join(dir, "all-int8.onnx")
 	if _, err := quant(placement.ModeAllINT8, all); err != nil {
@@ -76,11 +103,21 @@ func (s *suite) zooModel(name string) error {
 	if err != nil {
 		return err
 	}
-	artifact := variant{name: "artifact: FP32", path: m.path}
-	if p := res.Placement; p.Recommended == placement.RecommendINT8 {
-		artifact = variant{name: fmt.Sprintf("artifact: INT8, %d of %d regions", len(p.Regions)-len(p.KeepFloat()), len(p.Regions)), path: auto}
+	// optc's FP32 model (the passes at -O2) is what a build ships when
+	// INT8 does not pay: the artifact row is then that model.
+	opt := filepath.Join(dir, "model.fp32.onnx")
+	s.progress("%s: optimize", name)
+	if _, err := optimize.Run(optimize.Options{Input: m.path, Output: opt, Level: 2, Check: true,
+		CheckAtol: optimize.DefaultCheckAtol, CheckRtol: optimize.DefaultCheckRtol, DataOpts: data.Options{Spec: spec, High: 1, Seed: 1}}); err != nil {
+		return fmt.Errorf("optimize: %w", err)
 	}
-	vs := []variant{{name: "original", path: m.path}, {name: "int8 (all)", path: all}, artifact}
+	fp32 := variant{name: "optimized FP32", path: opt}
+	vs := []variant{{name: "original", path: m.path}, fp32, {name: "int8 (all)", path: all}}
+	if p := res.Placement; p.Recommended == placement.RecommendINT8 {
+		vs = append(vs, variant{name: fmt.Sprintf("artifact: INT8, %d of %d regions", len(p.Regions)-len(p.KeepFloat()), len(p.Regions)), path: auto})
+	} else {
+		vs[1].name = "artifact: FP32 (optimized)"
+	}
 	for i := range vs {
 		q, err := judge(m, vs[i].path)
 		if err != nil {

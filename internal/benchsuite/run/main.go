@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/optc-dev/optc/internal/atomicfile"
 	"github.com/optc-dev/optc/internal/benchsuite"
@@ -23,8 +24,13 @@ func main() {
 	repeats := flag.Int("repeats", 0, "repeats of every A/B pair (default 3 quick, 5 full)")
 	out := flag.String("o", "out/bench", "folder for results.json and results.md (results-quick.* with -quick)")
 	only := flag.String("only", "", "run only the sections whose name contains this (e.g. \"model speed\")")
+	models := flag.String("models", "", "the zoo section's models, comma-separated (default: all of them)")
 	flag.Parse()
-	if err := run(benchsuite.Options{Quick: *quick, Repeats: *repeats, Only: *only, Root: testenv.RepoRoot(), Progress: os.Stderr}, *out); err != nil {
+	var keep []string
+	if *models != "" {
+		keep = strings.Split(*models, ",")
+	}
+	if err := run(benchsuite.Options{Quick: *quick, Repeats: *repeats, Only: *only, Models: keep, Root: testenv.RepoRoot(), Progress: os.Stderr}, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
