@@ -114,7 +114,11 @@ func (s *suite) zooModel(m benchModel) error {
 	fp32 := variant{name: "optimized FP32", path: opt}
 	vs := []variant{{name: "original", path: m.path}, fp32, {name: "int8 (all)", path: all}}
 	if p := res.Placement; p.Recommended == placement.RecommendINT8 {
-		vs = append(vs, variant{name: fmt.Sprintf("artifact: INT8, %d of %d regions", len(p.Regions)-len(p.KeepFloat()), len(p.Regions)), path: auto})
+		label := fmt.Sprintf("artifact: INT8, %d of %d regions", len(p.Regions)-len(p.KeepFloat()), len(p.Regions))
+		if p.Chosen == placement.CandidateDynamic {
+			label = "artifact: dynamic INT8"
+		}
+		vs = append(vs, variant{name: label, path: auto})
 	} else {
 		vs[1].name = "artifact: FP32 (optimized)"
 	}
