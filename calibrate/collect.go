@@ -11,6 +11,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"unsafe"
 
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
@@ -180,6 +181,9 @@ func observeTensor(s *Stats, name string, t *graph.Tensor) error {
 		if err != nil {
 			return err
 		}
+		if vals, ok := float32View(b); ok {
+			return s.Observe(name, vals)
+		}
 		return s.observe(name, len(b)/4, func(i int) float32 {
 			return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 		})
@@ -190,6 +194,18 @@ func observeTensor(s *Stats, name string, t *graph.Tensor) error {
 	}
 	return s.Observe(name, vals)
 }
+
+// float32View reads little-endian float32 bytes in place where the host is
+// little-endian and the bytes are aligned for float32 (ORT's outputs are),
+// which lets Observe loop over them directly.
+func float32View(b []byte) ([]float32, bool) {
+	if len(b) < 4 || !littleEndianHost || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%4 != 0 {
+		return nil, false
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4), true
+}
+
+var littleEndianHost = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // dataDigest hashes the streamed input data per input, so that the result
 // does not depend on how the samples were batched.

@@ -211,7 +211,47 @@ func (s *Stats) Summary(name string) (Summary, bool) {
 // error naming the tensor and batch (counted from 0 per tensor); the
 // statistics are then left unchanged. vals is not kept.
 func (s *Stats) Observe(name string, vals []float32) error {
-	return s.observe(name, len(vals), func(i int) float32 { return vals[i] })
+	ts, ok := s.t[name]
+	if !ok {
+		return fmt.Errorf("tensor %q is not being calibrated", name)
+	}
+	if len(vals) == 0 {
+		return nil
+	}
+	// The common case, every value finite, in two tight loops over the
+	// slice; anything else takes the general path, which says what it
+	// found. Both give the same statistics.
+	lo, hi := vals[0], vals[0]
+	for _, v := range vals {
+		if !(v >= -math.MaxFloat32 && v <= math.MaxFloat32) {
+			return s.observe(name, len(vals), func(i int) float32 { return vals[i] })
+		}
+		if v < lo {
+			lo = v
+		} else if v > hi {
+			hi = v
+		}
+	}
+	// Plain comparisons do not order -0 and +0; the builtin min and max
+	// of the general path put -0 first, and the ranges must not depend on
+	// the path taken.
+	if lo == 0 {
+		lo = signedZero(vals, true)
+	}
+	if hi == 0 {
+		hi = signedZero(vals, false)
+	}
+	ts.hist.grow(max(-float64(lo), float64(hi)))
+	if h := &ts.hist; h.upper == 0 {
+		h.counts[0] += uint64(len(vals))
+	} else {
+		scale := HistBins / h.upper
+		for _, v := range vals {
+			h.counts[min(int(math.Abs(float64(v))*scale), HistBins-1)]++
+		}
+	}
+	s.record(ts, float64(lo), float64(hi), len(vals))
+	return nil
 }
 
 // observe adds one batch of n values, element i read by at (so tensors can
@@ -262,6 +302,27 @@ func (s *Stats) observe(name string, n int, at func(int) float32) error {
 			}
 		}
 	}
+	s.record(ts, bmin, bmax, n)
+	return nil
+}
+
+// signedZero is the zero that min (least) or max (not least) picks from
+// vals, which hold a zero: -0 is below +0.
+func signedZero(vals []float32, least bool) float32 {
+	negZero := float32(math.Copysign(0, -1))
+	for _, v := range vals {
+		if v == 0 && math.Signbit(float64(v)) == least {
+			return v
+		}
+	}
+	if least {
+		return 0
+	}
+	return negZero
+}
+
+// record adds one batch's range and count of finite values to ts.
+func (s *Stats) record(ts *tensorStats, bmin, bmax float64, n int) {
 	if ts.batches == 0 {
 		ts.min, ts.max = bmin, bmax
 		ts.avgMin, ts.avgMax = bmin, bmax
@@ -273,7 +334,6 @@ func (s *Stats) observe(name string, n int, at func(int) float32) error {
 	}
 	ts.count += uint64(n)
 	ts.batches++
-	return nil
 }
 
 // Ranges returns a range for every tensor that was seen. A tensor with no

@@ -385,3 +385,53 @@ func TestAutoPicksLeastError(t *testing.T) {
 		t.Error("a percentile cache with per-tensor candidates was accepted")
 	}
 }
+
+// Observe's loop over finite values and the general path (the one tensors
+// read in place and data with NaN or infinities take) must give the same
+// statistics, bit for bit, signed zeros included: calibration files and
+// the models made from them must not depend on the path.
+func TestObserveFastPathMatchesGeneral(t *testing.T) {
+	negZero := float32(math.Copysign(0, -1))
+	r := rand.New(rand.NewPCG(7, 8))
+	batches := [][]float32{
+		uniform(r, 1000, -3, 5),
+		{0, negZero, 1, 2},
+		{negZero, 0, -1},
+		{0, 0, 0},
+		{negZero, negZero},
+		{0, negZero},
+		uniform(r, 100, 0, 40),
+		{7},
+	}
+	// Every batch first on fresh statistics (where a batch's own min and
+	// max are the tensor's), then all of them in a row.
+	runs := [][][]float32{batches}
+	for _, b := range batches {
+		runs = append(runs, [][]float32{b})
+	}
+	for _, run := range runs {
+		fast, err := NewStats([]string{"x"}, Options{MovingAverage: 0.1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		general, err := NewStats([]string{"x"}, Options{MovingAverage: 0.1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, b := range run {
+			if err := fast.Observe("x", b); err != nil {
+				t.Fatal(err)
+			}
+			if err := general.observe("x", len(b), func(i int) float32 { return b[i] }); err != nil {
+				t.Fatal(err)
+			}
+			f, g := fast.t["x"], general.t["x"]
+			same := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+			if !same(f.min, g.min) || !same(f.max, g.max) || !same(f.avgMin, g.avgMin) || !same(f.avgMax, g.avgMax) ||
+				f.count != g.count || f.batches != g.batches || f.hist.upper != g.hist.upper || f.hist.counts != g.hist.counts {
+				t.Fatalf("batch %d of %v: fast min %v max %v count %d upper %v, general min %v max %v count %d upper %v (or their averages or bins differ)",
+					i, run[i][:min(len(run[i]), 4)], f.min, f.max, f.count, f.hist.upper, g.min, g.max, g.count, g.hist.upper)
+			}
+		}
+	}
+}
