@@ -44,7 +44,8 @@ func floatOut(t *testing.T, opts Options) []float32 {
 // 1.5x that of the static INT8 model (u8s8, per-channel). per-tensor
 // misses it honestly: the output channels of MNIST's weights differ in
 // range, and one scale per tensor (7 bits here, as on any CPU without
-// VNNI) leaves the small channels few levels (measured: 1.7x the error).
+// VNNI, pinned so on every CPU) leaves the small channels few levels
+// (measured: 1.7x the error).
 // So per-tensor is built, recorded as rejected with its scheme, and not
 // timed; the variants that pass are
 // timed beside the others at every batch size measured; the scheme of
@@ -55,6 +56,11 @@ func TestSchemeVariants(t *testing.T) {
 	ortenv.Require(t)
 	opts := mnistOptions(t)
 	opts.Budget = 20 * time.Second
+	// 7-bit weights on every CPU: with VNNI's full 8 bits per-tensor's
+	// error stays within the budget (measured 0.87x static INT8's), and
+	// the rejection this test is about does not happen.
+	reduce := true
+	opts.Quant.ReduceRange = &reduce
 	m, err := opts.Float.Parse()
 	if err != nil {
 		t.Fatal(err)
