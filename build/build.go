@@ -434,6 +434,7 @@ func (b *builder) ptqOptions(target quantize.Target, out string) (ptq.Options, e
 	// file that may be sorted by class.
 	o.CalibOpts.Shuffle = c.Calibration.Samples > 0
 	o.Calib.Progress = b.calibrationProgress(int64(c.Calibration.Samples))
+	o.Progress = func(format string, args ...any) { b.progress("int8 "+string(target)+": "+format, args...) }
 	// The scheme's fields, not its name, say which options apply: the
 	// format to a scheme that has a QOperator form, placement (timed in
 	// ORT) to one ORT runs itself.

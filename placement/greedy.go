@@ -77,6 +77,7 @@ func greedy(opts Options, fp, all *quantized, clk *clock, stop time.Time,
 		if len(trial) == len(all.regions) {
 			continue
 		}
+		opts.progress("placement: greedy step %d of %d: %s regions float", ki+1, len(kinds), k)
 		next, err := build(trial, all.regions)
 		if err != nil {
 			return nil, nil, err

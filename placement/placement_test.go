@@ -3,6 +3,7 @@ package placement
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -174,9 +175,18 @@ func TestSearchReplay(t *testing.T) {
 	opts := mnistOptions(t)
 	opts.Budget = 10 * time.Second
 	opts.CPU = "test cpu"
+	var lines []string
+	opts.Progress = func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
 	f, model, err := Search(opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The search says what it does as it goes: a 60 s step with no line
+	// looks like a hang.
+	for _, want := range []string{"placement: profiling FP32 and all-INT8", "placement: timing fp32, all-int8"} {
+		if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, want) }) {
+			t.Errorf("no progress line %q in %q", want, lines)
+		}
 	}
 	js, err := f.Marshal()
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/optc-dev/optc/data"
@@ -69,6 +70,17 @@ type Options struct {
 	// CPU).
 	CPU      string
 	CPUFlags []string
+	// Progress, when set, gets a line as each step of the search starts
+	// (profiling, a candidate, a greedy step, a timing window), so that a
+	// long search can be followed and a log says where time went.
+	Progress func(format string, args ...any)
+}
+
+// progress says what the search does next, when someone listens.
+func (o Options) progress(format string, args ...any) {
+	if o.Progress != nil {
+		o.Progress(format, args...)
+	}
 }
 
 // File is placement.json.
@@ -277,6 +289,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		return unmeasured()
 	}
 	var fpTimes, int8Times map[string]float64
+	opts.progress("placement: profiling FP32 and all-INT8 per region at batch %d", b0)
 	if _, err := clk.step(func() (err error) {
 		var k cost
 		fpTimes, k, err = nodeTimes(fp.serialized, opts.Session, in1)
@@ -310,6 +323,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 	reserve := func(candidates int) time.Duration { return clk.timing(candidates, b0) + clk.confirmation(b0) }
 	if len(slower) > 0 && len(slower) < len(all.regions) &&
 		clk.fits("the profile-guided candidate", clk.quantize+clk.accept, reserve(len(cands)+1)) {
+		opts.progress("placement: the profile-guided candidate (%d of %d regions float)", len(slower), len(all.regions))
 		g, err := build(slower, all.regions)
 		if err != nil {
 			return fail(err)
@@ -344,6 +358,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 			break
 		}
 		var alt *quantized
+		opts.progress("placement: the %s candidate", a.name)
 		d, err := clk.step(func() (err error) { alt, err = alternativeModel(a, opts, all); return err })
 		clk.quantize = max(clk.quantize, d)
 		if err != nil {
@@ -395,6 +410,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		}
 		sess := opts.Session
 		sess.IntraOpThreads = threads
+		opts.progress("placement: timing %s at batch %d, %s", strings.Join(names, ", "), batch, threadWords(threads))
 		var p50 []float64
 		_, err := clk.step(func() (err error) {
 			var k cost

@@ -279,6 +279,7 @@ func guard(opts Options, float graph.Serialized, plain map[string][2]float64, re
 		return q, int8Model, nil
 	}
 	g.First = g.Checks
+	opts.progress("the accuracy guard failed (%s): keeping the most sensitive layers float", FailedChecks(g.Checks))
 	fq, fb, err := fallBack(opts, float, plain, res, measure, quick)
 	switch {
 	case err == nil:

@@ -17,7 +17,7 @@ func place(opts Options, float graph.Serialized, ranges map[string][2]float64, b
 	measure func(graph.Serialized) (*compare.Result, error)) (*graph.Model, graph.Serialized, error) {
 	po := placement.Options{Float: float, Ranges: ranges, Quant: excluding(opts.Quant, res.FellBack),
 		Session: opts.Session, Inputs: opts.Inputs, Budget: opts.PlacementBudget,
-		CPU: opts.CPU, CPUFlags: opts.CPUFlags, Batches: batches}
+		CPU: opts.CPU, CPUFlags: opts.CPUFlags, Batches: batches, Progress: opts.Progress}
 	var err error
 	guarded := res.Accuracy != nil && !res.Guard.Allowed
 	if guarded {

@@ -78,10 +78,21 @@ type Options struct {
 	// CPU and CPUFlags go into placement.json.
 	CPU      string
 	CPUFlags []string
+	// Progress, when set, gets a line as each step after calibration
+	// starts (the accuracy check, the fallback, the placement search and
+	// its steps, the per-tensor SQNR).
+	Progress func(format string, args ...any)
 	// Dynamic quantizes to dynamic INT8 (quantize.ApplyDynamic): int8
 	// MatMul/Gemm weights, activations quantized at run time. Nothing is
 	// calibrated; CalibData, when given, is only evaluation data.
 	Dynamic bool
+}
+
+// progress says what Run does next, when someone listens.
+func (o Options) progress(format string, args ...any) {
+	if o.Progress != nil {
+		o.Progress(format, args...)
+	}
 }
 
 // Result is what `optc quantize` reports.
@@ -253,6 +264,7 @@ func Run(opts Options) (*Result, error) {
 		quickOpts.Samples = sensitivitySamples
 	}
 	if eval != "" {
+		opts.progress("checking the INT8 model against float on %s", eval)
 		if res.Accuracy, err = measure(int8Model); err != nil {
 			return nil, err
 		}
@@ -277,6 +289,7 @@ func Run(opts Options) (*Result, error) {
 	}
 	res.FloatBytes, res.Int8Bytes = int64(len(float.Bytes)), int64(len(int8Model.Bytes))
 	if eval != "" {
+		opts.progress("per-tensor SQNR on %s", eval)
 		sq := opts
 		sq.Session = quality
 		if res.TensorSQNR, err = tensorSQNR(sq, float, sqnrModel, eval, evalOpts); err != nil {
