@@ -52,12 +52,13 @@ func (s *suite) zooInt8Models() []benchModel {
 }
 
 // zooInt8 is the zoo section of the full suite: for each model, the FP32
-// input, the all-INT8 model (`optc quantize`'s defaults, ort-cpu) and the
-// ORT artifact `optc build --int8` ships (the placement search's choice:
-// optc's optimized FP32 model, or its fastest INT8 placement when that is
-// faster), and optc's FP32 model beside them, timed round-robin at batch 1 and 8, one thread, level all. Random
-// weights miss the accuracy guard, so the INT8 models are written anyway
-// (AllowAccuracyLoss) and their quality column says what they cost.
+// input, optc's -O2 FP32 model, the all-INT8 model (`optc quantize`'s
+// defaults, ort-cpu) and the ORT artifact `optc build --int8` ships (the
+// placement search's choice: the -O2 model, or its fastest INT8 placement
+// when that is faster), timed round-robin at batch 1 and 8, one thread,
+// level all. Random weights miss the accuracy guard, so their INT8 models
+// are written anyway (AllowAccuracyLoss) and their quality column says
+// what they cost; a model with labels keeps the guard.
 func (s *suite) zooInt8() error {
 	if s.opts.Quick {
 		return nil // the quick suite keeps to MNIST and cls
@@ -114,8 +115,7 @@ func (s *suite) zooModel(m benchModel) error {
 		CheckAtol: optimize.DefaultCheckAtol, CheckRtol: optimize.DefaultCheckRtol, DataOpts: data.Options{Spec: spec, High: 1, Seed: 1}}); err != nil {
 		return fmt.Errorf("optimize: %w", err)
 	}
-	fp32 := variant{name: "optimized FP32", path: opt}
-	vs := []variant{{name: "original", path: m.path}, fp32, {name: "int8 (all)", path: all}}
+	vs := []variant{{name: "original", path: m.path}, {name: "optimized FP32", path: opt}, {name: "int8 (all)", path: all}}
 	if p := res.Placement; p.Recommended == placement.RecommendINT8 {
 		label := fmt.Sprintf("artifact: INT8, %d of %d regions", len(p.Regions)-len(p.KeepFloat()), len(p.Regions))
 		if p.Chosen == placement.CandidateDynamic {
