@@ -87,6 +87,9 @@ type BatchResult struct {
 	Latency    Latency `json:"latency"`
 	Throughput float64 `json:"throughput_samples_per_s"`
 	WallS      float64 `json:"wall_s"`
+	// Times are the timed runs themselves, for a caller that pools several
+	// windows' runs (optc build's tail percentiles); not written out.
+	Times []time.Duration `json:"-"`
 }
 
 // load reads the model measured: from memory, or its file.
@@ -303,7 +306,7 @@ func measure(sess *ort.Session, inputs []*graph.Tensor, batch int, opts Options)
 	}
 	return BatchResult{
 		Batch: batch, Latency: Summarize(times), WallS: wall.Seconds(),
-		Throughput: float64(len(times)*batch) / wall.Seconds(),
+		Throughput: float64(len(times)*batch) / wall.Seconds(), Times: times,
 	}, nil
 }
 

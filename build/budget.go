@@ -210,13 +210,19 @@ func (b *builder) checkCalibrationFits(n, total int64, took time.Duration) {
 	}
 }
 
-// dropUnsupported leaves out the percentiles a timing's windows are too
-// short for (bench.Percentiles), and says so once per batch size.
+// dropUnsupported leaves out the percentiles a timing's runs are too few
+// for (bench.Percentiles), and says so once per batch size. The tails are
+// taken over the runs of every window together when the windows kept
+// them (timing), so it is their total that must suffice; otherwise each
+// window's own.
 func (b *builder) dropUnsupported(t *Timing) {
 	for i := range t.Batches {
 		n := t.Repeats[0].Batches[i].Latency.N
 		for _, r := range t.Repeats {
 			n = min(n, r.Batches[i].Latency.N)
+		}
+		if all, ok := pooledRuns(t.Repeats, i); ok {
+			n = len(all)
 		}
 		l := &t.Batches[i].Latency
 		if l.Drop(n); len(l.Unreported) == 0 {
@@ -228,7 +234,7 @@ func (b *builder) dropUnsupported(t *Timing) {
 				needs = append(needs, fmt.Sprintf("%s %d", p.Name, p.MinRuns))
 			}
 		}
-		b.note(fmt.Sprintf("timing at batch %d: a percentile is left out (\"-\", unreported in report.json) where a model's timing windows had fewer runs than it needs (%s); a longer latency.duration or budget reports it",
+		b.note(fmt.Sprintf("timing at batch %d: a percentile is left out (\"-\", unreported in report.json) where a model's timing windows together had fewer runs than it needs (%s); a longer latency.duration or budget reports it",
 			t.Batches[i].Batch, strings.Join(needs, ", ")))
 	}
 }

@@ -106,6 +106,46 @@ func TestDropUnsupported(t *testing.T) {
 	}
 }
 
+// The tails are taken over every window's runs together: five windows
+// of 22 runs (a 9 ms model at batch 8 in 200 ms windows) hold a p99 that
+// none of them holds alone, and it is the pooled runs' nearest-rank p99;
+// the median stays the windows' median. 99 runs in all still leave p99
+// out.
+func TestTailsOverPooledRuns(t *testing.T) {
+	window := func(first, n int) bench.BatchResult {
+		var ds []time.Duration
+		for k := range n {
+			ds = append(ds, time.Duration(first+k)*time.Millisecond)
+		}
+		return bench.BatchResult{Batch: 8, Latency: bench.Summarize(ds), Times: ds}
+	}
+	for _, c := range []struct {
+		windows     int
+		runs        int
+		p50, p99    float64
+		unsupported []string
+	}{
+		// Runs of 1..22 ms, 101..122 ms, ...: the windows' medians are
+		// their 11th runs, and their median the third window's (211 ms);
+		// p99 of the 110 runs is the 109th smallest (421 ms), where the
+		// median of the windows' own p99s would be their slowest runs.
+		{5, 22, 211, 421, nil},
+		{3, 33, 117, 0, []string{"p99"}},
+	} {
+		tm := &Timing{}
+		for w := range c.windows {
+			tm.Repeats = append(tm.Repeats, Repeat{Batches: []bench.BatchResult{window(1+100*w, c.runs)}})
+		}
+		tm.summarize()
+		b := &builder{res: &Result{}}
+		b.dropUnsupported(tm)
+		l := tm.Batches[0].Latency
+		if l.P50 != c.p50 || l.P99 != c.p99 || strings.Join(l.Unreported, ",") != strings.Join(c.unsupported, ",") {
+			t.Errorf("%d windows of %d runs: p50 %v p99 %v unreported %v, want %v %v %v", c.windows, c.runs, l.P50, l.P99, l.Unreported, c.p50, c.p99, c.unsupported)
+		}
+	}
+}
+
 // TestCalibrationEstimate: after the first batch the build prints what the
 // planned samples take at its rate, and says so (line and note) when that
 // is over the plan's share for what the budget does not bound.

@@ -30,7 +30,7 @@ func WriteTable(w io.Writer, r *Result) error {
 		fmt.Fprintf(w, "warning: %s\n", l)
 	}
 	if n := len(r.Baseline.Repeats); n > 1 {
-		fmt.Fprintf(w, "latency: medians of %d timing runs per batch size\n", n)
+		fmt.Fprintf(w, "latency: p50 the median of %d timing runs per batch size, p90-p99 over their runs together\n", n)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
