@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/optc-dev/optc/calibrate"
@@ -63,8 +64,14 @@ func (s *suite) zooInt8() error {
 	if s.opts.Quick {
 		return nil // the quick suite keeps to MNIST and cls
 	}
+	models := s.zooInt8Models()
+	for _, name := range s.opts.Models {
+		if !slices.ContainsFunc(models, func(m benchModel) bool { return m.name == name }) {
+			return fmt.Errorf("-models: no zoo int8 model %q", name)
+		}
+	}
 	var failed []string
-	for _, m := range s.zooInt8Models() {
+	for _, m := range models {
 		if !s.selected(m.name) {
 			continue
 		}
