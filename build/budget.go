@@ -221,8 +221,8 @@ func (b *builder) dropUnsupported(t *Timing) {
 		for _, r := range t.Repeats {
 			n = min(n, r.Batches[i].Latency.N)
 		}
-		if all, ok := pooledRuns(t.Repeats, i); ok {
-			n = len(all)
+		if keptRuns(t.Repeats, i) {
+			n = t.Batches[i].Latency.N // the runs of every window (summarize)
 		}
 		l := &t.Batches[i].Latency
 		if l.Drop(n); len(l.Unreported) == 0 {

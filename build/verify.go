@@ -341,14 +341,24 @@ func (t *Timing) summarize() {
 // pooledRuns is every timed run of batch size i over the repeats, when
 // each repeat kept its runs (bench.BatchResult.Times).
 func pooledRuns(repeats []Repeat, i int) ([]time.Duration, bool) {
+	if !keptRuns(repeats, i) {
+		return nil, false
+	}
 	var all []time.Duration
 	for _, r := range repeats {
-		if len(r.Batches[i].Times) == 0 {
-			return nil, false
-		}
 		all = append(all, r.Batches[i].Times...)
 	}
-	return all, len(all) > 0
+	return all, true
+}
+
+// keptRuns says whether every repeat kept its runs of batch size i.
+func keptRuns(repeats []Repeat, i int) bool {
+	for _, r := range repeats {
+		if len(r.Batches[i].Times) == 0 {
+			return false
+		}
+	}
+	return len(repeats) > 0
 }
 
 // seqTimings times a language model at batch 1 with its token ids (the

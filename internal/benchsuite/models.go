@@ -118,6 +118,23 @@ func (m benchModel) timingSpec() data.Spec {
 	return data.Spec{Shapes: map[string][]int64{m.input: m.shape}}
 }
 
+// checkData is the random data the passes' results are checked on in
+// ORT.
+func (m benchModel) checkData() data.Options {
+	return data.Options{Spec: m.timingSpec(), High: 1, Seed: 1}
+}
+
+// optimized writes optc's -O2 FP32 model of m to out, checked in ORT: the
+// model `optc build` ships when INT8 does not pay.
+func (s *suite) optimized(m benchModel, out string) error {
+	s.progress("%s: optimize", m.name)
+	if _, err := optimize.Run(optimize.Options{Input: m.path, Output: out, Level: 2, Check: true,
+		CheckAtol: optimize.DefaultCheckAtol, CheckRtol: optimize.DefaultCheckRtol, DataOpts: m.checkData()}); err != nil {
+		return fmt.Errorf("optimize: %w", err)
+	}
+	return nil
+}
+
 // The pruning the suite measures: a quarter of the channels of every
 // prunable layer, rounded to ORT's channel blocks of 8.
 var benchPrune = prune.Method{Kind: "channels", Ratio: 0.25}
@@ -225,12 +242,10 @@ func (s *suite) variants(m benchModel) ([]variant, error) {
 			return nil, err
 		}
 	}
-	check := data.Options{Spec: data.Spec{Shapes: map[string][]int64{m.input: m.shape}}, High: 1, Seed: 1}
+	check := m.checkData()
 	opt := filepath.Join(dir, "model.fp32.onnx")
-	s.progress("%s: optimize", m.name)
-	if _, err := optimize.Run(optimize.Options{Input: m.path, Output: opt, Level: 2, Check: true,
-		CheckAtol: optimize.DefaultCheckAtol, CheckRtol: optimize.DefaultCheckRtol, DataOpts: check}); err != nil {
-		return nil, fmt.Errorf("optimize: %w", err)
+	if err := s.optimized(m, opt); err != nil {
+		return nil, err
 	}
 	s.progress("%s: quantize", m.name)
 	int8 := filepath.Join(dir, "model.int8.onnx")

@@ -9,7 +9,6 @@ import (
 
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/data"
-	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/ort/install"
 	"github.com/optc-dev/optc/placement"
@@ -117,10 +116,8 @@ func (s *suite) zooModel(m benchModel) error {
 	// optc's FP32 model (the passes at -O2) is what a build ships when
 	// INT8 does not pay: the artifact row is then that model.
 	opt := filepath.Join(dir, "model.fp32.onnx")
-	s.progress("%s: optimize", name)
-	if _, err := optimize.Run(optimize.Options{Input: m.path, Output: opt, Level: 2, Check: true,
-		CheckAtol: optimize.DefaultCheckAtol, CheckRtol: optimize.DefaultCheckRtol, DataOpts: data.Options{Spec: spec, High: 1, Seed: 1}}); err != nil {
-		return fmt.Errorf("optimize: %w", err)
+	if err := s.optimized(m, opt); err != nil {
+		return err
 	}
 	vs := []variant{{name: "original", path: m.path}, {name: "optimized FP32", path: opt}, {name: "int8 (all)", path: all}}
 	if p := res.Placement; p.Recommended == placement.RecommendINT8 {
