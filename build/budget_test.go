@@ -140,6 +140,9 @@ func TestTailsOverPooledRuns(t *testing.T) {
 		b := &builder{res: &Result{}}
 		b.dropUnsupported(tm)
 		l := tm.Batches[0].Latency
+		if l.Max < l.P99 || l.Min > l.P50 {
+			t.Errorf("%d windows of %d runs: min %v p50 %v p99 %v max %v: the extremes are not the runs'", c.windows, c.runs, l.Min, l.P50, l.P99, l.Max)
+		}
 		if l.P50 != c.p50 || l.P99 != c.p99 || strings.Join(l.Unreported, ",") != strings.Join(c.unsupported, ",") {
 			t.Errorf("%d windows of %d runs: p50 %v p99 %v unreported %v, want %v %v %v", c.windows, c.runs, l.P50, l.P99, l.Unreported, c.p50, c.p99, c.unsupported)
 		}

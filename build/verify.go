@@ -328,8 +328,12 @@ func (t *Timing) summarize() {
 			// windows' median, robust to a window that drew a slow session.
 			p := bench.Summarize(all)
 			m.Latency.P90, m.Latency.P95, m.Latency.P99 = p.P90, p.P95, p.P99
+			// The extremes are the pooled runs' too: a median of the
+			// windows' maxima can lie below the pooled p99.
+			m.Latency.Min, m.Latency.Max = p.Min, p.Max
+		} else {
+			m.Latency.Max = at(func(x bench.BatchResult) float64 { return x.Latency.Max })
 		}
-		m.Latency.Max = at(func(x bench.BatchResult) float64 { return x.Latency.Max })
 		m.Latency.Mean = at(func(x bench.BatchResult) float64 { return x.Latency.Mean })
 		m.Latency.Stddev = at(func(x bench.BatchResult) float64 { return x.Latency.Stddev })
 		m.Latency.CV = at(func(x bench.BatchResult) float64 { return x.Latency.CV })
