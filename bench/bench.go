@@ -35,6 +35,10 @@ type Options struct {
 	// size however long they take: a window shorter than one run of a
 	// slow model would otherwise time it once.
 	MinIterations int
+	// MaxIterations, with Duration, ends a window early once it has that
+	// many timed runs (EnoughRuns): a 1 ms model has a stable median and a
+	// p99 long before a second is over.
+	MaxIterations int
 	Warmup        int // runs before timing (default DefaultWarmup)
 	// WarmupDuration, when set, ends the warm-up once it has taken that
 	// long (after at least one run): ten warm-up runs of a model that
@@ -53,6 +57,12 @@ type Options struct {
 
 // DefaultWarmup is the warm-up runs per batch size when Options.Warmup is 0.
 const DefaultWarmup = 10
+
+// EnoughRuns is where a timed window may end early (Options.MaxIterations,
+// the placement search's interleaved turns): 200 runs put two runs above
+// the p99 (Percentiles needs 100), and their median moves less than the
+// noise between windows.
+const EnoughRuns = 200
 
 // Result is what `optc bench` reports; docs/bench.md describes the JSON.
 type Result struct {
@@ -193,7 +203,11 @@ func Run(opts Options) (*Result, error) {
 func PredictedCost(opts Options, run time.Duration) time.Duration {
 	timed := time.Duration(opts.Iterations) * run
 	if opts.Iterations <= 0 {
-		timed = max(opts.Duration, time.Duration(opts.MinIterations)*run)
+		window := opts.Duration
+		if opts.MaxIterations > 0 {
+			window = min(window, time.Duration(opts.MaxIterations)*run)
+		}
+		timed = max(window, time.Duration(opts.MinIterations)*run)
 	}
 	return warmupCost(opts, run) + timed
 }
@@ -274,7 +288,8 @@ func measure(sess *ort.Session, inputs []*graph.Tensor, batch int, opts Options)
 					if i >= per+extra {
 						return
 					}
-				} else if time.Now().After(deadline) && i*opts.Concurrency >= opts.MinIterations {
+				} else if done := i * opts.Concurrency; done >= opts.MinIterations &&
+					(time.Now().After(deadline) || (opts.MaxIterations > 0 && done >= opts.MaxIterations)) {
 					return
 				}
 				t := time.Now()

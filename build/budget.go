@@ -100,13 +100,13 @@ func (b *builder) plan() *Plan {
 	p.Lines = append(p.Lines, fmt.Sprintf("timing: %d models x %d batch sizes x %d repeats, %s windows of at least %d runs (%s in all, more for a model slower than that)",
 		p.TimedModels, len(c.Latency.Batches), repeats, secs(windowS), minWindowRuns, secs(windowS*float64(p.TimingWindows))))
 	if p.BudgetSeconds > 0 {
-		p.Lines[len(p.Lines)-1] += fmt.Sprintf("; warm-ups of %d runs or a window's time at most", bench.DefaultWarmup)
+		p.Lines[len(p.Lines)-1] += fmt.Sprintf("; a window ends at %d runs; warm-ups of %d runs or a window's time at most", bench.EnoughRuns, bench.DefaultWarmup)
 	}
 	if p.SweepPoints > 0 {
 		p.SweepPointSeconds = windowSeconds(sweepS)
 		if p.SweepSeconds > 0 {
-			p.Lines = append(p.Lines, fmt.Sprintf("triton sweep: %s for %d points: windows of %s, the rest for their warm-ups (%d runs, or a window's time at most) and the sessions; points that do not fit are skipped (the profiles then say so)",
-				secs(p.SweepSeconds), p.SweepPoints, secs(sweepS), bench.DefaultWarmup))
+			p.Lines = append(p.Lines, fmt.Sprintf("triton sweep: %s for %d points: windows of %s or %d runs, the rest for their warm-ups (%d runs, or a window's time at most) and the sessions; points that do not fit are skipped (the profiles then say so)",
+				secs(p.SweepSeconds), p.SweepPoints, secs(sweepS), bench.EnoughRuns, bench.DefaultWarmup))
 		} else {
 			p.Lines = append(p.Lines, fmt.Sprintf("triton sweep: %d points, windows of %s, each after %d warm-up runs", p.SweepPoints, secs(sweepS), bench.DefaultWarmup))
 		}
@@ -115,8 +115,8 @@ func (b *builder) plan() *Plan {
 }
 
 // timedModels counts the models verify times: the input, the float
-// artifact, and per target the models ORT runs (export and verify decide
-// the same).
+// artifact, and per target the models ORT itself deploys (export and
+// verify decide the same; TensorRT's are checked, not timed).
 func (b *builder) timedModels() int {
 	n := 2 // the input (baseline) and model.fp32.onnx
 	if b.c.INT8 && (b.wants("ort") || b.wants("triton")) {
@@ -124,12 +124,6 @@ func (b *builder) timedModels() int {
 	}
 	if b.wants("ort") {
 		n++ // ort/model.ort
-	}
-	if b.wants("tensorrt") {
-		n++ // tensorrt/model.fp16.onnx
-		if b.c.INT8 {
-			n++ // tensorrt/model.int8.qdq.onnx
-		}
 	}
 	return n
 }
@@ -157,6 +151,15 @@ func (b *builder) warmupDuration() time.Duration {
 		return 0
 	}
 	return b.windowDuration()
+}
+
+// maxWindowRuns ends a timing window early within a budget, once it has
+// bench.EnoughRuns runs; 0 (the whole window) without a budget.
+func (b *builder) maxWindowRuns() int {
+	if b.res.Plan.BudgetSeconds == 0 {
+		return 0
+	}
+	return bench.EnoughRuns
 }
 
 // sweepDuration is one Triton sweep point's window, sweepBudget the whole

@@ -22,28 +22,28 @@ func TestPlanShares(t *testing.T) {
 		b := &builder{c: c, targets: targets, res: &Result{}}
 		return b.plan()
 	}
-	// ort (fp32, int8, .ort) and tensorrt (fp16, int8) artifacts and the
-	// input; latency batches 1 and 8, 5 repeats; the sweep 6 batch sizes
-	// at 1 and all cores.
-	p := planFor(30 * time.Second)
-	if p.TimedModels != 6 || p.TimingWindows != 60 || p.SweepPoints == 0 {
+	// The input and the models ORT deploys (fp32, int8, .ort; TensorRT's
+	// are not timed); latency batches 1 and 8, 5 repeats; the sweep 6
+	// batch sizes at 1 and all cores.
+	p := planFor(20 * time.Second)
+	if p.TimedModels != 4 || p.TimingWindows != 40 || p.SweepPoints == 0 {
 		t.Fatalf("plan %+v", p)
 	}
 	// weights: placement 3, timing 3, sweep 1.5, rest 3 of 10.5.
-	if want := 30 * 3 / 10.5; p.PlacementSeconds != round2(want) {
+	if want := 20 * 3 / 10.5; p.PlacementSeconds != round2(want) {
 		t.Errorf("placement %v s, want %.2f", p.PlacementSeconds, want)
 	}
-	if want := 30 * 3 / 10.5 / 60; p.WindowSeconds != windowSeconds(want) {
+	if want := 20 * 3 / 10.5 / 40; p.WindowSeconds != windowSeconds(want) {
 		t.Errorf("window %v s, want %.2f", p.WindowSeconds, want)
 	}
 	// The sweep's share bounds it whole; half of each point's is its window.
-	if want := 30 * 1.5 / 10.5; p.SweepSeconds != round2(want) {
+	if want := 20 * 1.5 / 10.5; p.SweepSeconds != round2(want) {
 		t.Errorf("sweep %v s, want %.2f", p.SweepSeconds, want)
 	}
-	if want := 30 * 1.5 / 10.5 / float64(p.SweepPoints) / 2; p.SweepPointSeconds != windowSeconds(want) {
+	if want := 20 * 1.5 / 10.5 / float64(p.SweepPoints) / 2; p.SweepPointSeconds != windowSeconds(want) {
 		t.Errorf("sweep point %v s, want %.2f", p.SweepPointSeconds, want)
 	}
-	if len(p.Lines) != 4 || !strings.Contains(p.Lines[0], "budget 30s") {
+	if len(p.Lines) != 4 || !strings.Contains(p.Lines[0], "budget 20s") {
 		t.Errorf("plan lines %q", p.Lines)
 	}
 	// The default budget keeps the configured lengths.

@@ -152,6 +152,12 @@ func checkTensorRT(t *testing.T, out string, res *Result) {
 	if qdq == nil || fp16 == nil || qdq.Check.Accuracy.DropPoints > 0.5 || fp16.Check.MinCosine < 0.9999 || fp16.Check.MinTop1 < 0.999 {
 		t.Fatalf("tensorrt models: %+v %+v", qdq, fp16)
 	}
+	// Checked in ORT, not timed there: ORT only emulates TensorRT.
+	if qdq.Timing != nil || fp16.Timing != nil || !slices.ContainsFunc(res.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "not timed: tensorrt/model.int8.qdq.onnx, tensorrt/model.fp16.onnx:")
+	}) {
+		t.Errorf("tensorrt models timed in ORT (%v, %v) or no note saying they are not: %q", qdq.Timing, fp16.Timing, res.Notes)
+	}
 	f, err := os.Open(filepath.Join(out, "tensorrt", "calibration.cache"))
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ const MemProfileEnv = "OPTC_MEMPROFILE"
 // memProfile is the running profile of one build; nil when off.
 type memProfile struct {
 	dir   string
+	f     *os.File
 	start time.Time
 	mu    sync.Mutex
 	stage string
@@ -50,21 +51,15 @@ func startMemProfile(progress func(string, ...any)) *memProfile {
 		progress("%s: %v (no memory profile)", MemProfileEnv, err)
 		return nil
 	}
-	p := &memProfile{dir: dir, start: time.Now(), stage: "plan", stop: make(chan struct{}), done: make(chan struct{})}
+	p := &memProfile{dir: dir, f: f, start: time.Now(), stage: "plan", stop: make(chan struct{}), done: make(chan struct{})}
+	fmt.Fprintln(f, "seconds\tstage\trss_mib\tgo_heap_inuse_mib\tgo_heap_sys_mib\tlast_line")
 	go func() {
 		defer close(p.done)
 		defer f.Close()
-		fmt.Fprintln(f, "seconds\tstage\trss_mib\tgo_heap_inuse_mib\tgo_heap_sys_mib\tlast_line")
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			p.mu.Lock()
-			stage, last := p.stage, p.last
-			p.mu.Unlock()
-			fmt.Fprintf(f, "%.1f\t%s\t%.0f\t%.0f\t%.0f\t%s\n", time.Since(p.start).Seconds(), stage,
-				vmRSSMiB(), float64(ms.HeapInuse)/(1<<20), float64(ms.HeapSys)/(1<<20), last)
+			p.sample()
 			select {
 			case <-p.stop:
 				return
@@ -75,7 +70,18 @@ func startMemProfile(progress func(string, ...any)) *memProfile {
 	return p
 }
 
-// stageStarted names the stage the timeline's next samples belong to.
+// sample writes one timeline line.
+func (p *memProfile) sample() {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.f, "%.1f\t%s\t%.0f\t%.0f\t%.0f\t%s\n", time.Since(p.start).Seconds(), p.stage,
+		vmRSSMiB(), float64(ms.HeapInuse)/(1<<20), float64(ms.HeapSys)/(1<<20), p.last)
+}
+
+// stageStarted names the stage the timeline's next samples belong to, and
+// takes one at once: a stage shorter than the ticker's period has one too.
 func (p *memProfile) stageStarted(name string) {
 	if p == nil {
 		return
@@ -83,6 +89,7 @@ func (p *memProfile) stageStarted(name string) {
 	p.mu.Lock()
 	p.stage = name
 	p.mu.Unlock()
+	p.sample()
 }
 
 // said records the last progress line.

@@ -43,6 +43,9 @@ func WriteTable(w io.Writer, r *Result) error {
 	row := func(name, precision, bytes, cos, bad, top1, acc string, t *Timing) {
 		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t", name, precision, bytes, cos, bad, top1, acc)
 		if t == nil {
+			// Not timed (another runtime's artifact): dashes keep the
+			// columns of the rows after it aligned.
+			line += "-\t" + strings.Repeat("-\t-\t-\t", len(batches))
 			fmt.Fprintln(tw, line)
 			return
 		}

@@ -108,8 +108,10 @@ func Sweep(opts SweepOptions) (*SweepResult, error) {
 		if opts.Budget > 0 {
 			// Within a budget a point's warm-up takes about its window at
 			// most: 10 runs of a slow model at batch 32 cost more than the
-			// window they prepare.
+			// window they prepare. A fast point's window ends once it has
+			// enough runs for its p99.
 			bo.WarmupDuration = opts.Duration
+			bo.MaxIterations = bench.EnoughRuns
 			bo.Deadline = start.Add(opts.Budget * time.Duration(i+1) / time.Duration(len(threads)))
 			// A thread count after the first starts only when its session
 			// and first point, predicted from the last one's, fit.

@@ -13,14 +13,13 @@ import (
 // Timing settings of the A/B comparison: every candidate gets warm-up
 // runs, then the candidates take turns, a few runs each, so that drift
 // (frequency, other processes) hits them alike. A window ends after
-// timePerBatch, or once every candidate has maxRuns runs: a median of that
-// many interleaved runs moves less than the noise margin, and a fast
-// model (a millisecond a run) has them in a third of the window.
+// timePerBatch, or once every candidate has bench.EnoughRuns runs: a
+// median of that many interleaved runs moves less than the noise margin,
+// and a fast model (a millisecond a run) has them in a third of the window.
 const (
 	warmupRuns   = 5
 	runsPerTurn  = 3
 	minTurns     = 5
-	maxRuns      = 200
 	timePerBatch = 1500 * time.Millisecond
 )
 
@@ -79,7 +78,7 @@ func timeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec
 	}
 	runs := make([][]float64, len(models))
 	start := time.Now()
-	for turn := 0; turn < minTurns || (time.Since(start) < timePerBatch && time.Now().Before(deadline) && turn*runsPerTurn < maxRuns); turn++ {
+	for turn := 0; turn < minTurns || (time.Since(start) < timePerBatch && time.Now().Before(deadline) && turn*runsPerTurn < bench.EnoughRuns); turn++ {
 		for k := range models {
 			i := (k + turn) % len(models) // rotate who goes first
 			for range runsPerTurn {
