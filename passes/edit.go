@@ -40,31 +40,63 @@ type outputRename struct {
 // editGraphs calls fn with an edit of each graph of m, the main graph
 // first, and applies the edit before moving into the graph's subgraphs.
 func editGraphs(m *graph.Model, fn func(e *graphEdit) error) (Stats, error) {
+	// One walk finds the graphs, each with the node that holds it (a walk
+	// visits every node, which on a million-node model costs as much as a
+	// simple pass): the outputs of all are known before any is edited.
+	type nested struct {
+		g     *graph.Graph
+		owner *graph.Node // nil for the main graph
+	}
+	var graphs []nested
 	returnedBy := map[*graph.Value][]*graph.Graph{}
-	m.Graph.Walk(func(g *graph.Graph) {
+	var visit func(g *graph.Graph, owner *graph.Node)
+	visit = func(g *graph.Graph, owner *graph.Node) {
+		graphs = append(graphs, nested{g, owner})
 		for _, o := range g.Outputs {
 			if !slices.Contains(returnedBy[o], g) {
 				returnedBy[o] = append(returnedBy[o], g)
 			}
 		}
-	})
+		for _, n := range g.Nodes {
+			if n.Graph() != g {
+				continue
+			}
+			for _, a := range n.Attrs {
+				if a.Graph != nil {
+					visit(a.Graph, n)
+				}
+				for _, sg := range a.Graphs {
+					visit(sg, n)
+				}
+			}
+		}
+	}
+	visit(m.Graph, nil)
 	var st Stats
-	var err error
-	m.Graph.Walk(func(g *graph.Graph) {
-		if err != nil {
-			return
+	// A subgraph whose node an edit of its graph removed is no longer
+	// part of the model: it is not edited (no pass adds subgraphs).
+	detached := map[*graph.Graph]bool{}
+	for _, ng := range graphs {
+		g := ng.g
+		if o := ng.owner; o != nil && (o.Graph() != g.Parent || detached[g.Parent]) {
+			detached[g] = true
+			continue
 		}
 		e := &graphEdit{m: m, g: g, returnedBy: returnedBy, gone: map[*graph.Node]bool{}, renamed: map[*graph.Value]bool{}}
 		// The rewrites insert and remove nodes through a batch, so that
 		// each costs its own size and g.Nodes is rewritten once, here.
 		g.BeginBatch()
-		if err = fn(e); err == nil {
+		err := fn(e)
+		if err == nil {
 			err = e.finish()
 		}
 		g.EndBatch()
 		st.add(e.st)
-	})
-	return st, err
+		if err != nil {
+			return st, err
+		}
+	}
+	return st, nil
 }
 
 // returned reports whether some graph returns v.

@@ -136,10 +136,24 @@ func Run(m *graph.Model, pipeline []*Pass, opts Options) (*Report, error) {
 		rep.Passes = append(rep.Passes, &PassReport{Name: p.Name})
 	}
 	dumped := false
+	// changes counts the pass runs that changed the model; shapesAt is its
+	// value after each shape-providing pass's last run.
+	changes := 0
+	shapesAt := make([]int, len(pipeline))
+	for i := range shapesAt {
+		shapesAt[i] = -1
+	}
 	for round := 0; round < opts.MaxRounds && len(pipeline) > 0; round++ {
 		rep.Rounds++
 		changed := false
 		for i, p := range pipeline {
+			if p.ProvidesShapes && shapesAt[i] == changes {
+				// Nothing changed since it wrote every type the
+				// inference knows: a run now would find nothing to add
+				// (the round that confirms the fixed point, on a large
+				// model the costliest pass of it).
+				continue
+			}
 			start := time.Now()
 			st, err := p.Run(ctx)
 			pr := rep.Passes[i]
@@ -151,6 +165,10 @@ func Run(m *graph.Model, pipeline []*Pass, opts Options) (*Report, error) {
 			pr.Stats.add(st)
 			if st.Changed() {
 				ctx.shapesChanged()
+				changes++
+			}
+			if p.ProvidesShapes {
+				shapesAt[i] = changes
 			}
 			changed = changed || st.Changed()
 			if opts.VerifyEach {
