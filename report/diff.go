@@ -48,6 +48,10 @@ type LatencyChange struct {
 	NewCV   float64  `json:"new_cv"`
 	OldRuns int      `json:"old_runs"`
 	NewRuns int      `json:"new_runs"`
+	// Unsupported says why the percentile was not compared: a report's
+	// timing windows held fewer runs than it needs, so each window's
+	// figure under its name is another statistic (its slowest run).
+	Unsupported string `json:"unsupported,omitempty"`
 }
 
 // Interval is a ratio of medians and its 95% bootstrap interval.
@@ -85,6 +89,10 @@ func Compare(old, new *Report, g config.Gates) *Diff {
 					continue
 				}
 				ov, nv := runs(ob, g.Percentile), runs(&nb, g.Percentile)
+				if why := unsupported(g.Percentile, nb.Batch, ob, "old report", &nb, "new report"); why != "" {
+					md.Latency = append(md.Latency, LatencyChange{Batch: nb.Batch, Unsupported: why})
+					continue
+				}
 				md.Latency = append(md.Latency, LatencyChange{Batch: nb.Batch, OldMs: bench.Median(ov), NewMs: bench.Median(nv),
 					Ratio: ratioInterval(nv, ov), OldCV: bench.CV(ov), NewCV: bench.CV(nv), OldRuns: len(ov), NewRuns: len(nv)})
 			}
@@ -135,6 +143,12 @@ func (d *Diff) gates(g config.Gates) {
 		limit := 1 + g.MaxLatencyRegression/100
 		for _, m := range d.Models {
 			for _, l := range m.Latency {
+				if l.Unsupported != "" {
+					// A gate that cannot be judged fails, saying why:
+					// passing it would vouch for a figure nobody measured.
+					add("max-latency-regression", fmt.Sprintf("%s batch %d", m.Name, l.Batch), false, "%s", l.Unsupported)
+					continue
+				}
 				// Only a regression beyond the noise fails: the whole
 				// interval must be past the limit.
 				add("max-latency-regression", fmt.Sprintf("%s batch %d", m.Name, l.Batch), l.Ratio.Low <= limit,
@@ -152,6 +166,10 @@ func (d *Diff) gates(g config.Gates) {
 			for _, b := range m.New.Latency.Batches {
 				ib := in.Latency.batch(b.Batch)
 				if ib == nil {
+					continue
+				}
+				if why := unsupported(d.Percentile, b.Batch, ib, "input model", &b, "artifact"); why != "" {
+					add("min-speedup", fmt.Sprintf("%s batch %d", m.Name, b.Batch), false, "%s", why)
 					continue
 				}
 				s := ratioInterval(runs(ib, d.Percentile), runs(&b, d.Percentile))
@@ -211,6 +229,10 @@ func (d *Diff) Write(w io.Writer) error {
 			p.f("  NaN/Inf   %d -> %d output values where the input model is finite\n", o, n)
 		}
 		for _, l := range m.Latency {
+			if l.Unsupported != "" {
+				p.f("  %s b%-3d  not compared: %s\n", d.Percentile, l.Batch, l.Unsupported)
+				continue
+			}
 			p.f("  %s b%-3d  %.3f -> %.3f ms: %s over %d/%d runs (CV %.1f%% / %.1f%%)\n", d.Percentile, l.Batch,
 				l.OldMs, l.NewMs, l.Ratio.percent(), l.OldRuns, l.NewRuns, 100*l.OldCV, 100*l.NewCV)
 		}
@@ -266,6 +288,34 @@ func runs(b *BatchLatency, percentile string) []float64 {
 		xs[i] = pick(r.P50, r.P90, r.P99)
 	}
 	return xs
+}
+
+// unsupported says why the per-window figures at percentile of the
+// timings a and b (named by what they are) are not that percentile: their
+// windows had fewer runs than it needs (bench.Percentiles), so each
+// window's "p99" is its slowest run. "" when both hold it, or when a
+// report does not say how many runs there were.
+func unsupported(percentile string, batch int, a *BatchLatency, aName string, b *BatchLatency, bName string) string {
+	need := 1
+	for _, p := range bench.Percentiles {
+		if p.Name == percentile {
+			need = p.MinRuns
+		}
+	}
+	var short []string
+	for _, t := range []struct {
+		l    *BatchLatency
+		name string
+	}{{a, aName}, {b, bName}} {
+		if per := t.l.N / max(len(t.l.Repeats), 1); t.l.N > 0 && per < need {
+			short = append(short, fmt.Sprintf("%d runs in the %s's", per, t.name))
+		}
+	}
+	if len(short) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("each timing window at batch %d held %s, and %s needs %d (a window's figure is then its slowest run); build with a longer latency.duration or fewer latency.repeats, or gate on p50",
+		batch, strings.Join(short, " and "), percentile, need)
 }
 
 // ratioInterval is median(num)/median(den) with a percentile bootstrap

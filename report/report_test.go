@@ -305,3 +305,44 @@ func TestNiceTicks(t *testing.T) {
 		}
 	}
 }
+
+// A percentile the timing windows cannot hold is not compared: windows of
+// 22 runs report their slowest run as "p99", so the latency gates at p99
+// fail and say why, while p50 is compared as before.
+func TestGateNeedsRunsForPercentile(t *testing.T) {
+	withRuns := func(r *Report, perWindow int) *Report {
+		for _, m := range r.Models {
+			for i := range m.Latency.Batches {
+				b := &m.Latency.Batches[i]
+				b.N = perWindow * len(b.Repeats)
+			}
+		}
+		return r
+	}
+	for _, c := range []struct {
+		perWindow  int
+		percentile string
+		fail       []string
+	}{
+		{22, "p99", []string{"max-latency-regression", "max-latency-regression", "min-speedup"}},
+		{22, "p50", nil},
+		{200, "p99", nil},
+	} {
+		old := withRuns(sample(steady, steady, 98, 0.9999), c.perWindow)
+		new := withRuns(sample(steady, []float64{5, 5.1, 4.9, 5.05, 4.95}, 98, 0.9999), c.perWindow)
+		d := Compare(old, new, config.Gates{MaxLatencyRegression: 5, MinSpeedup: 1.5, Percentile: c.percentile})
+		var failed []string
+		for _, g := range d.Failed() {
+			failed = append(failed, g.Gate)
+		}
+		var out bytes.Buffer
+		d.Write(&out)
+		if strings.Join(failed, ",") != strings.Join(c.fail, ",") {
+			t.Errorf("%d runs a window, %s: failed %v, want %v\n%s", c.perWindow, c.percentile, failed, c.fail, out.String())
+		}
+		if len(c.fail) > 0 && (!strings.Contains(out.String(), "p99 b1    not compared: each timing window at batch 1 held 22 runs in the old report's and 22 runs in the new report's, and p99 needs 100") ||
+			!strings.Contains(out.String(), "FAIL min-speedup model.int8.onnx batch 1: each timing window at batch 1 held 22 runs in the input model's and 22 runs in the artifact's")) {
+			t.Errorf("%d runs a window, %s: the output does not say why:\n%s", c.perWindow, c.percentile, out.String())
+		}
+	}
+}
