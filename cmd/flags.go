@@ -259,6 +259,9 @@ func parseFloats(flag, s string) ([]float64, error) {
 // isTerminal reports whether w is an interactive terminal, where progress
 // is shown.
 func isTerminal(w any) bool {
+	if g, ok := w.(gatedWriter); ok {
+		w = g.w
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/optc-dev/optc/internal/atomicfile"
@@ -20,6 +21,10 @@ func ExitOnSignal(errOut io.Writer) {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		s := <-sigs
+		// Held until the process exits: the command's own writes (a
+		// stage failing once its temporaries are gone) wait behind it,
+		// so the interrupt's line is the last one.
+		interruptGate.Lock()
 		atomicfile.RemoveTemps()
 		fmt.Fprintf(errOut, "optc: interrupted by %v; temporary files removed, no partial output left\n", s)
 		code := 1
@@ -28,4 +33,17 @@ func ExitOnSignal(errOut io.Writer) {
 		}
 		os.Exit(code)
 	}()
+}
+
+// interruptGate orders the process's writes (StdIO) with ExitOnSignal's:
+// once a signal is being handled nothing else is written.
+var interruptGate sync.Mutex
+
+// gatedWriter writes to w under interruptGate.
+type gatedWriter struct{ w io.Writer }
+
+func (g gatedWriter) Write(p []byte) (int, error) {
+	interruptGate.Lock()
+	defer interruptGate.Unlock()
+	return g.w.Write(p)
 }

@@ -26,8 +26,12 @@ type IO struct {
 	Progress io.Writer
 }
 
-// StdIO is the process's standard streams.
-func StdIO() *IO { return &IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, Progress: os.Stderr} }
+// StdIO is the process's standard streams, their writes gated by
+// ExitOnSignal's line (interruptGate).
+func StdIO() *IO {
+	out, errOut := gatedWriter{os.Stdout}, gatedWriter{os.Stderr}
+	return &IO{In: os.Stdin, Out: out, ErrOut: errOut, Progress: errOut}
+}
 
 // usageError marks a mistake in how optc was called (exit status 2).
 type usageError struct{ error }
