@@ -509,6 +509,16 @@ func (b *builder) session() ort.Options {
 	return ort.Options{Level: level, IntraOpThreads: b.c.Runtime.Threads, Provider: "cpu"}
 }
 
+// checkSession is how an artifact is checked: the runtime's level, and
+// the threads left to compare, which runs a check as throughput
+// (compare.Options.Workers); runtime.threads is the deployment's, for
+// timing.
+func (b *builder) checkSession() ort.Options {
+	s := b.session()
+	s.IntraOpThreads = 0
+	return s
+}
+
 func abs(p string) string {
 	a, err := filepath.Abs(p)
 	if err != nil {

@@ -117,7 +117,7 @@ func (b *builder) verify() error {
 				return fmt.Errorf("%s: %w", a.Path, err)
 			}
 		} else {
-			sess := b.session()
+			sess := b.checkSession()
 			if otherRuntime(a.Target) && a.Precision == "int8" && sess.Level > ort.LevelBasic {
 				sess.Level = ort.LevelBasic
 			}
@@ -181,7 +181,7 @@ func (b *builder) verifyFP16(a *Artifact, path string) error {
 	if err != nil {
 		return err
 	}
-	session := b.session()
+	session := b.checkSession()
 	session.Level = ort.LevelDisable // keeps the rounding Casts
 	check := func(spec string, dopts data.Options, labels string) (*Check, error) {
 		r, err := compare.Models(compare.Options{

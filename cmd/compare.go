@@ -92,6 +92,8 @@ finite pair, fails like a tolerance does.`,
 	c.Flags().StringVar(&check, "check", "max", "statistic the tolerance judges: "+choice.Or(compare.Stats))
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
 	sf.register(c.Flags())
+	// A comparison is throughput over the data: see compare.Options.Workers.
+	c.Flags().Lookup("threads").Usage = fmt.Sprintf("ORT intra-op threads of one session per model (0: one single-threaded session per core, at most %d, running batches side by side)", compare.MaxWorkers)
 	df.register(c.Flags(), true)
 	return c
 }

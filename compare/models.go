@@ -40,7 +40,11 @@ type Options struct {
 	Atol, Rtol map[string]float64
 	Check      Stat
 	Session    ort.Options
-	ORTLib     string
+	// Workers is how many sessions of each model run batches side by
+	// side. 0: on the CPU with Session.IntraOpThreads 0, one
+	// single-threaded session per core (at most MaxWorkers); else one.
+	Workers int
+	ORTLib  string
 	// Reference, when set, keeps A's outputs for the next comparison
 	// against the same A on the same data (A then does not run again).
 	Reference *Reference
@@ -181,13 +185,6 @@ func Models(opts Options) (*Result, error) {
 	}
 	refKey := referenceKey(opts, outNames)
 	replay := opts.Reference.lookup(refKey)
-	var sa *ort.Session
-	if replay == nil {
-		if sa, err = ort.NewSession(source(opts.ModelA, opts.AInMemory, insA, outsA), opts.Session); err != nil {
-			return nil, fmt.Errorf("%s: %w", opts.ModelA, err)
-		}
-		defer sa.Close()
-	}
 	var rec *recorder
 	if replay == nil {
 		rec = opts.Reference.record(refKey)
@@ -201,11 +198,24 @@ func Models(opts Options) (*Result, error) {
 	if opts.BRun != "" {
 		srcB = ort.Source{Path: opts.BRun, Inputs: orderB, Outputs: outsB}
 	}
-	sb, err := ort.NewSession(srcB, opts.Session)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", opts.ModelB, err)
+	n, sess := workers(opts)
+	open := func() (p pair, err error) {
+		if replay == nil {
+			if p.a, err = ort.NewSession(source(opts.ModelA, opts.AInMemory, insA, outsA), sess); err != nil {
+				return p, fmt.Errorf("%s: %w", opts.ModelA, err)
+			}
+		}
+		if p.b, err = ort.NewSession(srcB, sess); err != nil {
+			p.close()
+			return p, fmt.Errorf("%s: %w", opts.ModelB, err)
+		}
+		return p, nil
 	}
-	defer sb.Close()
+	first, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer first.close()
 
 	src, err := data.Open(opts.Data, inA, opts.DataOpts)
 	if err != nil {
@@ -232,7 +242,50 @@ func Models(opts Options) (*Result, error) {
 	}
 	res := &Result{ModelA: opts.ModelA, ModelB: opts.ModelB, Data: opts.Data, Skipped: skipped}
 	scorer := newScorer(labels, opts.LabelsOutput)
-	for {
+	// take adds a batch's outputs to the statistics, in batch order.
+	take := func(j *job) error {
+		<-j.done
+		if j.err != nil {
+			return j.err
+		}
+		if replay == nil {
+			rec.add(j.ya)
+		}
+		ya, yb := j.ya, j.yb
+		for i, p := range pairs {
+			a, b := ya[p.a], yb[p.b]
+			if !slices.Equal(a.Dims, b.Dims) {
+				return fmt.Errorf("output %q: shape %v from A, %v from B", p.name, a.Dims, b.Dims)
+			}
+			fa, err := a.Float32s()
+			if err != nil {
+				return fmt.Errorf("output %q: %w", p.name, err)
+			}
+			fb, err := b.Float32s()
+			if err != nil {
+				return fmt.Errorf("output %q: %w", p.name, err)
+			}
+			if err := accs[i].Add(fa, fb, a.Dims); err != nil {
+				return err
+			}
+			if err := scorer.add(p.name, fa, fb, a.Dims); err != nil {
+				return fmt.Errorf("%s: %w", opts.Labels, err)
+			}
+			if i == lmPair {
+				if err := lm.Add(j.batch.Tensors[lmIn], fa, fb, a.Dims); err != nil {
+					return fmt.Errorf("%s: %w", opts.Data, err)
+				}
+			}
+		}
+		scorer.advance(int64(j.batch.Samples))
+		res.Samples += int64(j.batch.Samples)
+		res.Batches++
+		return nil
+	}
+	run := newRunner(n, first, open, opts.ModelA, opts.ModelB)
+	defer run.stop()
+	var pending []*job // given to the workers, not yet taken
+	for given := 0; ; given++ {
 		batch, err := src.Next()
 		if errors.Is(err, io.EOF) {
 			break
@@ -240,51 +293,25 @@ func Models(opts Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		var ya []*graph.Tensor
-		switch {
-		case replay != nil:
-			if res.Batches >= len(replay) {
+		j := &job{batch: batch, done: make(chan struct{})}
+		if replay != nil {
+			if given >= len(replay) {
 				return nil, fmt.Errorf("internal: %s gave more batches than when %s ran on it", opts.Data, opts.ModelA)
 			}
-			ya = replay[res.Batches]
-		default:
-			if ya, err = sa.Run(batch.Tensors); err != nil {
-				return nil, fmt.Errorf("%s: %w", opts.ModelA, err)
-			}
-			rec.add(ya)
+			j.ya = replay[given]
 		}
-		yb, err := sb.Run(batch.Tensors)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", opts.ModelB, err)
-		}
-		for i, p := range pairs {
-			a, b := ya[p.a], yb[p.b]
-			if !slices.Equal(a.Dims, b.Dims) {
-				return nil, fmt.Errorf("output %q: shape %v from A, %v from B", p.name, a.Dims, b.Dims)
-			}
-			fa, err := a.Float32s()
-			if err != nil {
-				return nil, fmt.Errorf("output %q: %w", p.name, err)
-			}
-			fb, err := b.Float32s()
-			if err != nil {
-				return nil, fmt.Errorf("output %q: %w", p.name, err)
-			}
-			if err := accs[i].Add(fa, fb, a.Dims); err != nil {
+		run.submit(j)
+		if pending = append(pending, j); len(pending) == n {
+			if err := take(pending[0]); err != nil {
 				return nil, err
 			}
-			if err := scorer.add(p.name, fa, fb, a.Dims); err != nil {
-				return nil, fmt.Errorf("%s: %w", opts.Labels, err)
-			}
-			if i == lmPair {
-				if err := lm.Add(batch.Tensors[lmIn], fa, fb, a.Dims); err != nil {
-					return nil, fmt.Errorf("%s: %w", opts.Data, err)
-				}
-			}
+			pending = pending[1:]
 		}
-		scorer.advance(int64(batch.Samples))
-		res.Samples += int64(batch.Samples)
-		res.Batches++
+	}
+	for _, j := range pending {
+		if err := take(j); err != nil {
+			return nil, err
+		}
 	}
 	if res.Batches == 0 {
 		return nil, fmt.Errorf("%s: no samples", opts.Data)

@@ -317,8 +317,11 @@ func Run(opts Options) (*Result, error) {
 // not the target's: PP-OCRv4 det's tensorrt model measured cosine 0.06 at
 // level all on an AVX2 machine and 0.64 at basic, where the Q/DQ pairs run
 // as float arithmetic on the quantized values, as TensorRT computes.
+// The deployment's thread count is for timing: a check leaves it to
+// compare, which runs it as throughput (compare.Options.Workers).
 func qualitySession(opts Options) ort.Options {
 	s := opts.Session
+	s.IntraOpThreads = 0
 	if otherRuntime(opts) && s.Level > ort.LevelBasic {
 		s.Level = ort.LevelBasic
 	}
