@@ -11,6 +11,8 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/optc-dev/optc/data"
@@ -124,6 +126,7 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 			if err != nil {
 				return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
 			}
+			var todo []observation
 			for _, n := range stats.names {
 				in, isInput := inputIndex[n]
 				at := fetched[n]
@@ -144,17 +147,17 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 				// mask's -Inf before Softmax) are its design, not bad data:
 				// they are left out of the range. In the input data, and NaN
 				// anywhere, they are errors.
-				stats.skipInf = !isInput
-				if err := observeTensor(stats, n, t); err != nil {
-					return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
-				}
+				todo = append(todo, observation{name: n, t: t, skipInf: !isInput})
+			}
+			if err := observeAll(stats, todo); err != nil {
+				return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
 			}
 			// A run's activations are the largest thing a build holds;
 			// collecting them now, before the next run makes as many
 			// again, keeps the heap near one run's worth instead of two.
 			// They hold no pointers, so the collection costs little next
 			// to the run.
-			outs = nil
+			outs, todo = nil, nil
 			runtime.GC()
 		}
 		if observed != len(stats.names) {
@@ -170,29 +173,64 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 	return stats, nil
 }
 
+// observation is one tensor of a batch to add to the statistics.
+type observation struct {
+	name    string
+	t       *graph.Tensor
+	skipInf bool
+}
+
+// observeAll adds a run's tensors to the statistics, several at once
+// (one goroutine per core): each touches only its own tensor's
+// statistics, so the result is the one observing them in turn gives, and
+// so is the error (the first in todo's order).
+func observeAll(s *Stats, todo []observation) error {
+	skipped := make([]int64, len(todo))
+	errs := make([]error, len(todo))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(todo)) {
+		wg.Go(func() {
+			for k := int(next.Add(1) - 1); k < len(todo); k = int(next.Add(1) - 1) {
+				o := todo[k]
+				skipped[k], errs[k] = observeTensor(s, o.name, o.t, o.skipInf)
+			}
+		})
+	}
+	wg.Wait()
+	for k := range todo {
+		if errs[k] != nil {
+			return errs[k]
+		}
+		s.NonFinite += skipped[k]
+	}
+	return nil
+}
+
 // observeTensor adds a batch of tensor t as values of name; float32 data
-// is read in place, other float types through a converted copy.
-func observeTensor(s *Stats, name string, t *graph.Tensor) error {
+// is read in place, other float types through a converted copy. It
+// returns the non-finite values left out (see Stats.observeValues).
+func observeTensor(s *Stats, name string, t *graph.Tensor, skipInf bool) (int64, error) {
 	if !t.DType.IsFloat() {
-		return fmt.Errorf("tensor %q is %s, not a floating-point tensor", name, t.DType)
+		return 0, fmt.Errorf("tensor %q is %s, not a floating-point tensor", name, t.DType)
 	}
 	if t.DType == graph.Float {
 		b, err := t.Bytes()
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if vals, ok := float32View(b); ok {
-			return s.Observe(name, vals)
+			return s.observeValues(name, vals, skipInf)
 		}
 		return s.observe(name, len(b)/4, func(i int) float32 {
 			return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-		})
+		}, skipInf)
 	}
 	vals, err := t.Float32s()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return s.Observe(name, vals)
+	return s.observeValues(name, vals, skipInf)
 }
 
 // float32View reads little-endian float32 bytes in place where the host is

@@ -173,7 +173,6 @@ type Stats struct {
 
 	movingAverage float64
 	skip          bool
-	skipInf       bool // for the tensor being observed: an intermediate
 	names         []string
 	t             map[string]*tensorStats
 }
@@ -211,12 +210,22 @@ func (s *Stats) Summary(name string) (Summary, bool) {
 // error naming the tensor and batch (counted from 0 per tensor); the
 // statistics are then left unchanged. vals is not kept.
 func (s *Stats) Observe(name string, vals []float32) error {
+	skipped, err := s.observeValues(name, vals, false)
+	s.NonFinite += skipped
+	return err
+}
+
+// observeValues is Observe of one tensor, safe to run for different
+// tensors at once: it touches only that tensor's statistics and returns
+// the non-finite values it left out instead of counting them in s.
+// skipInf leaves out infinities as an intermediate tensor's (see Collect).
+func (s *Stats) observeValues(name string, vals []float32, skipInf bool) (int64, error) {
 	ts, ok := s.t[name]
 	if !ok {
-		return fmt.Errorf("tensor %q is not being calibrated", name)
+		return 0, fmt.Errorf("tensor %q is not being calibrated", name)
 	}
 	if len(vals) == 0 {
-		return nil
+		return 0, nil
 	}
 	// The common case, every value finite, in two tight loops over the
 	// slice; anything else takes the general path, which says what it
@@ -224,7 +233,7 @@ func (s *Stats) Observe(name string, vals []float32) error {
 	lo, hi := vals[0], vals[0]
 	for _, v := range vals {
 		if !(v >= -math.MaxFloat32 && v <= math.MaxFloat32) {
-			return s.observe(name, len(vals), func(i int) float32 { return vals[i] })
+			return s.observe(name, len(vals), func(i int) float32 { return vals[i] }, skipInf)
 		}
 		if v < lo {
 			lo = v
@@ -251,29 +260,29 @@ func (s *Stats) Observe(name string, vals []float32) error {
 		}
 	}
 	s.record(ts, float64(lo), float64(hi), len(vals))
-	return nil
+	return 0, nil
 }
 
 // observe adds one batch of n values, element i read by at (so tensors can
-// be read in place, without a converted copy).
-func (s *Stats) observe(name string, n int, at func(int) float32) error {
+// be read in place, without a converted copy), as observeValues does.
+func (s *Stats) observe(name string, n int, at func(int) float32, skipInf bool) (int64, error) {
 	ts, ok := s.t[name]
 	if !ok {
-		return fmt.Errorf("tensor %q is not being calibrated", name)
+		return 0, fmt.Errorf("tensor %q is not being calibrated", name)
 	}
 	if n == 0 {
-		return nil
+		return 0, nil
 	}
 	bmin, bmax := math.Inf(1), math.Inf(-1)
 	skipped := 0
 	for i := range n {
 		f := float64(at(i))
 		if math.IsNaN(f) || math.IsInf(f, 0) {
-			if s.skipInf && math.IsInf(f, 0) {
+			if skipInf && math.IsInf(f, 0) {
 				ts.infinite = true
 			}
-			if !s.skip && !(s.skipInf && math.IsInf(f, 0)) {
-				return fmt.Errorf("tensor %q, batch %d: element %d is %v", name, ts.batches, i, f)
+			if !s.skip && !(skipInf && math.IsInf(f, 0)) {
+				return 0, fmt.Errorf("tensor %q, batch %d: element %d is %v", name, ts.batches, i, f)
 			}
 			skipped++
 			continue
@@ -281,9 +290,8 @@ func (s *Stats) observe(name string, n int, at func(int) float32) error {
 		bmin = min(bmin, f)
 		bmax = max(bmax, f)
 	}
-	s.NonFinite += int64(skipped)
 	if skipped == n {
-		return nil
+		return int64(skipped), nil
 	}
 	n -= skipped
 	ts.hist.grow(max(-bmin, bmax))
@@ -303,7 +311,7 @@ func (s *Stats) observe(name string, n int, at func(int) float32) error {
 		}
 	}
 	s.record(ts, bmin, bmax, n)
-	return nil
+	return int64(skipped), nil
 }
 
 // signedZero is the zero that min (least) or max (not least) picks from

@@ -422,7 +422,7 @@ func TestObserveFastPathMatchesGeneral(t *testing.T) {
 			if err := fast.Observe("x", b); err != nil {
 				t.Fatal(err)
 			}
-			if err := general.observe("x", len(b), func(i int) float32 { return b[i] }); err != nil {
+			if _, err := general.observe("x", len(b), func(i int) float32 { return b[i] }, false); err != nil {
 				t.Fatal(err)
 			}
 			f, g := fast.t["x"], general.t["x"]
