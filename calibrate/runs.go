@@ -63,47 +63,12 @@ func exposedSizes(m *graph.Model, carrier map[string]string, inputs []*graph.Ten
 	for n := range carrier {
 		sizes[n] = -1
 	}
-	var fed []*graph.Value
-	for _, v := range m.Graph.Inputs {
-		if v.Const == nil {
-			fed = append(fed, v)
-		}
-	}
-	if len(fed) != len(inputs) {
-		return sizes
-	}
-	saved := make([]*graph.Type, len(fed))
-	for i, v := range fed {
-		saved[i] = v.Type
-		v.Type = graph.TensorType(inputs[i].DType, graph.StaticShape(inputs[i].Dims...))
-	}
-	defer func() {
-		for i, v := range fed {
-			v.Type = saved[i]
-		}
-	}()
-	res, err := shapes.Infer(m)
+	bytes, err := shapes.BytesAt(m, inputs)
 	if err != nil {
 		return sizes
 	}
 	for n, c := range carrier {
-		v := m.Graph.Value(c)
-		if v == nil {
-			continue
-		}
-		t := res.Types[v]
-		if t == nil || t.Elem == 0 || !t.Shape.IsStatic() {
-			continue
-		}
-		elems := int64(1)
-		for _, d := range t.Shape.Dims() {
-			if d > 0 && elems > (1<<62)/d {
-				elems = -1 // too large to be real: ByteSize refuses it
-				break
-			}
-			elems *= d
-		}
-		if b, ok := t.Elem.ByteSize(elems); ok {
+		if b, ok := bytes[m.Graph.Value(c)]; ok {
 			sizes[n] = b
 		}
 	}

@@ -198,7 +198,31 @@ func Models(opts Options) (*Result, error) {
 	if opts.BRun != "" {
 		srcB = ort.Source{Path: opts.BRun, Inputs: orderB, Outputs: outsB}
 	}
-	n, sess := workers(opts)
+	src, err := data.Open(opts.Data, inA, opts.DataOpts)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	// The first batch sizes the workers' activations (see workers).
+	batch, err := src.Next()
+	if errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: no samples", opts.Data)
+	}
+	if err != nil {
+		return nil, err
+	}
+	perWorker := int64(-1)
+	if opts.Workers == 0 && opts.Session.IntraOpThreads == 0 {
+		perWorker = activationBytes(mb, batch.Tensors)
+		if replay == nil && perWorker >= 0 {
+			if a := activationBytes(ma, batch.Tensors); a < 0 {
+				perWorker = -1
+			} else {
+				perWorker += a
+			}
+		}
+	}
+	n, sess := workers(opts, perWorker)
 	open := func() (p pair, err error) {
 		if replay == nil {
 			if p.a, err = ort.NewSession(source(opts.ModelA, opts.AInMemory, insA, outsA), sess); err != nil {
@@ -217,11 +241,6 @@ func Models(opts Options) (*Result, error) {
 	}
 	defer first.close()
 
-	src, err := data.Open(opts.Data, inA, opts.DataOpts)
-	if err != nil {
-		return nil, err
-	}
-	defer src.Close()
 	var labels []int64
 	if opts.Labels != "" && opts.DataOpts.Shuffle {
 		return nil, fmt.Errorf("%s: labels cannot follow samples drawn in a shuffled order", opts.Labels)
@@ -286,12 +305,13 @@ func Models(opts Options) (*Result, error) {
 	defer run.stop()
 	var pending []*job // given to the workers, not yet taken
 	for given := 0; ; given++ {
-		batch, err := src.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
+		if given > 0 {
+			if batch, err = src.Next(); errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
 		j := &job{batch: batch, done: make(chan struct{})}
 		if replay != nil {

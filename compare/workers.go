@@ -9,11 +9,20 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/shapes"
 )
 
 // MaxWorkers bounds the sessions a comparison runs side by side: each
 // holds its own copy of the model's weights and a batch's activations.
 const MaxWorkers = 4
+
+// ParallelBytes bounds the activations of the sessions a comparison runs
+// side by side: the sum of every value's bytes at the first batch's
+// shapes (shape inference), over each worker's models. That sum is more
+// than ORT holds (it reuses buffers), so the bound errs low: PaddleOCR det
+// at 320x320 sums 170 MiB a sample and runs alone; the classifier's 13 MiB
+// runs on every core.
+const ParallelBytes = 512 << 20
 
 // workers is how many session pairs run the batches, and the options each
 // opens its sessions with. A comparison is throughput over many batches:
@@ -21,18 +30,50 @@ const MaxWorkers = 4
 // per core beats one session whose threads share each run (measured on 2
 // cores: the PaddleOCR classifier on 1,000 lines took 1.9 s with one
 // thread, 3.4 s with two, 2.2 s for two single-threaded comparisons at
-// once). A single-threaded session also computes the same bits on every
-// machine, whatever its core count.
-func workers(opts Options) (int, ort.Options) {
+// once), as long as their activations fit ParallelBytes (perWorker: -1
+// when they cannot be sized); else one session with ORT's threads. A
+// single-threaded session computes the same bits on every machine,
+// whatever its core count.
+func workers(opts Options, perWorker int64) (int, ort.Options) {
 	s := opts.Session
 	if opts.Workers > 0 {
 		return opts.Workers, s
 	}
-	if s.IntraOpThreads != 0 || (s.Provider != "" && !strings.EqualFold(s.Provider, "cpu")) {
+	if s.IntraOpThreads != 0 || (s.Provider != "" && !strings.EqualFold(s.Provider, "cpu")) || perWorker < 0 {
+		return 1, s
+	}
+	n := min(runtime.NumCPU(), MaxWorkers)
+	if perWorker > 0 {
+		n = min(n, int(ParallelBytes/perWorker))
+	}
+	if n < 2 {
 		return 1, s
 	}
 	s.IntraOpThreads = 1
-	return max(1, min(runtime.NumCPU(), MaxWorkers)), s
+	return n, s
+}
+
+// activationBytes sums the bytes of m's values that are not constants
+// when it is fed batch (shape inference); -1 when one cannot be sized.
+func activationBytes(m *graph.Model, batch []*graph.Tensor) int64 {
+	sizes, err := shapes.BytesAt(m, batch)
+	if err != nil || sizes == nil {
+		return -1
+	}
+	var sum int64
+	for _, n := range m.Graph.Nodes {
+		for _, v := range n.Outputs() {
+			if v == nil {
+				continue
+			}
+			b, ok := sizes[v]
+			if !ok {
+				return -1
+			}
+			sum += b
+		}
+	}
+	return sum
 }
 
 // job is one batch on its way through a worker: A's outputs (given when
