@@ -11,12 +11,11 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/parallel"
 	"github.com/optc-dev/optc/ort"
 )
 
@@ -186,23 +185,16 @@ type observation struct {
 // so is the error (the first in todo's order).
 func observeAll(s *Stats, todo []observation) error {
 	skipped := make([]int64, len(todo))
-	errs := make([]error, len(todo))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(todo)) {
-		wg.Go(func() {
-			for k := int(next.Add(1) - 1); k < len(todo); k = int(next.Add(1) - 1) {
-				o := todo[k]
-				skipped[k], errs[k] = observeTensor(s, o.name, o.t, o.skipInf)
-			}
-		})
+	err := parallel.For(len(todo), func(k int) (err error) {
+		o := todo[k]
+		skipped[k], err = observeTensor(s, o.name, o.t, o.skipInf)
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	wg.Wait()
-	for k := range todo {
-		if errs[k] != nil {
-			return errs[k]
-		}
-		s.NonFinite += skipped[k]
+	for _, n := range skipped {
+		s.NonFinite += n
 	}
 	return nil
 }

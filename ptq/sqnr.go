@@ -14,6 +14,7 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/internal/parallel"
 )
 
 // TensorSQNR is how faithfully one quantized activation is represented:
@@ -132,21 +133,24 @@ func tensorSQNR(opts Options, float, int8Model graph.Serialized, spec string, do
 			if err != nil {
 				return nil, fmt.Errorf("INT8 model: %w", err)
 			}
-			for j, x := range g {
+			// Each tensor has its own accumulator: they are filled side
+			// by side, each taking its batches in order.
+			err = parallel.For(len(g), func(j int) error {
 				f, err := fv[j].Float32s()
 				if err != nil {
-					return nil, fmt.Errorf("%s: %w", x, err)
+					return fmt.Errorf("%s: %w", g[j], err)
 				}
 				q, err := qv[j].Float32s()
 				if err != nil {
-					return nil, fmt.Errorf("%s: %w", qgroups[i][j], err)
-				}
-				if err := accs[x].Add(f, q, nil); err != nil {
-					return nil, err
+					return fmt.Errorf("%s: %w", qgroups[i][j], err)
 				}
 				// The float32 copies are per tensor; the runs' values go
 				// as soon as they are read.
 				fv[j], qv[j] = nil, nil
+				return accs[g[j]].Add(f, q, nil)
+			})
+			if err != nil {
+				return nil, err
 			}
 			fv, qv = nil, nil
 			runtime.GC() // as in calibration: one group's values at a time
