@@ -41,21 +41,37 @@ var nondeterministicOps = []string{
 func runEliminateCSE(c *Context) (Stats, error) {
 	seed := maphash.MakeSeed()
 	return editGraphs(c.Model, func(e *graphEdit) error {
-		seen := map[uint64][]*graph.Node{}
+		// The first node of each key, and the rare others whose key
+		// collides with it: one entry per node, sized up front, without a
+		// slice per key (a million of them were a tenth of the pass at 1M
+		// nodes, mostly in the collector).
+		first := make(map[uint64]*graph.Node, len(e.g.Nodes))
+		var more map[uint64][]*graph.Node
 		for _, n := range e.g.Nodes {
 			if !cseCandidate(n) {
 				continue
 			}
 			key := cseKey(seed, n)
-			var twin *graph.Node
-			for _, m := range seen[key] {
-				if cseEqual(m, n) {
-					twin = m
-					break
+			f, ok := first[key]
+			if !ok {
+				first[key] = n
+				continue
+			}
+			twin := f
+			if !cseEqual(f, n) {
+				twin = nil
+				for _, m := range more[key] {
+					if cseEqual(m, n) {
+						twin = m
+						break
+					}
 				}
 			}
 			if twin == nil {
-				seen[key] = append(seen[key], n)
+				if more == nil {
+					more = map[uint64][]*graph.Node{}
+				}
+				more[key] = append(more[key], n)
 				continue
 			}
 			if slices.ContainsFunc(n.Outputs(), func(v *graph.Value) bool { return v != nil && e.returned(v) }) {
