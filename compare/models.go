@@ -203,7 +203,7 @@ func Models(opts Options) (*Result, error) {
 		return nil, err
 	}
 	defer src.Close()
-	// The first batch sizes the workers' activations (see workers).
+	// The first batch sizes what the workers' sessions hold (see workers).
 	batch, err := src.Next()
 	if errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: no samples", opts.Data)
@@ -213,9 +213,9 @@ func Models(opts Options) (*Result, error) {
 	}
 	perWorker := int64(-1)
 	if opts.Workers == 0 && opts.Session.IntraOpThreads == 0 {
-		perWorker = activationBytes(mb, batch.Tensors)
+		perWorker = sessionBytes(mb, batch.Tensors)
 		if replay == nil && perWorker >= 0 {
-			if a := activationBytes(ma, batch.Tensors); a < 0 {
+			if a := sessionBytes(ma, batch.Tensors); a < 0 {
 				perWorker = -1
 			} else {
 				perWorker += a

@@ -16,12 +16,12 @@ import (
 // holds its own copy of the model's weights and a batch's activations.
 const MaxWorkers = 4
 
-// ParallelBytes bounds the activations of the sessions a comparison runs
-// side by side: the sum of every value's bytes at the first batch's
-// shapes (shape inference), over each worker's models. That sum is more
-// than ORT holds (it reuses buffers), so the bound errs low: PaddleOCR det
-// at 320x320 sums 170 MiB a sample and runs alone; the classifier's 13 MiB
-// runs on every core.
+// ParallelBytes bounds what the sessions a comparison runs side by side
+// hold: each worker's models' weights (every session keeps its own copy)
+// and the sum of every value's bytes at the first batch's shapes (shape
+// inference). That sum is more than ORT holds (it reuses buffers), so the
+// bound errs low: PaddleOCR det at 320x320 sums 170 MiB a sample and runs
+// alone; the classifier's 13 MiB runs on every core.
 const ParallelBytes = 512 << 20
 
 // workers is how many session pairs run the batches, and the options each
@@ -30,8 +30,8 @@ const ParallelBytes = 512 << 20
 // per core beats one session whose threads share each run (measured on 2
 // cores: the PaddleOCR classifier on 1,000 lines took 1.9 s with one
 // thread, 3.4 s with two, 2.2 s for two single-threaded comparisons at
-// once), as long as their activations fit ParallelBytes (perWorker: -1
-// when they cannot be sized); else one session with ORT's threads. A
+// once), as long as they fit ParallelBytes (perWorker: what one worker's
+// sessions hold, -1 when that cannot be sized); else one session with ORT's threads. A
 // single-threaded session computes the same bits on every machine,
 // whatever its core count.
 func workers(opts Options, perWorker int64) (int, ort.Options) {
@@ -53,14 +53,18 @@ func workers(opts Options, perWorker int64) (int, ort.Options) {
 	return n, s
 }
 
-// activationBytes sums the bytes of m's values that are not constants
-// when it is fed batch (shape inference); -1 when one cannot be sized.
-func activationBytes(m *graph.Model, batch []*graph.Tensor) int64 {
+// sessionBytes is what a session of m holds when it is fed batch: its
+// weights, and every node output's bytes (shape inference); -1 when an
+// output cannot be sized.
+func sessionBytes(m *graph.Model, batch []*graph.Tensor) int64 {
 	sizes, err := shapes.BytesAt(m, batch)
 	if err != nil || sizes == nil {
 		return -1
 	}
 	var sum int64
+	for _, v := range m.Graph.Initializers {
+		sum += v.Const.ByteSize()
+	}
 	for _, n := range m.Graph.Nodes {
 		for _, v := range n.Outputs() {
 			if v == nil {
