@@ -74,6 +74,12 @@ type Node struct {
 	outputs []*Value
 	graph   *Graph
 	origin  *onnxpb.NodeProto // metadata, device configurations, unknown fields
+	// at is the node's place in its graph's Nodes when the graph was last
+	// numbered (Graph.number), for the graph's own walks: a slice indexed
+	// by it replaces a map keyed by the node, which at a million nodes
+	// misses the CPU caches on every lookup. Valid only where indexOf
+	// says so.
+	at int
 }
 
 // KeyValue is one metadata entry.

@@ -22,14 +22,15 @@ func Prune(m *Model) (int, error) {
 		if err != nil {
 			return
 		}
-		dead := map[*Node]bool{}
+		g.number()
+		dead := make([]bool, len(g.Nodes))
 		var doomed []*Node
 		for i := len(g.Nodes) - 1; i >= 0; i-- {
 			n := g.Nodes[i]
-			if !isDead(n, dead, returned) {
+			if !isDead(g, n, dead, returned) {
 				continue
 			}
-			dead[n] = true
+			dead[i] = true
 			doomed = append(doomed, n)
 		}
 		if len(doomed) > 0 {
@@ -49,8 +50,9 @@ func Prune(m *Model) (int, error) {
 	return removed, err
 }
 
-// isDead reports whether no live node or graph reads any output of n.
-func isDead(n *Node, dead map[*Node]bool, returned map[*Value]bool) bool {
+// isDead reports whether no live node or graph reads any output of n, a
+// node of g; dead holds g's nodes found dead so far (by Node.at).
+func isDead(g *Graph, n *Node, dead []bool, returned map[*Value]bool) bool {
 	for _, v := range n.Outputs() {
 		if v == nil {
 			continue
@@ -59,7 +61,7 @@ func isDead(n *Node, dead map[*Node]bool, returned map[*Value]bool) bool {
 			return false
 		}
 		for _, u := range v.Uses() {
-			if !dead[u.Node] {
+			if i := g.indexOf(u.Node); i < 0 || !dead[i] {
 				return false
 			}
 		}

@@ -1,12 +1,20 @@
 package graph
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // dependencies returns the values n needs that g defines or that enclose
-// g: its inputs and the outer values its subgraphs read.
+// g: its inputs and the outer values its subgraphs read. It may return
+// n's own input list, which the caller must not change.
 func dependencies(g *Graph, n *Node) []*Value {
+	subgraphs := n.Subgraphs()
+	if len(subgraphs) == 0 && !slices.ContainsFunc(n.inputs, func(v *Value) bool { return !producedIn(v, g) }) {
+		return n.inputs // the common case, without a copy per node
+	}
 	deps := append([]*Value{}, n.inputs...)
-	for _, sg := range n.Subgraphs() {
+	for _, sg := range subgraphs {
 		sg.Walk(func(inner *Graph) {
 			for _, m := range inner.Nodes {
 				for _, in := range m.inputs {
@@ -24,11 +32,32 @@ func dependencies(g *Graph, n *Node) []*Value {
 	}
 	out := deps[:0]
 	for _, d := range deps {
-		if d != nil && d.producer != nil && d.producer.graph == g {
+		if producedIn(d, g) {
 			out = append(out, d)
 		}
 	}
 	return out
+}
+
+// producedIn reports whether a node of g produces v.
+func producedIn(v *Value, g *Graph) bool {
+	return v != nil && v.producer != nil && v.producer.graph == g
+}
+
+// number records each node's place in g.Nodes (Node.at).
+func (g *Graph) number() {
+	for i, n := range g.Nodes {
+		n.at = i
+	}
+}
+
+// indexOf is n's place in g.Nodes as of the last number, or -1 when n is
+// not there (another graph's node, or one removed since).
+func (g *Graph) indexOf(n *Node) int {
+	if i := n.at; i >= 0 && i < len(g.Nodes) && g.Nodes[i] == n {
+		return i
+	}
+	return -1
 }
 
 // definedWithin reports whether v belongs to sg or a graph nested in it.
@@ -49,14 +78,16 @@ func (g *Graph) TopoSort() error {
 	if cyc := findCycle(g); cyc != nil {
 		return fmt.Errorf("graph %q has a cycle through node %s", g.Name, cyc[0])
 	}
-	placed := make(map[*Node]bool, len(g.Nodes))
+	g.number()
+	placed := make([]bool, len(g.Nodes))
 	order := make([]*Node, 0, len(g.Nodes))
 	var place func(n *Node)
 	place = func(n *Node) {
-		if placed[n] {
+		i := g.indexOf(n)
+		if i < 0 || placed[i] {
 			return
 		}
-		placed[n] = true
+		placed[i] = true
 		for _, d := range dependencies(g, n) {
 			place(d.producer)
 		}
@@ -77,28 +108,33 @@ func findCycle(g *Graph) []*Node {
 		active
 		done
 	)
-	state := make(map[*Node]int, len(g.Nodes))
+	g.number()
+	state := make([]uint8, len(g.Nodes))
 	type frame struct {
 		n    *Node
 		deps []*Value
 		next int
 	}
-	for _, start := range g.Nodes {
-		if state[start] != unseen {
-			continue
+	for k, start := range g.Nodes {
+		if state[k] != unseen || g.indexOf(start) != k {
+			continue // done, or listed twice (the verifier says so)
 		}
 		stack := []frame{{n: start, deps: dependencies(g, start)}}
-		state[start] = active
+		state[k] = active
 		for len(stack) > 0 {
 			top := &stack[len(stack)-1]
 			if top.next == len(top.deps) {
-				state[top.n] = done
+				state[g.indexOf(top.n)] = done
 				stack = stack[:len(stack)-1]
 				continue
 			}
 			p := top.deps[top.next].producer
 			top.next++
-			switch state[p] {
+			i := g.indexOf(p)
+			if i < 0 {
+				continue // not in g.Nodes: no cycle runs through it here
+			}
+			switch state[i] {
 			case active:
 				var cyc []*Node
 				for i := len(stack) - 1; i >= 0; i-- {
@@ -109,7 +145,7 @@ func findCycle(g *Graph) []*Node {
 				}
 				return cyc
 			case unseen:
-				state[p] = active
+				state[i] = active
 				stack = append(stack, frame{n: p, deps: dependencies(g, p)})
 			}
 		}

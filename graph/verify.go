@@ -211,11 +211,7 @@ func shapeAdmits(s Shape, dims []int64) bool {
 // order checks for cycles and that every node comes after the producers of
 // its inputs (including values its subgraphs read from this graph).
 func (v *verifier) order(g *Graph, where string) {
-	pos := make(map[*Node]int, len(g.Nodes))
-	for i, n := range g.Nodes {
-		pos[n] = i
-	}
-	if cyc := findCycle(g); cyc != nil {
+	if cyc := findCycle(g); cyc != nil { // numbers the nodes (Node.at)
 		names := make([]string, len(cyc))
 		for i, n := range cyc {
 			names[i] = n.String()
@@ -225,7 +221,7 @@ func (v *verifier) order(g *Graph, where string) {
 	}
 	for i, n := range g.Nodes {
 		for _, in := range dependencies(g, n) {
-			if p := in.producer; p != nil && p.graph == g && pos[p] > i {
+			if p := in.producer; p != nil && p.graph == g && g.indexOf(p) > i {
 				v.problem("node %s%s reads %q before node %s produces it: nodes are not in topological order", n, where, in.Name, p)
 				return
 			}
