@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/optc-dev/optc/data"
@@ -64,6 +65,39 @@ func TestWorkersAgree(t *testing.T) {
 		}
 		if got, want := asJSON(t, res), asJSON(t, one); got != want {
 			t.Errorf("%d workers: %s\nwant %s", workers, got, want)
+		}
+	}
+}
+
+// TestWorkersBoundedByMemory: sessions side by side only on the CPU with
+// no thread count asked for, and only as many as fit ParallelBytes; a
+// model that cannot be sized, or one pair over the bound, runs alone with
+// the threads asked for.
+func TestWorkersBoundedByMemory(t *testing.T) {
+	cores := min(runtime.NumCPU(), MaxWorkers)
+	cpu := ort.DefaultOptions()
+	for _, c := range []struct {
+		name      string
+		opts      Options
+		perWorker int64
+		want      int
+		threads   int
+	}{
+		{"small", Options{Session: cpu}, 10 << 20, cores, 1},
+		{"half the bound", Options{Session: cpu}, ParallelBytes / 2, min(cores, 2), 1},
+		{"over the bound", Options{Session: cpu}, ParallelBytes + 1, 1, 0},
+		{"unsized", Options{Session: cpu}, -1, 1, 0},
+		{"threads asked for", Options{Session: ort.Options{IntraOpThreads: 3}}, 10 << 20, 1, 3},
+		{"cuda", Options{Session: ort.Options{Provider: "cuda"}}, 10 << 20, 1, 0},
+		{"workers asked for", Options{Session: cpu, Workers: 3}, ParallelBytes * 4, 3, 0},
+	} {
+		n, s := workers(c.opts, c.perWorker)
+		want, threads := c.want, c.threads
+		if want < 2 && c.opts.Workers == 0 {
+			threads = c.opts.Session.IntraOpThreads // one session as asked
+		}
+		if n != want || s.IntraOpThreads != threads {
+			t.Errorf("%s: %d workers of %d threads, want %d of %d", c.name, n, s.IntraOpThreads, want, threads)
 		}
 	}
 }
