@@ -313,11 +313,39 @@ func (b *builder) load() error {
 	if err := m.Verify(); err != nil {
 		return fmt.Errorf("%s: %w", b.c.Model, err)
 	}
+	if err := b.shapesFromData(data.GraphInputs(m.Graph)); err != nil {
+		return err
+	}
 	b.latencyBatches = b.c.Latency.Batches
 	if s := data.StaticBatch(data.GraphInputs(m.Graph), b.c.Inputs()); s > 0 && !slices.Equal(b.latencyBatches, []int{s}) {
 		b.latencyBatches = []int{s}
 		b.note(fmt.Sprintf("the model's batch is static (%d): artifacts are timed at batch %d only", s, s))
 	}
+	return nil
+}
+
+// shapesFromData fixes the dynamic dims random data cannot shape (a
+// sequence length --shape does not give) from the calibration data, else
+// the evaluation data (data.ShapesFromData): the passes' check, timing and
+// the sweep then run at the length the data has. The report's config
+// records them.
+func (b *builder) shapesFromData(inputs []data.Input) error {
+	spec := b.c.Calibration.Data
+	if spec == "" || spec == "random" {
+		spec = b.c.Eval.Data
+	}
+	opts := data.Options{Spec: b.c.Inputs(), Image: b.c.ImageOptions(), Seed: b.c.Calibration.Seed, High: 1}
+	shapes, named, err := data.ShapesFromData(spec, inputs, opts)
+	if err != nil || named == nil {
+		return err
+	}
+	b.c.Shapes, b.res.opts.Shapes = shapes, shapes
+	b.eval.spec, b.eval.opts = b.evalData()
+	var dims []string
+	for _, n := range named {
+		dims = append(dims, data.ShapeFlag(n, shapes[n]))
+	}
+	b.note(fmt.Sprintf("shapes from %s for what random inputs and timing cannot tell: %s (--shape sets them)", spec, strings.Join(dims, " ")))
 	return nil
 }
 

@@ -189,3 +189,53 @@ func TestIfBranchesQuantize(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSequenceLengthFromTheData: a model with a dynamic sequence length
+// (x float32[batch, seq, 8]) quantizes and builds from its calibration
+// file without --shape: the length random inputs and timing cannot guess
+// comes from the data, and the output says so. Without data, optimize
+// still asks for --shape in one line.
+func TestSequenceLengthFromTheData(t *testing.T) {
+	ortenv.Require(t)
+	b := testgraph.New(t, "seq", 13)
+	x := b.Input("x")
+	x.Type = graph.TensorType(graph.Float, graph.Shape{graph.SymbolicDim("batch"), graph.SymbolicDim("seq"), graph.StaticDim(8)})
+	r := rand.New(rand.NewPCG(5, 5))
+	w := make([]float32, 8*8)
+	for i := range w {
+		w[i] = float32(r.NormFloat64() * 0.3)
+	}
+	mm := b.Node("mm", "MatMul", x, b.Floats("w", []int64{8, 8}, w...))
+	relu := b.Node("relu", "Relu", mm.Output(0))
+	out := relu.Output(0)
+	out.Type = graph.TensorType(graph.Float, graph.Shape{graph.SymbolicDim("batch"), graph.SymbolicDim("seq"), graph.StaticDim(8)})
+	b.Graph.Outputs = append(b.Graph.Outputs, out)
+	m := saveModel(t, b, "seq.onnx")
+
+	dir := t.TempDir()
+	calib := filepath.Join(dir, "calib.npy")
+	vals := make([]float32, 24*12*8)
+	for i := range vals {
+		vals[i] = float32(r.NormFloat64())
+	}
+	tt, _ := graph.NewFloat32Tensor("x", []int64{24, 12, 8}, vals)
+	if err := data.WriteNpy(calib, tt); err != nil {
+		t.Fatal(err)
+	}
+	status, stdout, stderr := run(t, "quantize", m, "--calib-data", calib, "-o", filepath.Join(dir, "q.onnx"))
+	if status != 0 {
+		t.Fatalf("optc quantize: status %d: %s", status, stderr)
+	}
+	if !strings.Contains(stdout, "shapes       x:?,12,8, from the data") || !strings.Contains(stdout, "p50 batch 8") {
+		t.Errorf("optc quantize: no shapes line or no timing:\n%s", stdout)
+	}
+	status, stdout, stderr = run(t, "build", m, "--int8", "--calib-data", calib, "--target", "ort", "--budget", "1m", "-o", filepath.Join(dir, "build"))
+	if status != 0 {
+		t.Fatalf("optc build: status %d: %s", status, stderr)
+	}
+	if !strings.Contains(stdout, "note: shapes from "+calib+" for what random inputs and timing cannot tell: x:?,12,8") {
+		t.Errorf("optc build: no note of the shapes:\n%s", stdout)
+	}
+	status, stdout, stderr = run(t, "optimize", m, "-o", filepath.Join(dir, "o.onnx"))
+	failsCleanly(t, status, 1, stdout, stderr, "--shape x:?,<seq>,8")
+}

@@ -283,6 +283,9 @@ func printQuantize(out io.Writer, r *ptq.Result, level string) {
 	} else {
 		fmt.Fprintf(out, "calibration  %s, %d tensors, %s\n", cal.Method, cal.Tensors, source)
 	}
+	if len(r.ShapesFromData) > 0 {
+		fmt.Fprintf(out, "shapes       %s, from the data (--shape sets them)\n", strings.Join(r.ShapesFromData, " "))
+	}
 	if len(cal.Choices) > 0 {
 		var cs []string
 		for _, c := range calibrate.AutoCandidates {

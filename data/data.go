@@ -306,7 +306,7 @@ func effectiveShape(in Input, opts Options) (graph.Shape, bool, error) {
 	if !ok {
 		return in.Shape, false, nil
 	}
-	flag := shapeFlag(in.Name, dims)
+	flag := ShapeFlag(in.Name, dims)
 	if in.Shape != nil {
 		if len(dims) != len(in.Shape) {
 			return nil, false, fmt.Errorf("--shape %s does not fit input %q %s: rank %d, want %d", flag, in.Name, in, len(dims), len(in.Shape))
@@ -406,7 +406,9 @@ func shapeHint(in Input, s graph.Shape, batch int) string {
 	return in.Name + ":" + strings.Join(parts, ",")
 }
 
-func shapeFlag(name string, dims []int64) string {
+// ShapeFlag is dims as a --shape value for input name (? for a dynamic
+// dim).
+func ShapeFlag(name string, dims []int64) string {
 	parts := make([]string, len(dims))
 	for i, d := range dims {
 		parts[i] = strconv.FormatInt(d, 10)
@@ -423,7 +425,7 @@ func overrideNote(in Input, eff graph.Shape, overridden bool, opts Options) stri
 	if !overridden {
 		return ""
 	}
-	return " (fixed to " + eff.String() + " by --shape " + shapeFlag(in.Name, opts.Shapes[in.Name]) + ")"
+	return " (fixed to " + eff.String() + " by --shape " + ShapeFlag(in.Name, opts.Shapes[in.Name]) + ")"
 }
 
 // expects describes what an input wants: float32[N,3,48,192], plus the

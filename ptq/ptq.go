@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/optc-dev/optc/bench"
@@ -127,6 +128,10 @@ type Result struct {
 	// Caveats are what the figures above rest on (random calibration,
 	// checks on the calibration samples or on few samples).
 	Caveats Caveats `json:"caveats"`
+	// ShapesFromData are the dynamic dims random inputs and timing could
+	// not tell, taken from the first sample of the calibration (else
+	// evaluation) data, as --shape values (data.ShapesFromData).
+	ShapesFromData []string `json:"shapes_from_data,omitempty"`
 }
 
 // CalibrationInfo says where the ranges came from.
@@ -175,6 +180,9 @@ func Run(opts Options) (*Result, error) {
 	}
 	defer m.Close()
 	res := &Result{Input: opts.Input, Output: opts.Output}
+	if err := shapesFromData(&opts, res, data.GraphInputs(m.Graph)); err != nil {
+		return nil, err
+	}
 	if !opts.Optimized {
 		pipeline, _ := passes.Select(QuantizeLevel, nil, nil)
 		if res.Passes, err = passes.Run(m, pipeline, passes.Options{Eval: &ort.NodeEvaluator{}}); err != nil {
@@ -306,6 +314,34 @@ func Run(opts Options) (*Result, error) {
 	}
 	res.Caveats = res.caveats(opts)
 	return res, nil
+}
+
+// shapesFromData fixes in opts.Inputs the dynamic dims random data cannot
+// shape (a sequence length no --shape gives) from the calibration data,
+// else the evaluation data, and records them in res.
+func shapesFromData(opts *Options, res *Result, inputs []data.Input) error {
+	spec, dopts := opts.CalibData, opts.CalibOpts
+	if spec == "" || spec == "random" {
+		spec, dopts = opts.EvalData, opts.EvalOpts
+	}
+	dopts.Spec = opts.Inputs
+	shapes, named, err := data.ShapesFromData(spec, inputs, dopts)
+	if err != nil || named == nil {
+		return err
+	}
+	opts.Inputs.Shapes = shapes
+	// Random calibration or evaluation data is shaped the same way.
+	if opts.CalibData == "random" {
+		opts.CalibOpts.Shapes = shapes
+	}
+	if opts.EvalData == "random" {
+		opts.EvalOpts.Shapes = shapes
+	}
+	for _, n := range named {
+		res.ShapesFromData = append(res.ShapesFromData, data.ShapeFlag(n, shapes[n]))
+	}
+	opts.progress("shapes from %s for what random inputs and timing cannot tell: %s (--shape sets them)", spec, strings.Join(res.ShapesFromData, " "))
+	return nil
 }
 
 // qualitySession is how the INT8 model's quality is measured:
