@@ -125,8 +125,14 @@ func tensorComparable(t *graph.Tensor) bool {
 }
 
 // sortedAttrs returns n's attributes by name: their order means nothing.
+// Already in order (none or one, as most nodes have), they are n's own
+// list, not a copy: the caller must not change it.
 func sortedAttrs(n *graph.Node) []*graph.Attr {
-	return slices.SortedFunc(slices.Values(n.Attrs), func(a, b *graph.Attr) int { return cmp.Compare(a.Name, b.Name) })
+	byName := func(a, b *graph.Attr) int { return cmp.Compare(a.Name, b.Name) }
+	if slices.IsSortedFunc(n.Attrs, byName) {
+		return n.Attrs
+	}
+	return slices.SortedFunc(slices.Values(n.Attrs), byName)
 }
 
 // cseKey hashes what cseEqual compares.
