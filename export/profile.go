@@ -33,13 +33,18 @@ type SweepOptions struct {
 	ORTLib  string      // --ort-lib
 }
 
-// SweepPoint is the warm measurement of one (threads, batch) pair.
+// SweepPoint is the warm measurement of one (threads, batch) pair. Its
+// p99 is reported only when its window held the runs a p99 needs
+// (bench.Percentiles: 100); else P99Ms is 0 and P99Unreported says why
+// (a window of 40 runs at batch 32 would call its slowest run the p99).
 type SweepPoint struct {
-	Threads    int     `json:"threads"`
-	Batch      int     `json:"batch"`
-	P50Ms      float64 `json:"p50_ms"`
-	P99Ms      float64 `json:"p99_ms"`
-	Throughput float64 `json:"throughput_samples_per_s"`
+	Threads       int     `json:"threads"`
+	Batch         int     `json:"batch"`
+	Runs          int     `json:"runs"`
+	P50Ms         float64 `json:"p50_ms"`
+	P99Ms         float64 `json:"p99_ms"`
+	P99Unreported bool    `json:"p99_unreported,omitempty"`
+	Throughput    float64 `json:"throughput_samples_per_s"`
 }
 
 // SweepResult is every point of a sweep, ordered by threads, then batch.
@@ -135,8 +140,10 @@ func Sweep(opts SweepOptions) (*SweepResult, error) {
 		}
 		res.ORTVersion = r.ORTVersion
 		for _, b := range r.Batches {
-			res.Points = append(res.Points, SweepPoint{Threads: t, Batch: b.Batch,
-				P50Ms: b.Latency.P50, P99Ms: b.Latency.P99, Throughput: b.Throughput})
+			l := b.Latency
+			l.Drop(l.N)
+			res.Points = append(res.Points, SweepPoint{Threads: t, Batch: b.Batch, Runs: l.N,
+				P50Ms: l.P50, P99Ms: l.P99, P99Unreported: slices.Contains(l.Unreported, "p99"), Throughput: b.Throughput})
 		}
 	}
 	res.Seconds = math.Round(time.Since(start).Seconds()*100) / 100
@@ -178,15 +185,16 @@ func dimText(d int64) string {
 }
 
 // Profile is one deployment setting chosen from a sweep, with its measured
-// figures and why it was chosen.
+// figures and why it was chosen (P99Unreported as in SweepPoint).
 type Profile struct {
-	Name       string  `json:"name"`
-	Batch      int     `json:"batch"`
-	Threads    int     `json:"threads"`
-	P50Ms      float64 `json:"p50_ms"`
-	P99Ms      float64 `json:"p99_ms"`
-	Throughput float64 `json:"throughput_samples_per_s"`
-	Reason     string  `json:"reason"`
+	Name          string  `json:"name"`
+	Batch         int     `json:"batch"`
+	Threads       int     `json:"threads"`
+	P50Ms         float64 `json:"p50_ms"`
+	P99Ms         float64 `json:"p99_ms"`
+	P99Unreported bool    `json:"p99_unreported,omitempty"`
+	Throughput    float64 `json:"throughput_samples_per_s"`
+	Reason        string  `json:"reason"`
 }
 
 // Profile names.
@@ -246,18 +254,37 @@ func ChooseProfiles(s *SweepResult, p99BudgetMs float64) (lowLatency, highThroug
 		lowLatency.Reason += fmt.Sprintf("; %s is within 5%% (%.3f ms) and costs fewer cores", threadsText(low.Threads), low.P50Ms)
 	}
 
-	var fit []SweepPoint
+	// A point meets a p99 budget only when its p99 was measured: one
+	// whose window was too short for a p99 cannot be shown to.
+	var fit, measured []SweepPoint
+	unjudged := 0
 	for _, p := range points {
-		if p99BudgetMs == 0 || p.P99Ms <= p99BudgetMs {
+		switch {
+		case p99BudgetMs == 0:
 			fit = append(fit, p)
+		case p.P99Unreported:
+			unjudged++
+		default:
+			measured = append(measured, p)
+			if p.P99Ms <= p99BudgetMs {
+				fit = append(fit, p)
+			}
 		}
 	}
+	unjudgedNote := ""
+	if unjudged > 0 {
+		unjudgedNote = fmt.Sprintf("; %d point(s) left out of the p99 budget: their windows held fewer runs than a p99 needs (%d; a longer latency.duration gives them)", unjudged, p99Runs)
+	}
 	if len(fit) == 0 {
-		best := slices.MinFunc(points, func(a, b SweepPoint) int { return cmp.Compare(a.P99Ms, b.P99Ms) })
 		highThroughput = lowLatency
 		highThroughput.Name = HighThroughput
-		highThroughput.Reason = fmt.Sprintf("no point meets the p99 budget of %g ms (the lowest p99 is %.3f ms at batch %d, %s): falling back to low-latency",
-			p99BudgetMs, best.P99Ms, best.Batch, threadsText(best.Threads))
+		if len(measured) == 0 {
+			highThroughput.Reason = fmt.Sprintf("no point has a p99 to hold to the budget of %g ms: falling back to low-latency%s", p99BudgetMs, unjudgedNote)
+			return lowLatency, highThroughput, nil
+		}
+		best := slices.MinFunc(measured, func(a, b SweepPoint) int { return cmp.Compare(a.P99Ms, b.P99Ms) })
+		highThroughput.Reason = fmt.Sprintf("no point meets the p99 budget of %g ms (the lowest p99 is %.3f ms at batch %d, %s): falling back to low-latency%s",
+			p99BudgetMs, best.P99Ms, best.Batch, threadsText(best.Threads), unjudgedNote)
 		return lowLatency, highThroughput, nil
 	}
 	top := slices.MaxFunc(fit, func(a, b SweepPoint) int { return cmp.Compare(a.Throughput, b.Throughput) })
@@ -274,11 +301,22 @@ func ChooseProfiles(s *SweepResult, p99BudgetMs float64) (lowLatency, highThroug
 	if high != top {
 		highThroughput.Reason += fmt.Sprintf("; batch %d, %s is within 5%% (%.0f samples/s) and costs less", high.Batch, threadsText(high.Threads), high.Throughput)
 	}
+	highThroughput.Reason += unjudgedNote
 	return lowLatency, highThroughput, nil
 }
 
+// p99Runs is the fewest runs a reported p99 rests on (bench.Percentiles).
+var p99Runs = func() int {
+	for _, p := range bench.Percentiles {
+		if p.Name == "p99" {
+			return p.MinRuns
+		}
+	}
+	return 0
+}()
+
 func profileOf(name string, p SweepPoint) Profile {
-	return Profile{Name: name, Batch: p.Batch, Threads: p.Threads, P50Ms: p.P50Ms, P99Ms: p.P99Ms, Throughput: p.Throughput}
+	return Profile{Name: name, Batch: p.Batch, Threads: p.Threads, P50Ms: p.P50Ms, P99Ms: p.P99Ms, P99Unreported: p.P99Unreported, Throughput: p.Throughput}
 }
 
 // firstWhere returns the first point that satisfies ok; callers know one does.

@@ -32,8 +32,12 @@ func TestSweepMNIST(t *testing.T) {
 		if [2]int{p.Threads, p.Batch} != want[i] {
 			t.Errorf("point %d is (threads %d, batch %d), want %v", i, p.Threads, p.Batch, want[i])
 		}
-		if p.P50Ms <= 0 || p.P99Ms < p.P50Ms || p.Throughput <= 0 {
+		if p.P50Ms <= 0 || p.Throughput <= 0 || p.Runs <= 0 {
 			t.Errorf("point %d: implausible figures %+v", i, p)
+		}
+		// A p99 only from a window of 100 runs or more; else none.
+		if p.P99Unreported != (p.Runs < 100) || p.P99Unreported && p.P99Ms != 0 || !p.P99Unreported && p.P99Ms < p.P50Ms {
+			t.Errorf("point %d: p99 %.3f ms (unreported %v) from %d runs", i, p.P99Ms, p.P99Unreported, p.Runs)
 		}
 	}
 	for _, p := range s.Points {
@@ -154,6 +158,12 @@ func TestChooseProfiles(t *testing.T) {
 		{name: "budget", budget: 10, lowThreads: 4, highBatch: 8, highThread: 2, reason: "within 5%"},
 		{name: "budget on the edge", budget: 16, lowThreads: 4, highBatch: 32, highThread: 4, reason: "p99 within 16 ms"},
 		{name: "nothing meets the budget", budget: 1, lowThreads: 4, highBatch: 1, highThread: 4, reason: "falling back to low-latency"},
+		// A point whose window was too short for a p99 cannot meet a
+		// budget: batch 32 (p99 unmeasured) is left out, and said so.
+		{name: "unmeasured p99", points: []export.SweepPoint{pt(1, 1, 1.00, 1.5, 1000), pt(1, 8, 6.0, 9.0, 1330), noP99(pt(1, 32, 22, 0, 1450))},
+			budget: 30, lowThreads: 1, highBatch: 8, highThread: 1, reason: "1 point(s) left out of the p99 budget"},
+		{name: "no p99 at all", points: []export.SweepPoint{noP99(pt(1, 1, 1.00, 0, 1000)), noP99(pt(1, 8, 6.0, 0, 1330))},
+			budget: 30, lowThreads: 1, highBatch: 1, highThread: 1, reason: "no point has a p99"},
 		// 2 threads is within 5% of 1 at batch 1: fewer threads win.
 		{name: "noise", points: []export.SweepPoint{pt(1, 1, 1.00, 1.5, 1000), pt(2, 1, 0.97, 1.4, 1030)},
 			lowThreads: 1, highBatch: 1, highThread: 1, reason: "within 5%"},
@@ -207,4 +217,10 @@ func TestChooseProfilesErrors(t *testing.T) {
 	if _, _, err := export.ChooseProfiles(s, -1); err == nil || !strings.Contains(err.Error(), "negative") {
 		t.Errorf("negative budget: error %v", err)
 	}
+}
+
+// noP99 marks p's p99 as unreported: its window was too short.
+func noP99(p export.SweepPoint) export.SweepPoint {
+	p.P99Ms, p.P99Unreported, p.Runs = 0, true, 40
+	return p
 }

@@ -207,8 +207,12 @@ func (t *tritonModel) config(p Profile, dynamicBatching bool) []byte {
 		reason := strings.Join(strings.Fields(q.Reason), " ")
 		switch {
 		case q.Batch > 0 && q.Throughput > 0:
-			w("# %s: batch %d, %s: p50 %.3f ms, p99 %.3f ms, %.0f samples/s (%s)",
-				q.Name, q.Batch, threadsText(q.Threads), q.P50Ms, q.P99Ms, q.Throughput, reason)
+			p99 := fmt.Sprintf("%.3f ms", q.P99Ms)
+			if q.P99Unreported {
+				p99 = "- (too few runs)"
+			}
+			w("# %s: batch %d, %s: p50 %.3f ms, p99 %s, %.0f samples/s (%s)",
+				q.Name, q.Batch, threadsText(q.Threads), q.P50Ms, p99, q.Throughput, reason)
 		case q.Batch > 0: // not measured: pinned by the caller
 			w("# %s: batch %d, %s (%s)", q.Name, q.Batch, threadsText(q.Threads), reason)
 		}
