@@ -29,11 +29,11 @@ const ParallelBytes = 512 << 20
 // on the CPU, with no thread count asked for, one single-threaded session
 // per core beats one session whose threads share each run (measured on 2
 // cores: the PaddleOCR classifier on 1,000 lines took 1.9 s with one
-// thread, 3.4 s with two, 2.2 s for two single-threaded comparisons at
+// thread, 2.5 s with two, 2.2 s for two single-threaded comparisons at
 // once), as long as they fit ParallelBytes (perWorker: what one worker's
-// sessions hold, -1 when that cannot be sized); else one session with ORT's threads. A
-// single-threaded session computes the same bits on every machine,
-// whatever its core count.
+// sessions hold, -1 when that cannot be sized); else one session with
+// ORT's threads. A single-threaded session computes the same bits on every
+// machine, whatever its core count.
 func workers(opts Options, perWorker int64) (int, ort.Options) {
 	s := opts.Session
 	if opts.Workers > 0 {
