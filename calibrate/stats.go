@@ -116,6 +116,11 @@ type Options struct {
 	// shape inference at the first batch's shapes, is run several times,
 	// each run fetching some of them. The statistics do not change.
 	MaxRunBytes int64
+	// RangesOnly keeps each tensor's min, max and counts, not its
+	// histogram: for callers that need where values are (the float16
+	// variant's ranges) and no percentile, entropy or MSE range, it saves
+	// the binning of every element. Ranges then takes minmax only.
+	RangesOnly bool
 }
 
 // Validate checks the options' ranges (Collect and Ranges do too); the
@@ -173,6 +178,7 @@ type Stats struct {
 
 	movingAverage float64
 	skip          bool
+	rangesOnly    bool
 	names         []string
 	t             map[string]*tensorStats
 }
@@ -183,7 +189,7 @@ func NewStats(tensors []string, opts Options) (*Stats, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Stats{movingAverage: opts.MovingAverage, skip: opts.SkipNonFinite, t: map[string]*tensorStats{}}
+	s := &Stats{movingAverage: opts.MovingAverage, skip: opts.SkipNonFinite, rangesOnly: opts.RangesOnly, t: map[string]*tensorStats{}}
 	for _, n := range tensors {
 		if _, ok := s.t[n]; ok {
 			continue
@@ -250,6 +256,10 @@ func (s *Stats) observeValues(name string, vals []float32, skipInf bool) (int64,
 	if hi == 0 {
 		hi = signedZero(vals, false)
 	}
+	if s.rangesOnly {
+		s.record(ts, float64(lo), float64(hi), len(vals))
+		return 0, nil
+	}
 	ts.hist.grow(max(-float64(lo), float64(hi)))
 	if h := &ts.hist; h.upper == 0 {
 		h.counts[0] += uint64(len(vals))
@@ -294,6 +304,10 @@ func (s *Stats) observe(name string, n int, at func(int) float32, skipInf bool) 
 		return int64(skipped), nil
 	}
 	n -= skipped
+	if s.rangesOnly {
+		s.record(ts, bmin, bmax, n)
+		return int64(skipped), nil
+	}
 	ts.hist.grow(max(-bmin, bmax))
 	h := &ts.hist
 	switch {
@@ -362,6 +376,9 @@ func (s *Stats) ranges(method Method, opts Options) (map[string]Range, map[strin
 	}
 	if _, err := ParseMethod(string(method)); err != nil {
 		return nil, nil, err
+	}
+	if s.rangesOnly && method != MinMax {
+		return nil, nil, fmt.Errorf("method %s needs histograms, and the statistics were collected with ranges only", method)
 	}
 	if s.allEmpty() {
 		return nil, nil, fmt.Errorf("calibration data is empty")

@@ -435,3 +435,41 @@ func TestObserveFastPathMatchesGeneral(t *testing.T) {
 		}
 	}
 }
+
+// TestRangesOnly: statistics kept without histograms have the same range
+// and counts (non-finite values left out alike), minmax ranges, and refuse
+// the methods that need histograms.
+func TestRangesOnly(t *testing.T) {
+	batches := [][]float32{{0, -0.5, 3, 2}, {float32(math.Inf(-1)), 7, -1, float32(math.NaN())}, {1e-3, -4}}
+	full, err := NewStats([]string{"x"}, Options{SkipNonFinite: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranges, err := NewStats([]string{"x"}, Options{SkipNonFinite: true, RangesOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range batches {
+		if err := full.Observe("x", b); err != nil {
+			t.Fatal(err)
+		}
+		if err := ranges.Observe("x", b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, _ := full.Summary("x")
+	r, _ := ranges.Summary("x")
+	if f != r || full.NonFinite != ranges.NonFinite || r.Min != -4 || r.Max != 7 || r.Count != 8 {
+		t.Errorf("ranges only %+v (%d non-finite), full %+v (%d)", r, ranges.NonFinite, f, full.NonFinite)
+	}
+	if ranges.t["x"].hist.upper != 0 {
+		t.Error("ranges only built a histogram")
+	}
+	mm, err := ranges.Ranges(MinMax, Options{})
+	if err != nil || mm["x"] != (Range{Min: -4, Max: 7}) {
+		t.Errorf("minmax %v, %v", mm, err)
+	}
+	if _, err := ranges.Ranges(Percentile, Options{}); err == nil || !strings.Contains(err.Error(), "ranges only") {
+		t.Errorf("percentile from ranges only: %v", err)
+	}
+}

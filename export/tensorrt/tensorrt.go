@@ -178,8 +178,9 @@ func (e *exporter) fp16Ranges(m *graph.Model) (map[string]calibrate.Range, error
 	}
 	defer src.Close()
 	// Values the float model itself makes infinite (a log of 0) are not
-	// float16's concern: they are left out, not an error.
-	stats, err := calibrate.Collect(m, src, names, calibrate.Options{SkipNonFinite: true})
+	// float16's concern: they are left out, not an error. Only where the
+	// values are matters, so no histograms.
+	stats, err := calibrate.Collect(m, src, names, calibrate.Options{SkipNonFinite: true, RangesOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("measuring float16 ranges on %s: %w", spec, err)
 	}
