@@ -39,7 +39,12 @@ type Options struct {
 	// many timed runs (EnoughRuns): a 1 ms model has a stable median and a
 	// p99 long before a second is over.
 	MaxIterations int
-	Warmup        int // runs before timing (default DefaultWarmup)
+	// ShortRuns, with Duration, ends a window once it has that many timed
+	// runs when, at the pace of those runs, the window could not reach the
+	// runs a p99 needs (bench.Percentiles): its p99 is not reported then,
+	// and a median needs fewer. 0: windows run their Duration.
+	ShortRuns int
+	Warmup    int // runs before timing (default DefaultWarmup)
 	// WarmupDuration, when set, ends the warm-up once it has taken that
 	// long (after at least one run): ten warm-up runs of a model that
 	// takes a second a run cost more than the window they prepare. The
@@ -207,6 +212,9 @@ func PredictedCost(opts Options, run time.Duration) time.Duration {
 		if opts.MaxIterations > 0 {
 			window = min(window, time.Duration(opts.MaxIterations)*run)
 		}
+		if opts.ShortRuns > 0 && run > 0 && opts.Duration < time.Duration(MinRuns("p99"))*run {
+			window = min(window, time.Duration(opts.ShortRuns)*run)
+		}
 		timed = max(window, time.Duration(opts.MinIterations)*run)
 	}
 	return warmupCost(opts, run) + timed
@@ -254,6 +262,16 @@ func firstBatch(opts Options, inputs []data.Input, b int) ([]*graph.Tensor, erro
 	return batch.Tensors, nil
 }
 
+// noTail says a window of d may end after done runs that took elapsed:
+// it has short (> 0) runs, and at their pace it would end with fewer than
+// a p99 needs, so that it reports no p99 however long it runs.
+func noTail(done, short int, elapsed, d time.Duration) bool {
+	if short <= 0 || done < short || elapsed <= 0 {
+		return false
+	}
+	return float64(done)*float64(d)/float64(elapsed) < float64(MinRuns("p99"))
+}
+
 // measure warms up, then times runs of one batch, from Concurrency
 // goroutines sharing the session (ORT sessions are safe for concurrent Run).
 func measure(sess *ort.Session, inputs []*graph.Tensor, batch int, opts Options) (BatchResult, error) {
@@ -289,7 +307,8 @@ func measure(sess *ort.Session, inputs []*graph.Tensor, batch int, opts Options)
 						return
 					}
 				} else if done := i * opts.Concurrency; done >= opts.MinIterations &&
-					(time.Now().After(deadline) || (opts.MaxIterations > 0 && done >= opts.MaxIterations)) {
+					(time.Now().After(deadline) || (opts.MaxIterations > 0 && done >= opts.MaxIterations) ||
+						noTail(done, opts.ShortRuns, time.Since(start), opts.Duration)) {
 					return
 				}
 				t := time.Now()

@@ -37,6 +37,17 @@ var Percentiles = []struct {
 	MinRuns int
 }{{"p50", 0.50, 1}, {"p90", 0.90, 10}, {"p95", 0.95, 20}, {"p99", 0.99, 100}}
 
+// MinRuns is the fewest runs the named percentile is reported from (0 for
+// a name Percentiles lacks).
+func MinRuns(percentile string) int {
+	for _, p := range Percentiles {
+		if p.Name == percentile {
+			return p.MinRuns
+		}
+	}
+	return 0
+}
+
 // Drop zeroes the percentiles n runs do not support and lists them in
 // Unreported.
 func (l *Latency) Drop(n int) {

@@ -105,8 +105,8 @@ func (b *builder) plan() *Plan {
 	if p.SweepPoints > 0 {
 		p.SweepPointSeconds = windowSeconds(sweepS)
 		if p.SweepSeconds > 0 {
-			p.Lines = append(p.Lines, fmt.Sprintf("triton sweep: %s for %d points: windows of %s or %d runs, the rest for their warm-ups (%d runs, or a window's time at most) and the sessions; points that do not fit are skipped (the profiles then say so)",
-				secs(p.SweepSeconds), p.SweepPoints, secs(sweepS), bench.EnoughRuns, bench.DefaultWarmup))
+			p.Lines = append(p.Lines, fmt.Sprintf("triton sweep: %s for %d points: windows of %s or %d runs (%d where a p99 cannot fit), the rest for their warm-ups (%d runs, or a window's time at most) and the sessions; points that do not fit are skipped (the profiles then say so)",
+				secs(p.SweepSeconds), p.SweepPoints, secs(sweepS), bench.EnoughRuns, export.ShortWindowRuns, bench.DefaultWarmup))
 		} else {
 			p.Lines = append(p.Lines, fmt.Sprintf("triton sweep: %d points, windows of %s, each after %d warm-up runs", p.SweepPoints, secs(sweepS), bench.DefaultWarmup))
 		}
