@@ -333,9 +333,6 @@ func Models(opts Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	if res.Batches == 0 {
-		return nil, fmt.Errorf("%s: no samples", opts.Data)
-	}
 	if replay != nil && res.Batches != len(replay) {
 		return nil, fmt.Errorf("internal: %s gave fewer batches than when %s ran on it", opts.Data, opts.ModelA)
 	}
