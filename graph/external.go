@@ -55,6 +55,17 @@ func decodeExternal(t *Tensor, kvs []*onnxpb.StringStringEntryProto, src *extern
 		return nil, fmt.Errorf("external data %q: refused: the path leaves the model's folder", e.Location)
 	}
 	want := t.ByteSize()
+	if t.DType != String {
+		// A size the dtype and dims do not fix would be read as "the rest of
+		// the file", which is no tensor of those dims.
+		count, err := t.NumElements()
+		if err != nil {
+			return nil, fmt.Errorf("external data %q: %s%v: %w", e.Location, t.DType, t.Dims, err)
+		}
+		if _, ok := t.DType.ByteSize(count); !ok {
+			return nil, fmt.Errorf("external data %q: %s%v has no fixed size in bytes", e.Location, t.DType, t.Dims)
+		}
+	}
 	if e.Length >= 0 && t.DType != String && e.Length != want {
 		return nil, fmt.Errorf("external data %q: length %d, but %s%v needs %d bytes", e.Location, e.Length, t.DType, t.Dims, want)
 	}

@@ -62,6 +62,11 @@ func FuzzParseTensor(f *testing.F) {
 // externalSeed is a model with one initializer w (float32[2,2]) in the side
 // file w.data at the given offset, read by an Identity node.
 func externalSeed(offset, length string) []byte {
+	return externalSeedOf(onnxpb.TensorProto_FLOAT, []int64{2, 2}, offset, length)
+}
+
+// externalSeedOf is externalSeed with the initializer's dtype and dims given.
+func externalSeedOf(dtype onnxpb.TensorProto_DataType, dims []int64, offset, length string) []byte {
 	kv := func(k, v string) *onnxpb.StringStringEntryProto {
 		return &onnxpb.StringStringEntryProto{Key: proto.String(k), Value: proto.String(v)}
 	}
@@ -84,7 +89,7 @@ func externalSeed(offset, length string) []byte {
 			Name: proto.String("g"),
 			Node: []*onnxpb.NodeProto{{Name: proto.String("id"), OpType: proto.String("Identity"), Input: []string{"w"}, Output: []string{"y"}}},
 			Initializer: []*onnxpb.TensorProto{{
-				Name: proto.String("w"), Dims: []int64{2, 2}, DataType: proto.Int32(int32(onnxpb.TensorProto_FLOAT)),
+				Name: proto.String("w"), Dims: dims, DataType: proto.Int32(int32(dtype)),
 				DataLocation: onnxpb.TensorProto_EXTERNAL.Enum(), ExternalData: ext,
 			}},
 			Output: []*onnxpb.ValueInfoProto{vi("y")},
@@ -109,6 +114,10 @@ func FuzzLoadExternal(f *testing.F) {
 	f.Add(externalSeed("48", ""), side)
 	f.Add(externalSeed("9223372036854775800", "16"), side)
 	f.Add(externalSeed("0", "16"), []byte{})
+	// No length and a dtype or dims that fix no size: once read as "the rest
+	// of the file".
+	f.Add(externalSeedOf(onnxpb.TensorProto_UNDEFINED, []int64{2, 2}, "63", ""), side)
+	f.Add(externalSeedOf(onnxpb.TensorProto_FLOAT, []int64{1 << 40, 1 << 40}, "63", ""), side)
 	dir := f.TempDir()
 	modelPath, sidePath := filepath.Join(dir, "model.onnx"), filepath.Join(dir, "w.data")
 	f.Fuzz(func(t *testing.T, model, data []byte) {
