@@ -72,3 +72,33 @@ func TestSearchDynamicCandidate(t *testing.T) {
 		t.Error("replay did not rebuild the dynamic INT8 model")
 	}
 }
+
+// TestApart: a greedy step's window ends early only when the two models'
+// medians differ by more than twice the noise margin and their
+// interquartile ranges do not overlap.
+func TestApart(t *testing.T) {
+	spread := func(center float64) []float64 {
+		var xs []float64
+		for i := range 30 {
+			xs = append(xs, center*(0.97+0.002*float64(i))) // center -3% .. +2.8%
+		}
+		return xs
+	}
+	cases := []struct {
+		name string
+		a, b []float64
+		want bool
+	}{
+		{"much slower", spread(1), spread(1.3), true},
+		{"much faster", spread(1), spread(0.7), true},
+		{"within the margin", spread(1), spread(1.08), false},
+		{"same", spread(1), spread(1), false},
+		{"far medians, overlapping tails", spread(1), append(spread(1.3)[:20], 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5), false},
+		{"no runs", nil, nil, false},
+	}
+	for _, c := range cases {
+		if got := apart([][]float64{c.a, c.b}); got != c.want {
+			t.Errorf("%s: apart = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

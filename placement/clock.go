@@ -27,9 +27,10 @@ type clock struct {
 }
 
 // cost is what one measuring step saw: its sessions' creation (the
-// slowest) and the median run.
+// slowest) and the median run; runs is how many timed runs each model got.
 type cost struct {
 	session, run time.Duration
+	runs         int
 }
 
 // observe keeps a step's cost, its runs taken at batch.

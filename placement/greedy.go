@@ -15,6 +15,9 @@ type Step struct {
 	BeforeMs float64 `json:"before_ms"`
 	AfterMs  float64 `json:"after_ms"`
 	Kept     bool    `json:"kept"`
+	// Runs is how many timed runs each of the two models got: fewer than
+	// a whole window when the two were clearly apart (see apart).
+	Runs int `json:"runs"`
 }
 
 // regionKind groups regions that tend to win or lose together in INT8:
@@ -83,15 +86,15 @@ func greedy(opts Options, fp, all *quantized, clk *clock, stop time.Time,
 			return nil, nil, err
 		}
 		var p50 []float64
+		var c cost
 		if _, err := clk.step(func() (err error) {
-			var c cost
-			p50, c, err = timeInterleaved([]graph.Serialized{cur.serialized, next.serialized}, opts.Session, opts.Inputs, opts.Batches[0], stepStop)
+			p50, c, err = timeInterleaved([]graph.Serialized{cur.serialized, next.serialized}, opts.Session, opts.Inputs, opts.Batches[0], stepStop, apart)
 			clk.observe(c, opts.Batches[0])
 			return err
 		}); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", step, err)
 		}
-		s := Step{Kind: k, Regions: len(byKind[k]), BeforeMs: round(p50[0]), AfterMs: round(p50[1])}
+		s := Step{Kind: k, Regions: len(byKind[k]), BeforeMs: round(p50[0]), AfterMs: round(p50[1]), Runs: c.runs}
 		if p50[1] < p50[0]*(1-noise) {
 			if s.Kept, err = accept(next.serialized); err != nil {
 				return nil, nil, err

@@ -414,7 +414,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		var p50 []float64
 		_, err := clk.step(func() (err error) {
 			var k cost
-			p50, k, err = timeInterleaved(bs, sess, opts.Inputs, batch, stop)
+			p50, k, err = timeInterleaved(bs, sess, opts.Inputs, batch, stop, nil)
 			clk.observe(k, batch)
 			return err
 		})
