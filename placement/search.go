@@ -64,7 +64,9 @@ type Options struct {
 	// and confirmed faster within it.
 	Budget time.Duration
 	// Accept checks a candidate against the accuracy budget (nil: every
-	// candidate is accepted). All-INT8 is accepted already.
+	// candidate is accepted). All-INT8 is accepted already. The greedy
+	// search's reverts are checked as they are made; every other candidate
+	// only when the decision would pick it (see search).
 	Accept func(int8Model graph.Serialized) (bool, error)
 	// CPU and CPUFlags are recorded in the file (the answer depends on the
 	// CPU).
@@ -110,10 +112,13 @@ type File struct {
 	// cost and the time left).
 	BudgetExhausted bool   `json:"budget_exhausted"`
 	StoppedBefore   string `json:"stopped_before,omitempty"`
-	// Rejected lists the whole-model alternatives (dynamic INT8, the
-	// scheme variants) built but not timed, with why; NotTried those the
-	// budget left unbuilt.
+	// Rejected lists the candidates (the profile-guided placement, dynamic
+	// INT8, the scheme variants) that missed the accuracy budget when the
+	// decision would have picked them, with why; NotTried the alternatives
+	// the budget left unbuilt. Checked names, in order, every candidate
+	// whose accuracy the search checked (all-INT8 was before it).
 	Rejected []string `json:"rejected,omitempty"`
+	Checked  []string `json:"accuracy_checked,omitempty"`
 	NotTried []string `json:"not_tried,omitempty"`
 	// Scheme is the quantization scheme of the chosen candidate's model,
 	// and Schemes that of every candidate built, by name.
@@ -321,25 +326,21 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 	// reserve is what the A/B timing at the first batch size and the
 	// confirmation of a win need after the optional steps.
 	reserve := func(candidates int) time.Duration { return clk.timing(candidates, b0) + clk.confirmation(b0) }
+	// A candidate's accuracy is checked only when the decision would pick
+	// it (see pick below): a slower one's check would change nothing.
 	if len(slower) > 0 && len(slower) < len(all.regions) &&
-		clk.fits("the profile-guided candidate", clk.quantize+clk.accept, reserve(len(cands)+1)) {
+		clk.fits("the profile-guided candidate", clk.quantize, reserve(len(cands)+1)) {
 		opts.progress("placement: the profile-guided candidate (%d of %d regions float)", len(slower), len(all.regions))
 		g, err := build(slower, all.regions)
 		if err != nil {
 			return fail(err)
 		}
-		ok, err := accept(g.serialized)
-		if err != nil {
-			return fail(err)
-		}
-		if ok {
-			cands, models[CandidateGuided] = append(cands, CandidateGuided), g
-		}
+		cands, models[CandidateGuided] = append(cands, CandidateGuided), g
 	}
 
 	// The whole-model alternatives (dynamic INT8, the scheme variants),
-	// each when it applies to the model and these settings and keeps the
-	// accuracy budget; those the budget leaves out are named. Each is
+	// each when it applies to the model and these settings; those the
+	// budget leaves out are named. Each is
 	// built only when the A/B timing of every batch size and the
 	// confirmations, one candidate more, still fit after it: an optional
 	// candidate must not crowd out the measurements the decision needs.
@@ -351,7 +352,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		return d
 	}
 	for i, a := range alternatives {
-		if !clk.fits("the "+a.name+" candidate", clk.quantize+clk.accept, abReserve(len(cands)+1)) {
+		if !clk.fits("the "+a.name+" candidate", clk.quantize, abReserve(len(cands)+1)) {
 			for _, b := range alternatives[i:] {
 				f.NotTried = append(f.NotTried, b.name)
 			}
@@ -365,15 +366,6 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 			return fail(fmt.Errorf("the %s candidate: %w", a.name, err))
 		}
 		if alt == nil {
-			continue
-		}
-		ok, err := accept(alt.serialized)
-		if err != nil {
-			return fail(err)
-		}
-		if !ok {
-			f.Rejected = append(f.Rejected, a.name+": misses the accuracy budget")
-			f.Schemes[a.name] = SchemeOf(alt.report)
 			continue
 		}
 		cands, models[a.name] = append(cands, a.name), alt
@@ -454,7 +446,30 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 	if len(f.Timings) == 0 {
 		return unmeasured()
 	}
-	choose(f, cands, models)
+	// pick chooses among the candidates that keep the accuracy budget,
+	// checking them lazily: the fastest is checked, and one that misses
+	// the budget is dropped and the next fastest checked. All-INT8 (the
+	// guard's model) and the greedy placement (each revert checked) are
+	// known to keep it.
+	checked := map[string]bool{CandidateAllINT8: true, CandidateGreedy: true}
+	for choose(f, cands, models); !checked[f.Chosen]; choose(f, cands, models) {
+		if opts.Accept != nil {
+			opts.progress("placement: checking the accuracy of %s, the fastest INT8 candidate left", f.Chosen)
+		}
+		ok, err := accept(models[f.Chosen].serialized)
+		if err != nil {
+			return fail(fmt.Errorf("checking the %s candidate: %w", f.Chosen, err))
+		}
+		checked[f.Chosen] = true
+		if opts.Accept != nil {
+			f.Checked = append(f.Checked, f.Chosen)
+		}
+		if ok {
+			break
+		}
+		f.Rejected = append(f.Rejected, f.Chosen+": misses the accuracy budget")
+		cands = slices.DeleteFunc(cands, func(c string) bool { return c == f.Chosen })
+	}
 
 	// A win measured once can be noise (or a burst of load on the other
 	// candidate): INT8 is confirmed against FP32 with fresh sessions at
@@ -546,6 +561,13 @@ func choose(f *File, cands []string, models map[string]*quantized) {
 		if s, w := speedup(f.Timings, f.Threads, c); s > bestSpeedup {
 			best, bestSpeedup, worst = c, s, w
 		}
+	}
+	if best == "" {
+		// Every INT8 candidate timed at every batch size missed the
+		// accuracy budget (those the budget's contenders rule kept).
+		f.Chosen, f.Recommended = CandidateAllINT8, RecommendFP32
+		f.Reason = "FP32: no INT8 candidate timed at every batch size keeps the accuracy budget"
+		return
 	}
 	f.Chosen = best
 	what := fmt.Sprintf("INT8 (all %d regions)", len(f.Regions))

@@ -1,6 +1,7 @@
 package ptq
 
 import (
+	"crypto/sha256"
 	"fmt"
 
 	"github.com/optc-dev/optc/compare"
@@ -19,6 +20,7 @@ func place(opts Options, float graph.Serialized, ranges map[string][2]float64, b
 		Session: opts.Session, Inputs: opts.Inputs, Budget: opts.PlacementBudget,
 		CPU: opts.CPU, CPUFlags: opts.CPUFlags, Batches: batches, Progress: opts.Progress}
 	var err error
+	measure = measuredOnce(measure)
 	guarded := res.Accuracy != nil && !res.Guard.Allowed
 	if guarded {
 		po.Accept = func(b graph.Serialized) (bool, error) {
@@ -85,4 +87,25 @@ func place(opts Options, float graph.Serialized, ranges map[string][2]float64, b
 		}
 	}
 	return q, b, nil
+}
+
+// measuredOnce remembers measure's results by the model's bytes: the model
+// the search checked and chose is checked once, not again for the report.
+func measuredOnce(measure func(graph.Serialized) (*compare.Result, error)) func(graph.Serialized) (*compare.Result, error) {
+	type key struct {
+		sum [sha256.Size]byte
+		dir string
+	}
+	seen := map[key]*compare.Result{}
+	return func(b graph.Serialized) (*compare.Result, error) {
+		k := key{sha256.Sum256(b.Bytes), b.Dir}
+		if r, ok := seen[k]; ok {
+			return r, nil
+		}
+		r, err := measure(b)
+		if err == nil {
+			seen[k] = r
+		}
+		return r, err
+	}
 }
