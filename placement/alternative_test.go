@@ -2,6 +2,7 @@ package placement
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 	"time"
 
@@ -73,9 +74,9 @@ func TestSearchDynamicCandidate(t *testing.T) {
 	}
 }
 
-// TestApart: a greedy step's window ends early only when the two models'
-// medians differ by more than twice the noise margin and their
-// interquartile ranges do not overlap.
+// TestApart: a model leaves a timing window early only when its runs and
+// another's have medians more than twice the noise margin apart and
+// interquartile ranges that do not overlap.
 func TestApart(t *testing.T) {
 	spread := func(center float64) []float64 {
 		var xs []float64
@@ -97,8 +98,37 @@ func TestApart(t *testing.T) {
 		{"no runs", nil, nil, false},
 	}
 	for _, c := range cases {
-		if got := apart([][]float64{c.a, c.b}); got != c.want {
+		if got := apart(c.a, c.b); got != c.want {
 			t.Errorf("%s: apart = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestRetireLosers: an INT8 candidate leaves the A/B window only when it
+// is clearly slower than FP32 and than the fastest INT8 candidate; FP32,
+// the fastest and the close ones stay.
+func TestRetireLosers(t *testing.T) {
+	spread := func(center float64) []float64 {
+		var xs []float64
+		for i := range 30 {
+			xs = append(xs, center*(0.97+0.002*float64(i)))
+		}
+		return xs
+	}
+	runs := [][]float64{spread(1), spread(0.8), spread(0.85), spread(1.3), spread(0.95), spread(2)}
+	active := []bool{true, true, true, true, true, true}
+	retireLosers(runs, active)
+	// 0.85 is within the margin of the fastest (0.8); 0.95 is not apart
+	// from FP32; 1.3 and 2 are slower than both.
+	if want := []bool{true, true, true, false, true, false}; !slices.Equal(active, want) {
+		t.Errorf("active %v, want %v", active, want)
+	}
+	// Each greedy step's pair leaves together once apart.
+	pair := []bool{true, true}
+	if retireDecided([][]float64{spread(1), spread(1.05)}, pair); !pair[0] || !pair[1] {
+		t.Errorf("a close step left its window: %v", pair)
+	}
+	if retireDecided([][]float64{spread(1), spread(1.3)}, pair); pair[0] || pair[1] {
+		t.Errorf("a decided step stayed: %v", pair)
 	}
 }

@@ -30,7 +30,7 @@ type clock struct {
 // slowest) and the median run; runs is how many timed runs each model got.
 type cost struct {
 	session, run time.Duration
-	runs         int
+	runs         []int
 }
 
 // observe keeps a step's cost, its runs taken at batch.

@@ -88,13 +88,13 @@ func greedy(opts Options, fp, all *quantized, clk *clock, stop time.Time,
 		var p50 []float64
 		var c cost
 		if _, err := clk.step(func() (err error) {
-			p50, c, err = timeInterleaved([]graph.Serialized{cur.serialized, next.serialized}, opts.Session, opts.Inputs, opts.Batches[0], stepStop, apart)
+			p50, c, err = timeInterleaved([]graph.Serialized{cur.serialized, next.serialized}, opts.Session, opts.Inputs, opts.Batches[0], stepStop, retireDecided)
 			clk.observe(c, opts.Batches[0])
 			return err
 		}); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", step, err)
 		}
-		s := Step{Kind: k, Regions: len(byKind[k]), BeforeMs: round(p50[0]), AfterMs: round(p50[1]), Runs: c.runs}
+		s := Step{Kind: k, Regions: len(byKind[k]), BeforeMs: round(p50[0]), AfterMs: round(p50[1]), Runs: c.runs[0]}
 		if p50[1] < p50[0]*(1-noise) {
 			if s.Kept, err = accept(next.serialized); err != nil {
 				return nil, nil, err

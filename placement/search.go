@@ -126,11 +126,14 @@ type File struct {
 	Schemes map[string]Scheme `json:"schemes,omitempty"`
 }
 
-// Timing is one A/B comparison: median ms per run of each candidate.
+// Timing is one A/B comparison: median ms per run of each candidate, and
+// how many runs each got (fewer for a candidate that left the window
+// clearly slower than FP32 and the fastest INT8 candidate).
 type Timing struct {
 	Threads int                `json:"threads"`
 	Batch   int                `json:"batch"`
 	P50Ms   map[string]float64 `json:"p50_ms"`
+	Runs    map[string]int     `json:"runs,omitempty"`
 	// Confirmation marks the second, fresh-session timing of an INT8 win.
 	Confirmation bool `json:"confirmation,omitempty"`
 }
@@ -395,7 +398,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 	// sizes before it, fits after it.
 	// timeAt times the candidates; its turns stop at stop (after the
 	// least), so that the steps reserved after it keep their time.
-	timeAt := func(threads, batch int, names []string, stop time.Time) (*Timing, error) {
+	timeAt := func(threads, batch int, names []string, stop time.Time, retire func([][]float64, []bool)) (*Timing, error) {
 		bs := make([]graph.Serialized, len(names))
 		for i, n := range names {
 			bs[i] = models[n].serialized
@@ -404,18 +407,19 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		sess.IntraOpThreads = threads
 		opts.progress("placement: timing %s at batch %d, %s", strings.Join(names, ", "), batch, threadWords(threads))
 		var p50 []float64
+		var k cost
 		_, err := clk.step(func() (err error) {
-			var k cost
-			p50, k, err = timeInterleaved(bs, sess, opts.Inputs, batch, stop, nil)
+			p50, k, err = timeInterleaved(bs, sess, opts.Inputs, batch, stop, retire)
 			clk.observe(k, batch)
 			return err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("timing the candidates at batch %d, %d threads: %w", batch, threads, err)
 		}
-		t := &Timing{Threads: threads, Batch: batch, P50Ms: map[string]float64{}}
+		t := &Timing{Threads: threads, Batch: batch, P50Ms: map[string]float64{}, Runs: map[string]int{}}
 		for i, n := range names {
 			t.P50Ms[n] = round(p50[i])
+			t.Runs[n] = k.runs[i]
 		}
 		return t, nil
 	}
@@ -437,7 +441,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		for _, c := range opts.Batches[i+1:] {
 			after += clk.timing(len(cands), c) + clk.confirmation(c)
 		}
-		t, err := timeAt(opts.Session.IntraOpThreads, b, names, clk.deadline.Add(-after*3/2))
+		t, err := timeAt(opts.Session.IntraOpThreads, b, names, clk.deadline.Add(-after*3/2), retireLosers) // names[0] is FP32
 		if err != nil {
 			return fail(err)
 		}
@@ -489,7 +493,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 			if !clk.fits(fmt.Sprintf("confirming INT8 at batch %d", t.Batch), need, after) {
 				break
 			}
-			c, err := timeAt(t.Threads, t.Batch, []string{CandidateFP32, f.Chosen}, time.Now().Add(need))
+			c, err := timeAt(t.Threads, t.Batch, []string{CandidateFP32, f.Chosen}, time.Now().Add(need), nil)
 			if err != nil {
 				return fail(err)
 			}
@@ -516,7 +520,7 @@ others:
 			if !clk.fits(fmt.Sprintf("timing at batch %d, %s (for the record)", b, threadWords(threads)), clk.timing(2, b), 0) {
 				break others
 			}
-			t, err := timeAt(threads, b, []string{CandidateFP32, f.Chosen}, clk.deadline)
+			t, err := timeAt(threads, b, []string{CandidateFP32, f.Chosen}, clk.deadline, nil)
 			if err != nil {
 				return fail(err)
 			}

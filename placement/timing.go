@@ -46,10 +46,11 @@ func TimeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec
 // timeInterleaved is TimeInterleaved, also returning what its sessions and
 // runs cost (for the search's clock).
 //
-// settled, when not nil, may end the window early: after settleTurns
-// turns it is asked after each turn whether the runs so far already decide
-// what the caller wants to know.
-func timeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec, batch int, deadline time.Time, settled func(runs [][]float64) bool) ([]float64, cost, error) {
+// retire, when not nil, may let models leave the window early: after
+// settleTurns turns it is shown the runs so far after each turn and clears
+// active[i] for each model whose runs already say what the caller needs
+// to know of it; the window ends when no model is active.
+func timeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec, batch int, deadline time.Time, retire func(runs [][]float64, active []bool)) ([]float64, cost, error) {
 	var spent cost
 	first, err := models[0].Parse()
 	if err != nil {
@@ -85,10 +86,17 @@ func timeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec
 		}
 	}
 	runs := make([][]float64, len(models))
+	active := make([]bool, len(models))
+	for i := range active {
+		active[i] = true
+	}
 	start := time.Now()
 	for turn := 0; turn < minTurns || (time.Since(start) < timePerBatch && time.Now().Before(deadline) && turn*runsPerTurn < bench.EnoughRuns); turn++ {
 		for k := range models {
 			i := (k + turn) % len(models) // rotate who goes first
+			if !active[i] {
+				continue
+			}
 			for range runsPerTurn {
 				t := time.Now()
 				if _, err := sessions[i].Run(in); err != nil {
@@ -97,8 +105,10 @@ func timeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec
 				runs[i] = append(runs[i], float64(time.Since(t))/float64(time.Millisecond))
 			}
 		}
-		if settled != nil && turn+1 >= settleTurns && settled(runs) {
-			break
+		if retire != nil && turn+1 >= settleTurns {
+			if retire(runs, active); !slices.Contains(active, true) {
+				break
+			}
 		}
 	}
 	p50 := make([]float64, len(models))
@@ -106,22 +116,54 @@ func timeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec
 		p50[i] = bench.Median(r)
 	}
 	spent.run = time.Duration(bench.Median(p50) * float64(time.Millisecond))
-	spent.runs = len(runs[0])
+	for _, r := range runs {
+		spent.runs = append(spent.runs, len(r))
+	}
 	return p50, spent, nil
 }
 
-// apart says that the second model's runs are clearly faster or clearly
-// slower than the first's: their medians differ by more than twice the
-// noise margin and their interquartile ranges do not overlap. A greedy
-// step so decided after settleTurns turns would not be decided otherwise
-// by more runs; a close one gets the whole window.
-func apart(runs [][]float64) bool {
-	a, b := quartiles(runs[0]), quartiles(runs[1])
-	if a[1] <= 0 {
+// apart says that b's runs are clearly faster or clearly slower than a's:
+// their medians differ by more than twice the noise margin and their
+// interquartile ranges do not overlap. More runs would not reverse that.
+func apart(a, b []float64) bool {
+	qa, qb := quartiles(a), quartiles(b)
+	if qa[1] <= 0 {
 		return false
 	}
-	r := b[1] / a[1]
-	return (r > 1+2*noise && b[0] > a[2]) || (r < 1-2*noise && b[2] < a[0])
+	r := qb[1] / qa[1]
+	return (r > 1+2*noise && qb[0] > qa[2]) || (r < 1-2*noise && qb[2] < qa[0])
+}
+
+// retireDecided ends a greedy step's window once its two models are apart:
+// the step is decided; a close one gets the whole window.
+func retireDecided(runs [][]float64, active []bool) {
+	if apart(runs[0], runs[1]) {
+		active[0], active[1] = false, false
+	}
+}
+
+// retireLosers lets an INT8 candidate (any model but the first, FP32)
+// leave the A/B window once it is clearly slower than FP32 and than the
+// fastest INT8 candidate: it can be neither chosen nor recommended at this
+// batch size, and the contenders get the window's time. FP32 and the
+// fastest candidate stay.
+func retireLosers(runs [][]float64, active []bool) {
+	best := -1
+	for i := 1; i < len(runs); i++ {
+		if best < 0 || bench.Median(runs[i]) < bench.Median(runs[best]) {
+			best = i
+		}
+	}
+	for i := 1; i < len(runs); i++ {
+		if active[i] && i != best && slower(runs[0], runs[i]) && slower(runs[best], runs[i]) {
+			active[i] = false
+		}
+	}
+}
+
+// slower: b is apart from a and the slower of the two.
+func slower(a, b []float64) bool {
+	return apart(a, b) && bench.Median(b) > bench.Median(a)
 }
 
 // quartiles are the 25th, 50th and 75th percentiles of xs (nearest rank).
