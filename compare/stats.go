@@ -180,7 +180,11 @@ func (acc *Accumulator) Add(a, b []float32, shape []int64) error {
 		s.maxExcess = math.Max(s.maxExcess, excess)
 		s.sumExcess += excess
 		s.absHist.add(d)
-		s.excessHist.add(excess)
+		if s.Rtol != 0 {
+			// Without rtol the excess is the absolute error: absHist holds
+			// it already (a logarithm per element saved).
+			s.excessHist.add(excess)
+		}
 		s.sumSqA += x * x
 		s.sumSqB += y * y
 		s.sumAB += x * y
@@ -240,7 +244,11 @@ func (acc *Accumulator) Result() *OutputStats {
 			s.Value = jsonfloat.Float(s.sumExcess / float64(s.Elements))
 		}
 	case StatP99:
-		s.Value = jsonfloat.Float(s.excessHist.quantile(0.99))
+		h := &s.excessHist
+		if s.Rtol == 0 {
+			h = &s.absHist
+		}
+		s.Value = jsonfloat.Float(h.quantile(0.99))
 	default:
 		s.Value = jsonfloat.Float(s.maxExcess)
 	}

@@ -187,4 +187,16 @@ func TestP99FromHistogram(t *testing.T) {
 	if math.Abs(float64(s.Value-s.P99Abs)) > 1e-12 {
 		t.Errorf("p99 check value %g differs from p99 abs %g with rtol 0", s.Value, s.P99Abs)
 	}
+	// With rtol the checked excess is its own distribution: errors
+	// 0 .. 0.999 on values of 1 with rtol 0.5 exceed by 0 .. 0.499.
+	x = NewAccumulator("y", 0, 0.5, StatP99)
+	for i := range a {
+		a[i], b[i] = 1, 1+float32(i)/1000
+	}
+	if err := x.Add(a, b, []int64{1000}); err != nil {
+		t.Fatal(err)
+	}
+	if s := x.Result(); math.Abs(float64(s.Value)-0.489)/0.489 > 0.024 || math.Abs(float64(s.P99Abs)-0.989)/0.989 > 0.024 {
+		t.Errorf("rtol 0.5: p99 excess %g (want 0.489), p99 abs %g (want 0.989)", s.Value, s.P99Abs)
+	}
 }
