@@ -6,10 +6,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/optc-dev/optc/internal/procmem"
 )
 
 // MemProfileEnv names a folder where a build writes what docs/DESIGN.md's
@@ -135,16 +136,4 @@ func (p *memProfile) close() {
 
 // vmRSSMiB is the process's resident memory now (peakRSSMiB is the most
 // it has been); 0 where /proc does not say.
-func vmRSSMiB() float64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-			kib, _ := strconv.ParseFloat(f[1], 64)
-			return kib / 1024
-		}
-	}
-	return 0
-}
+func vmRSSMiB() float64 { return float64(procmem.RSS()) / (1 << 20) }

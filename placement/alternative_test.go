@@ -2,6 +2,7 @@ package placement
 
 import (
 	"bytes"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -130,5 +131,58 @@ func TestRetireLosers(t *testing.T) {
 	}
 	if retireDecided([][]float64{spread(1), spread(1.3)}, pair); pair[0] || pair[1] {
 		t.Errorf("a decided step stayed: %v", pair)
+	}
+}
+
+// TestTimingMemoryBound: when the sessions of a window do not fit
+// timingBytes, the models after the first two are left out of it (median
+// 0, no runs); the search then times at the later batch sizes the
+// fastest candidates first, records the rest as left out, and chooses
+// only among candidates timed at every batch size.
+func TestTimingMemoryBound(t *testing.T) {
+	ortenv.Require(t)
+	defer func(b int64) { timingBytes = b }(timingBytes)
+	timingBytes = math.MinInt64 / 4 // no third session ever fits
+	opts := mnistOptions(t)
+	models := []graph.Serialized{opts.Float, opts.Float, opts.Float}
+	p50, c, err := timeInterleaved(models, opts.Session, opts.Inputs, 1, time.Now().Add(time.Second), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p50[0] <= 0 || p50[1] <= 0 || p50[2] != 0 || c.runs[2] != 0 {
+		t.Fatalf("p50 %v, runs %v: want the third model left out", p50, c.runs)
+	}
+
+	opts.Budget = 20 * time.Second
+	f, _, err := Search(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tm := range f.Timings {
+		if len(tm.P50Ms) != 2 || tm.P50Ms[CandidateFP32] == 0 {
+			t.Errorf("batch %d, %d threads: timed %v (left out %v), want FP32 and one candidate", tm.Batch, tm.Threads, tm.P50Ms, tm.LeftOut)
+		}
+	}
+	searched := 0
+	for _, tm := range f.Timings {
+		if tm.Confirmation || tm.Threads != f.Threads {
+			continue
+		}
+		if searched++; searched > 1 && len(tm.LeftOut) == 0 {
+			t.Errorf("batch %d left nothing out: %+v", tm.Batch, tm)
+		}
+		if tm.P50Ms[f.Chosen] == 0 {
+			t.Errorf("chose %s, not timed at batch %d: %v", f.Chosen, tm.Batch, tm.P50Ms)
+		}
+	}
+}
+
+// TestByFirstTiming: FP32 first, then the candidates fastest first at the
+// first batch size, the untimed last, ties in their order.
+func TestByFirstTiming(t *testing.T) {
+	tm := Timing{P50Ms: map[string]float64{"fp32": 2, "a": 3, "b": 1, "c": 1}}
+	got := byFirstTiming(tm, []string{"a", "x", "fp32", "c", "b"})
+	if want := []string{"fp32", "c", "b", "a", "x"}; !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v", got, want)
 	}
 }

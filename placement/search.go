@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -134,6 +135,10 @@ type Timing struct {
 	Batch   int                `json:"batch"`
 	P50Ms   map[string]float64 `json:"p50_ms"`
 	Runs    map[string]int     `json:"runs,omitempty"`
+	// LeftOut are the candidates whose sessions did not fit timingBytes
+	// beside the others' (the slowest at the first batch size go last):
+	// not timed at this batch size, so not chosen.
+	LeftOut []string `json:"left_out,omitempty"`
 	// Confirmation marks the second, fresh-session timing of an INT8 win.
 	Confirmation bool `json:"confirmation,omitempty"`
 }
@@ -418,6 +423,10 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		}
 		t := &Timing{Threads: threads, Batch: batch, P50Ms: map[string]float64{}, Runs: map[string]int{}}
 		for i, n := range names {
+			if k.runs[i] == 0 {
+				t.LeftOut = append(t.LeftOut, n)
+				continue
+			}
 			t.P50Ms[n] = round(p50[i])
 			t.Runs[n] = k.runs[i]
 		}
@@ -427,9 +436,14 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 	for i, b := range opts.Batches {
 		confirmCost += clk.confirmation(b)
 		names := cands
-		if i > 0 && clk.timing(len(names), b) >= time.Until(clk.deadline)-confirmCost {
-			// Every candidate does not fit: the contenders may.
-			names = contenders(f.Timings[0], cands)
+		if i > 0 {
+			// Fastest first at the first batch size (FP32 always first):
+			// what memory or the budget leaves out are the slowest.
+			names = byFirstTiming(f.Timings[0], cands)
+			if clk.timing(len(names), b) >= time.Until(clk.deadline)-confirmCost {
+				// Every candidate does not fit: the contenders may.
+				names = contenders(f.Timings[0], names)
+			}
 		}
 		if !clk.fits(fmt.Sprintf("timing the candidates at batch %d", b), clk.timing(len(names), b), confirmCost) {
 			break
@@ -548,6 +562,25 @@ func contenders(t Timing, cands []string) []string {
 			out = append(out, c)
 		}
 	}
+	return out
+}
+
+// byFirstTiming orders the candidates as t timed them, fastest first,
+// FP32 first of all and those t did not time last (ties and the untimed
+// in their order).
+func byFirstTiming(t Timing, cands []string) []string {
+	key := func(c string) float64 {
+		switch p, ok := t.P50Ms[c]; {
+		case c == CandidateFP32:
+			return -1
+		case !ok || p <= 0:
+			return math.Inf(1)
+		default:
+			return p
+		}
+	}
+	out := slices.Clone(cands)
+	slices.SortStableFunc(out, func(a, b string) int { return cmp.Compare(key(a), key(b)) })
 	return out
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/procmem"
 	"github.com/optc-dev/optc/ort"
 )
 
@@ -22,10 +23,20 @@ const (
 	runsPerTurn  = 3
 	minTurns     = 5
 	timePerBatch = 1500 * time.Millisecond
-	// settleTurns is the least a window runs before a settled test (see
-	// apart) may end it: 30 runs of each model.
+	// settleTurns is the least a window runs before a model may leave it
+	// (see apart): 30 runs of each model.
 	settleTurns = 10
 )
+
+// timingBytes bounds the memory the sessions of one timing window hold
+// together: interleaved turns need every candidate's session open at once,
+// and at batch 8 each holds its own arena of activations (PaddleOCR det at
+// 320x320: about 220 MiB a session, so seven candidates took a build past
+// 1.7 GB). As each session is warmed up the process's resident memory is
+// read; a session that would take the growth past the bound is not
+// opened, and that model, and the ones after it, are left out of the
+// window (at least two are always timed).
+var timingBytes int64 = 768 << 20 // a var so a test can bound it tighter
 
 // inputs builds a random batch of b samples for m's inputs, dynamic dims
 // fixed by shapes.
@@ -37,7 +48,8 @@ func inputs(m *graph.Model, spec data.Spec, b int) ([]*graph.Tensor, error) {
 // TimeInterleaved times the models (same inputs: random, batch samples,
 // dynamic dims fixed by shapes), interleaved, and returns each one's median
 // latency in milliseconds. It stops taking turns at the deadline (after
-// minTurns).
+// minTurns). A model whose session did not fit timingBytes beside the
+// others gets 0.
 func TimeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec, batch int, deadline time.Time) ([]float64, error) {
 	p50, _, err := timeInterleaved(models, sess, spec, batch, deadline, nil)
 	return p50, err
@@ -67,8 +79,16 @@ func timeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec
 				s.Close()
 			}
 		}
+		ort.TrimMemory() // the arenas' pages go back to the system
 	}()
+	ort.TrimMemory() // what earlier sessions freed is not counted as in use
+	rss0 := procmem.RSS()
+	opened := len(models)
 	for i, b := range models {
+		if grown := procmem.RSS() - rss0; i >= 2 && rss0 > 0 && grown+grown/int64(i) > timingBytes {
+			opened = i
+			break
+		}
 		m, err := b.Parse()
 		if err != nil {
 			return nil, spent, err
@@ -87,7 +107,7 @@ func timeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec
 	}
 	runs := make([][]float64, len(models))
 	active := make([]bool, len(models))
-	for i := range active {
+	for i := range opened {
 		active[i] = true
 	}
 	start := time.Now()
@@ -113,9 +133,9 @@ func timeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec
 	}
 	p50 := make([]float64, len(models))
 	for i, r := range runs {
-		p50[i] = bench.Median(r)
+		p50[i] = bench.Median(r) // 0 for a model left out
 	}
-	spent.run = time.Duration(bench.Median(p50) * float64(time.Millisecond))
+	spent.run = time.Duration(bench.Median(p50[:opened]) * float64(time.Millisecond))
 	for _, r := range runs {
 		spent.runs = append(spent.runs, len(r))
 	}
@@ -150,9 +170,12 @@ func retireDecided(runs [][]float64, active []bool) {
 func retireLosers(runs [][]float64, active []bool) {
 	best := -1
 	for i := 1; i < len(runs); i++ {
-		if best < 0 || bench.Median(runs[i]) < bench.Median(runs[best]) {
+		if len(runs[i]) > 0 && (best < 0 || bench.Median(runs[i]) < bench.Median(runs[best])) {
 			best = i
 		}
+	}
+	if best < 0 {
+		return
 	}
 	for i := 1; i < len(runs); i++ {
 		if active[i] && i != best && slower(runs[0], runs[i]) && slower(runs[best], runs[i]) {

@@ -1,10 +1,9 @@
 package testenv
 
 import (
-	"os"
-	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/optc-dev/optc/internal/procmem"
 )
 
 // ProcStatus returns a memory figure of /proc/self/status (Linux) in
@@ -17,19 +16,9 @@ import (
 // VmHWM belongs to the address space exec created.
 func ProcStatus(t testing.TB, key string) int64 {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
+	n, ok := procmem.Status(key)
+	if !ok {
+		t.Fatalf("/proc/self/status has no %s", key)
 	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, key+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatalf("/proc/self/status: %q", line)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("/proc/self/status has no %s", key)
-	return 0
+	return n
 }
