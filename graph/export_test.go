@@ -7,3 +7,7 @@ func SetProtobufLimit(n int64) (restore func()) {
 	protobufLimit = n
 	return func() { protobufLimit = old }
 }
+
+// AppendOutputBehindTheBack lists v as one more output of n without making
+// n its producer: the state a buggy pass could leave, for Verify's tests.
+func AppendOutputBehindTheBack(n *Node, v *Value) { n.outputs = append(n.outputs, v) }

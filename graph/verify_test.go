@@ -246,6 +246,11 @@ func TestVerifyBrokenLinks(t *testing.T) {
 	s.g.Nodes = append(s.g.Nodes, other.relu)
 	wantVerifyErr(t, s.m, `"relu"`, "does not belong")
 
+	// A value listed as the output of two nodes.
+	s = newSimple(t)
+	graph.AppendOutputBehindTheBack(s.add, s.relu.Output(0))
+	wantVerifyErr(t, s.m, "produced by two nodes", `"relu"`, `"add"`)
+
 	// A value registered under another name.
 	s = newSimple(t)
 	s.a.Name = "renamed-behind-the-back"
