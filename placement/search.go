@@ -335,7 +335,8 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 	// confirmation of a win need after the optional steps.
 	reserve := func(candidates int) time.Duration { return clk.timing(candidates, b0) + clk.confirmation(b0) }
 	// A candidate's accuracy is checked only when the decision would pick
-	// it (see pick below): a slower one's check would change nothing.
+	// it (the lazy check after the A/B timing): a slower one's check
+	// would change nothing.
 	if len(slower) > 0 && len(slower) < len(all.regions) &&
 		clk.fits("the profile-guided candidate", clk.quantize, reserve(len(cands)+1)) {
 		opts.progress("placement: the profile-guided candidate (%d of %d regions float)", len(slower), len(all.regions))
@@ -464,11 +465,10 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 	if len(f.Timings) == 0 {
 		return unmeasured()
 	}
-	// pick chooses among the candidates that keep the accuracy budget,
-	// checking them lazily: the fastest is checked, and one that misses
-	// the budget is dropped and the next fastest checked. All-INT8 (the
-	// guard's model) and the greedy placement (each revert checked) are
-	// known to keep it.
+	// The lazy check: the decision is made among the candidates that keep
+	// the accuracy budget, checked fastest first: one that misses it is
+	// dropped and the next fastest checked. All-INT8 (the guard's model)
+	// and the greedy placement (each revert checked) are known to keep it.
 	checked := map[string]bool{CandidateAllINT8: true, CandidateGreedy: true}
 	for choose(f, cands, models); !checked[f.Chosen]; choose(f, cands, models) {
 		if opts.Accept != nil {
