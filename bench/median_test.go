@@ -16,3 +16,17 @@ func TestMedian(t *testing.T) {
 		t.Errorf("Median sorted its argument: %v", xs)
 	}
 }
+
+// TestQuartiles: nearest rank, the input left as it was, zeros when empty.
+func TestQuartiles(t *testing.T) {
+	xs := []float64{8, 1, 7, 2, 6, 3, 5, 4}
+	if got, want := Quartiles(xs), [3]float64{2, 4, 6}; got != want {
+		t.Errorf("Quartiles = %v, want %v", got, want)
+	}
+	if xs[0] != 8 {
+		t.Errorf("input sorted in place: %v", xs)
+	}
+	if got := Quartiles(nil); got != [3]float64{} {
+		t.Errorf("Quartiles(nil) = %v", got)
+	}
+}

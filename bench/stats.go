@@ -131,6 +131,17 @@ func rank(sorted []float64, q float64) float64 {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
+// Quartiles are the 25th, 50th and 75th percentiles of xs by nearest
+// rank (zeros when empty). xs is not modified.
+func Quartiles(xs []float64) [3]float64 {
+	if len(xs) == 0 {
+		return [3]float64{}
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return [3]float64{rank(s, 0.25), rank(s, 0.5), rank(s, 0.75)}
+}
+
 // Median is the middle of xs (the mean of the two middle values for an
 // even count; 0 when empty). xs is not modified.
 func Median(xs []float64) float64 {

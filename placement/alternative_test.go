@@ -99,8 +99,8 @@ func TestApart(t *testing.T) {
 		{"no runs", nil, nil, false},
 	}
 	for _, c := range cases {
-		if got := apart(c.a, c.b); got != c.want {
-			t.Errorf("%s: apart = %v, want %v", c.name, got, c.want)
+		if got := versus(c.a, c.b) != 0; got != c.want {
+			t.Errorf("%s: clearly apart = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

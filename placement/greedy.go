@@ -16,7 +16,7 @@ type Step struct {
 	AfterMs  float64 `json:"after_ms"`
 	Kept     bool    `json:"kept"`
 	// Runs is how many timed runs each of the two models got: fewer than
-	// a whole window when the two were clearly apart (see apart).
+	// a whole window when the two were clearly apart (see versus).
 	Runs int `json:"runs"`
 }
 

@@ -24,7 +24,7 @@ const (
 	minTurns     = 5
 	timePerBatch = 1500 * time.Millisecond
 	// settleTurns is the least a window runs before a model may leave it
-	// (see apart): 30 runs of each model.
+	// (see versus): 30 runs of each model.
 	settleTurns = 10
 )
 
@@ -73,25 +73,36 @@ func timeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec
 		return nil, spent, err
 	}
 	sessions := make([]*ort.Session, len(models))
+	// Two models always open: only a larger window's memory is measured.
+	bounded := len(models) > 2
 	defer func() {
 		for _, s := range sessions {
 			if s != nil {
 				s.Close()
 			}
 		}
-		ort.TrimMemory() // the arenas' pages go back to the system
+		if bounded {
+			ort.TrimMemory() // the arenas' pages go back to the system
+		}
 	}()
-	ort.TrimMemory() // what earlier sessions freed is not counted as in use
-	rss0 := procmem.RSS()
+	var rss0 int64
+	if bounded {
+		ort.TrimMemory() // what earlier sessions freed is not counted as in use
+		rss0 = procmem.RSS()
+	}
 	opened := len(models)
 	for i, b := range models {
-		if grown := procmem.RSS() - rss0; i >= 2 && rss0 > 0 && grown+grown/int64(i) > timingBytes {
-			opened = i
-			break
+		if i >= 2 && rss0 > 0 {
+			if grown := procmem.RSS() - rss0; grown+grown/int64(i) > timingBytes {
+				opened = i
+				break
+			}
 		}
-		m, err := b.Parse()
-		if err != nil {
-			return nil, spent, err
+		m := first // parsed once for the inputs already
+		if i > 0 {
+			if m, err = b.Parse(); err != nil {
+				return nil, spent, err
+			}
 		}
 		ins, outs := ort.Interface(m)
 		created := time.Now()
@@ -142,22 +153,27 @@ func timeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec
 	return p50, spent, nil
 }
 
-// apart says that b's runs are clearly faster or clearly slower than a's:
-// their medians differ by more than twice the noise margin and their
-// interquartile ranges do not overlap. More runs would not reverse that.
-func apart(a, b []float64) bool {
-	qa, qb := quartiles(a), quartiles(b)
-	if qa[1] <= 0 {
-		return false
+// versus says whether b's runs are clearly slower (1) or clearly faster
+// (-1) than a's, or neither (0): clearly when their medians differ by more
+// than twice the noise margin and their interquartile ranges do not
+// overlap. More runs would not reverse that.
+func versus(a, b []float64) int {
+	qa, qb := bench.Quartiles(a), bench.Quartiles(b)
+	switch r := qb[1] / qa[1]; {
+	case qa[1] <= 0:
+		return 0
+	case r > 1+2*noise && qb[0] > qa[2]:
+		return 1
+	case r < 1-2*noise && qb[2] < qa[0]:
+		return -1
 	}
-	r := qb[1] / qa[1]
-	return (r > 1+2*noise && qb[0] > qa[2]) || (r < 1-2*noise && qb[2] < qa[0])
+	return 0
 }
 
 // retireDecided ends a greedy step's window once its two models are apart:
 // the step is decided; a close one gets the whole window.
 func retireDecided(runs [][]float64, active []bool) {
-	if apart(runs[0], runs[1]) {
+	if versus(runs[0], runs[1]) != 0 {
 		active[0], active[1] = false, false
 	}
 }
@@ -178,26 +194,8 @@ func retireLosers(runs [][]float64, active []bool) {
 		return
 	}
 	for i := 1; i < len(runs); i++ {
-		if active[i] && i != best && slower(runs[0], runs[i]) && slower(runs[best], runs[i]) {
+		if active[i] && i != best && versus(runs[0], runs[i]) > 0 && versus(runs[best], runs[i]) > 0 {
 			active[i] = false
 		}
 	}
-}
-
-// slower: b is apart from a and the slower of the two.
-func slower(a, b []float64) bool {
-	return apart(a, b) && bench.Median(b) > bench.Median(a)
-}
-
-// quartiles are the 25th, 50th and 75th percentiles of xs (nearest rank).
-func quartiles(xs []float64) [3]float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	at := func(q float64) float64 {
-		if len(s) == 0 {
-			return 0
-		}
-		return s[min(int(q*float64(len(s))), len(s)-1)]
-	}
-	return [3]float64{at(0.25), at(0.5), at(0.75)}
 }
