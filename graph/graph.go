@@ -482,13 +482,17 @@ func (g *Graph) RemoveInitializer(v *Value) error {
 // sweep (RemoveInitializer's rules apply to each), so that removing many
 // stays linear. It changes nothing when one of them is refused.
 func (g *Graph) RemoveInitializers(vs []*Value) error {
+	// doomed[v] turns true when v is found among g's initializers: a
+	// table of the values removed, not of every initializer (at a million
+	// of them each lookup misses the CPU caches).
 	doomed := make(map[*Value]bool, len(vs))
 	for _, v := range vs {
-		doomed[v] = true
+		doomed[v] = false
 	}
-	listed := make(map[*Value]bool, len(g.Initializers))
 	for _, v := range g.Initializers {
-		listed[v] = true
+		if _, ok := doomed[v]; ok {
+			doomed[v] = true
+		}
 	}
 	outputs := map[*Value]bool{}
 	g.Walk(func(s *Graph) {
@@ -501,7 +505,7 @@ func (g *Graph) RemoveInitializers(vs []*Value) error {
 		inputs[v] = true
 	}
 	for _, v := range vs {
-		if v.Const == nil || v.graph != g || !listed[v] {
+		if v.Const == nil || v.graph != g || !doomed[v] {
 			return fmt.Errorf("remove initializer %q: not an initializer of graph %q", v.Name, g.Name)
 		}
 		if len(v.Uses()) > 0 || outputs[v] || inputs[v] {

@@ -51,6 +51,17 @@ func (g *Graph) number() {
 	}
 }
 
+// Positions numbers g's nodes and returns a lookup of a node's place in
+// g.Nodes (-1 for a node not listed there). It holds until g.Nodes
+// changes, so a pass that defers its removals can tell which of two nodes
+// comes first without a map keyed by node (at a million nodes every
+// lookup in one misses the CPU caches). Nodes an unfinished batch inserts
+// are not listed yet.
+func (g *Graph) Positions() func(*Node) int {
+	g.number()
+	return g.indexOf
+}
+
 // indexOf is n's place in g.Nodes as of the last number, or -1 when n is
 // not there (another graph's node, or one removed since).
 func (g *Graph) indexOf(n *Node) int {

@@ -19,9 +19,9 @@ import (
 // one value where there were many.
 //
 // One pass over each graph in order finds every twin, since a merge
-// rewires the readers before they are visited: nodes go into a hash map
-// keyed by operator, inputs and an attribute digest, and a hit is
-// compared in full. Left alone: operators outside the default ONNX domain
+// rewires the readers before they are visited: a node's twins are looked
+// for among the earlier readers of its least-read input (cseScanUses),
+// and compared in full. Left alone: operators outside the default ONNX domain
 // (whose semantics optc does not know), random operators and Dropout,
 // nodes with subgraphs or with sparse-tensor or type attributes, and a
 // later twin whose output a graph returns (its name must stay).
@@ -38,43 +38,48 @@ var nondeterministicOps = []string{
 	"Bernoulli", "Multinomial", "Dropout",
 }
 
+// cseScanUses bounds the readers a node's twins are looked for among:
+// twins read the very same values, so they are among the readers of the
+// node's least-read input, and a scan of those (usually one or two) costs
+// no lookup in a table of every node, which at a million nodes misses the
+// CPU caches on each. A node whose every input is read more widely (or
+// that reads nothing: a Constant) goes to a hash map instead. A value's
+// readers can grow past the bound during the pass (merges move readers to
+// the twin kept); a twin missed that way is found when the pass runs
+// again.
+const cseScanUses = 1024
+
 func runEliminateCSE(c *Context) (Stats, error) {
 	seed := maphash.MakeSeed()
 	return editGraphs(c.Model, func(e *graphEdit) error {
-		// The first node of each key, and the rare others whose key
-		// collides with it: one entry per node, sized up front, without a
-		// slice per key (a million of them were a tenth of the pass at 1M
-		// nodes, mostly in the collector).
-		first := make(map[uint64]*graph.Node, len(e.g.Nodes))
-		var more map[uint64][]*graph.Node
+		pos := e.g.Positions() // removals wait until the edit ends: Nodes stays as it is
+		// Nodes that go by key: the first of each key, and the rare
+		// others whose key collides with it.
+		var byKey map[uint64][]*graph.Node
 		for _, n := range e.g.Nodes {
 			if !cseCandidate(n) {
 				continue
 			}
-			key := cseKey(seed, n)
-			f, ok := first[key]
-			if !ok {
-				first[key] = n
-				continue
-			}
-			twin := f
-			if !cseEqual(f, n) {
-				twin = nil
-				for _, m := range more[key] {
+			var twin *graph.Node
+			if x := leastRead(n); x != nil && len(x.Uses()) <= cseScanUses {
+				twin = earliestTwin(n, x, pos)
+			} else {
+				key := cseKey(seed, n)
+				for _, m := range byKey[key] {
 					if cseEqual(m, n) {
 						twin = m
 						break
 					}
 				}
-			}
-			if twin == nil {
-				if more == nil {
-					more = map[uint64][]*graph.Node{}
+				if twin == nil {
+					if byKey == nil {
+						byKey = map[uint64][]*graph.Node{}
+					}
+					byKey[key] = append(byKey[key], n)
+					continue
 				}
-				more[key] = append(more[key], n)
-				continue
 			}
-			if slices.ContainsFunc(n.Outputs(), func(v *graph.Value) bool { return v != nil && e.returned(v) }) {
+			if twin == nil || slices.ContainsFunc(n.Outputs(), func(v *graph.Value) bool { return v != nil && e.returned(v) }) {
 				continue
 			}
 			for i, out := range n.Outputs() {
@@ -86,6 +91,37 @@ func runEliminateCSE(c *Context) (Stats, error) {
 		}
 		return nil
 	})
+}
+
+// leastRead is the input of n with the fewest readers (nil when n reads
+// nothing).
+func leastRead(n *graph.Node) *graph.Value {
+	var x *graph.Value
+	for _, v := range n.Inputs() {
+		if v != nil && (x == nil || len(v.Uses()) < len(x.Uses())) {
+			x = v
+		}
+	}
+	return x
+}
+
+// earliestTwin is the first node in graph order before n that reads x and
+// computes what n computes, or nil. The first of a set of twins is never
+// removed (it has no earlier twin), so it is the one the others merge
+// into.
+func earliestTwin(n *graph.Node, x *graph.Value, pos func(*graph.Node) int) *graph.Node {
+	var twin *graph.Node
+	at, twinAt := pos(n), -1
+	for _, u := range x.Uses() {
+		m := u.Node
+		if m == n {
+			continue
+		}
+		if i := pos(m); i >= 0 && i < at && (twin == nil || i < twinAt) && cseEqual(m, n) {
+			twin, twinAt = m, i
+		}
+	}
+	return twin
 }
 
 // cseCandidate reports whether n may be merged with a twin.

@@ -1,6 +1,7 @@
 package passes
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
@@ -140,5 +141,32 @@ func TestEliminateCSEMultipleOutputs(t *testing.T) {
 	clRewrites(t, b.Model, eliminateCSE, Stats{Removed: 1})
 	if a.Input(0) != s1.Output(0) || c.Input(1) != s1.Output(1) {
 		t.Fatalf("readers of s2 should read s1")
+	}
+}
+
+// TestEliminateCSEWidelyRead merges twins whose only input is read by more
+// nodes than the scan looks through (they go by key), and twins found by
+// the scan merge into the first of them in graph order.
+func TestEliminateCSEWidelyRead(t *testing.T) {
+	b := newCleanupModel(t, 13)
+	x := b.input("x", graph.Float, 2, 3)
+	var negs []*graph.Node
+	for i := range cseScanUses + 1 {
+		negs = append(negs, b.node(fmt.Sprintf("n%d", i), "Neg", x))
+	}
+	// Three twins reading the first Neg's output (one reader each, so
+	// the scan finds them).
+	s1 := b.node("s1", "Sigmoid", negs[0].Output(0))
+	s2 := b.node("s2", "Sigmoid", negs[0].Output(0))
+	s3 := b.node("s3", "Sigmoid", negs[0].Output(0))
+	sum := b.node("sum", "Sum", s1.Output(0), s2.Output(0), s3.Output(0))
+	b.output(sum.Output(0), graph.Float, 2, 3)
+	// Every Neg merges into n0 (by key), and s2, s3 into s1 (by scan).
+	clRewrites(t, b.Model, eliminateCSE, Stats{Removed: cseScanUses + 2})
+	clWantOps(t, b.Graph, map[string]int{"Neg": 1, "Sigmoid": 1, "Sum": 1})
+	for i := range 3 {
+		if sum.Input(i) != s1.Output(0) {
+			t.Fatalf("sum input %d reads %q, want s1's output", i, sum.Input(i).Name)
+		}
 	}
 }

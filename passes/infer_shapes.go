@@ -1,6 +1,8 @@
 package passes
 
 import (
+	"slices"
+
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/shapes"
 )
@@ -28,28 +30,58 @@ func runInferShapes(c *Context) (Stats, error) {
 	}
 	var st Stats
 	c.Model.Graph.Walk(func(g *graph.Graph) {
-		listed := make(map[*graph.Value]bool, len(g.ValueInfo)+len(g.Outputs)+len(g.Nodes))
-		for _, v := range g.ValueInfo {
-			listed[v] = true
-		}
-		for _, v := range g.Outputs {
-			listed[v] = true
-		}
+		var add []*graph.Value // refined, listed unless they are already
 		for _, n := range g.Nodes {
 			for _, v := range n.Outputs() {
-				if v == nil || !refines(res.Types[v], v.Type) {
+				if v == nil {
 					continue
 				}
-				v.Type = res.Types[v].Clone()
-				st.Rewritten++
-				if !listed[v] {
-					g.ValueInfo = append(g.ValueInfo, v)
-					listed[v] = true
+				t := res.Types[v]
+				if !refines(t, v.Type) {
+					continue
 				}
+				v.Type = t.Clone()
+				st.Rewritten++
+				add = append(add, v)
 			}
 		}
+		g.ValueInfo = append(g.ValueInfo, unlisted(g, add)...)
 	})
 	return st, nil
+}
+
+// unlisted returns the values of vs (each a node output, once) that
+// neither g.ValueInfo nor g.Outputs holds, in order. The table it builds
+// is of the smaller side: on the first run the values are many and the
+// list short, on later runs the other way round, and at a million
+// entries every lookup in a table misses the CPU caches.
+func unlisted(g *graph.Graph, vs []*graph.Value) []*graph.Value {
+	if len(vs) == 0 {
+		return nil
+	}
+	listedAt := func(visit func(*graph.Value)) {
+		for _, v := range g.ValueInfo {
+			visit(v)
+		}
+		for _, v := range g.Outputs {
+			visit(v)
+		}
+	}
+	if len(vs) <= len(g.ValueInfo)+len(g.Outputs) {
+		listed := make(map[*graph.Value]bool, len(vs))
+		for _, v := range vs {
+			listed[v] = false
+		}
+		listedAt(func(v *graph.Value) {
+			if _, ok := listed[v]; ok {
+				listed[v] = true
+			}
+		})
+		return slices.DeleteFunc(vs, func(v *graph.Value) bool { return listed[v] })
+	}
+	listed := make(map[*graph.Value]bool, len(g.ValueInfo)+len(g.Outputs))
+	listedAt(func(v *graph.Value) { listed[v] = true })
+	return slices.DeleteFunc(vs, func(v *graph.Value) bool { return listed[v] })
 }
 
 // refines reports whether tensor type t says more than decl and nothing
