@@ -66,7 +66,7 @@ func FP16Tensors(m *graph.Model) ([]string, error) {
 			return
 		}
 		seen[v] = true
-		if t := inferred.Types[v]; t != nil && t.Kind == graph.KindTensor && t.Elem == graph.Float && (t.Shape == nil || len(t.Shape) > 0) {
+		if t := inferred.Types.Get(v); t != nil && t.Kind == graph.KindTensor && t.Elem == graph.Float && (t.Shape == nil || len(t.Shape) > 0) {
 			out = append(out, v.Name)
 		}
 	}
@@ -298,7 +298,7 @@ type twinKey struct {
 
 type fp16Converter struct {
 	opset int64
-	types map[*graph.Value]*graph.Type // inferred, before any change
+	types *graph.ValueTable[*graph.Type] // inferred, before any change
 	keep  []*regexp.Regexp
 	pats  []string // keep's source patterns, for the report
 	block map[string]string
@@ -318,7 +318,7 @@ type fp16Converter struct {
 // elem is v's element type as inferred before the conversion (Undefined
 // when unknown).
 func (c *fp16Converter) elem(v *graph.Value) graph.DataType {
-	if t := c.types[v]; t != nil && (t.Kind == graph.KindTensor || t.Kind == graph.KindSparseTensor) {
+	if t := c.types.Get(v); t != nil && (t.Kind == graph.KindTensor || t.Kind == graph.KindSparseTensor) {
 		return t.Elem
 	}
 	return graph.Undefined
@@ -679,7 +679,7 @@ func (c *fp16Converter) newTwin(g *graph.Graph, v *graph.Value, dt graph.DataTyp
 		return nil, fmt.Errorf("float16: %w", err)
 	}
 	var shape graph.Shape
-	if t := c.types[v]; t != nil && t.Shape != nil {
+	if t := c.types.Get(v); t != nil && t.Shape != nil {
 		shape = slices.Clone(t.Shape)
 	}
 	tw.Type = graph.TensorType(dt, shape)

@@ -29,7 +29,7 @@ func EmulateFloat16(m *graph.Model) error {
 		return fmt.Errorf("float16 emulation: %w", err)
 	}
 	half := func(v *graph.Value) bool {
-		ty := inferred.Types[v]
+		ty := inferred.Types.Get(v)
 		return v != nil && ty != nil && ty.Kind == graph.KindTensor && ty.Elem == graph.Float16
 	}
 	c := &fp16Converter{rep: &FP16Report{}} // for its Cast helpers

@@ -60,7 +60,7 @@ func decodeGraph(gp *onnxpb.GraphProto, parent *Graph, owner *Node, raws []rawFi
 		if _, dup := g.values[name]; dup {
 			return nil, fmt.Errorf("%s: %s %q: the name is defined twice", where, what, name)
 		}
-		v := &Value{Name: name, graph: g}
+		v := g.makeValue(name)
 		g.values[name] = v
 		return v, nil
 	}
@@ -70,7 +70,7 @@ func decodeGraph(gp *onnxpb.GraphProto, parent *Graph, owner *Node, raws []rawFi
 		if v := g.Value(name); v != nil {
 			return v
 		}
-		v := &Value{Name: name, graph: g}
+		v := g.makeValue(name)
 		g.values[name] = v
 		return v
 	}

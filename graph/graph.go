@@ -40,6 +40,7 @@ type Graph struct {
 	decls      map[declKey]*onnxpb.ValueInfoProto // value declarations as loaded
 	origin     *onnxpb.GraphProto
 	batch      *batch // edits whose rewriting of Nodes waits (batch.go); nil outside one
+	valueIDs   int    // main graph only: the next Value.ID
 }
 
 // declList names the three lists of value declarations in a graph.
@@ -99,11 +100,24 @@ func (g *Graph) NewValue(name string) (*Value, error) {
 	if g.Value(name) != nil || g.usedBelow(name) {
 		return nil, fmt.Errorf("graph %q: value name %q is already in use", g.Name, name)
 	}
-	v := &Value{Name: name, graph: g}
+	v := g.makeValue(name)
 	g.values[name] = v
 	g.noteName(name, true)
 	return v, nil
 }
+
+// makeValue returns a new value of g, with the model's next ID, not yet
+// registered.
+func (g *Graph) makeValue(name string) *Value {
+	r := g.root()
+	v := &Value{Name: name, graph: g, id: r.valueIDs}
+	r.valueIDs++
+	return v
+}
+
+// ValueIDs bounds the IDs of the values made in g's model: each is below
+// it (see Value.ID).
+func (g *Graph) ValueIDs() int { return g.root().valueIDs }
 
 // usedBelow reports whether a subgraph (of any graph of the model)
 // defines name. The names are gathered once and kept in step by NewValue,

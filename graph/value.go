@@ -22,7 +22,17 @@ type Value struct {
 	// loadedType is Type as loaded; while Type is still it and unchanged,
 	// each declaration is written back with the type it had in the file.
 	loadedType *Type
+	id         int // see ID
 }
+
+// ID is a number given to v when it was made, counted per model from 0
+// in the order values are made (mostly graph order), so that an analysis
+// can keep what it knows of each value in a slice indexed by it
+// (ValueTable) instead of a map: at a million values every map lookup
+// misses the CPU caches. Two values of one model share an ID only when a
+// graph made apart (NewGraph) was attached to it later; ValueTable checks
+// the value a slot holds, so it stays exact.
+func (v *Value) ID() int { return v.id }
 
 // typeUnchanged reports whether v's type is the one it was loaded with.
 func (v *Value) typeUnchanged() bool {

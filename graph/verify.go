@@ -46,6 +46,9 @@ func (m *Model) Verify() error {
 	return nil
 }
 
+// moreProblems ends a list of problems cut at 50.
+const moreProblems = "(further problems not listed)"
+
 type verifier struct {
 	model    *Model
 	imported map[string]bool
@@ -56,7 +59,7 @@ func (v *verifier) problem(format string, args ...any) {
 	if len(v.problems) < 50 {
 		v.problems = append(v.problems, fmt.Sprintf(format, args...))
 	} else if len(v.problems) == 50 {
-		v.problems = append(v.problems, "(further problems not listed)")
+		v.problems = append(v.problems, moreProblems)
 	}
 }
 
@@ -67,6 +70,28 @@ func (v *verifier) graph(g *Graph) {
 	}
 	defined := func(x *Value) bool {
 		return x.producer != nil || x.Const != nil || x.Sparse != nil || x.graph.isInput(x)
+	}
+	// The values registered in g, by ID: whether a node's input or output
+	// is the value of its name is then a slot read, not a lookup of the
+	// name (two cache misses a value at a million values). Their own
+	// problems are listed after the nodes', as they always were.
+	registered := NewValueTable[bool](g.ValueIDs())
+	var valueProblems []string
+	{
+		nodes := v.problems
+		v.problems = nil
+		for name, x := range g.values {
+			registered.Set(x, true)
+			if x.Name != name || x.graph != g {
+				v.problem("value %q%s: registered under the name %q", x.Name, where, name)
+			}
+			for _, u := range x.Uses() {
+				if u.Node.Input(u.Index) != x {
+					v.problem("value %q%s: its use list names input %d of node %s, which reads something else", x.Name, where, u.Index, u.Node)
+				}
+			}
+		}
+		valueProblems, v.problems = v.problems, nodes
 	}
 	for _, n := range g.Nodes {
 		if n.graph != g {
@@ -89,7 +114,7 @@ func (v *verifier) graph(g *Graph) {
 			if !slices.Contains(in.Uses(), Use{Node: n, Index: i}) {
 				v.problem("node %s%s: input %d %q is missing from the value's use list", n, where, i, in.Name)
 			}
-			if g.Value(in.Name) != in {
+			if in.graph == g && !registered.Get(in) || in.graph != g && g.Value(in.Name) != in {
 				v.problem("node %s%s: input %d %q is not the value of that name in scope", n, where, i, in.Name)
 			} else if !defined(in) {
 				v.problem("node %s%s: input %d %q is not defined by any node, input or initializer", n, where, i, in.Name)
@@ -110,7 +135,7 @@ func (v *verifier) graph(g *Graph) {
 					v.problem("node %s%s: output %d %q names another producer (%s)", n, where, i, out.Name, p)
 				}
 			}
-			if out.graph != g || g.values[out.Name] != out {
+			if out.graph != g || !registered.Get(out) {
 				v.problem("node %s%s: output %d %q is not registered in its graph", n, where, i, out.Name)
 			}
 			if out.Const != nil || g.isInput(out) {
@@ -124,15 +149,14 @@ func (v *verifier) graph(g *Graph) {
 			v.graph(sg)
 		}
 	}
-	for name, x := range g.values {
-		if x.Name != name || x.graph != g {
-			v.problem("value %q%s: registered under the name %q", x.Name, where, name)
+	for _, p := range valueProblems {
+		if len(v.problems) > 50 {
+			break
 		}
-		for _, u := range x.Uses() {
-			if u.Node.Input(u.Index) != x {
-				v.problem("value %q%s: its use list names input %d of node %s, which reads something else", x.Name, where, u.Index, u.Node)
-			}
-		}
+		v.problems = append(v.problems, p)
+	}
+	if len(v.problems) > 51 || len(v.problems) == 51 && v.problems[50] != moreProblems {
+		v.problems = append(v.problems[:50], moreProblems)
 	}
 	for i, out := range g.Outputs {
 		if g.Value(out.Name) != out || !defined(out) {

@@ -93,16 +93,16 @@ func TestContextShapesDropped(t *testing.T) {
 	x := f.input("x", 1, 4)
 	f.output(f.node("Relu", []*graph.Value{x}).Output(0))
 	c := &Context{Model: f.Model}
-	if c.Shapes() == nil {
+	if c.Shapes().ValueTable == nil {
 		t.Fatal("no inference")
 	}
 	y := f.node("Sigmoid", []*graph.Value{x}).Output(0)
 	f.output(y)
-	if c.Shapes()[y] != nil {
+	if c.Shapes().Get(y) != nil {
 		t.Fatal("Shapes inferred again without a change reported: it does not keep its inference")
 	}
 	c.shapesChanged()
-	if c.Shapes()[y] == nil {
+	if c.Shapes().Get(y) == nil {
 		t.Fatal("Shapes kept a stale inference after shapesChanged")
 	}
 }

@@ -112,7 +112,7 @@ type attention struct {
 func matchAttention(sm *graph.Node, shapes valueShapes, opset int64) (*attention, bool) {
 	g := sm.Graph()
 	smIn := sm.Input(0)
-	if !singleOutput(sm) || smIn == nil || shapes[smIn] == nil || shapes[smIn].Elem != graph.Float {
+	if !singleOutput(sm) || smIn == nil || shapes.Get(smIn) == nil || shapes.Get(smIn).Elem != graph.Float {
 		return nil, false
 	}
 	if r, ok := shapes.rank(smIn); !ok || r != 3 {
@@ -181,7 +181,7 @@ func matchAttention(sm *graph.Node, shapes valueShapes, opset int64) (*attention
 		if p.paddingHeads != p.heads {
 			return nil, false
 		}
-		e, k := shapes[p.padding], shapes[p.k]
+		e, k := shapes.Get(p.padding), shapes.Get(p.k)
 		p.expandMask = !sameDim(e.Shape[1], k.Shape[0])
 	}
 	if !(p.scale > 0) || math.IsInf(p.scale, 0) || float32(p.scale) == 0 {
@@ -247,7 +247,7 @@ func headSplit(v *graph.Value, g *graph.Graph, shapes valueShapes, perm []int64)
 		return nil, 0, 0, false
 	}
 	x := r.Input(0)
-	in, out := shapes[x], shapes[r.Output(0)]
+	in, out := shapes.Get(x), shapes.Get(r.Output(0))
 	if in == nil || out == nil || in.Kind != graph.KindTensor || out.Kind != graph.KindTensor || in.Elem != graph.Float ||
 		len(in.Shape) != 3 || len(out.Shape) != 3 {
 		return nil, 0, 0, false
@@ -308,7 +308,7 @@ func (p *attention) keyPadding(v *graph.Value, g *graph.Graph, shapes valueShape
 		return false
 	}
 	e := r1.Input(0)
-	et, r1t, r3t := shapes[e], shapes[r1.Output(0)], shapes[cond]
+	et, r1t, r3t := shapes.Get(e), shapes.Get(r1.Output(0)), shapes.Get(cond)
 	if et == nil || r1t == nil || r3t == nil || et.Kind != graph.KindTensor || et.Elem != graph.Bool ||
 		len(et.Shape) != 2 || len(r1t.Shape) != 4 || len(r3t.Shape) != 3 {
 		return false

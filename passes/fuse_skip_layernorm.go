@@ -64,7 +64,7 @@ func matchSkipLayerNorm(ln *graph.Node, shapes valueShapes) (*skipLayerNorm, boo
 	if add == nil || len(add.Inputs()) != 2 || len(add.Attrs) != 0 || add.Input(0) == nil || add.Input(1) == nil {
 		return nil, false
 	}
-	a, b := shapes[add.Input(0)], shapes[add.Input(1)]
+	a, b := shapes.Get(add.Input(0)), shapes.Get(add.Input(1))
 	if a == nil || b == nil || a.Kind != graph.KindTensor || b.Kind != graph.KindTensor ||
 		a.Elem != graph.Float || b.Elem != graph.Float || len(a.Shape) != 3 || len(b.Shape) != 3 {
 		return nil, false

@@ -36,7 +36,7 @@ func runInferShapes(c *Context) (Stats, error) {
 				if v == nil {
 					continue
 				}
-				t := res.Types[v]
+				t := res.Types.Get(v)
 				if !refines(t, v.Type) {
 					continue
 				}

@@ -266,20 +266,20 @@ func minRank(v *graph.Value, depth int) int {
 // fusions that need static dims (nil when inference failed: then only
 // declarations and constants count). Take it before rewriting: values a
 // rewrite keeps keep their shapes.
-type valueShapes map[*graph.Value]*graph.Type
+type valueShapes struct{ *graph.ValueTable[*graph.Type] }
 
 func inferShapesOf(m *graph.Model) valueShapes {
 	res, err := shapes.Infer(m)
 	if err != nil {
-		return nil
+		return valueShapes{}
 	}
-	return res.Types
+	return valueShapes{res.Types}
 }
 
 // dims returns v's dims, -1 where not static; ok is false when even the
 // rank is unknown.
 func (s valueShapes) dims(v *graph.Value) ([]int64, bool) {
-	if t := s[v]; t != nil && t.Kind == graph.KindTensor && t.Shape != nil {
+	if t := s.Get(v); t != nil && t.Kind == graph.KindTensor && t.Shape != nil {
 		return t.Shape.Dims(), true
 	}
 	return knownDims(v)

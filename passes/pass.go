@@ -118,7 +118,7 @@ func (c *Context) Shapes() valueShapes {
 }
 
 // shapesChanged drops the inference Shapes keeps.
-func (c *Context) shapesChanged() { c.shapes, c.shapesValid = nil, false }
+func (c *Context) shapesChanged() { c.shapes, c.shapesValid = valueShapes{}, false }
 
 // DefaultFoldSizeLimit keeps constant folding from turning a small
 // expression (e.g. ConstantOfShape of a large shape) into a large weight.

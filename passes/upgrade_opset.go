@@ -165,7 +165,7 @@ var upgradeSince = map[string]int64{
 type upgrader struct {
 	m        *graph.Model
 	from, to int64
-	types    map[*graph.Value]*graph.Type
+	types    *graph.ValueTable[*graph.Type]
 	changed  int
 }
 
@@ -177,7 +177,7 @@ func (u *upgrader) typeOf(v *graph.Value) *graph.Type {
 	if v == nil {
 		return nil
 	}
-	if t := u.types[v]; t != nil {
+	if t := u.types.Get(v); t != nil {
 		return t
 	}
 	if v.Type != nil {

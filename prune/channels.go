@@ -244,7 +244,7 @@ type analysis struct {
 	all        []*group
 	of         map[*graph.Value]*group
 	flat       map[*graph.Value]*group
-	types      map[*graph.Value]*graph.Type
+	types      *graph.ValueTable[*graph.Type]
 	ineligible []Layer
 }
 
@@ -284,7 +284,7 @@ func (a *analysis) groups() []*group {
 }
 
 func (a *analysis) rank(v *graph.Value) int {
-	if t := a.types[v]; t != nil && t.Kind == graph.KindTensor && t.Shape != nil {
+	if t := a.types.Get(v); t != nil && t.Kind == graph.KindTensor && t.Shape != nil {
 		return len(t.Shape)
 	}
 	return -1
@@ -325,7 +325,7 @@ var binaryOps = map[string]bool{"Add": true, "Sub": true, "Mul": true, "Div": tr
 
 // analyze walks the main graph in order, creating a group for each
 // prunable layer and following its channels.
-func analyze(g *graph.Graph, types map[*graph.Value]*graph.Type) *analysis {
+func analyze(g *graph.Graph, types *graph.ValueTable[*graph.Type]) *analysis {
 	a := &analysis{of: map[*graph.Value]*group{}, flat: map[*graph.Value]*group{}, types: types}
 	newGroup := func(c int64) *group {
 		grp := &group{channels: c, flat: map[*graph.Value]int64{}, order: len(a.all)}
@@ -441,7 +441,7 @@ func (a *analysis) node(n *graph.Node, newGroup func(int64) *group) {
 			return
 		}
 		r := a.rank(in0)
-		t := a.types[in0]
+		t := a.types.Get(in0)
 		if n.AttrInt("axis", 1) != 1 || r < 2 {
 			stop(fmt.Sprintf("%s does not flatten from the channel axis", n))
 			return

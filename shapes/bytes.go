@@ -30,10 +30,10 @@ func BytesAt(m *graph.Model, inputs []*graph.Tensor) (map[*graph.Value]int64, er
 	if err != nil {
 		return nil, err
 	}
-	sizes := make(map[*graph.Value]int64, len(res.Types))
-	for v, t := range res.Types {
+	sizes := make(map[*graph.Value]int64, res.Types.Len())
+	res.Types.All(func(v *graph.Value, t *graph.Type) {
 		if t == nil || t.Elem == 0 || !t.Shape.IsStatic() {
-			continue
+			return
 		}
 		elems := int64(1)
 		for _, d := range t.Shape.Dims() {
@@ -46,6 +46,6 @@ func BytesAt(m *graph.Model, inputs []*graph.Tensor) (map[*graph.Value]int64, er
 		if b, ok := t.Elem.ByteSize(elems); ok {
 			sizes[v] = b
 		}
-	}
+	})
 	return sizes, nil
 }

@@ -24,7 +24,7 @@ func (c *ctx) typ(i int) *graph.Type {
 	if v == nil {
 		return nil
 	}
-	t := c.s.res.Types[v]
+	t := c.s.res.Types.Get(v)
 	if t == nil || t.Kind != graph.KindTensor {
 		return nil
 	}

@@ -37,7 +37,7 @@ func FuzzRules(f *testing.F) {
 			t.Errorf("counts %+v for %d outputs", res.Counts, len(n.Outputs()))
 		}
 		for _, v := range n.Outputs() {
-			if ty := res.Types[v]; ty != nil && (ty.Kind != graph.KindTensor || ty.Elem == graph.Undefined && ty.Shape == nil) {
+			if ty := res.Types.Get(v); ty != nil && (ty.Kind != graph.KindTensor || ty.Elem == graph.Undefined && ty.Shape == nil) {
 				t.Errorf("%s: output %q has the type %s", n.OpType, v.Name, ty)
 			}
 		}

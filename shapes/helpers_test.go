@@ -137,7 +137,7 @@ func want(t *testing.T, res *shapes.Result, pairs ...any) {
 	t.Helper()
 	for i := 0; i+1 < len(pairs); i += 2 {
 		v := pairs[i].(*graph.Value)
-		if got := typeString(res.Types[v]); got != pairs[i+1].(string) {
+		if got := typeString(res.Types.Get(v)); got != pairs[i+1].(string) {
 			t.Errorf("%s: got %s, want %s", v.Name, got, pairs[i+1])
 		}
 	}

@@ -45,7 +45,7 @@ func TestBackendModels(t *testing.T) {
 		set := filepath.Join(filepath.Dir(p), "test_data_set_0")
 		for i, v := range m.Graph.Outputs {
 			outputs++
-			inf := res.Inferred[v]
+			inf := res.Inferred.Get(v)
 			if inf == nil || !inf.Shape.IsStatic() {
 				if testing.Verbose() {
 					t.Logf("%s: output %q of %s: inferred %s", rel, v.Name, v.Producer(), inf)
@@ -163,7 +163,7 @@ func compareWithORT(t *testing.T, m *graph.Model, input []int64) ortCheck {
 // the like) are left out; the binding returns rank-0 outputs only into
 // tensors allocated from a declared type, so values inferred as scalars
 // are declared so: a wrong inference then makes ORT fail.
-func runExposed(m *graph.Model, types map[*graph.Value]*graph.Type, spec string, dopts data.Options) (map[string]*graph.Tensor, error) {
+func runExposed(m *graph.Model, types *graph.ValueTable[*graph.Type], spec string, dopts data.Options) (map[string]*graph.Tensor, error) {
 	exposed, err := m.Clone()
 	if err != nil {
 		return nil, err
@@ -174,7 +174,7 @@ func runExposed(m *graph.Model, types map[*graph.Value]*graph.Type, spec string,
 			if v == nil || exposed.Graph.IsOutput(v) {
 				continue
 			}
-			inf := types[m.Graph.Value(v.Name)]
+			inf := types.Get(m.Graph.Value(v.Name))
 			if inf == nil || inf.Kind != graph.KindTensor || inf.Shape == nil || !returnable[inf.Elem] {
 				continue
 			}
@@ -233,11 +233,11 @@ var returnable = map[graph.DataType]bool{
 // checkValues compares types with the tensors a run produced: element
 // types, ranks, static dims, and symbols (each must stand for one number,
 // starting from bound). It returns one message per mismatch.
-func checkValues(m *graph.Model, types map[*graph.Value]*graph.Type, got map[string]*graph.Tensor, bound map[string]int64, st *ortCheck) []string {
+func checkValues(m *graph.Model, types *graph.ValueTable[*graph.Type], got map[string]*graph.Tensor, bound map[string]int64, st *ortCheck) []string {
 	var msgs []string
 	for name, tn := range got {
 		v := m.Graph.Value(name)
-		inf := types[v]
+		inf := types.Get(v)
 		if inf == nil || inf.Kind != graph.KindTensor {
 			continue
 		}

@@ -444,7 +444,7 @@ func TestDeclarations(t *testing.T) {
 	if len(res.Conflicts) != 1 || res.Conflicts[0].Value != wrong {
 		t.Fatalf("conflicts: %v", res.Conflicts)
 	}
-	if got := typeString(res.Inferred[wrong]); got != "float32[N,4,8,8]" {
+	if got := typeString(res.Inferred.Get(wrong)); got != "float32[N,4,8,8]" {
 		t.Errorf("inferred for the conflict: %s", got)
 	}
 	c := res.Counts

@@ -41,10 +41,10 @@ type Result struct {
 	// declaration merged with what inference derived. A value missing from
 	// the map, or mapped to nil, is unknown. The types may be shared
 	// between values and with the model: clone one before changing it.
-	Types map[*graph.Value]*graph.Type
+	Types *graph.ValueTable[*graph.Type]
 	// Inferred is what the operator rules derived for node outputs, before
 	// any declaration was merged in (absent where no rule applies).
-	Inferred map[*graph.Value]*graph.Type
+	Inferred *graph.ValueTable[*graph.Type]
 	// Conflicts lists declarations that contradict the inference, and
 	// nodes whose inputs cannot go together (broadcasting 3 with 4).
 	Conflicts []Conflict
@@ -98,14 +98,13 @@ func Infer(m *graph.Model) (*Result, error) {
 	if m == nil || m.Graph == nil {
 		return nil, errors.New("shape inference: the model has no graph")
 	}
-	// Sized for the main graph's values up front: growing maps of a
-	// million entries step by step was a tenth of the pipeline's time.
-	size := len(m.Graph.Nodes) + len(m.Graph.Initializers) + len(m.Graph.Inputs)
+	// Tables indexed by value ID, not maps: at a million values every
+	// map lookup misses the CPU caches.
 	s := &state{
 		model: m,
 		res: &Result{
-			Types:    make(map[*graph.Value]*graph.Type, size),
-			Inferred: make(map[*graph.Value]*graph.Type, size),
+			Types:    graph.NewValueTable[*graph.Type](m.Graph.ValueIDs()),
+			Inferred: graph.NewValueTable[*graph.Type](m.Graph.ValueIDs()),
 		},
 		values: map[*graph.Value][]graph.Dim{},
 	}
@@ -123,7 +122,7 @@ func (s *state) graph(g *graph.Graph) {
 		// A graph input with an initializer is a default callers may
 		// override: its declaration is what is known.
 		if v.Type != nil || v.Const == nil {
-			s.res.Types[v] = v.Type
+			s.res.Types.Set(v, v.Type)
 		}
 	}
 	for _, n := range g.Nodes {
@@ -135,7 +134,7 @@ func (s *state) graph(g *graph.Graph) {
 // an overridable initializer).
 func (s *state) constant(v *graph.Value, t *graph.Tensor) {
 	if v.Const != nil {
-		s.res.Types[v] = graph.TensorType(v.Const.DType, graph.StaticShape(v.Const.Dims...))
+		s.res.Types.Set(v, graph.TensorType(v.Const.DType, graph.StaticShape(v.Const.Dims...)))
 	}
 	if d, ok := tensorValues(t); ok {
 		s.values[v] = d
@@ -169,10 +168,10 @@ func (s *state) node(n *graph.Node) {
 			inf = inferred[i]
 		}
 		if inf != nil {
-			s.res.Inferred[out] = inf
+			s.res.Inferred.Set(out, inf)
 		}
 		t := s.merge(n, out, inf)
-		s.res.Types[out] = t
+		s.res.Types.Set(out, t)
 		s.count(t)
 		if d, ok := s.values[out]; ok && !valuesFit(d, t) {
 			delete(s.values, out)
@@ -205,7 +204,7 @@ func (s *state) ifNode(n *graph.Node) []*graph.Type {
 	}
 	out := make([]*graph.Type, len(thenG.Outputs))
 	for i := range out {
-		out[i] = join(s.res.Types[thenG.Outputs[i]], s.res.Types[elseG.Outputs[i]])
+		out[i] = join(s.res.Types.Get(thenG.Outputs[i]), s.res.Types.Get(elseG.Outputs[i]))
 	}
 	return out
 }
