@@ -111,7 +111,9 @@ const (
 
 // Type is the declared type of a value. Tensors (dense and sparse) are
 // modelled fully; sequences, maps, optionals and opaque types keep their
-// protobuf form and are written back as loaded.
+// protobuf form and are written back as loaded. Values may share one Type
+// (infer-shapes gives many values the types inference made): change a
+// copy (Clone) and assign it, never a Type in place.
 type Type struct {
 	Kind       TypeKind
 	Elem       DataType // element type of a (sparse) tensor

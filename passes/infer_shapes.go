@@ -40,7 +40,10 @@ func runInferShapes(c *Context) (Stats, error) {
 				if !refines(t, v.Type) {
 					continue
 				}
-				v.Type = t.Clone()
+				// Not a copy: values may share a Type, which is
+				// copied by whatever changes it (graph.Type); a copy
+				// a value was a third of what the pipeline allocated.
+				v.Type = t
 				st.Rewritten++
 				add = append(add, v)
 			}

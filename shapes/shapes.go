@@ -247,17 +247,26 @@ func (s *state) merge(n *graph.Node, v *graph.Value, inf *graph.Type) *graph.Typ
 	if decl.Kind != graph.KindTensor && decl.Kind != graph.KindSparseTensor {
 		return decl
 	}
-	out := decl.Clone()
+	// The declaration is copied only where the inference adds to it: on
+	// an annotated model (every run after the first) most values keep
+	// theirs, and a copy each was a third of what a run allocated.
+	var out *graph.Type
+	edit := func() *graph.Type {
+		if out == nil {
+			out = decl.Clone()
+		}
+		return out
+	}
 	switch {
 	case decl.Elem == graph.Undefined:
-		out.Elem = inf.Elem
+		edit().Elem = inf.Elem
 	case inf.Elem != graph.Undefined && inf.Elem != decl.Elem:
 		return conflict("element types differ")
 	}
 	switch {
 	case inf.Shape == nil:
 	case decl.Shape == nil:
-		out.Shape = append(graph.Shape{}, inf.Shape...)
+		edit().Shape = append(graph.Shape{}, inf.Shape...)
 	case len(decl.Shape) != len(inf.Shape):
 		return conflict("ranks differ")
 	default:
@@ -267,11 +276,11 @@ func (s *state) merge(n *graph.Node, v *graph.Value, inf *graph.Type) *graph.Typ
 			case d.Kind == graph.DimStatic && id.Kind == graph.DimStatic && d.Value != id.Value:
 				return conflict(fmt.Sprintf("dimension %d differs", i))
 			case d.Kind == graph.DimUnknown || d.Kind == graph.DimSymbolic && id.Kind == graph.DimStatic:
-				out.Shape[i] = graph.Dim{Kind: id.Kind, Value: id.Value, Param: id.Param, Denotation: d.Denotation}
+				edit().Shape[i] = graph.Dim{Kind: id.Kind, Value: id.Value, Param: id.Param, Denotation: d.Denotation}
 			}
 		}
 	}
-	if out.Elem == decl.Elem && sameShape(out.Shape, decl.Shape) {
+	if out == nil || out.Elem == decl.Elem && sameShape(out.Shape, decl.Shape) {
 		return decl
 	}
 	return out
