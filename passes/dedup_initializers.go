@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"hash/maphash"
+	"strconv"
 
 	"github.com/optc-dev/optc/graph"
 )
@@ -34,22 +35,32 @@ func runDedupInitializers(c *Context) (Stats, error) {
 		for _, v := range e.g.Inputs {
 			inputs[v] = true
 		}
-		byShape := map[string][]*graph.Value{}
-		var shapes []string
+		// The initializers by dtype and dims, in order of first sight; the
+		// key is built in one reused buffer, and a string is made only for
+		// a new one (a string per initializer was an eighth of the pass).
+		byShape := map[string]*[]*graph.Value{}
+		var groups []*[]*graph.Value
+		var key []byte
 		for _, v := range e.g.Initializers {
 			t := v.Const
 			if t == nil || inputs[v] || t.DType == graph.String {
 				continue
 			}
-			k := fmt.Sprint(int32(t.DType), t.Dims)
-			if byShape[k] == nil {
-				shapes = append(shapes, k)
+			key = strconv.AppendInt(key[:0], int64(t.DType), 10)
+			for _, d := range t.Dims {
+				key = strconv.AppendInt(append(key, ' '), d, 10)
 			}
-			byShape[k] = append(byShape[k], v)
+			group := byShape[string(key)]
+			if group == nil {
+				group = new([]*graph.Value)
+				byShape[string(key)] = group
+				groups = append(groups, group)
+			}
+			*group = append(*group, v)
 		}
 		var dups []*graph.Value
-		for _, k := range shapes {
-			group := byShape[k]
+		for _, g := range groups {
+			group := *g
 			if len(group) < 2 {
 				continue
 			}
