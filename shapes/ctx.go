@@ -2,6 +2,7 @@ package shapes
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/optc-dev/optc/graph"
 )
@@ -142,8 +143,18 @@ func (c *ctx) problem(format string, args ...any) {
 
 // same gives output 0 the type of input 0.
 func same(c *ctx) []*graph.Type {
+	if t := c.typ(0); t != nil && t.Denotation == "" && (t.Elem != graph.Undefined || t.Shape != nil) && !slices.ContainsFunc(t.Shape, denoted) {
+		// The input's type itself: types are shared, never changed in
+		// place (graph.Type), and a new one per elementwise node was
+		// most of what inference allocated.
+		return []*graph.Type{t}
+	}
 	return []*graph.Type{tensor(c.elem(0), cloneShape(c.shape(0)))}
 }
+
+// denoted reports whether d carries a denotation, which an inferred dim
+// does not (bare).
+func denoted(d graph.Dim) bool { return d.Denotation != "" }
 
 // one wraps a single output type.
 func one(elem graph.DataType, s graph.Shape) []*graph.Type {
