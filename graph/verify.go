@@ -75,7 +75,11 @@ func (v *verifier) graph(g *Graph) {
 	// is the value of its name is then a slot read, not a lookup of the
 	// name (two cache misses a value at a million values). Their own
 	// problems are listed after the nodes', as they always were.
-	registered := NewValueTable[bool](g.ValueIDs())
+	size := g.ValueIDs()
+	if g.Parent != nil {
+		size = 0 // a subgraph's few values, numbered among the model's: a map
+	}
+	registered := NewValueTable[bool](size)
 	var valueProblems []string
 	{
 		nodes := v.problems
