@@ -48,12 +48,13 @@ func (t *ValueTable[T]) Set(v *Value, x T) {
 		t.slots = append(t.slots, make([]valueSlot[T], v.id+1-len(t.slots))...)
 	}
 	if v.id < len(t.slots) {
-		s := &t.slots[v.id]
-		if s.v == v {
+		// A slot, once taken, keeps its value: one whose slot is taken
+		// is in the map for good.
+		switch s := &t.slots[v.id]; s.v {
+		case v:
 			s.x = x
 			return
-		}
-		if _, spilt := t.spill[v]; s.v == nil && !spilt {
+		case nil:
 			s.v, s.x = v, x
 			t.n++
 			return
@@ -66,19 +67,6 @@ func (t *ValueTable[T]) Set(v *Value, x T) {
 		t.n++
 	}
 	t.spill[v] = x
-}
-
-// Delete makes the table forget v.
-func (t *ValueTable[T]) Delete(v *Value) {
-	if v.id < len(t.slots) && t.slots[v.id].v == v {
-		t.slots[v.id] = valueSlot[T]{}
-		t.n--
-		return
-	}
-	if _, ok := t.spill[v]; ok {
-		delete(t.spill, v)
-		t.n--
-	}
 }
 
 // Len is the number of values the table holds.
