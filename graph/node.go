@@ -57,29 +57,33 @@ type Attr struct {
 // and Outputs and changed only through methods, so that every value's use
 // list stays correct. An omitted optional input or output is nil.
 type Node struct {
-	Name      string
-	OpType    string
-	Domain    string // "" is the default ONNX domain (also spelled ai.onnx)
-	Overload  string
-	DocString string
-	Attrs     []*Attr
-	// Metadata is the node's metadata_props, in order. optc records what a
-	// pass did here (e.g. which activation a Conv absorbed).
-	Metadata []KeyValue
-
-	inputs []*Value
-	// usePos[i] is where input i's Use sits in the value's use list, so
-	// that dropping it costs O(1) (see Value.removeUse).
-	usePos  []int
-	outputs []*Value
+	// The fields every walk of the graph reads come first, so that they
+	// share the node's first cache lines: a pass over a million nodes is
+	// bound by the memory it touches, not by its arithmetic.
 	graph   *Graph
-	origin  *onnxpb.NodeProto // metadata, device configurations, unknown fields
+	OpType  string
+	Domain  string // "" is the default ONNX domain (also spelled ai.onnx)
+	Attrs   []*Attr
+	inputs  []*Value
+	outputs []*Value
 	// at is the node's place in its graph's Nodes when the graph was last
 	// numbered (Graph.number), for the graph's own walks: a slice indexed
 	// by it replaces a map keyed by the node, which at a million nodes
 	// misses the CPU caches on every lookup. Valid only where indexOf
 	// says so.
 	at int
+	// usePos[i] is where input i's Use sits in the value's use list, so
+	// that dropping it costs O(1) (see Value.removeUse).
+	usePos []int
+
+	Name      string
+	Overload  string
+	DocString string
+	// Metadata is the node's metadata_props, in order. optc records what a
+	// pass did here (e.g. which activation a Conv absorbed).
+	Metadata []KeyValue
+
+	origin *onnxpb.NodeProto // metadata, device configurations, unknown fields
 }
 
 // KeyValue is one metadata entry.
