@@ -39,8 +39,9 @@ type Graph struct {
 	nextSuffix map[string]int                     // main graph only: UniqueName's counters
 	decls      map[declKey]*onnxpb.ValueInfoProto // value declarations as loaded
 	origin     *onnxpb.GraphProto
-	batch      *batch // edits whose rewriting of Nodes waits (batch.go); nil outside one
-	valueIDs   int    // main graph only: the next Value.ID
+	batch      *batch         // edits whose rewriting of Nodes waits (batch.go); nil outside one
+	valueIDs   int            // main graph only: the next Value.ID
+	ops        map[string]int // main graph only: the op census (ops.go); nil until needed
 }
 
 // declList names the three lists of value declarations in a graph.
@@ -130,7 +131,7 @@ func (g *Graph) usedBelow(name string) bool {
 // called when a node holding subgraphs comes or goes.
 func (g *Graph) forgetStructure() {
 	r := g.root()
-	r.nested, r.subgraphs = nil, nil
+	r.nested, r.subgraphs, r.ops = nil, nil, nil
 }
 
 // allSubgraphs returns every graph nested in the main graph, cached.
@@ -288,6 +289,8 @@ func (g *Graph) attach(n *Node, inputs, outputs []*Value) error {
 	n.graph = g
 	if len(n.Subgraphs()) > 0 {
 		g.forgetStructure()
+	} else {
+		g.countOp(n.OpType, 1)
 	}
 	for _, v := range inputs {
 		n.AddInput(v)
@@ -329,6 +332,7 @@ func (g *Graph) RemoveNode(n *Node) error {
 		}
 	}
 	g.Nodes = slices.Delete(g.Nodes, i, i+1)
+	g.countOp(n.OpType, -1)
 	n.graph = nil
 	return nil
 }
@@ -384,6 +388,7 @@ func (g *Graph) RemoveNodes(nodes []*Node) error {
 				g.unregister(v)
 			}
 		}
+		g.countOp(n.OpType, -1)
 		n.graph = nil
 	}
 	if b := g.batch; b != nil {

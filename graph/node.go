@@ -235,6 +235,9 @@ func (n *Node) SetAttr(a *Attr) {
 	}
 	for i, old := range n.Attrs {
 		if old.Name == a.Name {
+			if n.graph != nil && (old.Graph != nil || len(old.Graphs) > 0) {
+				n.graph.forgetStructure() // the old subgraph's
+			}
 			n.Attrs[i] = a
 			return
 		}

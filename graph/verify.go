@@ -40,10 +40,36 @@ func (m *Model) Verify() error {
 		v.problem("the model imports no operator set")
 	}
 	v.graph(m.Graph)
+	v.census(m.Graph)
 	if len(v.problems) > 0 {
 		return &VerifyError{Problems: v.problems}
 	}
 	return nil
+}
+
+// census checks the op census (ops.go), when the model keeps one, against
+// its nodes: an op type written without SetOpType would hide its nodes
+// from the passes that look for them.
+func (v *verifier) census(g *Graph) {
+	if g.ops == nil {
+		return
+	}
+	counted := countOps(g)
+	ops := make([]string, 0, len(counted))
+	for op := range counted {
+		ops = append(ops, op)
+	}
+	for op := range g.ops {
+		if _, ok := counted[op]; !ok {
+			ops = append(ops, op)
+		}
+	}
+	slices.Sort(ops)
+	for _, op := range ops {
+		if counted[op] != g.ops[op] {
+			v.problem("the op census counts %d %s nodes, the graphs have %d (an op type changed without Node.SetOpType)", g.ops[op], op, counted[op])
+		}
+	}
 }
 
 // moreProblems ends a list of problems cut at 50.

@@ -21,7 +21,7 @@ var constantsToInitializers = &Pass{
 }
 
 func runConstantsToInitializers(c *Context) (Stats, error) {
-	if c.Model.IRVersion < 4 {
+	if c.Model.IRVersion < 4 || !c.Model.Graph.HasOp("Constant") {
 		return Stats{}, nil
 	}
 	return editGraphs(c.Model, func(e *graphEdit) error {

@@ -55,7 +55,7 @@ func matchMatMulAdd(e *graphEdit, n *graph.Node) (*matMulAdd, bool) {
 // toGemm turns the Add into Gemm(A, B, bias) and removes the MatMul.
 func toGemm(e *graphEdit, m *matMulAdd) (Stats, error) {
 	a, b := m.mm.Input(0), m.mm.Input(1)
-	m.add.OpType = "Gemm"
+	m.add.SetOpType("Gemm")
 	m.add.SetInput(0, a)
 	m.add.SetInput(1, b)
 	m.add.SetInput(2, m.bias)

@@ -30,11 +30,16 @@ type Rule[P any] struct {
 }
 
 // apply runs the rule at every node of m (main graph first, then each
-// graph's subgraphs) whose op type is one of OpTypes, in node order over a
+// graph's subgraphs) whose op type is one of OpTypes, when m has any, in node order over a
 // snapshot of the graph's nodes, skipping nodes an earlier rewrite removed
 // or scheduled for removal. It sums the stats and stops at the first
 // error.
 func (r Rule[P]) apply(m *graph.Model) (Stats, error) {
+	if !m.Graph.HasOp(r.OpTypes...) {
+		// No anchor anywhere: nothing to walk for (a pass per absent op
+		// type was a walk of every node, bound by memory, not work).
+		return Stats{}, nil
+	}
 	return editGraphs(m, func(e *graphEdit) error {
 		// No copy of the node list: inside editGraphs' batch no edit
 		// changes the listed nodes in place (insertions and removals wait

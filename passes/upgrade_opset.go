@@ -552,7 +552,7 @@ func (u *upgrader) planResize(n *graph.Node) (func() error, error) {
 		scales := n.Input(1)
 		n.SetInput(1, rv)
 		n.SetInput(2, scales)
-		n.OpType = "Resize"
+		n.SetOpType("Resize")
 		n.SetAttr(&graph.Attr{Name: "mode", Type: graph.AttrString, String: []byte(mode)})
 		n.SetAttr(&graph.Attr{Name: "coordinate_transformation_mode", Type: graph.AttrString, String: []byte("asymmetric")})
 		if mode == "nearest" {
