@@ -24,10 +24,10 @@ func (e *VerifyError) Error() string {
 // imported, and declared types agree with initializer data. Each problem
 // names the node or value. Passes are checked with it after every run.
 func (m *Model) Verify() error {
-	v := &verifier{model: m}
 	if m.Graph == nil {
 		return &VerifyError{Problems: []string{"model has no graph"}}
 	}
+	v := &verifier{model: m, reads: NewValueTable[int32](m.Graph.ValueIDs())}
 	imported := map[string]bool{}
 	for _, o := range m.Opsets {
 		imported[canonicalDomain(o.Domain)] = true
@@ -79,6 +79,19 @@ type verifier struct {
 	model    *Model
 	imported map[string]bool
 	problems []string
+	reads    *ValueTable[int32] // per value: the node inputs its use list names
+}
+
+// listsUse reports whether x's use list names input i of n: at the place
+// n keeps for it, or (were that place wrong) anywhere.
+func listsUse(x *Value, n *Node, i int) bool {
+	u := Use{Node: n, Index: i}
+	if i < len(n.usePos) {
+		if p := n.usePos[i]; p >= 0 && p < len(x.uses) && x.uses[p] == u {
+			return true
+		}
+	}
+	return slices.Contains(x.uses, u)
 }
 
 func (v *verifier) problem(format string, args ...any) {
@@ -105,20 +118,20 @@ func (v *verifier) graph(g *Graph) {
 	if g.Parent != nil {
 		size = 0 // a subgraph's few values, numbered among the model's: a map
 	}
-	registered := NewValueTable[bool](size)
+	// Each registered value holds 1 + the length of its use list. The
+	// node inputs the lists name are counted as the nodes are checked (in
+	// graph order, not the map's: at a million values, following every
+	// use from its value was a cache miss per use), and a value whose list
+	// is longer than that is looked at use by use after them.
+	registered := NewValueTable[int](size)
 	var valueProblems []string
 	{
 		nodes := v.problems
 		v.problems = nil
 		for name, x := range g.values {
-			registered.Set(x, true)
+			registered.Set(x, 1+len(x.uses))
 			if x.Name != name || x.graph != g {
 				v.problem("value %q%s: registered under the name %q", x.Name, where, name)
-			}
-			for _, u := range x.Uses() {
-				if u.Node.Input(u.Index) != x {
-					v.problem("value %q%s: its use list names input %d of node %s, which reads something else", x.Name, where, u.Index, u.Node)
-				}
 			}
 		}
 		valueProblems, v.problems = v.problems, nodes
@@ -141,10 +154,12 @@ func (v *verifier) graph(g *Graph) {
 			if in == nil {
 				continue
 			}
-			if !slices.Contains(in.Uses(), Use{Node: n, Index: i}) {
+			if listsUse(in, n, i) {
+				v.reads.Set(in, v.reads.Get(in)+1)
+			} else {
 				v.problem("node %s%s: input %d %q is missing from the value's use list", n, where, i, in.Name)
 			}
-			if in.graph == g && !registered.Get(in) || in.graph != g && g.Value(in.Name) != in {
+			if in.graph == g && registered.Get(in) == 0 || in.graph != g && g.Value(in.Name) != in {
 				v.problem("node %s%s: input %d %q is not the value of that name in scope", n, where, i, in.Name)
 			} else if !defined(in) {
 				v.problem("node %s%s: input %d %q is not defined by any node, input or initializer", n, where, i, in.Name)
@@ -165,7 +180,7 @@ func (v *verifier) graph(g *Graph) {
 					v.problem("node %s%s: output %d %q names another producer (%s)", n, where, i, out.Name, p)
 				}
 			}
-			if out.graph != g || !registered.Get(out) {
+			if out.graph != g || registered.Get(out) == 0 {
 				v.problem("node %s%s: output %d %q is not registered in its graph", n, where, i, out.Name)
 			}
 			if out.Const != nil || g.isInput(out) {
@@ -179,6 +194,18 @@ func (v *verifier) graph(g *Graph) {
 			v.graph(sg)
 		}
 	}
+	// A use list naming more inputs than read the value names one that
+	// reads something else (the subgraphs' nodes are counted by now).
+	registered.All(func(x *Value, uses int) {
+		if int(v.reads.Get(x)) == uses-1 {
+			return
+		}
+		for _, u := range x.Uses() {
+			if u.Node.Input(u.Index) != x {
+				valueProblems = append(valueProblems, fmt.Sprintf("value %q%s: its use list names input %d of node %s, which reads something else", x.Name, where, u.Index, u.Node))
+			}
+		}
+	})
 	for _, p := range valueProblems {
 		if len(v.problems) > 50 {
 			break
