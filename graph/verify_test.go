@@ -255,6 +255,13 @@ func TestVerifyBrokenLinks(t *testing.T) {
 	s = newSimple(t)
 	s.a.Name = "renamed-behind-the-back"
 	wantVerifyErr(t, s.m, `"renamed-behind-the-back"`)
+
+	// A use list naming an input that reads something else, and missing
+	// one that reads the value.
+	s = newSimple(t)
+	graph.CorruptUses(s.a, s.relu, s.add)
+	wantVerifyErr(t, s.m, `value "a": its use list names input 0 of node "relu" (Relu), which reads something else`)
+	wantVerifyErr(t, s.m, `node "add" (Add): input 0 "a" is missing from the value's use list`)
 }
 
 func TestVerifyErrorListsEveryProblem(t *testing.T) {
