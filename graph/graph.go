@@ -39,9 +39,9 @@ type Graph struct {
 	nextSuffix map[string]int                     // main graph only: UniqueName's counters
 	decls      map[declKey]*onnxpb.ValueInfoProto // value declarations as loaded
 	origin     *onnxpb.GraphProto
-	batch      *batch         // edits whose rewriting of Nodes waits (batch.go); nil outside one
-	valueIDs   int            // main graph only: the next Value.ID
-	ops        map[string]int // main graph only: the op census (ops.go); nil until needed
+	batch      *batch    // edits whose rewriting of Nodes waits (batch.go); nil outside one
+	valueIDs   int       // main graph only: the next Value.ID
+	ops        *opCensus // main graph only: the op census (ops.go); nil until needed
 }
 
 // declList names the three lists of value declarations in a graph.
@@ -549,6 +549,9 @@ func (g *Graph) IsOutput(v *Value) bool { return g.isOutput(v) }
 // Nodes removed in a batch that has not ended are skipped (batch.go).
 func (g *Graph) Walk(fn func(*Graph)) {
 	fn(g)
+	if g.noSubgraphs() {
+		return // the census knows no node holds one: no walk of the nodes
+	}
 	for _, n := range g.Nodes {
 		if n.graph != g {
 			continue

@@ -1,20 +1,27 @@
 package graph
 
 // The op census: how many nodes of a model (the main graph and every
-// subgraph) run each op type, any domain. A pass that rewrites around
-// one op type asks first whether the model has any (HasOp) instead of
-// walking a million nodes to find none. The main graph builds it with one
-// walk when first asked and keeps it in step as nodes are added, removed or
-// change op type (SetOpType); an edit it cannot follow cheaply (a subgraph
-// attached, replaced or removed) drops it, to be rebuilt when next asked.
-// Verify checks it against the nodes.
+// subgraph) run each op type, any domain, and how many hold subgraphs. A
+// pass that rewrites around one op type asks first whether the model has
+// any (HasOp) instead of walking a million nodes to find none, and a walk
+// of a model whose nodes hold no subgraphs (most models) visits the main
+// graph alone without looking at its nodes. The main graph builds the
+// census with one walk when first asked and keeps it in step as nodes are
+// added, removed or change op type (SetOpType); an edit it cannot follow
+// cheaply (a node holding subgraphs added or removed, a graph attribute
+// set or replaced) drops it, to be rebuilt when next asked. Verify checks
+// it against the nodes.
+type opCensus struct {
+	ops     map[string]int
+	holders int // nodes whose attributes hold graphs
+}
 
 // HasOp reports whether some node of g's model has one of the op types
 // ops, in any domain.
 func (g *Graph) HasOp(ops ...string) bool {
-	c := g.root().opCensus()
+	c := g.root().census()
 	for _, op := range ops {
-		if c[op] > 0 {
+		if c.ops[op] > 0 {
 			return true
 		}
 	}
@@ -31,29 +38,42 @@ func (n *Node) SetOpType(op string) {
 	n.OpType = op
 }
 
-// opCensus returns the main graph's census, counting it first when it
-// has none.
-func (g *Graph) opCensus() map[string]int {
+// census returns the main graph's census, counting it first when it has
+// none.
+func (g *Graph) census() *opCensus {
 	if g.ops == nil {
 		g.ops = countOps(g)
 	}
 	return g.ops
 }
 
-// countOps counts the op types of the nodes of g and its subgraphs.
-func countOps(g *Graph) map[string]int {
-	c := map[string]int{}
+// noSubgraphs reports whether g is a main graph known to hold no
+// subgraphs: its census says no node holds any.
+func (g *Graph) noSubgraphs() bool {
+	return g.Parent == nil && g.ops != nil && g.ops.holders == 0
+}
+
+// countOps counts the op types of the nodes of g and its subgraphs, and
+// the nodes that hold subgraphs.
+func countOps(g *Graph) *opCensus {
+	c := &opCensus{ops: map[string]int{}}
+	count := func(n *Node) {
+		c.ops[n.OpType]++
+		if holdsGraphs(n) {
+			c.holders++
+		}
+	}
 	g.Walk(func(s *Graph) {
 		for _, n := range s.Nodes {
 			if n.graph == s {
-				c[n.OpType]++
+				count(n)
 			}
 		}
 		if s.batch != nil { // inserted in an open batch, not listed yet
 			for _, ins := range s.batch.before {
 				for _, n := range ins {
 					if n.graph == s {
-						c[n.OpType]++
+						count(n)
 					}
 				}
 			}
@@ -62,9 +82,19 @@ func countOps(g *Graph) map[string]int {
 	return c
 }
 
+// holdsGraphs reports whether an attribute of n holds a graph.
+func holdsGraphs(n *Node) bool {
+	for _, a := range n.Attrs {
+		if a.Graph != nil || len(a.Graphs) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // countOp adds d nodes of op to the census of g's model, if it has one.
 func (g *Graph) countOp(op string, d int) {
 	if c := g.root().ops; c != nil {
-		c[op] += d
+		c.ops[op] += d
 	}
 }

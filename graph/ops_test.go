@@ -55,6 +55,28 @@ func TestOpCensus(t *testing.T) {
 	s.relu.OpType = "Sigmoid" // around SetOpType: the census is wrong
 	wantVerifyErr(t, s.m, "op census counts 1 Relu nodes, the graphs have 0")
 
+	// Walks: a model the census knows has no subgraphs is walked without
+	// looking at its nodes, until a node takes a graph attribute.
+	s = newSimple(t)
+	walked := func() (n int) {
+		s.g.Walk(func(*graph.Graph) { n++ })
+		return n
+	}
+	if s.g.HasOp("If") || walked() != 1 {
+		t.Fatalf("a model without subgraphs walks %d graphs", walked())
+	}
+	sub := graph.NewGraph("body")
+	s.add.SetAttr(&graph.Attr{Name: "body", Type: graph.AttrGraph, Graph: sub})
+	sub.Parent, sub.Owner = s.g, s.add
+	if got := walked(); got != 2 {
+		t.Errorf("after SetAttr of a graph, Walk visits %d graphs, want 2", got)
+	}
+	s.g.HasOp("Relu") // the census again
+	behind := graph.NewGraph("behind")
+	behind.Parent, behind.Owner = s.g, s.relu
+	s.relu.Attrs = append(s.relu.Attrs, &graph.Attr{Name: "g", Type: graph.AttrGraph, Graph: behind})
+	wantVerifyErr(t, s.m, "op census counts 1 nodes holding subgraphs, the graphs have 2")
+
 	m := parseProto(t, ifModelProto())
 	for op, want := range map[string]bool{"If": true, "Identity": true, "Mul": true, "Relu": true, "Add": false} {
 		if got := m.Graph.HasOp(op); got != want {

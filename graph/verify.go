@@ -55,20 +55,23 @@ func (v *verifier) census(g *Graph) {
 		return
 	}
 	counted := countOps(g)
-	ops := make([]string, 0, len(counted))
-	for op := range counted {
+	ops := make([]string, 0, len(counted.ops))
+	for op := range counted.ops {
 		ops = append(ops, op)
 	}
-	for op := range g.ops {
-		if _, ok := counted[op]; !ok {
+	for op := range g.ops.ops {
+		if _, ok := counted.ops[op]; !ok {
 			ops = append(ops, op)
 		}
 	}
 	slices.Sort(ops)
 	for _, op := range ops {
-		if counted[op] != g.ops[op] {
-			v.problem("the op census counts %d %s nodes, the graphs have %d (an op type changed without Node.SetOpType)", g.ops[op], op, counted[op])
+		if counted.ops[op] != g.ops.ops[op] {
+			v.problem("the op census counts %d %s nodes, the graphs have %d (an op type changed without Node.SetOpType)", g.ops.ops[op], op, counted.ops[op])
 		}
+	}
+	if counted.holders != g.ops.holders {
+		v.problem("the op census counts %d nodes holding subgraphs, the graphs have %d (a graph attribute set without Node.SetAttr)", g.ops.holders, counted.holders)
 	}
 }
 

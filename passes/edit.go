@@ -40,38 +40,23 @@ type outputRename struct {
 // editGraphs calls fn with an edit of each graph of m, the main graph
 // first, and applies the edit before moving into the graph's subgraphs.
 func editGraphs(m *graph.Model, fn func(e *graphEdit) error) (Stats, error) {
-	// One walk finds the graphs, each with the node that holds it (a walk
-	// visits every node, which on a million-node model costs as much as a
-	// simple pass): the outputs of all are known before any is edited.
+	// One walk finds the graphs, each with the node that holds it (none
+	// for a model whose census knows it has no subgraphs): the outputs of
+	// all are known before any is edited.
 	type nested struct {
 		g     *graph.Graph
 		owner *graph.Node // nil for the main graph
 	}
 	var graphs []nested
 	returnedBy := map[*graph.Value][]*graph.Graph{}
-	var visit func(g *graph.Graph, owner *graph.Node)
-	visit = func(g *graph.Graph, owner *graph.Node) {
-		graphs = append(graphs, nested{g, owner})
+	m.Graph.Walk(func(g *graph.Graph) {
+		graphs = append(graphs, nested{g, g.Owner})
 		for _, o := range g.Outputs {
 			if !slices.Contains(returnedBy[o], g) {
 				returnedBy[o] = append(returnedBy[o], g)
 			}
 		}
-		for _, n := range g.Nodes {
-			if n.Graph() != g {
-				continue
-			}
-			for _, a := range n.Attrs {
-				if a.Graph != nil {
-					visit(a.Graph, n)
-				}
-				for _, sg := range a.Graphs {
-					visit(sg, n)
-				}
-			}
-		}
-	}
-	visit(m.Graph, nil)
+	})
 	var st Stats
 	// A subgraph whose node an edit of its graph removed is no longer
 	// part of the model: it is not edited (no pass adds subgraphs).
