@@ -61,7 +61,7 @@ func decodeGraph(gp *onnxpb.GraphProto, parent *Graph, owner *Node, raws []rawFi
 			return nil, fmt.Errorf("%s: %s %q: the name is defined twice", where, what, name)
 		}
 		v := g.makeValue(name)
-		g.values[name] = v
+		g.register(v)
 		return v, nil
 	}
 	// resolve finds a value in scope; a name nothing defines becomes a
@@ -71,7 +71,7 @@ func decodeGraph(gp *onnxpb.GraphProto, parent *Graph, owner *Node, raws []rawFi
 			return v
 		}
 		v := g.makeValue(name)
-		g.values[name] = v
+		g.register(v)
 		return v
 	}
 

@@ -102,9 +102,15 @@ func (g *Graph) NewValue(name string) (*Value, error) {
 		return nil, fmt.Errorf("graph %q: value name %q is already in use", g.Name, name)
 	}
 	v := g.makeValue(name)
-	g.values[name] = v
+	g.register(v)
 	g.noteName(name, true)
 	return v, nil
+}
+
+// register puts v, a value of g, in g's scope under its name.
+func (g *Graph) register(v *Value) {
+	g.values[v.Name] = v
+	v.regName = v.Name
 }
 
 // makeValue returns a new value of g, with the model's next ID, not yet
@@ -234,10 +240,10 @@ func (g *Graph) Rename(v *Value, name string) error {
 	if name == "" || v.graph.Value(name) != nil || v.graph.usedBelow(name) {
 		return fmt.Errorf("rename %q to %q: name is empty or already in use", v.Name, name)
 	}
-	delete(v.graph.values, v.Name)
-	v.graph.noteName(v.Name, false)
+	delete(v.graph.values, v.regName)
+	v.graph.noteName(v.regName, false)
 	v.Name = name
-	v.graph.values[name] = v
+	v.graph.register(v)
 	v.graph.noteName(name, true)
 	if v.Const != nil {
 		v.Const.Name = name
@@ -421,7 +427,7 @@ func (n *Node) detachInputs() {
 
 // forget drops v from g's scope and declaration lists.
 func (g *Graph) forget(v *Value) {
-	if v.graph == nil || v.graph.values[v.Name] != v {
+	if v.graph == nil || v.regName == "" {
 		return
 	}
 	v.graph.ValueInfo = slices.DeleteFunc(v.graph.ValueInfo, func(x *Value) bool { return x == v })
@@ -432,13 +438,16 @@ func (g *Graph) forget(v *Value) {
 // the caller.
 func (g *Graph) unregister(v *Value) {
 	owner := v.graph
-	if owner == nil || owner.values[v.Name] != v {
+	if owner == nil || v.regName == "" {
 		return
 	}
-	delete(owner.values, v.Name)
-	owner.noteName(v.Name, false)
-	for _, l := range []declList{declInput, declOutput, declValueInfo} {
-		delete(owner.decls, declKey{l, v})
+	delete(owner.values, v.regName)
+	owner.noteName(v.regName, false)
+	v.regName = ""
+	if len(owner.decls) > 0 {
+		for _, l := range []declList{declInput, declOutput, declValueInfo} {
+			delete(owner.decls, declKey{l, v})
+		}
 	}
 }
 

@@ -19,6 +19,11 @@ type Value struct {
 	uses     []Use // with holes (zero Uses) left by removeUse; see Uses
 	holes    int
 	graph    *Graph // the graph whose scope defines the value
+	// regName is the name the value is registered under in its graph's
+	// scope, "" when it is not (removed): unregistering needs no lookup
+	// of the name first, and Verify sees a name changed behind the
+	// graph's back without reading the scope's map.
+	regName string
 	// loadedType is Type as loaded; while Type is still it and unchanged,
 	// each declaration is written back with the type it had in the file.
 	loadedType *Type

@@ -113,32 +113,10 @@ func (v *verifier) graph(g *Graph) {
 	defined := func(x *Value) bool {
 		return x.producer != nil || x.Const != nil || x.Sparse != nil || x.graph.isInput(x)
 	}
-	// The values registered in g, by ID: whether a node's input or output
-	// is the value of its name is then a slot read, not a lookup of the
-	// name (two cache misses a value at a million values). Their own
-	// problems are listed after the nodes', as they always were.
-	size := g.ValueIDs()
-	if g.Parent != nil {
-		size = 0 // a subgraph's few values, numbered among the model's: a map
-	}
-	// Each registered value holds 1 + the length of its use list. The
-	// node inputs the lists name are counted as the nodes are checked (in
-	// graph order, not the map's: at a million values, following every
-	// use from its value was a cache miss per use), and a value whose list
-	// is longer than that is looked at use by use after them.
-	registered := NewValueTable[int](size)
-	var valueProblems []string
-	{
-		nodes := v.problems
-		v.problems = nil
-		for name, x := range g.values {
-			registered.Set(x, 1+len(x.uses))
-			if x.Name != name || x.graph != g {
-				v.problem("value %q%s: registered under the name %q", x.Name, where, name)
-			}
-		}
-		valueProblems, v.problems = v.problems, nodes
-	}
+	// Whether a value is in g's scope is on the value (regName): no
+	// lookup of a name per edge and no walk of the scope's map, whose
+	// order is random (at a million values a cache miss each).
+	registered := func(x *Value) bool { return x.graph == g && x.regName != "" }
 	for _, n := range g.Nodes {
 		if n.graph != g {
 			v.problem("node %s%s: is listed in a graph it does not belong to", n, where)
@@ -162,7 +140,7 @@ func (v *verifier) graph(g *Graph) {
 			} else {
 				v.problem("node %s%s: input %d %q is missing from the value's use list", n, where, i, in.Name)
 			}
-			if in.graph == g && registered.Get(in) == 0 || in.graph != g && g.Value(in.Name) != in {
+			if in.graph == g && !registered(in) || in.graph != g && g.Value(in.Name) != in {
 				v.problem("node %s%s: input %d %q is not the value of that name in scope", n, where, i, in.Name)
 			} else if !defined(in) {
 				v.problem("node %s%s: input %d %q is not defined by any node, input or initializer", n, where, i, in.Name)
@@ -183,7 +161,7 @@ func (v *verifier) graph(g *Graph) {
 					v.problem("node %s%s: output %d %q names another producer (%s)", n, where, i, out.Name, p)
 				}
 			}
-			if out.graph != g || registered.Get(out) == 0 {
+			if !registered(out) {
 				v.problem("node %s%s: output %d %q is not registered in its graph", n, where, i, out.Name)
 			}
 			if out.Const != nil || g.isInput(out) {
@@ -197,10 +175,20 @@ func (v *verifier) graph(g *Graph) {
 			v.graph(sg)
 		}
 	}
-	// A use list naming more inputs than read the value names one that
-	// reads something else (the subgraphs' nodes are counted by now).
-	registered.All(func(x *Value, uses int) {
-		if int(v.reads.Get(x)) == uses-1 {
+	// The values g defines, after the nodes (their problems are listed
+	// after the nodes', as they always were): each under its own name,
+	// and a use list naming more inputs than were counted reading it
+	// (the subgraphs' nodes are counted by now) names one that reads
+	// something else.
+	var valueProblems []string
+	checkValue := func(x *Value) {
+		if !registered(x) {
+			return
+		}
+		if x.Name != x.regName {
+			valueProblems = append(valueProblems, fmt.Sprintf("value %q%s: registered under the name %q", x.Name, where, x.regName))
+		}
+		if int(v.reads.Get(x)) == len(x.uses)-x.holes {
 			return
 		}
 		for _, u := range x.Uses() {
@@ -208,7 +196,29 @@ func (v *verifier) graph(g *Graph) {
 				valueProblems = append(valueProblems, fmt.Sprintf("value %q%s: its use list names input %d of node %s, which reads something else", x.Name, where, u.Index, u.Node))
 			}
 		}
-	})
+	}
+	for _, n := range g.Nodes {
+		if n.graph != g {
+			continue
+		}
+		for _, out := range n.outputs {
+			if out != nil && out.producer == n {
+				checkValue(out)
+			}
+		}
+	}
+	inputs := make(map[*Value]bool, len(g.Inputs))
+	for _, x := range g.Inputs {
+		if !inputs[x] {
+			inputs[x] = true
+			checkValue(x)
+		}
+	}
+	for _, x := range g.Initializers {
+		if !inputs[x] {
+			checkValue(x)
+		}
+	}
 	for _, p := range valueProblems {
 		if len(v.problems) > 50 {
 			break
