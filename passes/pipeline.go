@@ -137,11 +137,13 @@ func Run(m *graph.Model, pipeline []*Pass, opts Options) (*Report, error) {
 	}
 	dumped := false
 	// changes counts the pass runs that changed the model; shapesAt is its
-	// value after each shape-providing pass's last run.
+	// value after each shape-providing pass's last run, settledAt after
+	// each pass's last run when that run changed nothing.
 	changes := 0
 	shapesAt := make([]int, len(pipeline))
+	settledAt := make([]int, len(pipeline))
 	for i := range shapesAt {
-		shapesAt[i] = -1
+		shapesAt[i], settledAt[i] = -1, -1
 	}
 	for round := 0; round < opts.MaxRounds && len(pipeline) > 0; round++ {
 		rep.Rounds++
@@ -152,6 +154,13 @@ func Run(m *graph.Model, pipeline []*Pass, opts Options) (*Report, error) {
 				// inference knows: a run now would find nothing to add
 				// (the round that confirms the fixed point, on a large
 				// model the costliest pass of it).
+				continue
+			}
+			if settledAt[i] == changes {
+				// Its last run changed nothing and no pass has changed
+				// the model since: a run would find the same nothing (a
+				// pass is a function of the model), and on a large model
+				// even finding nothing is a walk of every node.
 				continue
 			}
 			start := time.Now()
@@ -169,6 +178,10 @@ func Run(m *graph.Model, pipeline []*Pass, opts Options) (*Report, error) {
 			}
 			if p.ProvidesShapes {
 				shapesAt[i] = changes
+			}
+			settledAt[i] = -1
+			if !st.Changed() {
+				settledAt[i] = changes
 			}
 			changed = changed || st.Changed()
 			if opts.VerifyEach {
