@@ -563,9 +563,13 @@ func (g *Graph) IsOutput(v *Value) bool { return g.isOutput(v) }
 
 // Walk calls fn for g and then every nested subgraph, depth first.
 // Nodes removed in a batch that has not ended are skipped (batch.go).
-func (g *Graph) Walk(fn func(*Graph)) {
+func (g *Graph) Walk(fn func(*Graph)) { g.walk(fn, true) }
+
+// walk is Walk; with trustCensus false it looks at every node for
+// subgraphs even where the census knows of none (for checking the census).
+func (g *Graph) walk(fn func(*Graph), trustCensus bool) {
 	fn(g)
-	if g.noSubgraphs() {
+	if trustCensus && g.noSubgraphs() {
 		return // the census knows no node holds one: no walk of the nodes
 	}
 	for _, n := range g.Nodes {
@@ -575,10 +579,10 @@ func (g *Graph) Walk(fn func(*Graph)) {
 		// Subgraphs, without building its slice for every node.
 		for _, a := range n.Attrs {
 			if a.Graph != nil {
-				a.Graph.Walk(fn)
+				a.Graph.walk(fn, trustCensus)
 			}
 			for _, sg := range a.Graphs {
-				sg.Walk(fn)
+				sg.walk(fn, trustCensus)
 			}
 		}
 	}

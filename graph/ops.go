@@ -63,7 +63,7 @@ func countOps(g *Graph) *opCensus {
 			c.holders++
 		}
 	}
-	g.Walk(func(s *Graph) {
+	g.walk(func(s *Graph) {
 		for _, n := range s.Nodes {
 			if n.graph == s {
 				count(n)
@@ -78,7 +78,7 @@ func countOps(g *Graph) *opCensus {
 				}
 			}
 		}
-	})
+	}, false) // not the census it may be checking
 	return c
 }
 

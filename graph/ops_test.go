@@ -77,6 +77,15 @@ func TestOpCensus(t *testing.T) {
 	s.relu.Attrs = append(s.relu.Attrs, &graph.Attr{Name: "g", Type: graph.AttrGraph, Graph: behind})
 	wantVerifyErr(t, s.m, "op census counts 1 nodes holding subgraphs, the graphs have 2")
 
+	// The same behind the back of a census that knows of no subgraph: its
+	// own walks would skip the new one, Verify's count does not.
+	s = newSimple(t)
+	s.g.HasOp("Relu")
+	hidden := graph.NewGraph("hidden")
+	hidden.Parent, hidden.Owner = s.g, s.relu
+	s.relu.Attrs = append(s.relu.Attrs, &graph.Attr{Name: "g", Type: graph.AttrGraph, Graph: hidden})
+	wantVerifyErr(t, s.m, "op census counts 0 nodes holding subgraphs, the graphs have 1")
+
 	m := parseProto(t, ifModelProto())
 	for op, want := range map[string]bool{"If": true, "Identity": true, "Mul": true, "Relu": true, "Add": false} {
 		if got := m.Graph.HasOp(op); got != want {
