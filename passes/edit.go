@@ -40,17 +40,13 @@ type outputRename struct {
 // editGraphs calls fn with an edit of each graph of m, the main graph
 // first, and applies the edit before moving into the graph's subgraphs.
 func editGraphs(m *graph.Model, fn func(e *graphEdit) error) (Stats, error) {
-	// One walk finds the graphs, each with the node that holds it (none
-	// for a model whose census knows it has no subgraphs): the outputs of
-	// all are known before any is edited.
-	type nested struct {
-		g     *graph.Graph
-		owner *graph.Node // nil for the main graph
-	}
-	var graphs []nested
+	// One walk finds the graphs (no walk of the nodes for a model whose
+	// census knows it has no subgraphs): the outputs of all are known
+	// before any is edited.
+	var graphs []*graph.Graph
 	returnedBy := map[*graph.Value][]*graph.Graph{}
 	m.Graph.Walk(func(g *graph.Graph) {
-		graphs = append(graphs, nested{g, g.Owner})
+		graphs = append(graphs, g)
 		for _, o := range g.Outputs {
 			if !slices.Contains(returnedBy[o], g) {
 				returnedBy[o] = append(returnedBy[o], g)
@@ -61,9 +57,8 @@ func editGraphs(m *graph.Model, fn func(e *graphEdit) error) (Stats, error) {
 	// A subgraph whose node an edit of its graph removed is no longer
 	// part of the model: it is not edited (no pass adds subgraphs).
 	detached := map[*graph.Graph]bool{}
-	for _, ng := range graphs {
-		g := ng.g
-		if o := ng.owner; o != nil && (o.Graph() != g.Parent || detached[g.Parent]) {
+	for _, g := range graphs {
+		if o := g.Owner; o != nil && (o.Graph() != g.Parent || detached[g.Parent]) {
 			detached[g] = true
 			continue
 		}
