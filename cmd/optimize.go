@@ -36,7 +36,7 @@ func newCmdOptimize(io *IO, g *globals, runF func(*OptimizeOptions) error) *cobr
 	var pruneSpecs []string
 	var pruneExclude string
 	var cost, calib dataFlags
-	var damp string
+	var damp, nchwc string
 	c := &cobra.Command{
 		Use:   "optimize IN -o OUT",
 		Short: "Run the pass pipeline and write the optimized model, checked against the original in ORT",
@@ -58,6 +58,14 @@ before/after table and per-pass statistics.`,
 			if only != "" {
 				o.Passes = strings.Split(only, ",")
 			}
+			block, err := parseNCHWcBlock(nchwc)
+			if err != nil {
+				return usageError{err}
+			}
+			o.NCHWcBlock = block
+			if o.NCHWcBlock != 0 && len(pruneSpecs) > 0 {
+				return usageError{fmt.Errorf("--nchwc-block and --prune do not go together: prune first, then shape the pruned model with a second optc optimize -O0 --nchwc-block")}
+			}
 			if disable != "" {
 				o.Disable = strings.Split(disable, ",")
 			}
@@ -72,7 +80,6 @@ before/after table and per-pass statistics.`,
 			}
 			o.Check = !noCheck
 			df.spec = "random"
-			var err error
 			if o.DataOpts, err = df.options(); err != nil {
 				return err
 			}
@@ -153,6 +160,7 @@ before/after table and per-pass statistics.`,
 	fs.StringVar(&o.DumpAfter, "dump-after", "", "write the model after this pass to OUT.after-PASS.onnx")
 	fs.BoolVar(&o.FusedConv, "fused-conv", false, "emit com.microsoft FusedConv for Conv+activation (ONNX Runtime only)")
 	fs.BoolVar(&o.ORTContrib, "ort-contrib", false, "let the transformer fusions emit ONNX Runtime's own operators (com.microsoft Gelu, FastGelu, SkipLayerNormalization, MultiHeadAttention; LayerNormalization below opset 17): ONNX Runtime only")
+	fs.StringVar(&nchwc, "nchwc-block", "", "shape the result for ONNX Runtime's CPU kernels (NCHWc layout) of this channel block: 8, 16, or auto (this CPU's); exact, ONNX Runtime CPU only (docs/optimize.md)")
 	fs.Int64Var(&o.FoldSizeLimit, "fold-size-limit", passes.DefaultFoldSizeLimit, "largest tensor in bytes constant folding may create")
 	fs.IntVar(&o.CheckSamples, "check", 4, "random inputs to check the result on in ORT")
 	fs.BoolVar(&noCheck, "no-check", false, "write the result without checking it in ORT")
@@ -374,4 +382,23 @@ func printPrune(out io.Writer, p *optimize.PruneResult) {
 	if l := p.Latency; l != nil {
 		fmt.Fprintf(out, "ORT latency (level all, batch %d): p50 %.3f ms -> %.3f ms (%.2fx)\n", l.Batch, l.BeforeP50, l.AfterP50, l.AfterP50/l.BeforeP50)
 	}
+}
+
+// parseNCHWcBlock reads --nchwc-block: "" (off), auto (this CPU's) or a
+// power of two from 2 to 64.
+func parseNCHWcBlock(s string) (int, error) {
+	switch s {
+	case "":
+		return 0, nil
+	case "auto":
+		if b := ort.NCHWcBlock(); b > 0 {
+			return b, nil
+		}
+		return 0, fmt.Errorf("--nchwc-block auto: ONNX Runtime has no NCHWc layout on this CPU; give the deployment CPU's block (8 or 16)")
+	}
+	b, err := strconv.Atoi(s)
+	if err != nil || b < 2 || b > 64 || b&(b-1) != 0 {
+		return 0, fmt.Errorf("--nchwc-block %q: want auto, 8 or 16 (a power of two from 2 to 64)", s)
+	}
+	return b, nil
 }

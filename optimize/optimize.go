@@ -30,6 +30,10 @@ type Options struct {
 	DumpPath      string
 	FusedConv     bool
 	ORTContrib    bool // transformer fusions may emit ORT-only operators (passes.Context.ORTContrib)
+	// NCHWcBlock, when not 0, shapes the result for ONNX Runtime's NCHWc
+	// CPU kernels of that channel block after the passes
+	// (passes.ORTCPULayout; ort.NCHWcBlock is this CPU's). Not with Prune.
+	NCHWcBlock    int
 	FoldSizeLimit int64
 	// Check runs original and result in ORT on CheckSamples random inputs
 	// and refuses to write a result that differs.
@@ -131,6 +135,20 @@ func Run(opts Options) (*Result, error) {
 	}
 	if res.Passes, err = passes.Run(m, pipeline, popts); err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.Input, err)
+	}
+	if opts.NCHWcBlock != 0 {
+		if len(opts.Prune) > 0 {
+			return nil, fmt.Errorf("an NCHWc layout and pruning do not go together: prune first, then shape the pruned model")
+		}
+		layout := passes.ORTCPULayout()
+		lr, err := passes.Run(m, layout, passes.Options{VerifyEach: opts.VerifyEach, ChannelBlock: opts.NCHWcBlock})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.Input, err)
+		}
+		for _, p := range layout {
+			res.Pipeline = append(res.Pipeline, p.Name)
+		}
+		res.Passes.Passes = append(res.Passes.Passes, lr.Passes...)
 	}
 	if opts.Check {
 		b, err := graph.MarshalReferencing(m)

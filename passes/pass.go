@@ -102,6 +102,10 @@ type Context struct {
 	// Opset is the default-domain opset upgrade-opset moves the model to
 	// (0: DefaultUpgradeOpset).
 	Opset int64
+	// ChannelBlock is the channel block of ONNX Runtime's NCHWc CPU
+	// kernels that pad-conv-channels and hardsigmoid-conv-bridge shape the
+	// model for (16 with AVX-512, 8 with AVX2; 0: they do nothing).
+	ChannelBlock int
 
 	shapes      valueShapes // Shapes' inference; valid while shapesValid
 	shapesValid bool

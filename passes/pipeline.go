@@ -34,8 +34,15 @@ var registry = []*Pass{
 	fuseConvActivation,
 	deadCode,
 	inferShapes,
-	upgradeOpset, // on request only
+	upgradeOpset,          // on request only
+	padConvChannels,       // on request only (ORT CPU layout)
+	hardSigmoidConvBridge, // on request only (ORT CPU layout)
 }
+
+// ORTCPULayout is the pipeline that shapes an optimized model for ONNX
+// Runtime's NCHWc CPU kernels (Options.ChannelBlock): zero-padded conv
+// channels, then HardSigmoid given a conv to fuse into.
+func ORTCPULayout() []*Pass { return []*Pass{padConvChannels, hardSigmoidConvBridge} }
 
 // All returns every pass in pipeline order.
 func All() []*Pass { return slices.Clone(registry) }
@@ -94,6 +101,7 @@ type Options struct {
 	FusedConv     bool
 	ORTContrib    bool  // see Context.ORTContrib
 	Opset         int64 // see Context.Opset
+	ChannelBlock  int   // see Context.ChannelBlock
 }
 
 // PassReport is what one pass did over all rounds.
@@ -130,7 +138,7 @@ func Run(m *graph.Model, pipeline []*Pass, opts Options) (*Report, error) {
 	if opts.FoldSizeLimit <= 0 {
 		opts.FoldSizeLimit = DefaultFoldSizeLimit
 	}
-	ctx := &Context{Model: m, Eval: opts.Eval, FoldSizeLimit: opts.FoldSizeLimit, FusedConv: opts.FusedConv, ORTContrib: opts.ORTContrib, Opset: opts.Opset}
+	ctx := &Context{Model: m, Eval: opts.Eval, FoldSizeLimit: opts.FoldSizeLimit, FusedConv: opts.FusedConv, ORTContrib: opts.ORTContrib, Opset: opts.Opset, ChannelBlock: opts.ChannelBlock}
 	rep := &Report{}
 	for _, p := range pipeline {
 		rep.Passes = append(rep.Passes, &PassReport{Name: p.Name})
