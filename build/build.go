@@ -63,7 +63,10 @@ type Result struct {
 	WeightsGuard *PerplexityGuard `json:"weights_guard,omitempty"`
 	// Dynamic is the dynamic INT8 quantization of the ORT artifact
 	// (quantize.dynamic).
-	Dynamic   *ptq.Result `json:"dynamic,omitempty"`
+	Dynamic *ptq.Result `json:"dynamic,omitempty"`
+	// Layout is the nchwc stage: the FP32 model shaped for ORT's blocked
+	// CPU layout, and whether the ORT artifact deploys it.
+	Layout    *Layout     `json:"nchwc,omitempty"`
 	Artifacts []*Artifact `json:"artifacts"`
 	// Baseline is the input model's latency, measured like the artifacts.
 	Baseline *Timing `json:"baseline"`
@@ -281,6 +284,9 @@ func (b *builder) stages() []stage {
 	}
 	if b.c.Quantize.Dynamic && b.needs(quantize.TargetORTCPU) {
 		s = append(s, stage{"dynamic", b.dynamic})
+	}
+	if b.wants("ort") || b.wants("triton") {
+		s = append(s, stage{"nchwc", b.layout})
 	}
 	s = append(s, stage{"export", b.export}, stage{"verify", b.verify}, stage{"report", b.report})
 	return s

@@ -607,12 +607,14 @@ func TestBuildGuard(t *testing.T) {
 // TestBuildRunsPassesOnce: an INT8 build runs the pass pipeline once, in
 // its passes stage at the build's -O, and quantizes that model: -O0
 // --int8 leaves BatchNormalization unfused. It also bounds how many times
-// one build decodes a model (each parse is a copy of the graph).
+// one build decodes a model (each parse is a copy of the graph). The nchwc
+// stage, which runs a pipeline of its own (TestBuildNCHWc), is off.
 func TestBuildRunsPassesOnce(t *testing.T) {
 	for _, level := range []int{0, 2} {
 		out := filepath.Join(t.TempDir(), "out")
 		c := mnistConfig(t, out)
 		c.OptLevel = level
+		c.Runtime.NCHWc = "off"
 		runs, parses := passes.Runs(), graph.Parses()
 		res := run(t, c)
 		runs, parses = passes.Runs()-runs, graph.Parses()-parses

@@ -129,7 +129,7 @@ var buildFlagKeys = map[string]string{
 	"weight-rounding": "quantize.weight_rounding", "dynamic": "quantize.dynamic",
 	"eval-data": "eval.data", "eval-labels": "eval.labels", "eval-samples": "eval.samples", "eval-batch": "eval.batch",
 	"eval-task": "eval.task", "eval-logits": "eval.logits", "max-perplexity-increase": "quantize.max_perplexity_increase",
-	"level": "runtime.level", "threads": "runtime.threads", "ort-lib": "runtime.ort_lib",
+	"level": "runtime.level", "threads": "runtime.threads", "ort-lib": "runtime.ort_lib", "nchwc": "runtime.nchwc",
 	"latency-batches": "latency.batches", "latency-seq-lengths": "latency.seq_lengths", "latency-duration": "latency.duration", "p99-budget-ms": "latency.p99_budget_ms",
 	"trt-version": "tensorrt.version", "triton-name": "triton.name",
 }
@@ -260,6 +260,7 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 
 	fs.StringVar(&c.Runtime.Level, "level", c.Runtime.Level, "ORT graph optimization level the artifacts run at: "+choice.Or(ort.Levels))
 	fs.IntVar(&c.Runtime.Threads, "threads", c.Runtime.Threads, "ORT intra-op threads (0: one per core)")
+	fs.StringVar(&c.Runtime.NCHWc, "nchwc", c.Runtime.NCHWc, "shape the ORT artifact's FP32 model for ORT's blocked CPU layout and deploy it when measured faster: "+choice.Or(config.NCHWcChoices)+" (auto: this CPU's block)")
 	fs.IntSliceVar(&c.Latency.Batches, "latency-batches", c.Latency.Batches, "the deployment's batch sizes: artifacts are timed at them, and INT8 ships only where it is faster at each")
 	fs.IntSliceVar(&c.Latency.SeqLengths, "latency-seq-lengths", c.Latency.SeqLengths, "--eval-task lm: also time every model at batch 1 at these sequence lengths")
 	fs.DurationVar(&c.Latency.Duration.Duration, "latency-duration", c.Latency.Duration.Duration, "timing per batch size")

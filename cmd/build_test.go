@@ -174,9 +174,9 @@ func TestBuildStageLines(t *testing.T) {
 			t.Errorf("--json: stdout is not one JSON document: %.200s", stdout.String())
 		}
 		log := stderr.String()
-		for i, stage := range []string{"load", "passes", "export", "verify", "report"} {
-			start := fmt.Sprintf("build: [%d/5] %s ...\n", i+1, stage)
-			done := regexp.MustCompile(fmt.Sprintf(`(?m)^build: \[%d/5\] %s done in [0-9]+\.[0-9]s \(peak RSS [0-9]+ MiB\)$`, i+1, stage))
+		for i, stage := range []string{"load", "passes", "nchwc", "export", "verify", "report"} {
+			start := fmt.Sprintf("build: [%d/6] %s ...\n", i+1, stage)
+			done := regexp.MustCompile(fmt.Sprintf(`(?m)^build: \[%d/6\] %s done in [0-9]+\.[0-9]s \(peak RSS [0-9]+ MiB\)$`, i+1, stage))
 			if !strings.Contains(log, start) || !done.MatchString(log) {
 				t.Errorf("%s: stderr lacks the start or end line of %s:\n%s", c.name, stage, log)
 			}

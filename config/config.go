@@ -180,7 +180,14 @@ type Runtime struct {
 	Level   string `yaml:"level" json:"level"`     // disable, basic, extended or all
 	Threads int    `yaml:"threads" json:"threads"` // intra-op; 0: one per core
 	ORTLib  string `yaml:"ort_lib" json:"ort_lib,omitempty"`
+	// NCHWc shapes the ORT artifact's FP32 model for ORT's blocked CPU
+	// layout (passes.ORTCPULayout) and deploys it when it is measured
+	// faster: auto (this CPU's channel block), off, or a block (8, 16).
+	NCHWc string `yaml:"nchwc" json:"nchwc"`
 }
+
+// NCHWcChoices is what runtime.nchwc takes.
+var NCHWcChoices = []string{"auto", "off", "8", "16"}
 
 // Latency is how the artifacts are timed.
 type Latency struct {
@@ -279,7 +286,7 @@ func Default() Config {
 		Quantize: Quantize{ReduceRange: "auto", Format: "qdq", PerChannel: true, Placement: "auto", PlacementBudget: Duration{time.Minute},
 			BlockSize: weightonly.DefaultBlockSize, WeightRounding: string(weightonly.RTN)},
 		Eval:     Eval{Batch: 8},
-		Runtime:  Runtime{Level: "all"},
+		Runtime:  Runtime{Level: "all", NCHWc: "auto"},
 		Latency:  Latency{Batches: []int{1, 8}, Duration: Duration{time.Second}, Repeats: 5},
 		TensorRT: TensorRT{Version: "100300"},
 	}
@@ -591,6 +598,9 @@ func (c Config) Validate() error {
 	}
 	if !slices.Contains(ort.Levels, c.Runtime.Level) {
 		bad("runtime.level: %q (want %s)", c.Runtime.Level, choice.Or(ort.Levels))
+	}
+	if !slices.Contains(NCHWcChoices, c.Runtime.NCHWc) {
+		bad("runtime.nchwc: %q (want %s)", c.Runtime.NCHWc, choice.Or(NCHWcChoices))
 	}
 	if c.Runtime.Threads < 0 {
 		bad("runtime.threads: %d must not be negative", c.Runtime.Threads)

@@ -32,7 +32,7 @@ prune: {methods: ["channels:auto", "2:4"], reconstruct: false, exclude: [fc], ma
 quantize: {reduce_range: "on", format: qoperator, per_channel: false, exclude: [Gemm], keep_first_last: true, max_accuracy_drop: 0.5, min_cosine: 0.99,
   placement: p.json, placement_budget: 30s, weights: int3, block_size: 64, weight_rounding: gptq}
 eval: {data: e.npy, labels: l.npy, samples: 10, batch: 2}
-runtime: {level: extended, threads: 2, ort_lib: /x.so}
+runtime: {level: extended, threads: 2, ort_lib: /x.so, nchwc: "8"}
 latency: {batches: [1, 4], duration: 500ms, threads: [1, 2], p99_budget_ms: 12.5, repeats: 3}
 tensorrt:
   version: "10100"
@@ -58,7 +58,7 @@ gates: {max_accuracy_drop: 1, min_cosine: 0.99, max_latency_regression: 10, perc
 			MaxAccuracyDrop: 0.5, MinCosine: 0.99, Placement: "p.json", PlacementBudget: Duration{30 * time.Second},
 			Weights: "int3", BlockSize: 64, WeightRounding: "gptq"},
 		Eval:    Eval{Data: "e.npy", Labels: "l.npy", Samples: 10, Batch: 2},
-		Runtime: Runtime{Level: "extended", Threads: 2, ORTLib: "/x.so"},
+		Runtime: Runtime{Level: "extended", Threads: 2, ORTLib: "/x.so", NCHWc: "8"},
 		Latency: Latency{Batches: []int{1, 4}, Duration: Duration{500 * time.Millisecond}, Threads: []int{1, 2}, P99BudgetMs: 12.5, Repeats: 3},
 		TensorRT: TensorRT{Version: "10100", Profiles: map[string]ShapeProfile{
 			"x": {Min: []int64{1, 3, 48, 32}, Opt: []int64{8, 3, 48, 192}, Max: []int64{32, 3, 48, 512}}}},

@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/optc-dev/optc/build"
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/ort"
@@ -120,14 +122,36 @@ func (s *suite) zooModel(m benchModel) error {
 		return err
 	}
 	vs := []variant{{name: "original", path: m.path}, {name: "optimized FP32", path: opt}, {name: "int8 (all)", path: all}}
+	deployed := opt
 	if p := res.Placement; p.Recommended == placement.RecommendINT8 {
 		label := fmt.Sprintf("artifact: INT8, %d of %d regions", len(p.Regions)-len(p.KeepFloat()), len(p.Regions))
 		if p.Chosen == placement.CandidateDynamic {
 			label = "artifact: dynamic INT8"
 		}
 		vs = append(vs, variant{name: label, path: auto})
+		deployed = auto
 	} else {
 		vs[1].name = "artifact: FP32 (optimized)"
+	}
+	// The build's nchwc stage: the FP32 model shaped for ORT's blocked
+	// layout replaces the artifact when it is confirmed faster.
+	if block := ort.NCHWcBlock(); block > 0 {
+		s.progress("%s: nchwc layout (block %d) against %s", name, block, filepath.Base(deployed))
+		shaped := filepath.Join(dir, "model.fp32.nchwc.onnx")
+		rec, err := build.NCHWc(build.LayoutOptions{Float: opt, Deployed: deployed, Output: shaped, Block: block,
+			Session: timingSession(ort.LevelAll), Inputs: spec, Batches: []int{1, 8}})
+		if err != nil {
+			return fmt.Errorf("nchwc: %w", err)
+		}
+		s.progress("%s: nchwc: %s", name, rec.Reason)
+		if rec.Deployed {
+			if deployed == opt {
+				vs[1].name = "optimized FP32"
+			} else {
+				vs[len(vs)-1].name = strings.Replace(vs[len(vs)-1].name, "artifact: ", "", 1)
+			}
+			vs = append(vs, variant{name: fmt.Sprintf("artifact: FP32, NCHWc layout (%d convs padded, %d HardSigmoid bridges)", rec.Convs, rec.Bridges), path: shaped})
+		}
 	}
 	for i := range vs {
 		q, err := judge(m, vs[i].path)
