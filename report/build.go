@@ -70,6 +70,7 @@ func FromBuild(res *build.Result, dir string) (*Report, error) {
 	if res.INT8 != nil {
 		r.Placement = res.INT8.Placement
 	}
+	r.NCHWc = res.Layout
 	if res.Optimize != nil && res.Optimize.Prune != nil {
 		r.Pruning = pruningOf(res.Optimize.Prune)
 	}

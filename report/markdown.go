@@ -140,6 +140,17 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if r.Placement != nil {
 		writePlacement(p, r.Placement)
 	}
+	if l := r.NCHWc; l != nil && l.Block > 0 {
+		p.f("\nORT CPU layout (block %d: %d convs padded, %d HardSigmoid bridges): %s", l.Block, l.Convs, l.Bridges, l.Reason)
+		if t := l.Timing; t != nil {
+			var ms []string
+			for _, b := range t.Batches {
+				ms = append(ms, fmt.Sprintf("batch %d %.3f -> %.3f ms", b.Batch, b.BaselineMs, b.CandidateMs))
+			}
+			p.f(" (p50 against %s: %s)", l.Baseline, strings.Join(ms, ", "))
+		}
+		p.f(".\n")
+	}
 	for _, n := range r.Notes {
 		p.f("\n> note: %s\n", n)
 	}

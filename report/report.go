@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/optc-dev/optc/bench"
+	"github.com/optc-dev/optc/build"
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
@@ -40,6 +41,10 @@ type Report struct {
 	// Placement is where the ort-cpu INT8 model is int8 and what the ORT
 	// CPU artifact is, with the timings behind it (placement.json).
 	Placement *placement.File `json:"placement,omitempty"`
+	// NCHWc is the build's nchwc stage: the FP32 model shaped for ORT's
+	// blocked CPU layout, timed against the ORT artifact, and whether it
+	// replaced it.
+	NCHWc *build.Layout `json:"nchwc,omitempty"`
 	// EvalData is what accuracy was measured on; HeldOut says whether it is
 	// disjoint from the calibration data.
 	EvalData string `json:"eval_data,omitempty"`
