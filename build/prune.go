@@ -1,6 +1,8 @@
 package build
 
 import (
+	"slices"
+
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/prune"
 )
@@ -22,7 +24,7 @@ func (b *builder) pruneOptions(o *optimize.Options) error {
 	if len(o.Prune) == 0 {
 		return nil
 	}
-	o.PruneOpts = prune.Options{Scope: "layer", Exclude: c.Prune.Exclude}
+	o.PruneOpts = prune.Options{Scope: c.Prune.Scope, Exclude: c.Prune.Exclude}
 	o.MaxAccuracyDrop, o.MinCosine = c.Prune.MaxAccuracyDrop, c.Prune.MinCosine
 	o.Progress = b.opts.Progress
 	switch {
@@ -34,6 +36,9 @@ func (b *builder) pruneOptions(o *optimize.Options) error {
 			Opts: b.dataOptions(c.Calibration.Data, c.Calibration.Batch, c.Calibration.Samples)}
 		d.Opts.Shuffle = c.Calibration.Samples > 0
 		o.PruneOpts.Data = d
+	}
+	if c.Prune.Scope == "global" && o.PruneOpts.Data == nil && slices.ContainsFunc(o.Prune, func(m prune.Method) bool { return m.Kind == "channels" }) {
+		b.note("prune: scope global allocates channels:R by measured cost on the calibration data; without it each layer loses R")
 	}
 	if b.eval.spec != "" && b.eval.spec != "random" {
 		o.PruneData, o.PruneDataOpts = b.eval.spec, b.eval.opts

@@ -96,6 +96,9 @@ before/after table and per-pass statistics.`,
 			if o.PruneOpts.Scope != "layer" && o.PruneOpts.Scope != "global" {
 				return usageError{fmt.Errorf("--prune-scope must be layer or global")}
 			}
+			if o.PruneOpts.Scope == "global" && calib.spec == "" && slices.ContainsFunc(o.Prune, func(m prune.Method) bool { return m.Kind == "channels" }) {
+				return usageError{fmt.Errorf("--prune-scope global for channels:R allocates by measured cost: give --calib-data")}
+			}
 			if pruneExclude != "" {
 				o.PruneOpts.Exclude = strings.Split(pruneExclude, ",")
 			}
@@ -113,8 +116,8 @@ before/after table and per-pass statistics.`,
 				if calib.spec == "random" {
 					return usageError{fmt.Errorf("--calib-data random: reconstruction fits the weights to the data, so it needs real samples")}
 				}
-				if o.PruneOpts.Scope == "global" {
-					return usageError{fmt.Errorf("--calib-data prunes each layer on its own data: --prune-scope global has no data-driven form")}
+				if o.PruneOpts.Scope == "global" && (len(o.Prune) != 1 || o.Prune[0].Kind != "channels" || o.Prune[0].Auto) {
+					return usageError{fmt.Errorf("--calib-data prunes each layer on its own data: --prune-scope global's data-driven form is for one channels:R (it allocates R's parameters across the channel groups)")}
 				}
 				calib.inherit(&df)
 				d := &prune.Data{Spec: calib.spec, ORTLib: g.ortLib, Session: ort.DefaultOptions()}
@@ -169,7 +172,7 @@ before/after table and per-pass statistics.`,
 	fs.BoolVar(&external, "external-data", false, "write tensors of 1 KiB or more to OUT.data")
 	fs.BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
 	fs.StringArrayVar(&pruneSpecs, "prune", nil, "prune after optimizing: magnitude:S, 2:4, channels:R or channels:auto (repeatable); data-driven with --calib-data")
-	fs.StringVar(&o.PruneOpts.Scope, "prune-scope", "layer", "magnitude pruning per layer or with one global threshold: layer or global")
+	fs.StringVar(&o.PruneOpts.Scope, "prune-scope", "layer", "layer or global: magnitude:S with one global threshold; channels:R with --calib-data: R's parameters allocated across channel groups by what each costs")
 	fs.StringVar(&pruneExclude, "prune-exclude", "", "nodes (or weights) not to prune, comma-separated")
 	fs.Int64Var(&o.PruneOpts.MinElements, "prune-min-elements", 0, "leave weights with fewer elements alone (0: 1024 for magnitude and 2:4, no minimum for channels)")
 	fs.Int64Var(&o.PruneOpts.ChannelMultiple, "prune-channel-multiple", 8, "channels:R keeps a multiple of this many channels per layer (ORT's kernels block by 8; 1 for exact counts)")

@@ -118,6 +118,10 @@ type Prune struct {
 	// MinCosine is the lowest cosine to the unpruned model allowed on
 	// every output: with max_accuracy_drop, the budget channels:auto keeps.
 	MinCosine float64 `yaml:"min_cosine" json:"min_cosine"`
+	// Scope is layer (each layer to the ratio) or global: magnitude:S with
+	// one threshold; data-driven channels:R allocated across the channel
+	// groups by what each costs (docs/prune.md).
+	Scope string `yaml:"scope" json:"scope"`
 }
 
 // Quantize is the INT8 scheme.
@@ -282,7 +286,7 @@ func Default() Config {
 		Calibration: Calibration{
 			Batch: 8, Seed: 1, Method: "percentile", Percentile: 99.999,
 		},
-		Prune: Prune{Reconstruct: true},
+		Prune: Prune{Reconstruct: true, Scope: "layer"},
 		Quantize: Quantize{ReduceRange: "auto", Format: "qdq", PerChannel: true, Placement: "auto", PlacementBudget: Duration{time.Minute},
 			BlockSize: weightonly.DefaultBlockSize, WeightRounding: string(weightonly.RTN)},
 		Eval:     Eval{Batch: 8},
@@ -598,6 +602,13 @@ func (c Config) Validate() error {
 	}
 	if !slices.Contains(ort.Levels, c.Runtime.Level) {
 		bad("runtime.level: %q (want %s)", c.Runtime.Level, choice.Or(ort.Levels))
+	}
+	if c.Prune.Scope != "layer" && c.Prune.Scope != "global" {
+		bad("prune.scope: %q (want layer or global)", c.Prune.Scope)
+	}
+	if dataDriven := c.Prune.Reconstruct && c.Calibration.Data != "" && c.Calibration.Data != "random"; c.Prune.Scope == "global" && dataDriven &&
+		(len(c.Prune.Methods) != 1 || !strings.HasPrefix(c.Prune.Methods[0], "channels:") || c.Prune.Methods[0] == "channels:auto") {
+		bad("prune.scope global with reconstruction is for one channels:R (it allocates R's parameters across the channel groups): methods %v", c.Prune.Methods)
 	}
 	if !slices.Contains(NCHWcChoices, c.Runtime.NCHWc) {
 		bad("runtime.nchwc: %q (want %s)", c.Runtime.NCHWc, choice.Or(NCHWcChoices))

@@ -28,7 +28,7 @@ ranges: {ids: [0, 30522]}
 int8: true
 image: {resize: 256, size: [224, 224], layout: NHWC, color: bgr, scale: 0.5, mean: [1, 2, 3], std: [4, 5, 6]}
 calibration: {data: c.npy, samples: 100, batch: 4, seed: 7, method: entropy, percentile: 99.9, moving_average: 0.1, cache: c.json}
-prune: {methods: ["channels:auto", "2:4"], reconstruct: false, exclude: [fc], max_accuracy_drop: 2, min_cosine: 0.98}
+prune: {methods: ["channels:auto", "2:4"], reconstruct: false, exclude: [fc], max_accuracy_drop: 2, min_cosine: 0.98, scope: global}
 quantize: {reduce_range: "on", format: qoperator, per_channel: false, exclude: [Gemm], keep_first_last: true, max_accuracy_drop: 0.5, min_cosine: 0.99,
   placement: p.json, placement_budget: 30s, weights: int3, block_size: 64, weight_rounding: gptq}
 eval: {data: e.npy, labels: l.npy, samples: 10, batch: 2}
@@ -53,7 +53,7 @@ gates: {max_accuracy_drop: 1, min_cosine: 0.99, max_latency_regression: 10, perc
 			Mean: []float64{1, 2, 3}, Std: []float64{4, 5, 6}},
 		Calibration: Calibration{Data: "c.npy", Samples: 100, Batch: 4, Seed: 7, Method: "entropy",
 			Percentile: 99.9, MovingAverage: 0.1, Cache: "c.json"},
-		Prune: Prune{Methods: []string{"channels:auto", "2:4"}, Reconstruct: false, Exclude: []string{"fc"}, MaxAccuracyDrop: 2, MinCosine: 0.98},
+		Prune: Prune{Methods: []string{"channels:auto", "2:4"}, Reconstruct: false, Exclude: []string{"fc"}, MaxAccuracyDrop: 2, MinCosine: 0.98, Scope: "global"},
 		Quantize: Quantize{ReduceRange: "on", Format: "qoperator", PerChannel: false, Exclude: []string{"Gemm"}, KeepFirstLast: true,
 			MaxAccuracyDrop: 0.5, MinCosine: 0.99, Placement: "p.json", PlacementBudget: Duration{30 * time.Second},
 			Weights: "int3", BlockSize: 64, WeightRounding: "gptq"},

@@ -28,6 +28,9 @@ type PruneResult struct {
 	Latency *LatencyDelta `json:"latency,omitempty"`
 	// Groups are the channel groups channels:auto gave a ratio each.
 	Groups []prune.ChannelGroup `json:"channel_groups,omitempty"`
+	// Global is channels:R's allocation across groups under
+	// --prune-scope global (globalChannels).
+	Global []*GlobalGroup `json:"global_allocation,omitempty"`
 }
 
 // SearchStep is one model the budget search measured: with some layers
@@ -55,8 +58,8 @@ type LatencyDelta struct {
 // applyPruning prunes the optimized model held in unpruned, measures the
 // cost against it, and keeps within MaxAccuracyDrop by sparing the most
 // sensitive layers. It returns the pruned model's bytes.
-func applyPruning(opts Options, unpruned []byte) (*PruneResult, []byte, error) {
-	res := &PruneResult{}
+func applyPruning(opts Options, unpruned []byte) (res *PruneResult, _ []byte, err error) {
+	res = &PruneResult{}
 	if hasAuto(opts.Prune) {
 		pruned, err := searchPerLayer(opts, unpruned, res)
 		if err != nil {
@@ -67,9 +70,23 @@ func applyPruning(opts Options, unpruned []byte) (*PruneResult, []byte, error) {
 		}
 		return res, pruned, nil
 	}
-	pruned, reports, err := pruneBytes(unpruned, opts.Prune, opts.PruneOpts, nil)
+	popts := opts.PruneOpts
+	if popts.Scope == "global" && popts.Data != nil {
+		// Data-driven channels:R with one budget for the whole model.
+		i := slices.IndexFunc(opts.Prune, func(m prune.Method) bool { return m.Kind == "channels" })
+		if i < 0 || len(opts.Prune) > 1 {
+			return nil, nil, fmt.Errorf("--prune-scope global with calibration data is for one channels:R")
+		}
+		if popts.PerLayer, err = globalChannels(opts, unpruned, opts.Prune[i].Ratio, res); err != nil {
+			return nil, nil, err
+		}
+	}
+	pruned, reports, err := pruneBytes(unpruned, opts.Prune, popts, nil)
 	if err != nil {
 		return nil, nil, err
+	}
+	if res.Global != nil {
+		reports[0].Method += " (global)"
 	}
 	res.Reports = reports
 	if res.Cost, err = cost(opts, unpruned, pruned); err != nil {

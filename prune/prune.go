@@ -57,7 +57,8 @@ func ParseMethod(s string) (Method, error) {
 // Options shape what is pruned.
 type Options struct {
 	// Scope is "layer" (each layer to the ratio) or "global" (one
-	// magnitude threshold over all prunable weights); magnitude only.
+	// magnitude threshold over all prunable weights); magnitude only here
+	// (optimize resolves channels:R's global form into PerLayer).
 	Scope string
 	// Exclude names nodes (or their weight initializers) to leave alone.
 	Exclude []string
