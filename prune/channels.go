@@ -93,6 +93,9 @@ func Channels(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 		if grp.reason == "" && opts.MinElements > 0 && elems < opts.MinElements {
 			grp.skip(fmt.Sprintf("%d weight elements, fewer than %d", elems, opts.MinElements))
 		}
+		if grp.reason == "" && r == 0 && len(opts.PerLayer) > 0 {
+			grp.skip("ratio 0: kept whole by the per-layer ratios")
+		}
 		removed := int64(0)
 		if grp.reason == "" {
 			removed = removedChannels(grp.channels, r, opts.multiple())

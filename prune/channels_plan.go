@@ -57,6 +57,9 @@ func planGroups(m *graph.Model, ratio float64, opts Options) ([]groupPlan, error
 		if grp.reason == "" && opts.MinElements > 0 && elems < opts.MinElements {
 			grp.skip(fmt.Sprintf("%d weight elements, fewer than %d", elems, opts.MinElements))
 		}
+		if grp.reason == "" && r == 0 && len(opts.PerLayer) > 0 {
+			grp.skip("ratio 0: kept whole by the per-layer ratios")
+		}
 		if grp.reason == "" {
 			p.removed = removedChannels(grp.channels, r, opts.multiple())
 			if p.removed == 0 && int64(math.Floor(r*float64(grp.channels)+1e-9)) > 0 {
