@@ -45,7 +45,7 @@ func (b *builder) nchwcBlock() (int, string) {
 		return 0, "runtime.nchwc is off"
 	case b.c.Runtime.Level != "all":
 		return 0, fmt.Sprintf("ORT's NCHWc layout is a level-all rewrite and the artifacts run at level %s", b.c.Runtime.Level)
-	case v == "auto":
+	case v == "auto" || v == "on":
 		if n := ort.NCHWcBlock(); n > 0 {
 			return n, ""
 		}
@@ -76,7 +76,7 @@ func (b *builder) layout() error {
 	b.progress("nchwc: shaping %s for ORT's CPU layout (block %d)", rel(b, b.float), block)
 	rec, err := NCHWc(LayoutOptions{Float: b.float, Deployed: b.ortModel, Output: out, Block: block,
 		Session: b.session(), Inputs: b.c.Inputs(), Batches: b.latencyBatches, ORTLib: b.c.Runtime.ORTLib,
-		Progress: b.progress})
+		Untimed: b.c.Runtime.NCHWc == "on", Progress: b.progress})
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (b *builder) layout() error {
 	}
 	b.ortModel, b.ortPrecision = out, "fp32"
 	b.add(layoutModel, "ort", "model", "fp32", "model.fp32.onnx")
-	b.note(fmt.Sprintf("nchwc: the ORT and Triton artifacts are %s (%d convs padded to a multiple of %d channels, %d HardSigmoid bridges), timed against %s: %s", layoutModel, rec.Convs, block, rec.Bridges, rec.Baseline, rec.Timing.Reason))
+	b.note(fmt.Sprintf("nchwc: the ORT and Triton artifacts are %s (%d convs padded to a multiple of %d channels, %d HardSigmoid bridges) instead of %s: %s", layoutModel, rec.Convs, block, rec.Bridges, rec.Baseline, rec.Reason))
 	return nil
 }
 
@@ -104,6 +104,9 @@ type LayoutOptions struct {
 	Inputs   data.Spec
 	Batches  []int
 	ORTLib   string
+	// Untimed deploys the shaped model without timing it (runtime.nchwc
+	// on: a decision recorded by an earlier build, replayed).
+	Untimed bool
 	// Progress, when set, hears when the timing starts.
 	Progress func(format string, args ...any)
 }
@@ -143,6 +146,10 @@ func NCHWc(opts LayoutOptions) (*Layout, error) {
 	}
 	if rec.Convs == 0 && rec.Bridges == 0 {
 		return drop("nothing to change: every conv's channels are a multiple of the block and no HardSwish breaks the layout")
+	}
+	if opts.Untimed {
+		rec.Deployed, rec.Reason = true, "deployed without timing (runtime.nchwc on)"
+		return rec, nil
 	}
 	base, err := os.ReadFile(opts.Deployed)
 	if err != nil {

@@ -19,14 +19,9 @@ import (
 // -O2 model; whichever way the timing goes, what the build deploys, lists
 // and writes must agree with the stage's record.
 func TestBuildNCHWc(t *testing.T) {
-	ortenv.Require(t)
 	out := filepath.Join(t.TempDir(), "out")
-	c := config.Default()
-	c.Model = testenv.Data(t, filepath.Join("ocr-models", "ch_ppocr_mobile_v2.0_cls_infer.onnx"))
-	c.Output = out
-	c.Shapes = map[string][]int64{"x": {-1, 3, 48, 192}}
-	c.Latency.Duration = config.Duration{Duration: 50 * time.Millisecond}
-	c.Runtime.NCHWc, c.Runtime.Threads = "16", 1
+	c := clsConfig(t, out)
+	c.Runtime.NCHWc = "16"
 	res := run(t, c)
 	l := res.Layout
 	if l == nil || l.Block != 16 || l.Convs == 0 || l.Bridges != 18 || l.Timing == nil || l.Reason == "" {
@@ -78,6 +73,7 @@ func TestNCHWcBlockChoice(t *testing.T) {
 		{"off", "all", 0, "off"},
 		{"auto", "extended", 0, "level extended"},
 		{"8", "all", 8, ""},
+		{"on", "all", ort.NCHWcBlock(), ""},
 		{"auto", "all", ort.NCHWcBlock(), ""},
 	} {
 		b := &builder{c: config.Default()}
@@ -87,4 +83,39 @@ func TestNCHWcBlockChoice(t *testing.T) {
 			t.Errorf("nchwc %s at level %s: block %d (%q), want %d (%q)", tc.nchwc, tc.level, got, why, tc.want, tc.why)
 		}
 	}
+}
+
+// runtime.nchwc on replays a recorded decision: the shaped model is
+// deployed without timing, so two builds write the same artifacts.
+func TestBuildNCHWcOn(t *testing.T) {
+	if ort.NCHWcBlock() == 0 {
+		t.Skip("ORT has no NCHWc layout on this CPU")
+	}
+	var sums [2]string
+	for i := range sums {
+		out := filepath.Join(t.TempDir(), "out")
+		c := clsConfig(t, out)
+		c.Runtime.NCHWc = "on"
+		res := run(t, c)
+		if l := res.Layout; l == nil || !l.Deployed || l.Timing != nil || l.Convs == 0 {
+			t.Fatalf("nchwc on: %+v, want the shaped model deployed untimed", l)
+		}
+		sums[i] = fileSHA(t, filepath.Join(out, layoutModel)) // the .ort file ORT does not write deterministically
+	}
+	if sums[0] != sums[1] {
+		t.Errorf("two builds with nchwc on wrote different %s files", layoutModel)
+	}
+}
+
+// clsConfig is an FP32 build of PaddleOCR cls for the ORT target, timed
+// briefly on one thread.
+func clsConfig(t *testing.T, out string) config.Config {
+	ortenv.Require(t)
+	c := config.Default()
+	c.Model = testenv.Data(t, filepath.Join("ocr-models", "ch_ppocr_mobile_v2.0_cls_infer.onnx"))
+	c.Output = out
+	c.Shapes = map[string][]int64{"x": {-1, 3, 48, 192}}
+	c.Latency.Duration = config.Duration{Duration: 50 * time.Millisecond}
+	c.Runtime.Threads = 1
+	return c
 }

@@ -186,12 +186,14 @@ type Runtime struct {
 	ORTLib  string `yaml:"ort_lib" json:"ort_lib,omitempty"`
 	// NCHWc shapes the ORT artifact's FP32 model for ORT's blocked CPU
 	// layout (passes.ORTCPULayout) and deploys it when it is measured
-	// faster: auto (this CPU's channel block), off, or a block (8, 16).
+	// faster: auto (this CPU's channel block), a block (8, 16), on (this
+	// CPU's block, deployed without timing: a recorded decision replayed),
+	// or off.
 	NCHWc string `yaml:"nchwc" json:"nchwc"`
 }
 
 // NCHWcChoices is what runtime.nchwc takes.
-var NCHWcChoices = []string{"auto", "off", "8", "16"}
+var NCHWcChoices = []string{"auto", "on", "off", "8", "16"}
 
 // Latency is how the artifacts are timed.
 type Latency struct {
