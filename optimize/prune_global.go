@@ -79,13 +79,10 @@ func globalChannels(opts Options, unpruned []byte, ratio float64, res *PruneResu
 	for _, l := range uniform.Layers {
 		removedBy[l.Node] = l.Removed
 	}
-	step := popts.ChannelMultiple
-	if step <= 0 {
-		step = 8
-	}
+	step := popts.ChannelStep()
 	var gs []*GlobalGroup
 	for _, g := range groups {
-		gg := &GlobalGroup{Layers: g.Layers, Channels: g.Channels, Uniform: removedBy[g.Layers[0]]}
+		gg := &GlobalGroup{Layers: g.Layers, Channels: g.Channels, Uniform: removedBy[g.Layers[0]], Removed: removedBy[g.Layers[0]]}
 		if gg.Uniform == 0 {
 			continue
 		}
@@ -96,7 +93,7 @@ func globalChannels(opts Options, unpruned []byte, ratio float64, res *PruneResu
 			return nil, err
 		}
 		po := popts
-		po.PerLayer = soloRatios(groups, g, gg.Uniform)
+		po.PerLayer = allocationRatios(groups, []*GlobalGroup{gg})
 		r, err := prune.Channels(mg, ratio, po)
 		if err != nil {
 			return nil, err
@@ -109,7 +106,7 @@ func globalChannels(opts Options, unpruned []byte, ratio float64, res *PruneResu
 	}
 	for i, gg := range gs {
 		po := opts.PruneOpts
-		po.PerLayer = soloRatios(groups, prune.ChannelGroup{Layers: gg.Layers, Channels: gg.Channels}, gg.Uniform)
+		po.PerLayer = allocationRatios(groups, []*GlobalGroup{{Layers: gg.Layers, Channels: gg.Channels, Removed: gg.Uniform}})
 		b, _, err := pruneBytes(unpruned, []prune.Method{{Kind: "channels", Ratio: ratio}}, po, nil)
 		if err != nil {
 			return nil, err
@@ -156,8 +153,8 @@ func globalChannels(opts Options, unpruned []byte, ratio float64, res *PruneResu
 	}
 }
 
-// allocationRatios are the per-layer ratios of an allocation: each group's
-// Removed, every other group none.
+// allocationRatios are the per-layer ratios of an allocation: each of
+// gs's groups loses its Removed channels, every other group none.
 func allocationRatios(groups []prune.ChannelGroup, gs []*GlobalGroup) map[string]float64 {
 	out := map[string]float64{}
 	for _, g := range groups {
@@ -192,21 +189,6 @@ func byDensity(gs []*GlobalGroup) []*GlobalGroup {
 // density is the group's loss per parameter its uniform count removes.
 func (g *GlobalGroup) density() float64 {
 	return g.Loss / float64(max(g.Uniform*g.ParamsPerChannel, 1))
-}
-
-// soloRatios prunes group g by removed channels and every other group by
-// none.
-func soloRatios(groups []prune.ChannelGroup, g prune.ChannelGroup, removed int64) map[string]float64 {
-	out := map[string]float64{}
-	for _, o := range groups {
-		for _, l := range o.Layers {
-			out[l] = 0
-		}
-	}
-	for _, l := range g.Layers {
-		out[l] = ratioRemoving(removed, g.Channels)
-	}
-	return out
 }
 
 // ratioRemoving is a ratio under which channels:R removes exactly removed

@@ -98,9 +98,9 @@ func Channels(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 		}
 		removed := int64(0)
 		if grp.reason == "" {
-			removed = removedChannels(grp.channels, r, opts.multiple())
+			removed = removedChannels(grp.channels, r, opts.ChannelStep())
 			if removed == 0 && int64(math.Floor(r*float64(grp.channels)+1e-9)) > 0 {
-				grp.skip(fmt.Sprintf("%d channels: keeping a multiple of %d leaves none to remove", grp.channels, opts.multiple()))
+				grp.skip(fmt.Sprintf("%d channels: keeping a multiple of %d leaves none to remove", grp.channels, opts.ChannelStep()))
 			}
 		}
 		if removed > 0 && opts.keep != nil {

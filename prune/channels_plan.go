@@ -61,9 +61,9 @@ func planGroups(m *graph.Model, ratio float64, opts Options) ([]groupPlan, error
 			grp.skip("ratio 0: kept whole by the per-layer ratios")
 		}
 		if grp.reason == "" {
-			p.removed = removedChannels(grp.channels, r, opts.multiple())
+			p.removed = removedChannels(grp.channels, r, opts.ChannelStep())
 			if p.removed == 0 && int64(math.Floor(r*float64(grp.channels)+1e-9)) > 0 {
-				grp.skip(fmt.Sprintf("%d channels: keeping a multiple of %d leaves none to remove", grp.channels, opts.multiple()))
+				grp.skip(fmt.Sprintf("%d channels: keeping a multiple of %d leaves none to remove", grp.channels, opts.ChannelStep()))
 			}
 		}
 		p.reason = grp.reason

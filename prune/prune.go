@@ -84,7 +84,9 @@ type Options struct {
 }
 
 // multiple is ChannelMultiple with its default.
-func (o Options) multiple() int64 {
+// ChannelStep is ChannelMultiple with its default: the channels a layer
+// keeps are a multiple of it.
+func (o Options) ChannelStep() int64 {
 	if o.ChannelMultiple <= 0 {
 		return 8
 	}
