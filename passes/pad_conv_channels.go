@@ -15,6 +15,8 @@ import (
 // AVX-512, 8 with AVX2); a conv it does not take runs as a plain
 // im2col+GEMM and breaks the chain with layout reorders on both sides.
 // MobileNetV3-style nets are full of 8-, 24-, 40- and 88-channel layers.
+// The INT8 models quantized from a padded model gain too: ORT's symmetric
+// INT8 conv kernels want channel multiples as well (ORTInt8Layout).
 //
 // A conv whose output channels are not a multiple of the block gets zero
 // filters (and zero biases) up to the next multiple. The extra channels
@@ -34,7 +36,7 @@ import (
 // are left as they are (their padded inputs are sliced).
 var padConvChannels = &Pass{
 	Name:   "pad-conv-channels",
-	Doc:    "ORT CPU: pad conv channels with zero filters to a multiple of the NCHWc block (--nchwc-block)",
+	Doc:    "ORT CPU: pad conv channels with zero filters to a multiple of the NCHWc block (--nchwc-block) or of the INT8 kernels' alignment",
 	Level:  OnRequest,
 	Shapes: DeclaredShapes,
 	Run:    runPadConvChannels,

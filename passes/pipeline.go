@@ -44,6 +44,12 @@ var registry = []*Pass{
 // channels, then HardSigmoid given a conv to fuse into.
 func ORTCPULayout() []*Pass { return []*Pass{padConvChannels, hardSigmoidConvBridge} }
 
+// ORTInt8Layout is the pipeline that pads a float model's conv channels
+// (Options.ChannelBlock) before it is quantized for ONNX Runtime's CPU
+// provider, whose symmetric INT8 conv kernels need aligned channels (see
+// ort.Int8ChannelAlign).
+func ORTInt8Layout() []*Pass { return []*Pass{inferShapes, padConvChannels} }
+
 // All returns every pass in pipeline order.
 func All() []*Pass { return slices.Clone(registry) }
 

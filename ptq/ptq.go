@@ -300,7 +300,15 @@ func Run(opts Options) (*Result, error) {
 		opts.progress("per-tensor SQNR on %s", eval)
 		sq := opts
 		sq.Session = quality
-		if res.TensorSQNR, err = tensorSQNR(sq, float, sqnrModel, eval, evalOpts); err != nil {
+		// An INT8 model quantized from the padded float model is paired
+		// with that model's tensors, which have its padded shapes.
+		sqnrFloat := float
+		if res.Placement != nil && res.Placement.Chosen == placement.CandidateAlignedChannels {
+			if sqnrFloat, _, err = placement.AlignChannels(float); err != nil {
+				return nil, err
+			}
+		}
+		if res.TensorSQNR, err = tensorSQNR(sq, sqnrFloat, sqnrModel, eval, evalOpts); err != nil {
 			return nil, fmt.Errorf("per-tensor SQNR: %w", err)
 		}
 	}
