@@ -159,6 +159,9 @@ func WriteTable(w io.Writer, r *Result) error {
 // placement search cost.
 func writePlacement(w io.Writer, p *placement.File) {
 	fmt.Fprintf(w, "ort-cpu artifact: %s\n", p.Reason)
+	if a := p.Aligned; a != nil {
+		fmt.Fprintf(w, "int8 conv channels: %s\n", a)
+	}
 	int8Regions := len(p.Regions) - len(p.KeepFloat())
 	how := fmt.Sprintf("measured in %.1f s of a %.3g s budget", p.SearchSeconds, p.BudgetSeconds)
 	if p.BudgetExhausted {

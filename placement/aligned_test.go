@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
@@ -13,18 +14,19 @@ import (
 	"github.com/optc-dev/optc/quantize"
 )
 
-// The aligned-channels candidate on the zoo's mobilenet_v3_small (72-,
-// 88- and 120-channel depthwise convs): the padded float model computes
-// what the float model does; the candidate's INT8 model is quantized from
-// it, so every depthwise conv it quantizes has a multiple of
-// ort.Int8ChannelAlign channels (what ORT's symmetric INT8 kernels need),
-// and its error against float is about all-INT8's (the same ranges and
-// weights); it rebuilds byte for byte, and a file that chose it replays
-// to it.
-func TestAlignedChannelsCandidate(t *testing.T) {
+// Conv channel alignment on the zoo's mobilenet_v3_small (72-, 88- and
+// 120-channel depthwise convs): the padded float model computes what the
+// float model does; all-INT8 quantized from it has every quantized
+// depthwise conv at a multiple of ort.Int8ChannelAlign channels (what
+// ORT's symmetric INT8 kernels need) and about all-INT8's error (the same
+// ranges and weights). The search records its timing of the two; when it
+// chose the padded model, the model returned is quantized from it, FP32
+// is still timed as the model given, and a replay of the file rebuilds
+// the model byte for byte.
+func TestAlignedChannels(t *testing.T) {
 	ortenv.Require(t)
-	align := ort.Int8ChannelAlign()
-	if align == 0 {
+	channels := ort.Int8ChannelAlign()
+	if channels == 0 {
 		t.Skip("no symmetric INT8 conv kernels to align for on this CPU")
 	}
 	m, err := graph.LoadFile(testenv.Data(t, "zoo/mobilenet_v3_small/dynbatch.onnx"))
@@ -33,7 +35,10 @@ func TestAlignedChannelsCandidate(t *testing.T) {
 	}
 	spec := data.Spec{Shapes: map[string][]int64{"input": {1, 3, 64, 64}}}
 	float, ranges := preparedOn(t, m, spec)
-	opts := Options{Float: float, Ranges: ranges, Quant: quantize.Options{Target: quantize.TargetORTCPU}, Inputs: spec}
+	sess := ort.DefaultOptions()
+	sess.IntraOpThreads = 1
+	opts := Options{Float: float, Ranges: ranges, Quant: quantize.Options{Target: quantize.TargetORTCPU},
+		Session: sess, Inputs: spec, Budget: 20 * time.Second, Batches: []int{1, 8}}
 	fm, err := float.Parse()
 	if err != nil {
 		t.Fatal(err)
@@ -43,14 +48,14 @@ func TestAlignedChannelsCandidate(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	padded, n, err := AlignChannels(float)
+	padded, convs, err := aligned(opts, channels)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n == 0 {
+	if convs == 0 {
 		t.Fatal("no conv padded: mobilenet_v3_small has 72-, 88- and 120-channel layers")
 	}
-	want, got := run(t, float, in), run(t, padded, in)
+	want, got := run(t, float, in), run(t, padded.Float, in)
 	var worst float64
 	for i := range want {
 		worst = max(worst, math.Abs(float64(got[i]-want[i])))
@@ -58,63 +63,109 @@ func TestAlignedChannelsCandidate(t *testing.T) {
 	if worst > 1e-4 {
 		t.Fatalf("the padded float model differs from the float model by %g", worst)
 	}
-
-	q, rep, err := Build(CandidateAlignedChannels, float, ranges, opts.Quant)
+	q, err := quantizeKeeping(padded.Float, padded.Ranges, padded.Quant, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep == nil {
-		t.Fatal("aligned-channels does not apply")
-	}
-	depthwise := 0
-	for _, node := range q.Graph.Nodes {
-		if node.OpType != "Conv" || node.AttrInt("group", 1) == 1 {
-			continue
-		}
-		w := node.Input(1).Producer()
-		if w == nil || w.OpType != "DequantizeLinear" {
-			continue // left float
-		}
-		depthwise++
-		if c := node.AttrInt("group", 1); c%int64(align) != 0 {
-			t.Errorf("%s: a quantized depthwise conv of %d channels, not a multiple of %d", node.Name, c, align)
-		}
-	}
-	if depthwise == 0 {
-		t.Fatal("no quantized depthwise conv in the aligned model")
-	}
-	b, err := graph.MarshalReferencing(q)
-	if err != nil {
-		t.Fatal(err)
+	if n := quantizedDepthwise(t, q.model, channels); n == 0 {
+		t.Fatal("no quantized depthwise conv in the padded all-INT8 model")
 	}
 	all, err := quantizeKeeping(float, ranges, opts.Quant, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, aligned := rmsError(t, opts, run(t, all.serialized, in)), rmsError(t, opts, run(t, b, in))
-	t.Logf("RMS error against FP32: all-int8 %.4g, aligned-channels %.4g (%d convs padded)", base, aligned, n)
-	if aligned > 1.25*base || aligned < base/1.25 {
-		t.Errorf("aligned-channels' error %.4g is not about all-int8's %.4g", aligned, base)
+	base, alignedErr := rmsError(t, opts, run(t, all.serialized, in)), rmsError(t, opts, run(t, q.serialized, in))
+	t.Logf("RMS error against FP32: all-INT8 %.4g, padded all-INT8 %.4g (%d convs padded)", base, alignedErr, convs)
+	if alignedErr > 1.25*base || alignedErr < base/1.25 {
+		t.Errorf("the padded model's INT8 error %.4g is not about all-INT8's %.4g", alignedErr, base)
 	}
 
-	again, _, err := Build(CandidateAlignedChannels, float, ranges, opts.Quant)
+	f, model, err := Search(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ab, _ := graph.MarshalReferencing(again)
-	if !bytes.Equal(ab.Bytes, b.Bytes) {
-		t.Error("aligned-channels built twice differs")
+	a := f.Aligned
+	if a == nil {
+		if !f.BudgetExhausted {
+			t.Fatalf("alignment not tried: %+v", f)
+		}
+		return
 	}
-	f, _, err := AllINT8(opts)
+	t.Logf("%s", a)
+	if a.Channels != channels || a.Convs != convs || len(a.Timings) != len(opts.Batches) {
+		t.Errorf("alignment record %+v", a)
+	}
+	mean, worst := 0.0, math.Inf(1)
+	for i, tm := range a.Timings {
+		if tm.Batch != opts.Batches[i] || tm.UnalignedMs <= 0 || tm.AlignedMs <= 0 || tm.Runs == 0 {
+			t.Errorf("alignment timing %+v", tm)
+		}
+		mean += tm.UnalignedMs / tm.AlignedMs / float64(len(a.Timings))
+		worst = min(worst, tm.UnalignedMs/tm.AlignedMs)
+	}
+	if a.Chosen != wins(mean, worst) {
+		t.Errorf("chosen %v with timings %+v", a.Chosen, a.Timings)
+	}
+	for _, tm := range f.Timings {
+		if ms := tm.P50Ms[CandidateFP32]; ms <= 0 {
+			t.Errorf("batch %d: FP32 not timed: %v", tm.Batch, tm.P50Ms)
+		}
+	}
+	qm, err := model.Parse()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Chosen = CandidateAlignedChannels
+	if n := quantizedDepthwise(t, qm, channels); a.Chosen && n == 0 {
+		t.Error("the padded model was chosen, but the model returned has no quantized depthwise conv")
+	}
 	_, replayed, err := Replay(opts, f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(replayed.Bytes, b.Bytes) {
-		t.Error("replaying a file that chose aligned-channels did not rebuild its model")
+	if !bytes.Equal(replayed.Bytes, model.Bytes) {
+		t.Error("replaying the file did not rebuild the model the search returned")
 	}
+	// Forced the other way, replay follows the file.
+	flipped := *f
+	other := *a
+	other.Chosen = !a.Chosen
+	flipped.Aligned = &other
+	_, replayed, err = Replay(opts, &flipped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm, err := replayed.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := quantizedDepthwise(t, rm, channels) > 0; got != other.Chosen {
+		t.Errorf("replaying a file with aligned channels %v: aligned depthwise convs %v", other.Chosen, got)
+	}
+}
+
+// quantizedDepthwise counts q's quantized depthwise convs (QDQ: a weight
+// read through DequantizeLinear; or QLinearConv), or returns 0 when one of them has a channel
+// count that is not a multiple of channels.
+func quantizedDepthwise(t *testing.T, q *graph.Model, channels int) int {
+	t.Helper()
+	n := 0
+	for _, node := range q.Graph.Nodes {
+		c := node.AttrInt("group", 1)
+		switch {
+		case c == 1:
+			continue
+		case node.OpType == "QLinearConv":
+		case node.OpType == "Conv":
+			if w := node.Input(1).Producer(); w == nil || w.OpType != "DequantizeLinear" {
+				continue // left float
+			}
+		default:
+			continue
+		}
+		if c%int64(channels) != 0 {
+			return 0
+		}
+		n++
+	}
+	return n
 }

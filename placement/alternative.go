@@ -2,13 +2,9 @@ package placement
 
 import (
 	"fmt"
-	"maps"
-	"regexp"
 	"slices"
 
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/ort"
-	"github.com/optc-dev/optc/passes"
 	"github.com/optc-dev/optc/quantize"
 )
 
@@ -29,11 +25,6 @@ const (
 	CandidatePerTensor   = "per-tensor"   // one weight scale per tensor
 	CandidateReduceRange = "reduce-range" // 7-bit weights where auto chose 8
 	CandidateQOperator   = "qoperator"    // QLinearConv/QLinearMatMul, not QDQ
-	// CandidateAlignedChannels is static INT8 of the float model with its
-	// conv channels padded (zero filters) to ort.Int8ChannelAlign, so that
-	// ORT runs its convs on MLAS's symmetric INT8 kernels; exact in float,
-	// the same ranges, the same settings.
-	CandidateAlignedChannels = "aligned-channels"
 )
 
 // An alternative is a whole-model candidate that is not a placement of the
@@ -52,9 +43,8 @@ type alternative struct {
 // alternatives is the table of whole-model candidates, in the order they
 // are built and, when the budget allows, timed (the budget may leave the
 // last out): dynamic INT8, then qoperator, which computes what the QDQ
-// model does and so always keeps the accuracy budget, then aligned
-// channels (the same ranges and weights, so nearly the same numbers),
-// then the variants that change the numbers.
+// model does and so always keeps the accuracy budget, then the variants
+// that change the numbers.
 var alternatives = []alternative{
 	{CandidateDynamic, buildDynamic},
 	{CandidateQOperator, variant(func(o *quantize.Options) bool {
@@ -64,7 +54,6 @@ var alternatives = []alternative{
 		o.Format = quantize.FormatQOperator
 		return true
 	})},
-	{CandidateAlignedChannels, buildAligned},
 	{CandidateS8S8, variant(func(o *quantize.Options) bool {
 		o.SignedActivations = true
 		return true
@@ -128,102 +117,6 @@ func buildDynamic(float graph.Serialized, _ map[string][2]float64, opts quantize
 		return nil, nil, fmt.Errorf("dynamic INT8 model is invalid (a bug in optc): %w", err)
 	}
 	return m, rep, nil
-}
-
-// buildAligned is static INT8 of the float model padded by AlignChannels,
-// every region int8, with opts: it applies when the CPU has the kernels
-// and some conv's channels were padded.
-func buildAligned(float graph.Serialized, ranges map[string][2]float64, opts quantize.Options) (*graph.Model, *quantize.Report, error) {
-	padded, n, err := AlignChannels(float)
-	if err != nil || n == 0 {
-		return nil, nil, err
-	}
-	opts, err = keepFloatByName(float, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	q, err := quantizeKeeping(padded, alignedRanges(padded, ranges), opts, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	return q.model, q.report, nil
-}
-
-// AlignChannels returns float with its conv channels padded to
-// ort.Int8ChannelAlign (passes.ORTInt8Layout) and how many convs were
-// padded; float itself when none was (or the CPU has no such kernels).
-// The padded model computes what float does (the padding is sliced off
-// before anything else reads it), with the same value names.
-func AlignChannels(float graph.Serialized) (graph.Serialized, int, error) {
-	align := ort.Int8ChannelAlign()
-	if align == 0 {
-		return float, 0, nil
-	}
-	m, err := float.Parse()
-	if err != nil {
-		return graph.Serialized{}, 0, err
-	}
-	rep, err := passes.Run(m, passes.ORTInt8Layout(), passes.Options{ChannelBlock: align})
-	if err != nil {
-		return graph.Serialized{}, 0, fmt.Errorf("aligning conv channels: %w", err)
-	}
-	n := 0
-	for _, p := range rep.Passes {
-		if p.Name == "pad-conv-channels" {
-			n = p.Stats.Rewritten
-		}
-	}
-	if n == 0 {
-		return float, 0, nil
-	}
-	b, err := graph.MarshalReferencing(m)
-	return b, n, err
-}
-
-// alignedRanges gives the Slices AlignChannels added (back to a tensor's
-// real channels) their input's calibration range: a Slice keeps values.
-// Every other value keeps its name and range; a padded channel holds a
-// constant the range already covers (0, or what a channel-wise op makes
-// of 0 inside its range).
-func alignedRanges(padded graph.Serialized, ranges map[string][2]float64) map[string][2]float64 {
-	m, err := padded.Parse()
-	if err != nil {
-		return ranges
-	}
-	out := maps.Clone(ranges)
-	for _, n := range m.Graph.Nodes {
-		if n.OpType != "Slice" {
-			continue
-		}
-		if _, ok := out[n.Output(0).Name]; ok {
-			continue
-		}
-		if r, ok := ranges[n.Input(0).Name]; ok {
-			out[n.Output(0).Name] = r
-		}
-	}
-	return out
-}
-
-// keepFloatByName turns opts.KeepFloat (node indices into float's graph)
-// into exclusions by node name, which hold in a padded model too.
-func keepFloatByName(float graph.Serialized, opts quantize.Options) (quantize.Options, error) {
-	if len(opts.KeepFloat) == 0 {
-		return opts, nil
-	}
-	m, err := float.Parse()
-	if err != nil {
-		return opts, err
-	}
-	opts.Exclude = slices.Clone(opts.Exclude)
-	for _, i := range opts.KeepFloat {
-		if i < 0 || i >= len(m.Graph.Nodes) || m.Graph.Nodes[i].Name == "" {
-			return opts, fmt.Errorf("keep-float node %d has no name to find it by in the padded model", i)
-		}
-		opts.Exclude = append(opts.Exclude, "^"+regexp.QuoteMeta(m.Graph.Nodes[i].Name)+"$")
-	}
-	opts.KeepFloat = nil
-	return opts, nil
 }
 
 // variant is a scheme variant: static INT8 of every region with the

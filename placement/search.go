@@ -125,6 +125,9 @@ type File struct {
 	// and Schemes that of every candidate built, by name.
 	Scheme  *Scheme           `json:"scheme,omitempty"`
 	Schemes map[string]Scheme `json:"schemes,omitempty"`
+	// Aligned is the alignment step's timing and choice (see Alignment);
+	// absent when it was not tried.
+	Aligned *Alignment `json:"aligned_channels,omitempty"`
 }
 
 // Timing is one A/B comparison: median ms per run of each candidate, and
@@ -169,6 +172,16 @@ func Replay(opts Options, from *File) (*File, graph.Serialized, error) {
 	}
 	if from.Recommended != RecommendINT8 && from.Recommended != RecommendFP32 {
 		return nil, graph.Serialized{}, fmt.Errorf("placement file recommends %q, want %q or %q", from.Recommended, RecommendINT8, RecommendFP32)
+	}
+	if a := from.Aligned; a != nil && a.Chosen {
+		padded, convs, err := aligned(opts, a.Channels)
+		if err != nil {
+			return nil, graph.Serialized{}, err
+		}
+		if convs != a.Convs {
+			return nil, graph.Serialized{}, fmt.Errorf("placement file pads %d convs to %d channels, this model %d: it was made for another model", a.Convs, a.Channels, convs)
+		}
+		opts = padded
 	}
 	all, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, nil)
 	if err != nil {
@@ -254,15 +267,29 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 	if len(all.regions) == 0 {
 		return fail(errors.New("placement: the INT8 model has no quantized region"))
 	}
+	// fp is what INT8 must beat: the float model as given. prof is the
+	// FP32 model profiled region by region beside all-INT8: the same
+	// graph, so fp unless the INT8 candidates are made from a padded one.
 	fp, err := build(indices(all.regions, nil), all.regions)
 	if err != nil {
 		return fail(err)
+	}
+	prof := fp
+	opts, all, alignment, err := align(opts, all, clk)
+	if err != nil {
+		return fail(err)
+	}
+	if alignment != nil && alignment.Chosen {
+		if prof, err = build(indices(all.regions, nil), all.regions); err != nil {
+			return fail(err)
+		}
 	}
 	in1, err := inputs(fp.model, opts.Inputs, opts.Batches[0])
 	if err != nil {
 		return fail(err)
 	}
 	f := newFile(opts, ModeAuto, all.regions)
+	f.Aligned = alignment
 	cands := []string{CandidateFP32, CandidateAllINT8}
 	models := map[string]*quantized{CandidateFP32: fp, CandidateAllINT8: all}
 	b0 := opts.Batches[0]
@@ -305,7 +332,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 	opts.progress("placement: profiling FP32 and all-INT8 per region at batch %d", b0)
 	if _, err := clk.step(func() (err error) {
 		var k cost
-		fpTimes, k, err = nodeTimes(fp.serialized, opts.Session, in1)
+		fpTimes, k, err = nodeTimes(prof.serialized, opts.Session, in1)
 		clk.observe(k, b0)
 		return err
 	}); err != nil {
@@ -322,7 +349,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 	}); err != nil {
 		return fail(fmt.Errorf("profiling the INT8 model: %w", err))
 	}
-	fpCost, int8Cost := regionCosts(fp, fpTimes), regionCosts(all, int8Times)
+	fpCost, int8Cost := regionCosts(prof, fpTimes), regionCosts(all, int8Times)
 	slower := map[int]bool{}
 	for i := range f.Regions {
 		f.Regions[i].FP32Ms, f.Regions[i].INT8Ms = round(fpCost[i]), round(int8Cost[i])
@@ -390,7 +417,7 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		abCost += clk.timing(len(cands)+1, b) + clk.confirmation(b)
 	}
 	stop := clk.deadline.Add(-abCost)
-	gr, steps, err := greedy(opts, fp, all, clk, stop, build, accept)
+	gr, steps, err := greedy(opts, prof, all, clk, stop, build, accept)
 	if err != nil {
 		return fail(err)
 	}

@@ -15,7 +15,7 @@ import (
 // placement that keeps more regions float is re-measured so that the
 // reported accuracy is the written model's.
 func place(opts Options, float graph.Serialized, ranges map[string][2]float64, batches []int, res *Result,
-	measure func(graph.Serialized) (*compare.Result, error)) (*graph.Model, graph.Serialized, error) {
+	measure func(graph.Serialized) (*compare.Result, error)) (*graph.Model, graph.Serialized, graph.Serialized, error) {
 	po := placement.Options{Float: float, Ranges: ranges, Quant: excluding(opts.Quant, res.FellBack),
 		Session: opts.Session, Inputs: opts.Inputs, Budget: opts.PlacementBudget,
 		CPU: opts.CPU, CPUFlags: opts.CPUFlags, Batches: batches, Progress: opts.Progress}
@@ -41,9 +41,17 @@ func place(opts Options, float graph.Serialized, ranges map[string][2]float64, b
 		}
 	}
 	if err != nil {
-		return nil, graph.Serialized{}, fmt.Errorf("placement: %w", err)
+		return nil, graph.Serialized{}, graph.Serialized{}, fmt.Errorf("placement: %w", err)
 	}
 	res.Placement = f
+	// The candidates were quantized from the float model with its conv
+	// channels padded when the search chose that (placement.Alignment):
+	// so is the model written, and the per-tensor SQNR pairs it with that
+	// model's tensors.
+	if float, ranges, po.Quant, err = placement.Aligned(f, float, ranges, po.Quant); err != nil {
+		return nil, graph.Serialized{}, graph.Serialized{}, fmt.Errorf("placement: %w", err)
+	}
+	padded := f.Aligned != nil && f.Aligned.Chosen
 	if placement.IsAlternative(f.Chosen) {
 		// A whole-model candidate (dynamic INT8): its model, not the
 		// static one with regions kept float.
@@ -52,41 +60,41 @@ func place(opts Options, float graph.Serialized, ranges map[string][2]float64, b
 			err = fmt.Errorf("%s does not apply to this model", f.Chosen)
 		}
 		if err != nil {
-			return nil, graph.Serialized{}, fmt.Errorf("placement: %w", err)
+			return nil, graph.Serialized{}, graph.Serialized{}, fmt.Errorf("placement: %w", err)
 		}
 		b, err := graph.MarshalReferencing(q)
 		if err != nil {
-			return nil, graph.Serialized{}, err
+			return nil, graph.Serialized{}, graph.Serialized{}, err
 		}
 		res.Quantize = rep
 		if res.Accuracy != nil {
 			if res.Accuracy, err = measure(b); err != nil {
-				return nil, graph.Serialized{}, err
+				return nil, graph.Serialized{}, graph.Serialized{}, err
 			}
 			res.Guard.Checks = opts.checks(res.Accuracy)
 			if guarded && !opts.meets(res.Accuracy) {
-				return nil, graph.Serialized{}, fmt.Errorf("placement: the %s model misses the accuracy guard", f.Chosen)
+				return nil, graph.Serialized{}, graph.Serialized{}, fmt.Errorf("placement: the %s model misses the accuracy guard", f.Chosen)
 			}
 		}
-		return q, b, nil
+		return q, b, float, nil
 	}
 	quant := po.Quant
 	quant.KeepFloat = f.KeepFloat()
 	q, b, rep, err := quantizeWith(float, ranges, quant)
 	if err != nil {
-		return nil, graph.Serialized{}, err
+		return nil, graph.Serialized{}, graph.Serialized{}, err
 	}
 	res.Quantize = rep
-	if res.Accuracy != nil && len(quant.KeepFloat) > 0 {
+	if res.Accuracy != nil && (len(quant.KeepFloat) > 0 || padded) {
 		if res.Accuracy, err = measure(b); err != nil {
-			return nil, graph.Serialized{}, err
+			return nil, graph.Serialized{}, graph.Serialized{}, err
 		}
 		res.Guard.Checks = opts.checks(res.Accuracy)
 		if guarded && !opts.meets(res.Accuracy) {
-			return nil, graph.Serialized{}, fmt.Errorf("placement: the INT8 model with %d regions kept float misses the accuracy guard", len(quant.KeepFloat))
+			return nil, graph.Serialized{}, graph.Serialized{}, fmt.Errorf("placement: the INT8 model with %d regions kept float misses the accuracy guard", len(quant.KeepFloat))
 		}
 	}
-	return q, b, nil
+	return q, b, float, nil
 }
 
 // measuredOnce remembers measure's results by the model's bytes: the model

@@ -286,13 +286,17 @@ func Run(opts Options) (*Result, error) {
 	// A QOperator model has no QuantizeLinear/DequantizeLinear pairs to
 	// read activations at; it computes what its QDQ form computes, so the
 	// per-tensor SQNR is measured on that form.
-	sqnrModel := int8Model
+	sqnrModel, sqnrFloat := int8Model, float
 	if opts.Placement != "" && !otherRuntime(opts) {
-		if q, int8Model, err = place(opts, float, plain, batches, res, measure); err != nil {
+		// The placed model is quantized from placedFloat (the float model
+		// with its conv channels padded, when the search chose that): the
+		// SQNR pairs the two, each tensor with its own shape.
+		var placedFloat graph.Serialized
+		if q, int8Model, placedFloat, err = place(opts, float, plain, batches, res, measure); err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Input, err)
 		}
 		if res.Placement == nil || res.Placement.Chosen != placement.CandidateQOperator {
-			sqnrModel = int8Model
+			sqnrModel, sqnrFloat = int8Model, placedFloat
 		}
 	}
 	res.FloatBytes, res.Int8Bytes = int64(len(float.Bytes)), int64(len(int8Model.Bytes))
@@ -300,14 +304,6 @@ func Run(opts Options) (*Result, error) {
 		opts.progress("per-tensor SQNR on %s", eval)
 		sq := opts
 		sq.Session = quality
-		// An INT8 model quantized from the padded float model is paired
-		// with that model's tensors, which have its padded shapes.
-		sqnrFloat := float
-		if res.Placement != nil && res.Placement.Chosen == placement.CandidateAlignedChannels {
-			if sqnrFloat, _, err = placement.AlignChannels(float); err != nil {
-				return nil, err
-			}
-		}
 		if res.TensorSQNR, err = tensorSQNR(sq, sqnrFloat, sqnrModel, eval, evalOpts); err != nil {
 			return nil, fmt.Errorf("per-tensor SQNR: %w", err)
 		}

@@ -205,6 +205,9 @@ func writePlacement(p *printer, f *placement.File) {
 		p.f("not measured")
 	}
 	p.f(", on %s (%s).\n", f.CPU, strings.Join(f.CPUFlags, " "))
+	if a := f.Aligned; a != nil {
+		p.f("\nConv channels: %s.\n", a)
+	}
 	if len(f.Timings) > 0 {
 		var names []string
 		for _, t := range f.Timings {

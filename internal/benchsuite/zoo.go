@@ -125,8 +125,14 @@ func (s *suite) zooModel(m benchModel) error {
 	deployed := opt
 	if p := res.Placement; p.Recommended == placement.RecommendINT8 {
 		label := fmt.Sprintf("artifact: INT8, %d of %d regions", len(p.Regions)-len(p.KeepFloat()), len(p.Regions))
-		if p.Chosen == placement.CandidateDynamic {
+		switch {
+		case p.Chosen == placement.CandidateDynamic:
 			label = "artifact: dynamic INT8"
+		case placement.IsAlternative(p.Chosen):
+			label = fmt.Sprintf("artifact: INT8, scheme %s", p.Chosen)
+		}
+		if a := p.Aligned; a != nil && a.Chosen {
+			label += fmt.Sprintf(", conv channels aligned to %d (%d convs)", a.Channels, a.Convs)
 		}
 		vs = append(vs, variant{name: label, path: auto})
 		deployed = auto

@@ -1,0 +1,203 @@
+package placement
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/passes"
+	"github.com/optc-dev/optc/quantize"
+)
+
+// Alignment is the search's first choice: which float model the INT8
+// candidates are quantized from. ORT runs an INT8 conv on MLAS's
+// symmetric kernels only when its channels are aligned (a depthwise conv
+// a multiple of 16, a dense one a multiple of 4 in and 8 out; see
+// ort.Int8ChannelAlign), else on generic kernels several times slower
+// (PaddleOCR cls's 200-channel 5x5 depthwise conv: 0.51 against 0.27 ms
+// at batch 8). Padding a float model's conv channels with zero filters
+// (the pad-conv-channels pass) aligns them and computes the same thing;
+// whether the extra channels cost more than the kernels gain is timed:
+// all-INT8 of both, at the first batch size.
+type Alignment struct {
+	// Channels is the multiple the conv channels were padded to, Convs
+	// how many convs that padded.
+	Channels int `json:"channels"`
+	Convs    int `json:"convs"`
+	// Timings are the medians of all-INT8 quantized from the float model
+	// as given and from the padded one, at each batch size timed.
+	Timings []AlignTiming `json:"timings"`
+	// Chosen says every INT8 candidate was quantized from the padded
+	// model: it was faster by more than the noise margin over the batch
+	// sizes and not slower by more than it at any (the rule INT8 must
+	// meet against FP32). FP32 stays the float model as given: what INT8
+	// must beat.
+	Chosen bool `json:"chosen"`
+}
+
+// AlignTiming is one batch size's timing of the alignment step.
+type AlignTiming struct {
+	Batch       int     `json:"batch"`
+	UnalignedMs float64 `json:"unaligned_ms"`
+	AlignedMs   float64 `json:"aligned_ms"`
+	Runs        int     `json:"runs"` // each model's
+}
+
+func (a *Alignment) String() string {
+	verdict := "the INT8 candidates are quantized from the model as given"
+	if a.Chosen {
+		verdict = "the INT8 candidates are quantized from the padded model"
+	}
+	var ts []string
+	for _, t := range a.Timings {
+		ts = append(ts, fmt.Sprintf("%.3f -> %.3f ms at batch %d", t.UnalignedMs, t.AlignedMs, t.Batch))
+	}
+	return fmt.Sprintf("%d convs padded to a multiple of %d for ORT's symmetric INT8 kernels: all-INT8 %s; %s",
+		a.Convs, a.Channels, strings.Join(ts, ", "), verdict)
+}
+
+// aligned returns opts with Float padded to a multiple of channels (0 when
+// no conv needed it: opts unchanged) and how many convs were padded: the
+// calibration ranges carried over, KeepFloat turned into exclusions by
+// name (node indices move in the padded graph).
+func aligned(opts Options, channels int) (Options, int, error) {
+	m, err := opts.Float.Parse()
+	if err != nil {
+		return opts, 0, err
+	}
+	rep, err := passes.Run(m, passes.ORTInt8Layout(), passes.Options{ChannelBlock: channels})
+	if err != nil {
+		return opts, 0, fmt.Errorf("aligning conv channels: %w", err)
+	}
+	convs := 0
+	for _, p := range rep.Passes {
+		if p.Name == "pad-conv-channels" {
+			convs = p.Stats.Rewritten
+		}
+	}
+	if convs == 0 {
+		return opts, 0, nil
+	}
+	float, err := graph.MarshalReferencing(m)
+	if err != nil {
+		return opts, 0, err
+	}
+	if opts.Quant, err = keepFloatByName(opts.Float, opts.Quant); err != nil {
+		return opts, 0, err
+	}
+	opts.Float, opts.Ranges = float, alignedRanges(m, opts.Ranges)
+	return opts, convs, nil
+}
+
+// Aligned returns what f's INT8 model was quantized from: float, its
+// calibration ranges and the quantization options, padded as f.Aligned
+// says, or as they are.
+func Aligned(f *File, float graph.Serialized, ranges map[string][2]float64, quant quantize.Options) (graph.Serialized, map[string][2]float64, quantize.Options, error) {
+	if f == nil || f.Aligned == nil || !f.Aligned.Chosen {
+		return float, ranges, quant, nil
+	}
+	o, _, err := aligned(Options{Float: float, Ranges: ranges, Quant: quant}, f.Aligned.Channels)
+	return o.Float, o.Ranges, o.Quant, err
+}
+
+// alignedRanges gives the Slices the padding added (back to a tensor's
+// real channels) their input's calibration range: a Slice keeps values.
+// Every other value keeps its name and range; a padded channel holds a
+// constant inside it (0, or what a channel-wise op makes of 0).
+func alignedRanges(padded *graph.Model, ranges map[string][2]float64) map[string][2]float64 {
+	out := maps.Clone(ranges)
+	for _, n := range padded.Graph.Nodes {
+		if n.OpType != "Slice" {
+			continue
+		}
+		if _, ok := out[n.Output(0).Name]; ok {
+			continue
+		}
+		if r, ok := ranges[n.Input(0).Name]; ok {
+			out[n.Output(0).Name] = r
+		}
+	}
+	return out
+}
+
+// keepFloatByName turns opts.KeepFloat (node indices into float's graph)
+// into exclusions by node name, which hold in the padded model too.
+func keepFloatByName(float graph.Serialized, opts quantize.Options) (quantize.Options, error) {
+	if len(opts.KeepFloat) == 0 {
+		return opts, nil
+	}
+	m, err := float.Parse()
+	if err != nil {
+		return opts, err
+	}
+	opts.Exclude = slices.Clone(opts.Exclude)
+	for _, i := range opts.KeepFloat {
+		if i < 0 || i >= len(m.Graph.Nodes) || m.Graph.Nodes[i].Name == "" {
+			return opts, fmt.Errorf("keep-float node %d has no name to find it by in the padded model", i)
+		}
+		opts.Exclude = append(opts.Exclude, "^"+regexp.QuoteMeta(m.Graph.Nodes[i].Name)+"$")
+	}
+	opts.KeepFloat = nil
+	return opts, nil
+}
+
+// align is the search's alignment step: it pads opts.Float to
+// ort.Int8ChannelAlign, quantizes it like all, times the two all-INT8
+// models at each batch size (together a quarter of the time left at
+// most), and returns the options (and all-INT8 model) the candidates are
+// built from, with the record. Nothing is tried on a CPU without the
+// kernels or a model whose channels are aligned already (a nil record).
+func align(opts Options, all *quantized, clk *clock) (Options, *quantized, *Alignment, error) {
+	channels := ort.Int8ChannelAlign()
+	if channels == 0 {
+		return opts, all, nil, nil
+	}
+	padded, convs, err := aligned(opts, channels)
+	if err != nil || convs == 0 {
+		return opts, all, nil, err
+	}
+	if !clk.fits("aligning conv channels", clk.quantize+clk.timing(2, opts.Batches[0]), 0) {
+		return opts, all, nil, nil
+	}
+	opts.progress("placement: all-INT8 with conv channels padded to %d (%d convs) against all-INT8 as given", channels, convs)
+	var q *quantized
+	d, err := clk.step(func() (err error) {
+		q, err = quantizeKeeping(padded.Float, padded.Ranges, padded.Quant, nil)
+		return err
+	})
+	clk.quantize = max(clk.quantize, d)
+	if err != nil {
+		return opts, all, nil, fmt.Errorf("quantizing the padded model: %w", err)
+	}
+	rec := &Alignment{Channels: channels, Convs: convs}
+	share := time.Until(clk.deadline) / 4 / time.Duration(len(opts.Batches))
+	speedup, worst := 0.0, math.Inf(1)
+	for _, b := range opts.Batches {
+		var p50 []float64
+		var k cost
+		if _, err := clk.step(func() (err error) {
+			p50, k, err = timeInterleaved([]graph.Serialized{all.serialized, q.serialized}, opts.Session, opts.Inputs, b, time.Now().Add(share), retireDecided)
+			if b == opts.Batches[0] {
+				clk.observe(k, b)
+			}
+			return err
+		}); err != nil {
+			return opts, all, nil, fmt.Errorf("timing the padded model at batch %d: %w", b, err)
+		}
+		rec.Timings = append(rec.Timings, AlignTiming{Batch: b, UnalignedMs: round(p50[0]), AlignedMs: round(p50[1]), Runs: min(k.runs[0], k.runs[1])})
+		r := p50[0] / p50[1]
+		speedup += r / float64(len(opts.Batches))
+		worst = min(worst, r)
+	}
+	if !wins(speedup, worst) {
+		return opts, all, rec, nil
+	}
+	rec.Chosen = true
+	return padded, q, rec, nil
+}
