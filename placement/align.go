@@ -3,7 +3,6 @@ package placement
 import (
 	"fmt"
 	"maps"
-	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -30,23 +29,15 @@ type Alignment struct {
 	// how many convs that padded.
 	Channels int `json:"channels"`
 	Convs    int `json:"convs"`
-	// Timings are the medians of all-INT8 quantized from the float model
-	// as given and from the padded one, at each batch size timed.
-	Timings []AlignTiming `json:"timings"`
+	// Timings are all-INT8 quantized from the float model as given
+	// (before) and from the padded one (after), at each batch size.
+	Timings []PairTiming `json:"timings"`
 	// Chosen says every INT8 candidate was quantized from the padded
 	// model: it was faster by more than the noise margin over the batch
 	// sizes and not slower by more than it at any (the rule INT8 must
 	// meet against FP32). FP32 stays the float model as given: what INT8
 	// must beat.
 	Chosen bool `json:"chosen"`
-}
-
-// AlignTiming is one batch size's timing of the alignment step.
-type AlignTiming struct {
-	Batch       int     `json:"batch"`
-	UnalignedMs float64 `json:"unaligned_ms"`
-	AlignedMs   float64 `json:"aligned_ms"`
-	Runs        int     `json:"runs"` // each model's
 }
 
 func (a *Alignment) String() string {
@@ -56,7 +47,7 @@ func (a *Alignment) String() string {
 	}
 	var ts []string
 	for _, t := range a.Timings {
-		ts = append(ts, fmt.Sprintf("%.3f -> %.3f ms at batch %d", t.UnalignedMs, t.AlignedMs, t.Batch))
+		ts = append(ts, fmt.Sprintf("%.3f -> %.3f ms at batch %d", t.BeforeMs, t.AfterMs, t.Batch))
 	}
 	return fmt.Sprintf("%d convs padded to a multiple of %d for ORT's symmetric INT8 kernels: all-INT8 %s; %s",
 		a.Convs, a.Channels, strings.Join(ts, ", "), verdict)
@@ -149,7 +140,7 @@ func keepFloatByName(float graph.Serialized, opts quantize.Options) (quantize.Op
 
 // align is the search's alignment step: it pads opts.Float to
 // ort.Int8ChannelAlign, quantizes it like all, times the two all-INT8
-// models at each batch size (together a quarter of the time left at
+// models at each batch size (timePair; a quarter of the time left at
 // most), and returns the options (and all-INT8 model) the candidates are
 // built from, with the record. Nothing is tried on a CPU without the
 // kernels or a model whose channels are aligned already (a nil record).
@@ -162,7 +153,7 @@ func align(opts Options, all *quantized, clk *clock) (Options, *quantized, *Alig
 	if err != nil || convs == 0 {
 		return opts, all, nil, err
 	}
-	if !clk.fits("aligning conv channels", clk.quantize+clk.timing(2, opts.Batches[0]), 0) {
+	if !clk.fits("aligning conv channels", clk.quantize+clk.pairTiming(opts.Batches), 0) {
 		return opts, all, nil, nil
 	}
 	opts.progress("placement: all-INT8 with conv channels padded to %d (%d convs) against all-INT8 as given", channels, convs)
@@ -176,28 +167,12 @@ func align(opts Options, all *quantized, clk *clock) (Options, *quantized, *Alig
 		return opts, all, nil, fmt.Errorf("quantizing the padded model: %w", err)
 	}
 	rec := &Alignment{Channels: channels, Convs: convs}
-	share := time.Until(clk.deadline) / 4 / time.Duration(len(opts.Batches))
-	speedup, worst := 0.0, math.Inf(1)
-	for _, b := range opts.Batches {
-		var p50 []float64
-		var k cost
-		if _, err := clk.step(func() (err error) {
-			p50, k, err = timeInterleaved([]graph.Serialized{all.serialized, q.serialized}, opts.Session, opts.Inputs, b, time.Now().Add(share), retireDecided)
-			if b == opts.Batches[0] {
-				clk.observe(k, b)
-			}
-			return err
-		}); err != nil {
-			return opts, all, nil, fmt.Errorf("timing the padded model at batch %d: %w", b, err)
-		}
-		rec.Timings = append(rec.Timings, AlignTiming{Batch: b, UnalignedMs: round(p50[0]), AlignedMs: round(p50[1]), Runs: min(k.runs[0], k.runs[1])})
-		r := p50[0] / p50[1]
-		speedup += r / float64(len(opts.Batches))
-		worst = min(worst, r)
+	// A quarter of the time left at most, so that the search keeps its own.
+	if rec.Timings, rec.Chosen, err = timePair(opts, clk, all.serialized, q.serialized, time.Now().Add(time.Until(clk.deadline)/4)); err != nil {
+		return opts, all, nil, fmt.Errorf("timing the padded model: %w", err)
 	}
-	if !wins(speedup, worst) {
+	if !rec.Chosen {
 		return opts, all, rec, nil
 	}
-	rec.Chosen = true
 	return padded, q, rec, nil
 }

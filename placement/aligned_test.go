@@ -97,11 +97,11 @@ func TestAlignedChannels(t *testing.T) {
 	}
 	mean, worst := 0.0, math.Inf(1)
 	for i, tm := range a.Timings {
-		if tm.Batch != opts.Batches[i] || tm.UnalignedMs <= 0 || tm.AlignedMs <= 0 || tm.Runs == 0 {
+		if tm.Batch != opts.Batches[i] || tm.BeforeMs <= 0 || tm.AfterMs <= 0 || tm.Runs == 0 {
 			t.Errorf("alignment timing %+v", tm)
 		}
-		mean += tm.UnalignedMs / tm.AlignedMs / float64(len(a.Timings))
-		worst = min(worst, tm.UnalignedMs/tm.AlignedMs)
+		mean += tm.BeforeMs / tm.AfterMs / float64(len(a.Timings))
+		worst = min(worst, tm.BeforeMs/tm.AfterMs)
 	}
 	if a.Chosen != wins(mean, worst) {
 		t.Errorf("chosen %v with timings %+v", a.Chosen, a.Timings)

@@ -8,16 +8,12 @@ import (
 )
 
 // Step is one move of the greedy search: a kind of region reverted to
-// float, timed at batch 1 against the placement before it.
+// float, timed at each batch size against the placement before it.
 type Step struct {
-	Kind     string  `json:"kind"`
-	Regions  int     `json:"regions"` // how many regions of the kind were int8
-	BeforeMs float64 `json:"before_ms"`
-	AfterMs  float64 `json:"after_ms"`
-	Kept     bool    `json:"kept"`
-	// Runs is how many timed runs each of the two models got: fewer than
-	// a whole window when the two were clearly apart (see versus).
-	Runs int `json:"runs"`
+	Kind    string       `json:"kind"`
+	Regions int          `json:"regions"` // how many regions of the kind were int8
+	Timings []PairTiming `json:"timings"`
+	Kept    bool         `json:"kept"`
 }
 
 // regionKind groups regions that tend to win or lose together in INT8:
@@ -42,8 +38,8 @@ func regionKind(n *graph.Node) string {
 
 // greedy starts from all-INT8 and reverts one kind of region at a time
 // (in graph order of first appearance), keeping a revert when the whole
-// model is faster by more than the noise at batch 1 and the accuracy
-// budget holds. A step starts only when its predicted cost (a candidate
+// model wins at the deployment's batch sizes by the rule INT8 must meet
+// against FP32 (timePair) and the accuracy budget holds. A step starts only when its predicted cost (a candidate
 // build, an A/B timing, an accuracy check) ends before stop. It returns
 // nil when no revert was kept.
 func greedy(opts Options, fp, all *quantized, clk *clock, stop time.Time,
@@ -67,7 +63,7 @@ func greedy(opts Options, fp, all *quantized, clk *clock, stop time.Time,
 		// Each step's turns end at its part of the time left, so that one
 		// step does not take the share of those after it.
 		stepStop := time.Now().Add(time.Until(stop) / time.Duration(len(kinds)-ki))
-		if !clk.fits(step, clk.quantize+clk.timing(2, opts.Batches[0])+clk.accept, time.Until(clk.deadline)-time.Until(stop)) {
+		if !clk.fits(step, clk.quantize+clk.pairTiming(opts.Batches)+clk.accept, time.Until(clk.deadline)-time.Until(stop)) {
 			break
 		}
 		trial := map[int]bool{}
@@ -85,17 +81,12 @@ func greedy(opts Options, fp, all *quantized, clk *clock, stop time.Time,
 		if err != nil {
 			return nil, nil, err
 		}
-		var p50 []float64
-		var c cost
-		if _, err := clk.step(func() (err error) {
-			p50, c, err = timeInterleaved([]graph.Serialized{cur.serialized, next.serialized}, opts.Session, opts.Inputs, opts.Batches[0], stepStop, retireDecided)
-			clk.observe(c, opts.Batches[0])
-			return err
-		}); err != nil {
+		timings, faster, err := timePair(opts, clk, cur.serialized, next.serialized, stepStop)
+		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", step, err)
 		}
-		s := Step{Kind: k, Regions: len(byKind[k]), BeforeMs: round(p50[0]), AfterMs: round(p50[1]), Runs: c.runs[0]}
-		if p50[1] < p50[0]*(1-noise) {
+		s := Step{Kind: k, Regions: len(byKind[k]), Timings: timings}
+		if faster {
 			if s.Kept, err = accept(next.serialized); err != nil {
 				return nil, nil, err
 			}

@@ -221,8 +221,13 @@ func TestSearchReplay(t *testing.T) {
 	var kinds []string
 	for _, st := range f.Greedy {
 		kinds = append(kinds, st.Kind)
-		if st.Regions <= 0 || st.BeforeMs <= 0 || st.AfterMs <= 0 {
+		if st.Regions <= 0 || len(st.Timings) == 0 {
 			t.Errorf("greedy step %+v", st)
+		}
+		for _, tm := range st.Timings {
+			if tm.BeforeMs <= 0 || tm.AfterMs <= 0 || tm.Runs <= 0 {
+				t.Errorf("greedy step %s: timing %+v", st.Kind, tm)
+			}
 		}
 	}
 	if !f.BudgetExhausted && !slices.Equal(kinds, []string{"Conv 3x3", "Flatten", "Gemm"}) {
