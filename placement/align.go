@@ -53,10 +53,11 @@ func (a *Alignment) String() string {
 		a.Convs, a.Channels, strings.Join(ts, ", "), verdict)
 }
 
-// aligned returns opts with Float padded to a multiple of channels (0 when
-// no conv needed it: opts unchanged) and how many convs were padded: the
-// calibration ranges carried over, KeepFloat turned into exclusions by
-// name (node indices move in the padded graph).
+// aligned returns opts with Float padded to a multiple of channels and
+// how many convs were padded: the calibration ranges carried over,
+// KeepFloat turned into exclusions by name (node indices move in the
+// padded graph). When no conv needed it, or a KeepFloat node has no name
+// to find it by, it returns 0 and opts unchanged.
 func aligned(opts Options, channels int) (Options, int, error) {
 	m, err := opts.Float.Parse()
 	if err != nil {
@@ -79,10 +80,11 @@ func aligned(opts Options, channels int) (Options, int, error) {
 	if err != nil {
 		return opts, 0, err
 	}
-	if opts.Quant, err = keepFloatByName(opts.Float, opts.Quant); err != nil {
+	quant, ok, err := keepFloatByName(opts.Float, opts.Quant)
+	if err != nil || !ok {
 		return opts, 0, err
 	}
-	opts.Float, opts.Ranges = float, alignedRanges(m, opts.Ranges)
+	opts.Float, opts.Ranges, opts.Quant = float, alignedRanges(m, opts.Ranges), quant
 	return opts, convs, nil
 }
 
@@ -118,24 +120,25 @@ func alignedRanges(padded *graph.Model, ranges map[string][2]float64) map[string
 }
 
 // keepFloatByName turns opts.KeepFloat (node indices into float's graph)
-// into exclusions by node name, which hold in the padded model too.
-func keepFloatByName(float graph.Serialized, opts quantize.Options) (quantize.Options, error) {
+// into exclusions by node name, which hold in the padded model too; not
+// ok when one of those nodes has no name (the model is then not padded).
+func keepFloatByName(float graph.Serialized, opts quantize.Options) (quantize.Options, bool, error) {
 	if len(opts.KeepFloat) == 0 {
-		return opts, nil
+		return opts, true, nil
 	}
 	m, err := float.Parse()
 	if err != nil {
-		return opts, err
+		return opts, false, err
 	}
 	opts.Exclude = slices.Clone(opts.Exclude)
 	for _, i := range opts.KeepFloat {
 		if i < 0 || i >= len(m.Graph.Nodes) || m.Graph.Nodes[i].Name == "" {
-			return opts, fmt.Errorf("keep-float node %d has no name to find it by in the padded model", i)
+			return opts, false, nil
 		}
 		opts.Exclude = append(opts.Exclude, "^"+regexp.QuoteMeta(m.Graph.Nodes[i].Name)+"$")
 	}
 	opts.KeepFloat = nil
-	return opts, nil
+	return opts, true, nil
 }
 
 // align is the search's alignment step: it pads opts.Float to

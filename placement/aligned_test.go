@@ -3,6 +3,7 @@ package placement
 import (
 	"bytes"
 	"math"
+	"regexp"
 	"testing"
 	"time"
 
@@ -168,4 +169,39 @@ func quantizedDepthwise(t *testing.T, q *graph.Model, channels int) int {
 		n++
 	}
 	return n
+}
+
+// Node indices move in the padded graph: a KeepFloat index becomes an
+// exclusion by the node's name, and a model whose kept-float node has no
+// name is not padded at all.
+func TestAlignedKeepFloatByName(t *testing.T) {
+	channels := ort.Int8ChannelAlign()
+	if channels == 0 {
+		t.Skip("no symmetric INT8 conv kernels to align for on this CPU")
+	}
+	m, err := graph.LoadFile(testenv.Data(t, "zoo/mobilenet_v3_small/dynbatch.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	float, err := graph.MarshalReferencing(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Float: float, Quant: quantize.Options{KeepFloat: []int{0}}}
+	padded, convs, err := aligned(opts, channels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "^" + regexp.QuoteMeta(m.Graph.Nodes[0].Name) + "$"
+	if convs == 0 || padded.Quant.KeepFloat != nil || len(padded.Quant.Exclude) != 1 || padded.Quant.Exclude[0] != want {
+		t.Errorf("padded %d convs, quantization options %+v; want KeepFloat as the exclusion %s", convs, padded.Quant, want)
+	}
+	m.Graph.Nodes[0].Name = ""
+	if opts.Float, err = graph.MarshalReferencing(m); err != nil {
+		t.Fatal(err)
+	}
+	same, convs, err := aligned(opts, channels)
+	if err != nil || convs != 0 || !bytes.Equal(same.Float.Bytes, opts.Float.Bytes) {
+		t.Errorf("an unnamed kept-float node: %d convs padded, err %v", convs, err)
+	}
 }
