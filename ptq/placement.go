@@ -91,7 +91,7 @@ func place(opts Options, float graph.Serialized, ranges map[string][2]float64, b
 		}
 		res.Guard.Checks = opts.checks(res.Accuracy)
 		if guarded && !opts.meets(res.Accuracy) {
-			return nil, graph.Serialized{}, graph.Serialized{}, fmt.Errorf("placement: the INT8 model with %d regions kept float misses the accuracy guard", len(quant.KeepFloat))
+			return nil, graph.Serialized{}, graph.Serialized{}, fmt.Errorf("placement: the placed INT8 model (%d regions kept float) misses the accuracy guard", len(quant.KeepFloat))
 		}
 	}
 	return q, b, float, nil
