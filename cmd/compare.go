@@ -24,7 +24,7 @@ type CompareOptions struct {
 func newCmdCompare(io *IO, g *globals, runF func(*CompareOptions) error) *cobra.Command {
 	opts := &CompareOptions{IO: io}
 	var sf sessionFlags
-	var df dataFlags
+	df := dataFlags{judges: true}
 	var atol, rtol []string
 	var check, task string
 	c := &cobra.Command{
@@ -144,11 +144,14 @@ func printComparison(io *IO, r *compare.Result) {
 	fmt.Fprintf(io.Out, "A %s\nB %s\n%d samples in %d runs of %s\n", r.ModelA, r.ModelB, r.Samples, r.Batches, r.Data)
 	fmt.Fprintf(io.Out, "errors, cosine and SNR are over the finite pairs (A and B both finite); NaN and Inf are counted as A/B\n\n")
 	w := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "output\tfinite pairs\tNaN A/B\tInf A/B\tmax abs\tmean abs\tp99 abs\tmax rel\tcosine\tSNR dB\ttop-1\ttop-5\tcheck\tresult\n")
+	fmt.Fprintf(w, "output\tfinite pairs\tNaN A/B\tInf A/B\tmax abs\tmean abs\tp99 abs\tmax rel\tcosine\tmin sample cosine\trel error\tSNR dB\ttop-1 (clear rows)\ttop-5\tcheck\tresult\n")
 	for _, s := range r.Outputs {
 		top1, top5 := "-", "-"
+		if s.Top1 != nil {
+			top1 = s.Top1.Text()
+		}
 		if s.Classifier {
-			top1, top5 = fmt.Sprintf("%.2f%%", 100*s.Top1Agree), fmt.Sprintf("%.2f%%", 100*s.Top5Agree)
+			top5 = fmt.Sprintf("%.2f%%", 100*s.Top5Agree)
 		}
 		verdict := "pass"
 		if !s.Pass {
@@ -157,9 +160,9 @@ func printComparison(io *IO, r *compare.Result) {
 		if s.NewNonFinite > 0 {
 			verdict = "FAIL: NaN/Inf in B"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d/%d\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s %s <= %.3g\t%s\n",
+		fmt.Fprintf(w, "%s\t%s\t%d/%d\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s %s <= %.3g\t%s\n",
 			s.Name, s.FinitePairs(), s.NaN.A, s.NaN.B, s.Inf.A, s.Inf.B, s.MaxAbs.Text("%.3g"), s.MeanAbs.Text("%.3g"),
-			s.P99Abs.Text("%.3g"), s.MaxRel.Text("%.3g"), s.Cosine.Text("%.6f"), s.SNRdB.Text("%.1f"), top1, top5,
+			s.P99Abs.Text("%.3g"), s.MaxRel.Text("%.3g"), s.Cosine.Text("%.6f"), s.SampleCosineText(), s.RelErrorText(), s.SNRdB.Text("%.1f"), top1, top5,
 			s.Check, s.Value.Text("%.3g"), s.Atol, verdict)
 	}
 	w.Flush()

@@ -284,7 +284,7 @@ func Models(opts Options) (*Result, error) {
 			if err != nil {
 				return fmt.Errorf("output %q: %w", p.name, err)
 			}
-			if err := accs[i].Add(fa, fb, a.Dims); err != nil {
+			if err := accs[i].AddSamples(fa, fb, a.Dims, j.batch.Samples); err != nil {
 				return err
 			}
 			if err := scorer.add(p.name, fa, fb, a.Dims); err != nil {

@@ -75,6 +75,27 @@ type OutputStats struct {
 	Samples    int64   `json:"samples,omitempty"`
 	Top1Agree  float64 `json:"top1_agreement,omitempty"` // argmax equal
 	Top5Agree  float64 `json:"top5_agreement,omitempty"` // A's top-1 among B's top 5 (C >= 5)
+	// Top1 is top-1 agreement per row, all rows and those clear of
+	// near-ties (see Top1): the samples of an [N, C] output, the positions
+	// of a [B, T, V] one; nil for other shapes.
+	Top1 *Top1 `json:"top1,omitempty"`
+
+	// Per-sample figures (see samples.go). SampleAxis is the output's
+	// axis that holds the samples (-1: one sample a run, or none found);
+	// SampleElements its elements per sample (the fewest seen).
+	SampleAxis      int   `json:"sample_axis"`
+	SampleElements  int64 `json:"elements_per_sample"`
+	SamplesCompared int64 `json:"samples_compared"`
+	// MinSampleCosine is the worst cosine of one sample (NaN when none was
+	// measured), WorstCosineSample its index in the data.
+	MinSampleCosine   jsonfloat.Float `json:"min_sample_cosine"`
+	WorstCosineSample int64           `json:"worst_cosine_sample"`
+	// MaxSampleRelError is the worst sample's RMS error over the RMS
+	// deviation of A from its mean on that sample; RelError the same over
+	// all samples together.
+	MaxSampleRelError jsonfloat.Float `json:"max_sample_rel_error"`
+	WorstRelSample    int64           `json:"worst_rel_error_sample"`
+	RelError          jsonfloat.Float `json:"rel_error"`
 
 	// Tolerance verdict.
 	Atol    float64         `json:"atol"`
@@ -91,6 +112,7 @@ type OutputStats struct {
 	maxRelAtAtol                             float64
 	absHist, excessHist                      logHist
 	top1, top5                               int64
+	sampleAxis                               *int
 }
 
 // Sides is a count in A (the reference) and in B.
@@ -126,9 +148,11 @@ func (s *OutputStats) Failure() string {
 	return fmt.Sprintf("%s excess %.3g > atol %.3g; passes with atol >= %.3g", s.Check, float64(s.Value), s.Atol, float64(s.MinAtol))
 }
 
-// Accumulator gathers OutputStats batch by batch in constant memory.
+// Accumulator gathers OutputStats batch by batch, in memory constant in
+// the output's size (a few sums per sample).
 type Accumulator struct {
-	stats *OutputStats
+	stats   *OutputStats
+	samples []sampleAcc
 }
 
 // NewAccumulator starts the statistics of one output.
@@ -136,9 +160,16 @@ func NewAccumulator(name string, atol, rtol float64, check Stat) *Accumulator {
 	return &Accumulator{stats: &OutputStats{Name: name, Atol: atol, Rtol: rtol, Check: check}}
 }
 
-// Add folds in one batch of the output from A (reference) and B. shape is
-// the batch's shape; both slices hold its elements.
+// Add folds in one batch of the output from A (reference) and B as one
+// sample. shape is the batch's shape; both slices hold its elements.
 func (acc *Accumulator) Add(a, b []float32, shape []int64) error {
+	return acc.AddSamples(a, b, shape, 0)
+}
+
+// AddSamples folds in one batch of the output from A (reference) and B
+// that holds samples samples (0: unknown, one unit). shape is the batch's
+// shape; both slices hold its elements.
+func (acc *Accumulator) AddSamples(a, b []float32, shape []int64, samples int) error {
 	if len(a) != len(b) {
 		return fmt.Errorf("output %q: %d elements in A, %d in B", acc.stats.Name, len(a), len(b))
 	}
@@ -190,6 +221,16 @@ func (acc *Accumulator) Add(a, b []float32, shape []int64) error {
 		s.sumAB += x * y
 		s.sumSqDiff += (x - y) * (x - y)
 	}
+	acc.addSamples(a, b, shape, samples)
+	if r := len(shape); (r == 2 || r == 3) && shape[r-1] >= 2 && int64(len(a)) == product(shape) {
+		if s.Top1 == nil {
+			s.Top1 = &Top1{Per: "sample"}
+			if r == 3 {
+				s.Top1.Per = "position"
+			}
+		}
+		s.Top1.addRows(a, b, int(shape[r-1]))
+	}
 	if len(shape) == 2 && shape[1] >= 2 && int64(len(a)) == shape[0]*shape[1] {
 		s.Classifier = true
 		c := int(shape[1])
@@ -234,6 +275,10 @@ func (acc *Accumulator) Result() *OutputStats {
 	default:
 		s.SNRdB = jsonfloat.Float(10 * math.Log10(s.sumSqA/s.sumSqDiff))
 	}
+	acc.finishSamples()
+	if s.Top1 != nil {
+		s.Top1.finish()
+	}
 	if s.Samples > 0 {
 		s.Top1Agree = float64(s.top1) / float64(s.Samples)
 		s.Top5Agree = float64(s.top5) / float64(s.Samples)
@@ -265,6 +310,14 @@ func (acc *Accumulator) Result() *OutputStats {
 	}
 	s.Pass = float64(s.Value) <= s.Atol && s.Mismatch == 0 && (s.Elements > 0 || s.Total == 0)
 	return s
+}
+
+func product(shape []int64) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	return n
 }
 
 func count(b bool) int64 {
