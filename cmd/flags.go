@@ -62,6 +62,11 @@ type dataFlags struct {
 	// batchFlag is the flag that sets batch: a batch size the user gave
 	// is strict, a default only a preference (a static batch wins).
 	batchFlag *pflag.Flag
+	// judges says the data calibrates or judges accuracy: random floats
+	// are then standard normal (data.Options.Normal) unless --range gives
+	// a range for every input; for timing and the passes' exactness check
+	// they stay uniform in [0, 1).
+	judges bool
 }
 
 // batchVar adds the batch size flag.
@@ -86,7 +91,7 @@ func (f *dataFlags) register(fs *pflag.FlagSet, withBatch bool) {
 // registerSpec adds the flags of the input specification.
 func (f *dataFlags) registerSpec(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.shapes, "shape", nil, "fix an input's dynamic dims: name:d0,d1,... (? keeps a dim dynamic; a dynamic batch is never pinned) (repeatable)")
-	fs.StringArrayVar(&f.ranges, "range", nil, "value range of random data: LO,HI for every input, or name:LO,HI for one (token ids: ids:0,30522) (repeatable; default 0,1)")
+	fs.StringArrayVar(&f.ranges, "range", nil, "value range of random data, drawn uniformly: LO,HI for every input, or name:LO,HI for one (token ids: ids:0,30522) (repeatable; default: floats standard normal, integers 0)")
 	fs.StringArrayVar(&f.values, "value", nil, "feed an input a constant in random data: name=V (a sample rate: sr=16000) (repeatable)")
 	fs.StringArrayVar(&f.axes, "batch-axis", nil, "where an input's batch is: name:K, or name:none for an input fed the same in every run (default: inferred) (repeatable)")
 }
@@ -174,7 +179,20 @@ func (f *dataFlags) options() (data.Options, error) {
 	if err != nil {
 		return data.Options{}, err
 	}
-	return data.Options{Batch: f.batch, StrictBatch: f.batchFlag != nil && f.batchFlag.Changed, Seed: f.seed, Samples: f.samples, Image: img, Spec: spec, Low: lo, High: hi}, nil
+	return data.Options{Batch: f.batch, StrictBatch: f.batchFlag != nil && f.batchFlag.Changed, Seed: f.seed, Samples: f.samples, Image: img, Spec: spec, Low: lo, High: hi,
+		Normal: f.judges && !f.globalRange()}, nil
+}
+
+// globalRange reports whether --range gave every input's range (LO,HI
+// without a name): random floats are then uniform in it, else standard
+// normal.
+func (f *dataFlags) globalRange() bool {
+	for _, v := range f.ranges {
+		if name, _, _, err := data.ParseRangeFlag(v); err == nil && name == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // imageFlags say how the files of an image folder become an input tensor

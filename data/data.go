@@ -93,6 +93,12 @@ type Options struct {
 	Seed int64
 	// Low and High bound random data: [Low, High), [0,1) when both are zero.
 	Low, High float64
+	// Normal draws random float inputs from the standard normal
+	// distribution instead of [Low, High), unless the input has a range
+	// of its own (Spec.Ranges, or an id range GraphInputs inferred):
+	// normalized images, audio and embeddings are centred on zero, and
+	// ranges calibrated on one-sided data do not cover them.
+	Normal bool
 	// Samples is, for random data, the total number of samples (default
 	// one batch); for .npy, .npz and image folders, at most this many
 	// samples are read (0: all). .pb data sets ignore it.
@@ -617,4 +623,54 @@ func firstZero(t *graph.Tensor) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// MinSplit is the fewest samples a data source must hold for a check to
+// be held out of it: HeldOut of them are, the rest calibrate.
+const MinSplit = 4
+
+// HeldOut is how many of n samples a split keeps out of calibration for
+// the checks: a quarter, rounded up.
+func HeldOut(n int) int { return (n + 3) / 4 }
+
+// CountSamples reads a source to the end and counts its samples.
+func CountSamples(spec string, inputs []Input, opts Options) (int, error) {
+	src, err := Open(spec, inputs, opts)
+	if err != nil {
+		return 0, err
+	}
+	defer src.Close()
+	n := 0
+	for {
+		b, err := src.Next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		n += b.Samples
+	}
+}
+
+// Split is how a source of at least MinSplit samples divides between
+// calibration and a held-out check: calibration reads the first keep
+// samples of the order opts.Seed draws (shuffle), or of the file order
+// when the format cannot be drawn from, and the check the rest (Skip
+// keep), held samples. ok is false when the source is too small or cannot
+// be split.
+func Split(spec string, inputs []Input, opts Options) (keep, held int, shuffle, ok bool) {
+	opts.Samples, opts.Skip = 0, 0
+	n, err := CountSamples(spec, inputs, opts)
+	if err != nil || n < MinSplit {
+		return 0, 0, false, false
+	}
+	keep = n - HeldOut(n)
+	for _, shuffle := range []bool{true, false} {
+		opts.Shuffle, opts.Skip = shuffle, keep
+		if m, err := CountSamples(spec, inputs, opts); err == nil && m == n-keep {
+			return keep, n - keep, shuffle, true
+		}
+	}
+	return 0, 0, false, false
 }

@@ -94,8 +94,31 @@ func newInputGen(in Input, opts Options, index int) (*randomGen, error) {
 	case f == FeedOnes:
 		return constGen(in, 1)
 	}
+	if normal(in, opts) {
+		return newNormalGen(in, opts.Seed, index)
+	}
 	lo, hi := valueRange(in, opts)
 	return newRandomGen(in, opts.Seed, index, lo, hi)
+}
+
+// normal reports whether in draws from the standard normal distribution:
+// a float input without a range of its own, when opts ask for it.
+func normal(in Input, opts Options) bool {
+	if _, ranged := opts.Ranges[in.Name]; !opts.Normal || ranged || in.Range != nil {
+		return false
+	}
+	_, float := floatFormats[in.DType]
+	return float
+}
+
+// newNormalGen draws the index-th input's elements from the standard
+// normal distribution, rounded to its float type.
+func newNormalGen(in Input, seed int64, index int) (*randomGen, error) {
+	ff := floatFormats[in.DType]
+	rng := rand.New(rand.NewPCG(uint64(seed), randomSeq2^uint64(index)))
+	return &randomGen{rng: rng, size: ff.size, put: func(b []byte, r *rand.Rand) {
+		ff.put(b, ff.round(r.NormFloat64()))
+	}}, nil
 }
 
 // constGen fills every element with v.
