@@ -8,6 +8,7 @@ package build
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -83,11 +84,25 @@ type Result struct {
 	// Deployment is the Triton target's profiles and the sweep behind them.
 	Deployment *triton.Deployment `json:"deployment,omitempty"`
 	// Plan is how the build shared its time budget between the stages.
-	Plan        *Plan         `json:"plan"`
-	Stages      []Stage       `json:"stages"`
-	Environment Environment   `json:"environment"`
-	Notes       []string      `json:"notes,omitempty"`
-	opts        config.Config // effective options, for the manifest
+	Plan        *Plan       `json:"plan"`
+	Stages      []Stage     `json:"stages"`
+	Environment Environment `json:"environment"`
+	Notes       []string    `json:"notes,omitempty"`
+	// Refused are the INT8 models the accuracy guard refused: the build
+	// wrote everything else (optc build exits 3).
+	Refused []Refusal `json:"refused,omitempty"`
+	// NotRecommended are artifacts written but missing the accuracy
+	// guard's criteria against the input model (Check.Failed, or an INT8
+	// model kept by allow_accuracy_loss): optc build exits 3.
+	NotRecommended []string      `json:"not_recommended,omitempty"`
+	opts           config.Config // effective options, for the manifest
+}
+
+// Refusal is an INT8 model the accuracy guard refused, with its figures.
+type Refusal struct {
+	Scheme   string     `json:"scheme"`   // ort-cpu, tensorrt
+	Artifact string     `json:"artifact"` // what was not written
+	Guard    *ptq.Guard `json:"guard"`
 }
 
 // Config is the effective configuration the build ran with.
@@ -322,12 +337,33 @@ func (b *builder) load() error {
 	if err := b.shapesFromData(data.GraphInputs(m.Graph)); err != nil {
 		return err
 	}
+	b.splitCalibration(data.GraphInputs(m.Graph))
 	b.latencyBatches = b.c.Latency.Batches
 	if s := data.StaticBatch(data.GraphInputs(m.Graph), b.c.Inputs()); s > 0 && !slices.Equal(b.latencyBatches, []int{s}) {
 		b.latencyBatches = []int{s}
 		b.note(fmt.Sprintf("the model's batch is static (%d): artifacts are timed at batch %d only", s, s))
 	}
 	return nil
+}
+
+// splitCalibration holds data.HeldOut of the calibration samples out of
+// calibration when there is no eval data, so that no check runs on a
+// sample calibration saw: calibration draws the rest (seeded), and every
+// artifact is checked on the samples it did not draw.
+func (b *builder) splitCalibration(inputs []data.Input) {
+	c := &b.c
+	if c.Eval.Data != "" || c.Calibration.Data == "" || c.Calibration.Data == "random" || c.Calibration.Samples > 0 || !(c.INT8 && b.staticINT8()) {
+		return
+	}
+	keep, held, shuffle, ok := data.Split(c.Calibration.Data, inputs, b.dataOptions(c.Calibration.Data, c.Calibration.Batch, 0))
+	if !ok || !shuffle {
+		return // too few samples, or a format calibration cannot draw from: checked on the calibration data, and said
+	}
+	c.Calibration.Samples = keep
+	b.res.Notes = slices.DeleteFunc(b.res.Notes, func(n string) bool { return n == notHeldOut })
+	b.res.Caveats.OnCalibrationData = false
+	b.eval.spec, b.eval.opts = b.evalData()
+	b.note(fmt.Sprintf("no eval data: calibration draws %d samples of %s and every artifact is checked on the other %d (held out)", keep, c.Calibration.Data, held))
 }
 
 // shapesFromData fixes the dynamic dims random data cannot shape (a
@@ -402,47 +438,84 @@ func (b *builder) quantize() error {
 	b.add("calibration.json", "all", "calibration", "", "")
 	b.quantized = map[quantize.Target]string{}
 	if b.needs(quantize.TargetORTCPU) && b.c.Quantize.Weights == "" && !b.c.Quantize.Dynamic {
-		out, err := b.dir.path("model.int8.onnx")
-		if err != nil {
+		if err := b.quantizeORT(); err != nil {
 			return err
-		}
-		o, err := b.ptqOptions(quantize.TargetORTCPU, out)
-		if err != nil {
-			return err
-		}
-		if b.res.INT8, err = ptq.Run(o); err != nil {
-			return err
-		}
-		b.ortModel, b.ortPrecision = out, "int8"
-		b.quantized[quantize.TargetORTCPU] = out
-		b.add("model.int8.onnx", "ort", "model", "int8", "")
-		b.disqualifyNonFinite()
-		if err := b.writePlacement(); err != nil {
-			return err
-		}
-		if g := b.res.INT8.Guard; g != nil && g.Allowed {
-			b.ortModel = b.float
-			b.note(fmt.Sprintf("ort-cpu: model.int8.onnx misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended: the ORT and Triton artifacts are FP32", ptq.FailedChecks(g.Checks)))
 		}
 	}
 	if b.needs(quantize.TargetTensorRT) {
-		out, err := b.dir.path("tensorrt/model.int8.qdq.onnx")
-		if err != nil {
-			return err
-		}
-		b.quantized[quantize.TargetTensorRT] = out
-		o, err := b.ptqOptions(quantize.TargetTensorRT, out)
-		if err != nil {
-			return err
-		}
-		if b.res.INT8TRT, err = ptq.Run(o); err != nil {
-			return err
-		}
-		b.add("tensorrt/model.int8.qdq.onnx", "tensorrt", "model", "int8", "")
-		if g := b.res.INT8TRT.Guard; g != nil && g.Allowed {
-			b.note(fmt.Sprintf("tensorrt: model.int8.qdq.onnx misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended", ptq.FailedChecks(g.Checks)))
-		}
+		return b.quantizeTensorRT()
 	}
+	return nil
+}
+
+// quantizeORT makes model.int8.onnx, the ort-cpu scheme's model, and
+// decides whether the ORT and Triton artifacts deploy it.
+func (b *builder) quantizeORT() error {
+	out, err := b.dir.path("model.int8.onnx")
+	if err != nil {
+		return err
+	}
+	o, err := b.ptqOptions(quantize.TargetORTCPU, out)
+	if err != nil {
+		return err
+	}
+	if b.res.INT8, err = ptq.Run(o); err != nil {
+		return b.refused(quantize.TargetORTCPU, "model.int8.onnx", err)
+	}
+	b.ortModel, b.ortPrecision = out, "int8"
+	b.quantized[quantize.TargetORTCPU] = out
+	b.add("model.int8.onnx", "ort", "model", "int8", "")
+	b.disqualifyNonFinite()
+	if err := b.writePlacement(); err != nil {
+		return err
+	}
+	if g := b.res.INT8.Guard; g != nil && g.Allowed {
+		b.res.NotRecommended = append(b.res.NotRecommended, "model.int8.onnx")
+		b.ortModel = b.float
+		b.note(fmt.Sprintf("ort-cpu: model.int8.onnx misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended: the ORT and Triton artifacts are FP32", ptq.FailedChecks(g.Checks)))
+	}
+	return nil
+}
+
+// quantizeTensorRT makes tensorrt/model.int8.qdq.onnx, the tensorrt
+// scheme's model.
+func (b *builder) quantizeTensorRT() error {
+	out, err := b.dir.path("tensorrt/model.int8.qdq.onnx")
+	if err != nil {
+		return err
+	}
+	o, err := b.ptqOptions(quantize.TargetTensorRT, out)
+	if err != nil {
+		return err
+	}
+	if b.res.INT8TRT, err = ptq.Run(o); err != nil {
+		return b.refused(quantize.TargetTensorRT, "tensorrt/model.int8.qdq.onnx", err)
+	}
+	b.quantized[quantize.TargetTensorRT] = out
+	b.add("tensorrt/model.int8.qdq.onnx", "tensorrt", "model", "int8", "")
+	if g := b.res.INT8TRT.Guard; g != nil && g.Allowed {
+		b.res.NotRecommended = append(b.res.NotRecommended, "tensorrt/model.int8.qdq.onnx")
+		b.note(fmt.Sprintf("tensorrt: model.int8.qdq.onnx misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended", ptq.FailedChecks(g.Checks)))
+	}
+	return nil
+}
+
+// refused takes ptq's error for scheme: when the accuracy guard refused
+// the INT8 model, the build goes on without it (every artifact that does
+// not depend on it is still made, checked and reported; the ORT and
+// Triton artifacts are FP32) and records the refusal, which the build's
+// exit status reports (Result.Refused); any other error fails the build.
+func (b *builder) refused(scheme quantize.Target, rel string, err error) error {
+	var ge *ptq.GuardError
+	if !errors.As(err, &ge) {
+		return err
+	}
+	b.res.Refused = append(b.res.Refused, Refusal{Scheme: string(scheme), Artifact: rel, Guard: ge.Guard})
+	what := "the ORT and Triton artifacts are FP32"
+	if scheme == quantize.TargetTensorRT {
+		what = "the TensorRT engine script builds the fp16 model"
+	}
+	b.note(fmt.Sprintf("%s: INT8 REFUSED by the accuracy guard on %s (%s): %s was not written; %s", scheme, ge.Guard.On(), ptq.FailedChecks(ge.Guard.Checks), rel, what))
 	return nil
 }
 
@@ -458,7 +531,7 @@ func (b *builder) ptqOptions(target quantize.Target, out string) (ptq.Options, e
 			KeepFirstLast: c.Quantize.KeepFirstLast, PerChannel: &c.Quantize.PerChannel},
 		EvalData: b.eval.spec, EvalOpts: b.eval.opts, EvalLabels: c.Eval.Labels, Session: b.session(), Inputs: c.Inputs(), NoLatency: true,
 		Batches: c.Latency.Batches, ORTLib: c.Runtime.ORTLib, MaxAccuracyDrop: c.Quantize.MaxAccuracyDrop, MinCosine: c.Quantize.MinCosine,
-		AllowAccuracyLoss: c.Quantize.AllowAccuracyLoss,
+		MaxRelError: c.Quantize.MaxRelError, NoGuard: c.Quantize.NoGuard, AllowAccuracyLoss: c.Quantize.AllowAccuracyLoss,
 	}
 	if !b.res.EvalHeldOut {
 		// ptq then measures on the calibration data and says so.
@@ -533,6 +606,14 @@ func (b *builder) dataOptions(spec string, batch, samples int) data.Options {
 	o := data.Options{Batch: batch, Samples: samples, Seed: b.c.Calibration.Seed, High: 1, Image: b.c.ImageOptions(), Spec: b.c.Inputs()}
 	if spec != "random" {
 		o.Shapes = nil
+	} else {
+		// Calibration and checks: floats standard normal (an input's
+		// ranges: uniform in it), enough samples whatever the model's
+		// static batch.
+		o.Normal = true
+		if o.Samples == 0 {
+			o.Samples = ptq.RandomSamples
+		}
 	}
 	return o
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/optc-dev/optc/lint"
 	"github.com/optc-dev/optc/passes"
 	"github.com/optc-dev/optc/placement"
+	"github.com/optc-dev/optc/ptq"
 )
 
 // mnistConfig is an INT8 build of the committed MNIST CNN: calibration on
@@ -477,12 +478,19 @@ func TestBuildChecksOnHeldOutCalibrationSamples(t *testing.T) {
 			t.Errorf("%s checked on %d samples, want the 50 of 200 calibration left", a.Path, a.Check.Samples)
 		}
 	}
-	// Calibrating on everything leaves nothing out: the report says so.
+	// Without a sample count calibration still leaves a quarter out, and
+	// every check runs on it: no check runs on a sample calibration saw.
 	c.Calibration.Samples = 0
 	c.Output = filepath.Join(t.TempDir(), "out2")
 	res = run(t, c)
-	if res.EvalHeldOut || len(res.Notes) == 0 || !strings.Contains(res.Notes[0], "not held out") {
-		t.Fatalf("held out %v, notes %v", res.EvalHeldOut, res.Notes)
+	if !res.EvalHeldOut || res.Caveats.OnCalibrationData || res.INT8.Calibration.Samples != 150 || !res.INT8.HeldOut ||
+		!strings.Contains(strings.Join(res.Notes, "\n"), "calibration draws 150 samples of "+c.Calibration.Data+" and every artifact is checked on the other 50") {
+		t.Fatalf("held out %v, calibrated on %d, notes %v", res.EvalHeldOut, res.INT8.Calibration.Samples, res.Notes)
+	}
+	for _, a := range res.Artifacts {
+		if a.Check != nil && a.Check.Samples != 50 {
+			t.Errorf("%s checked on %d samples, want the 50 calibration left out", a.Path, a.Check.Samples)
+		}
 	}
 }
 
@@ -578,19 +586,42 @@ func TestBuildGuard(t *testing.T) {
 	if err := os.WriteFile(bad, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A refused INT8 model takes nothing else down: the build writes,
+	// checks and times the FP32 deployment, records the refusal with its
+	// figures, and leaves model.int8.onnx out.
 	c.Calibration.Cache = bad
 	c.Output = filepath.Join(dir, "bad")
-	_, err := Run(context.Background(), Options{Config: c})
-	if err == nil || !strings.HasPrefix(err.Error(), "quantize: accuracy guard failed: accuracy drop") || !strings.Contains(err.Error(), "over the 1.00 allowed") {
-		t.Fatalf("got %v, want the quantize stage to fail the guard", err)
+	res = run(t, c)
+	if len(res.Refused) != 1 || res.Refused[0].Artifact != "model.int8.onnx" || res.Refused[0].Guard.Pass ||
+		!strings.Contains(ptq.FailedChecks(res.Refused[0].Guard.Checks), "over the 1.00 allowed") {
+		t.Fatalf("refused %+v", res.Refused)
 	}
-	if _, err := os.Stat(c.Output); !os.IsNotExist(err) {
-		t.Error("a build that failed the guard left its output folder")
+	if _, err := os.Stat(filepath.Join(c.Output, "model.int8.onnx")); !os.IsNotExist(err) {
+		t.Error("the refused INT8 model was written")
+	}
+	for _, a := range res.Artifacts {
+		if a.Precision == "int8" {
+			t.Errorf("%s is INT8 after the guard refused INT8", a.Path)
+		}
+		if a.Path == "ort/model.ort" && (a.Check == nil || a.Timing == nil) {
+			t.Errorf("the FP32 deployment was not checked and timed")
+		}
+	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "INT8 REFUSED by the accuracy guard") {
+		t.Errorf("notes %q", res.Notes)
 	}
 	assertNoTemp(t, dir)
+	// The report names the files the user has, not the working folder.
+	if js, err := os.ReadFile(filepath.Join(c.Output, "report.json")); err != nil || strings.Contains(string(js), ".tmp-") {
+		t.Errorf("report.json names a temporary folder (or %v)", err)
+	}
 
 	c.Quantize.AllowAccuracyLoss = true
+	c.Output = filepath.Join(dir, "allowed")
 	res = run(t, c)
+	if !slices.Contains(res.NotRecommended, "model.int8.onnx") {
+		t.Errorf("not recommended: %q", res.NotRecommended)
+	}
 	if g := res.INT8.Guard; !g.Allowed || g.Pass || g.Fallback == "" {
 		t.Errorf("guard %+v", g)
 	}

@@ -15,7 +15,6 @@ import (
 // every artifact it is then checked and timed against the input in the
 // verify stage. It takes the place of the static ort-cpu INT8 model.
 func (b *builder) dynamic() error {
-	c := b.c
 	const rel = "model.int8.dynamic.onnx"
 	out, err := b.dir.path(rel)
 	if err != nil {
@@ -31,7 +30,7 @@ func (b *builder) dynamic() error {
 		o.EvalData, o.EvalOpts = "", data.Options{}
 	}
 	if o.CalibData == "" && o.EvalData == "" {
-		o.EvalData, o.EvalOpts = "random", data.Options{Spec: c.Inputs(), Samples: 64, Seed: 1, High: 1}
+		o.EvalData, o.EvalOpts = "random", b.dataOptions("random", 0, ptq.RandomSamples)
 	}
 	if b.res.Dynamic, err = ptq.Run(o); err != nil {
 		return err

@@ -80,6 +80,7 @@ func (b *builder) report() error {
 		a.Bytes, a.SHA256 = d.Bytes, d.SHA256
 	}
 	b.res.Environment = MeasuredOn()
+	b.relocate()
 	man := Manifest{Schema: 1, OptcVersion: b.opts.Version, GoVersion: runtime.Version(),
 		ORTVersion: b.res.Environment.ORTVersion, Options: b.c, Accuracy: map[string]*Check{}}
 	// Where the output goes is not part of what was built.

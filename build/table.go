@@ -3,10 +3,12 @@ package build
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/optc-dev/optc/export"
+	"github.com/optc-dev/optc/internal/jsonfloat"
 	"github.com/optc-dev/optc/lint"
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/placement"
@@ -21,11 +23,7 @@ func WriteTable(w io.Writer, r *Result) error {
 		fmt.Fprintf(w, "measured on %s (%d cores; %s), ONNX Runtime %s\n", r.Environment.CPU, r.Environment.Cores,
 			strings.Join(r.Environment.CPUFlags, " "), r.Environment.ORTVersion)
 	}
-	held := "held out"
-	if !r.EvalHeldOut {
-		held = "not held out"
-	}
-	fmt.Fprintf(w, "checked on %s (%s)\n", r.EvalData, held)
+	fmt.Fprintf(w, "checked on %s\n", r.CheckedOn())
 	for _, l := range r.Caveats.Lines() {
 		fmt.Fprintf(w, "warning: %s\n", l)
 	}
@@ -35,13 +33,13 @@ func WriteTable(w io.Writer, r *Result) error {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	batches := r.Baseline.Batches
-	head := "artifact\tprecision\tbytes\tcosine\tNaN/Inf in/art\ttop-1 agree\taccuracy\tcold ms\t"
+	head := "artifact\tprecision\tbytes\tmin cosine\trel error\tNaN/Inf in/art\ttop-1 agree\taccuracy\tverdict\tcold ms\t"
 	for _, b := range batches {
 		head += fmt.Sprintf("p50 b%d ms\tp99 b%d ms\tspeed-up b%d\t", b.Batch, b.Batch, b.Batch)
 	}
 	fmt.Fprintln(tw, head)
-	row := func(name, precision, bytes, cos, bad, top1, acc string, t *Timing) {
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t", name, precision, bytes, cos, bad, top1, acc)
+	row := func(name, precision, bytes, cos, rel, bad, top1, acc, verdict string, t *Timing) {
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", name, precision, bytes, cos, rel, bad, top1, acc, verdict)
 		if t == nil {
 			// Not timed (another runtime's artifact): dashes keep the
 			// columns of the rows after it aligned.
@@ -70,7 +68,7 @@ func WriteTable(w io.Writer, r *Result) error {
 			break
 		}
 	}
-	row(r.Input+" (input)", "fp32", "", "", "", "", baseAcc, r.Baseline)
+	row(r.Input+" (input)", "fp32", "", "", "", "", "", baseAcc, "", r.Baseline)
 	for _, a := range r.Artifacts {
 		if a.Check == nil {
 			continue
@@ -82,8 +80,21 @@ func WriteTable(w io.Writer, r *Result) error {
 		if a.Check.Accuracy != nil {
 			acc = fmt.Sprintf("%.2f%%", a.Check.Accuracy.B)
 		}
+		verdict := "ok"
+		switch {
+		case slices.Contains(r.NotRecommended, a.Path):
+			verdict = "NOT RECOMMENDED"
+		case len(a.Check.Failed) > 0:
+			verdict = "misses (guard off)"
+		}
 		bad := a.Check.nonFiniteCell()
-		row(a.Path, a.Precision, fmt.Sprint(a.Bytes), a.Check.MinCosine.Text("%.5f"), bad, top1, acc, a.Timing)
+		row(a.Path, a.Precision, fmt.Sprint(a.Bytes), a.Check.MinCosine.Text("%.5f"), a.Check.MaxRelError.Text("%.3g"), bad, top1, acc, verdict, a.Timing)
+	}
+	for _, f := range r.Refused {
+		// Measured against the optimized float model by the guard, not
+		// written: no bytes, no timing.
+		cos, rel := refusedFigures(f.Guard)
+		row(f.Artifact, "int8", "-", cos, rel, "-", "-", "-", "REFUSED", nil)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -125,7 +136,7 @@ func WriteTable(w io.Writer, r *Result) error {
 		name string
 		res  *ptq.Result
 	}{{"int8 ort-cpu", r.INT8}, {"int8 tensorrt", r.INT8TRT}} {
-		if q.res == nil {
+		if q.res == nil || q.res.Quantize == nil {
 			continue
 		}
 		fell := "none"
@@ -155,6 +166,28 @@ func WriteTable(w io.Writer, r *Result) error {
 	return nil
 }
 
+// refusedFigures are a refused model's worst cosine and relative error
+// as the guard measured them, for its row.
+func refusedFigures(g *ptq.Guard) (cos, rel string) {
+	cos, rel = "-", "-"
+	worstCos, worstRel := 2.0, -1.0
+	for _, c := range g.Checks {
+		switch c.Metric {
+		case ptq.MetricCosine:
+			worstCos = min(worstCos, float64(c.Measured))
+		case ptq.MetricSampleRel, ptq.MetricRelError:
+			worstRel = max(worstRel, float64(c.Measured))
+		}
+	}
+	if worstCos <= 1 {
+		cos = jsonfloat.Float(worstCos).Text("%.5f")
+	}
+	if worstRel >= 0 {
+		rel = jsonfloat.Float(worstRel).Text("%.3g")
+	}
+	return cos, rel
+}
+
 // writePlacement says what the ORT CPU artifact is and why, and what the
 // placement search cost.
 func writePlacement(w io.Writer, p *placement.File) {
@@ -162,7 +195,6 @@ func writePlacement(w io.Writer, p *placement.File) {
 	if a := p.Aligned; a != nil {
 		fmt.Fprintf(w, "int8 conv channels: %s\n", a)
 	}
-	int8Regions := len(p.Regions) - len(p.KeepFloat())
 	how := fmt.Sprintf("measured in %.1f s of a %.3g s budget", p.SearchSeconds, p.BudgetSeconds)
 	if p.BudgetExhausted {
 		how += "; the budget first left out " + p.StoppedBefore
@@ -173,41 +205,20 @@ func writePlacement(w io.Writer, p *placement.File) {
 	case placement.ModeAllINT8:
 		how = "all-int8, not measured"
 	}
-	if s := p.Scheme; placement.IsAlternative(p.Chosen) && s != nil && s.Activations != "dynamic" {
-		// A scheme variant: every region int8, quantized another way.
-		fmt.Fprintf(w, "int8 placement: all %d regions int8, scheme %s: %s (%s; placement.json)\n", len(p.Regions), p.Chosen, s, how)
-		return
-	}
-	if placement.IsAlternative(p.Chosen) {
-		// The regions do not describe a whole-model candidate's model.
-		fmt.Fprintf(w, "int8 placement: %s, not a placement of the %d static regions (%s; placement.json)\n", p.Chosen, len(p.Regions), how)
-		return
-	}
-	fmt.Fprintf(w, "int8 placement: %d of %d regions int8 (%s; placement.json)\n", int8Regions, len(p.Regions), how)
+	fmt.Fprintf(w, "int8 placement: %s (%s; placement.json)\n", p.Summary(), how)
 }
 
 // guardLine is the accuracy guard's outcome with every check's limit and
 // measured value.
 func guardLine(g *ptq.Guard) string {
-	if g.Note != "" {
-		return "accuracy guard: " + g.Note
-	}
 	var cs []string
 	for _, c := range g.Checks {
 		cs = append(cs, c.String())
 	}
-	verdict := "passed"
-	switch {
-	case g.Allowed:
-		verdict = "FAILED, kept by allow_accuracy_loss (not recommended)"
-	case len(g.First) > 0:
-		verdict = "passed after the fallback (" + g.Fallback + ")"
+	if g.Note != "" && len(cs) == 0 {
+		return "accuracy guard: " + g.Note
 	}
-	on := ""
-	if !g.HeldOut {
-		on = " on the calibration data (not held out)"
-	}
-	return fmt.Sprintf("accuracy guard %s%s: %s", verdict, on, strings.Join(cs, "; "))
+	return fmt.Sprintf("accuracy guard %s on %s: %s", g.Verdict(), g.On(), strings.Join(cs, "; "))
 }
 
 // writePrune says what pruning did to model.fp32.onnx and what it cost

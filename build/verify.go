@@ -16,6 +16,7 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
 )
 
@@ -23,11 +24,20 @@ import (
 type Check struct {
 	Samples int64 `json:"samples"`
 	// MinCosine and MinTop1 are the worst over the outputs (top-1 over
-	// classifier-shaped outputs; -1 when there is none). MinCosine is NaN
-	// ("NaN" in JSON) when an output had no finite pair to measure.
-	MinCosine jsonfloat.Float   `json:"min_cosine"`
-	MinTop1   float64           `json:"min_top1_agreement"`
-	Accuracy  *compare.Accuracy `json:"accuracy,omitempty"` // with eval labels: A is the input, B the artifact
+	// classifier-shaped outputs; -1 when there is none). MinCosine is each
+	// output's worst sample's (its pooled cosine for outputs too small for
+	// one, compare.SmallOutput), NaN ("NaN" in JSON) when an output had no
+	// finite pair to measure.
+	MinCosine jsonfloat.Float `json:"min_cosine"`
+	MinTop1   float64         `json:"min_top1_agreement"`
+	// MaxRelError is the worst relative error over the outputs (each as
+	// the accuracy guard judges it: ptq.Judge).
+	MaxRelError jsonfloat.Float `json:"max_rel_error"`
+	// Failed are the accuracy guard's criteria (ptq.Judge, the build's
+	// limits) this artifact misses against the input model: such an
+	// artifact is not recommended and the build exits 3.
+	Failed   []ptq.Check       `json:"failed_checks,omitempty"`
+	Accuracy *compare.Accuracy `json:"accuracy,omitempty"` // with eval labels: A is the input, B the artifact
 	// LM is a language model's held-out perplexity (A the input, B the
 	// artifact) and next-token agreement, with eval.task lm.
 	LM *compare.LM `json:"lm,omitempty"`
@@ -55,12 +65,16 @@ type OutputCheck struct {
 	NaN         compare.Sides   `json:"nan"` // A: the input model, B: the artifact
 	Inf         compare.Sides   `json:"inf"`
 	NonFinite   int64           `json:"nonfinite_where_input_finite"`
-	Cosine      jsonfloat.Float `json:"cosine"`
-	SNRdB       jsonfloat.Float `json:"snr_db"` // capped at 200 when the outputs are identical
-	MaxAbs      jsonfloat.Float `json:"max_abs_error"`
-	MeanAbs     jsonfloat.Float `json:"mean_abs_error"`
-	Top1Agree   float64         `json:"top1_agreement,omitempty"`
-	Top5Agree   float64         `json:"top5_agreement,omitempty"`
+	Cosine      jsonfloat.Float `json:"cosine"` // pooled over all samples
+	// MinSampleCosine and RelError are the per-sample figures the guard
+	// judges (compare.OutputStats).
+	MinSampleCosine jsonfloat.Float `json:"min_sample_cosine"`
+	RelError        jsonfloat.Float `json:"rel_error"`
+	SNRdB           jsonfloat.Float `json:"snr_db"` // capped at 200 when the outputs are identical
+	MaxAbs          jsonfloat.Float `json:"max_abs_error"`
+	MeanAbs         jsonfloat.Float `json:"mean_abs_error"`
+	Top1Agree       float64         `json:"top1_agreement,omitempty"`
+	Top5Agree       float64         `json:"top5_agreement,omitempty"`
 }
 
 // Timing is a model's latency in ORT at the runtime settings: the median
@@ -128,7 +142,7 @@ func (b *builder) verify() error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", a.Path, err)
 			}
-			a.Check = checkOf(r)
+			a.Check = b.checkOf(r)
 			a.Check.Level = sess.Level.String()
 			for _, sk := range r.Skipped {
 				b.note("not checked or timed: " + sk)
@@ -151,7 +165,33 @@ func (b *builder) verify() error {
 		b.note(fmt.Sprintf("not timed: %s: ONNX Runtime would run them as an emulation of another runtime, whose latency that does not show (time the engine where it runs: trtexec prints it)",
 			strings.Join(notTimed, ", ")))
 	}
+	b.judge()
 	return nil
+}
+
+// judge lists the float artifacts (fp32, fp16) that miss the accuracy
+// guard's criteria against the input model: not recommended, and the
+// build exits 3. Quantized artifacts were judged by their own stage's
+// guard (INT8 against the float model they came from, weight-only by
+// perplexity); a pruned build's float artifacts differ from the input by
+// design and answer to the prune budget; with the guard off the figures
+// are only reported.
+func (b *builder) judge() {
+	if b.c.Quantize.NoGuard || len(b.c.Prune.Methods) > 0 {
+		return
+	}
+	for _, a := range b.res.Artifacts {
+		if a.Precision != "fp32" && a.Precision != "fp16" {
+			continue
+		}
+		for _, c := range []*Check{a.Check, a.CheckCalibration} {
+			if c == nil || len(c.Failed) == 0 || slices.Contains(b.res.NotRecommended, a.Path) {
+				continue
+			}
+			b.res.NotRecommended = append(b.res.NotRecommended, a.Path)
+			b.note(fmt.Sprintf("%s misses the accuracy guard's criteria against the input model (%s): not recommended", a.Path, ptq.FailedChecks(c.Failed)))
+		}
+	}
 }
 
 // eta is a stage's estimate after done of total like steps: ", about Ns
@@ -191,7 +231,7 @@ func (b *builder) verifyFP16(a *Artifact, path string) error {
 		if err != nil {
 			return nil, fmt.Errorf("on %s: %w", spec, err)
 		}
-		c := checkOf(r)
+		c := b.checkOf(r)
 		c.Float16Emulated = true
 		return c, nil
 	}
@@ -234,15 +274,37 @@ func (b *builder) evalData() (string, data.Options) {
 		// this data.
 		b.res.EvalData, b.res.EvalHeldOut = c.Calibration.Data+" (nothing was calibrated on it: dynamic INT8)", true
 		return c.Calibration.Data, b.dataOptions(c.Calibration.Data, c.Eval.Batch, 0)
+	case c.Calibration.Data == "random":
+		// Fresh draws: another seed than calibration's.
+		b.res.EvalData, b.res.EvalHeldOut, b.res.Caveats.RandomCheck = "random", true, true
+		o := b.dataOptions("random", c.Eval.Batch, c.Eval.Samples)
+		o.Seed ^= randomCheckSeed
+		return "random", o
 	case c.Calibration.Data != "":
 		b.res.EvalData = c.Calibration.Data
 		b.res.Caveats.OnCalibrationData = c.INT8
 		b.note(notHeldOut)
 		return c.Calibration.Data, b.dataOptions(c.Calibration.Data, c.Eval.Batch, 0)
 	}
-	b.res.EvalData = "random"
-	b.note("no eval or calibration data: the artifacts were checked on 64 random inputs in [0, 1), agreement only")
-	return "random", b.dataOptions("random", c.Eval.Batch, 64)
+	b.res.EvalData, b.res.Caveats.RandomCheck = "random", true
+	b.note(fmt.Sprintf("no eval or calibration data: the artifacts were checked on %d random inputs (a smoke test: agreement only)", ptq.RandomSamples))
+	return "random", b.dataOptions("random", c.Eval.Batch, ptq.RandomSamples)
+}
+
+// randomCheckSeed moves random checks off the seed random calibration
+// draws with.
+const randomCheckSeed = 0x6576616c // "eval"
+
+// CheckedOn says what the artifacts were checked on, for a line of
+// output.
+func (r *Result) CheckedOn() string {
+	switch {
+	case r.EvalData == "random":
+		return "fresh random inputs (a smoke test, not a measure of accuracy)"
+	case !r.EvalHeldOut:
+		return r.EvalData + " (not held out)"
+	}
+	return r.EvalData + " (held out)"
 }
 
 const notHeldOut = "no eval data and calibration used every sample: the artifacts were checked on the calibration data, which is not held out (give eval.data, or calibration.samples below the data's size to check on the rest)"
@@ -382,17 +444,32 @@ func (b *builder) seqTimings(model, runModel string, sess ort.Options) ([]SeqTim
 	return ts, nil
 }
 
-func checkOf(r *compare.Result) *Check {
+// checkOf is an artifact's check from its comparison with the input,
+// judged by the accuracy guard's criteria at the build's limits.
+func (b *builder) checkOf(r *compare.Result) *Check {
 	c := &Check{Samples: r.Samples, MinCosine: 1, MinTop1: -1, Accuracy: r.Accuracy, LM: r.LM}
+	lim := ptq.Limits{MaxAccuracyDrop: b.c.Quantize.MaxAccuracyDrop, MinCosine: b.c.Quantize.MinCosine, MaxRelError: b.c.Quantize.MaxRelError}
+	for _, x := range ptq.Judge(r, lim) {
+		if !x.Pass {
+			c.Failed = append(c.Failed, x)
+		}
+	}
 	for _, o := range r.Outputs {
 		snr := o.SNRdB
 		if math.IsInf(float64(snr), 1) || snr > 200 {
 			snr = 200
 		}
+		cos, rel := o.MinSampleCosine, o.MaxSampleRelError
+		if o.SampleElements < compare.SmallOutput {
+			cos, rel = o.Cosine, o.RelError
+		}
 		c.Outputs = append(c.Outputs, OutputCheck{Name: o.Name, Elements: o.Total, FinitePairs: o.Elements, NaN: o.NaN, Inf: o.Inf,
-			NonFinite: o.NewNonFinite, Cosine: o.Cosine, SNRdB: snr, MaxAbs: o.MaxAbs, MeanAbs: o.MeanAbs,
+			NonFinite: o.NewNonFinite, Cosine: o.Cosine, MinSampleCosine: cos, RelError: rel, SNRdB: snr, MaxAbs: o.MaxAbs, MeanAbs: o.MeanAbs,
 			Top1Agree: o.Top1Agree, Top5Agree: o.Top5Agree})
-		c.MinCosine = min(c.MinCosine, o.Cosine) // NaN stays NaN
+		c.MinCosine = min(c.MinCosine, cos) // NaN stays NaN
+		if math.IsNaN(float64(rel)) || rel > c.MaxRelError {
+			c.MaxRelError = rel
+		}
 		c.NonFinite += o.NewNonFinite
 		if o.Classifier && (c.MinTop1 < 0 || o.Top1Agree < c.MinTop1) {
 			c.MinTop1 = o.Top1Agree

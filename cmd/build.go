@@ -20,6 +20,7 @@ import (
 	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/report"
 	"github.com/optc-dev/optc/weightonly"
@@ -124,6 +125,7 @@ var buildFlagKeys = map[string]string{
 	"reduce-range": "quantize.reduce_range", "format": "quantize.format", "per-channel": "quantize.per_channel",
 	"exclude": "quantize.exclude", "keep-first-last": "quantize.keep_first_last",
 	"max-accuracy-drop": "quantize.max_accuracy_drop", "min-cosine": "quantize.min_cosine",
+	"max-rel-error": "quantize.max_rel_error", "no-guard": "quantize.no_guard",
 	"allow-accuracy-loss": "quantize.allow_accuracy_loss", "placement": "quantize.placement",
 	"placement-budget": "quantize.placement_budget", "weights": "quantize.weights", "block-size": "quantize.block_size",
 	"weight-rounding": "quantize.weight_rounding", "dynamic": "quantize.dynamic",
@@ -241,7 +243,9 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringArrayVar(&c.Quantize.Exclude, "exclude", c.Quantize.Exclude, "keep nodes float: a regexp on node name or op type (repeatable)")
 	fs.BoolVar(&c.Quantize.KeepFirstLast, "keep-first-last", c.Quantize.KeepFirstLast, "keep the first and last weighted layers float")
 	fs.Float64Var(&c.Quantize.MaxAccuracyDrop, "max-accuracy-drop", c.Quantize.MaxAccuracyDrop, "accuracy guard in points (needs --eval-labels; 0: the default 1)")
-	fs.Float64Var(&c.Quantize.MinCosine, "min-cosine", c.Quantize.MinCosine, "lowest cosine to float allowed on every output (0: the guard's 0.99 on classifier-like outputs without labels)")
+	fs.Float64Var(&c.Quantize.MinCosine, "min-cosine", c.Quantize.MinCosine, fmt.Sprintf("accuracy guard: lowest cosine to float of the worst sample, every output (0: %g)", ptq.GuardMinCosine))
+	fs.Float64Var(&c.Quantize.MaxRelError, "max-rel-error", c.Quantize.MaxRelError, fmt.Sprintf("accuracy guard: largest relative error to float, every output (0: %g)", ptq.GuardMaxRelError))
+	fs.BoolVar(&c.Quantize.NoGuard, "no-guard", c.Quantize.NoGuard, "turn the accuracy guard off: its figures are reported, no INT8 artifact is refused for them")
 	fs.Float64Var(&c.Quantize.MaxPerplexityIncrease, "max-perplexity-increase", c.Quantize.MaxPerplexityIncrease, fmt.Sprintf("--eval-task lm: the most the weight-only model's perplexity may rise over float's, in percent (0: %g)", config.DefaultMaxPerplexityIncrease))
 	fs.BoolVar(&c.Quantize.AllowAccuracyLoss, "allow-accuracy-loss", c.Quantize.AllowAccuracyLoss, "keep the INT8 artifacts when they miss the accuracy guard (the ORT artifact is then FP32)")
 	fs.StringVar(&c.Quantize.Placement, "placement", c.Quantize.Placement, "where INT8 goes for ort-cpu: auto (measured), all-int8, or a placement.json to replay")
@@ -412,13 +416,34 @@ func buildRun(opts *BuildOptions) error {
 		return fmt.Errorf("build %s: %w", opts.Config.Model, err)
 	}
 	if opts.JSON {
-		return writeJSON(opts.IO.Out, res)
+		if err := writeJSON(opts.IO.Out, res); err != nil {
+			return err
+		}
+		return refusals(res)
 	}
 	if err := build.WriteTable(opts.IO.Out, res); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(opts.IO.Out, "report: %s (and report.html, report.json)\n", filepath.Join(res.Output, "report.md"))
-	return err
+	if _, err = fmt.Fprintf(opts.IO.Out, "report: %s (and report.html, report.json)\n", filepath.Join(res.Output, "report.md")); err != nil {
+		return err
+	}
+	return refusals(res)
+}
+
+// refusals is the build's error when the accuracy guard refused an INT8
+// model (exit 3), nil otherwise.
+func refusals(res *build.Result) error {
+	if len(res.Refused) == 0 && len(res.NotRecommended) == 0 {
+		return nil
+	}
+	var what []string
+	for _, r := range res.Refused {
+		what = append(what, fmt.Sprintf("%s: %s not written (%s)", r.Scheme, r.Artifact, ptq.FailedChecks(r.Guard.Checks)))
+	}
+	if len(res.NotRecommended) > 0 {
+		what = append(what, "not recommended: "+strings.Join(res.NotRecommended, ", "))
+	}
+	return refusedError{what}
 }
 
 // targetHelp is one line per registered target: its name and what it

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
@@ -33,7 +34,7 @@ func newCmdQuantize(io *IO, g *globals, runF func(*QuantizeOptions) error) *cobr
 	opts := &QuantizeOptions{IO: io}
 	o := &opts.PTQ
 	var sf sessionFlags
-	var calib, eval dataFlags
+	calib, eval := dataFlags{judges: true}, dataFlags{judges: true}
 	var method, target, reduceRange, format string
 	var perTensor bool
 	var weights, rounding string
@@ -150,6 +151,10 @@ without labels). See docs/quantize.md.`,
 				return usageError{fmt.Errorf("--max-accuracy-drop needs --eval-labels (use --min-cosine without labels)")}
 			case o.MinCosine < 0 || o.MinCosine > 1:
 				return usageError{fmt.Errorf("--min-cosine %g: want 0 to 1", o.MinCosine)}
+			case o.MaxRelError < 0:
+				return usageError{fmt.Errorf("--max-rel-error %g must not be negative", o.MaxRelError)}
+			case o.NoGuard && o.AllowAccuracyLoss:
+				return usageError{fmt.Errorf("--no-guard and --allow-accuracy-loss: give one (with the guard off nothing is refused)")}
 			}
 			if perTensor {
 				off := false
@@ -224,7 +229,9 @@ without labels). See docs/quantize.md.`,
 	fs.IntVar(&eval.samples, "eval-samples", 0, "measure on at most the first N evaluation samples (0: all)")
 	fs.StringVar(&o.EvalLabels, "eval-labels", "", "a .npy of class ids for --eval-data: accuracy of float and INT8")
 	fs.Float64Var(&o.MaxAccuracyDrop, "max-accuracy-drop", 0, "accuracy guard in points (needs --eval-labels; default 1): the most sensitive layers fall back to float until it holds")
-	fs.Float64Var(&o.MinCosine, "min-cosine", 0, "lowest cosine similarity to float allowed on every output (the guard's default: 0.99 on classifier-like outputs without labels)")
+	fs.Float64Var(&o.MinCosine, "min-cosine", 0, fmt.Sprintf("accuracy guard: lowest cosine to float of the worst sample, every output (0: %g)", ptq.GuardMinCosine))
+	fs.Float64Var(&o.MaxRelError, "max-rel-error", 0, fmt.Sprintf("accuracy guard: largest relative error to float (RMS error over float's RMS deviation from its mean), every output (0: %g)", ptq.GuardMaxRelError))
+	fs.BoolVar(&o.NoGuard, "no-guard", false, "turn the accuracy guard off: its figures are reported, the INT8 model is written whatever they say")
 	fs.BoolVar(&o.AllowAccuracyLoss, "allow-accuracy-loss", false, "write the INT8 model even when it misses the accuracy guard after the fallback (exit 0)")
 	calib.registerSpec(fs)
 	fs.Int64Var(&calib.seed, "seed", 1, "seed for random data")
@@ -340,8 +347,13 @@ func printQuantize(out io.Writer, r *ptq.Result, level string) {
 		}
 		for _, s := range a.Outputs {
 			agree := ""
-			if s.Classifier {
-				agree = fmt.Sprintf(", top-1 agreement %.2f%%", 100*s.Top1Agree)
+			if s.SampleElements >= compare.SmallOutput {
+				agree = fmt.Sprintf(", worst sample's cosine %s and relative error %s", s.MinSampleCosine.Text("%.5f"), s.MaxSampleRelError.Text("%.3g"))
+			} else {
+				agree = fmt.Sprintf(", relative error %s", s.RelError.Text("%.3g"))
+			}
+			if s.Top1 != nil {
+				agree += ", top-1 agreement " + s.Top1.Text()
 			}
 			if s.Elements != s.Total {
 				agree += fmt.Sprintf("; over %s finite pairs (NaN %d/%d, Inf %d/%d float/int8)", s.FinitePairs(), s.NaN.A, s.NaN.B, s.Inf.A, s.Inf.B)
@@ -376,11 +388,10 @@ func printGuard(out io.Writer, g *ptq.Guard) {
 	if g == nil {
 		return
 	}
-	on := "held-out samples of " + g.Data
-	if !g.HeldOut {
-		on = "the calibration data (not held out)"
-	}
+	on := g.On()
 	switch {
+	case g.Off:
+		fmt.Fprintf(out, "accuracy guard: OFF (--no-guard): measured on %s, not enforced\n", on)
 	case g.Note != "":
 		fmt.Fprintf(out, "accuracy guard: %s\n", g.Note)
 		return
@@ -398,5 +409,8 @@ func printGuard(out io.Writer, g *ptq.Guard) {
 	}
 	if g.Fallback != "" {
 		fmt.Fprintf(out, "  fallback: %s\n", g.Fallback)
+	}
+	if f := ptq.FailedChecks(g.FallbackChecks); f != "" {
+		fmt.Fprintf(out, "  fallback's last try: %s\n", f)
 	}
 }

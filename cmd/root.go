@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/optc-dev/optc/internal/choice"
+	"github.com/optc-dev/optc/ptq"
 )
 
 // IO is where a command reads and writes, so tests can capture it.
@@ -106,7 +107,24 @@ func Main(args []string, io *IO) (status int) {
 	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
 		return 2
 	}
+	if ptq.IsGuardError(err) || errors.As(err, new(refusedError)) {
+		return ExitRefused
+	}
 	return 1
+}
+
+// ExitRefused is the exit status when the accuracy guard refused an INT8
+// model: optc quantize wrote nothing; optc build wrote and checked every
+// other artifact (the ORT deployment FP32), so a pipeline can tell "INT8
+// refused, FP32 shipped" from a failed build (1).
+const ExitRefused = 3
+
+// refusedError is a build that succeeded but for the INT8 models the
+// accuracy guard refused.
+type refusedError struct{ what []string }
+
+func (e refusedError) Error() string {
+	return "accuracy guard: " + strings.Join(e.what, "; ") + "; every other artifact was written and checked (exit 3)"
 }
 
 func oneLine(s string) string {

@@ -132,7 +132,13 @@ type Quantize struct {
 	Exclude         []string `yaml:"exclude" json:"exclude"` // regular expressions on node names and op types
 	KeepFirstLast   bool     `yaml:"keep_first_last" json:"keep_first_last"`
 	MaxAccuracyDrop float64  `yaml:"max_accuracy_drop" json:"max_accuracy_drop"` // points; needs eval labels (0: the guard's 1)
-	MinCosine       float64  `yaml:"min_cosine" json:"min_cosine"`
+	MinCosine       float64  `yaml:"min_cosine" json:"min_cosine"`               // the worst sample's, every output (0: the guard's 0.99)
+	// MaxRelError is the largest relative error allowed on every output
+	// (0: the guard's 0.2; see ptq.GuardMaxRelError).
+	MaxRelError float64 `yaml:"max_rel_error,omitempty" json:"max_rel_error,omitempty"`
+	// NoGuard turns the accuracy guard off: its figures are reported,
+	// nothing is refused for them.
+	NoGuard bool `yaml:"no_guard,omitempty" json:"no_guard,omitempty"`
 	// MaxPerplexityIncrease is the language-model guard (eval.task lm):
 	// the most a weight-only artifact's held-out perplexity may exceed
 	// the float model's, in percent (0: DefaultMaxPerplexityIncrease).
@@ -548,6 +554,12 @@ func (c Config) Validate() error {
 	}
 	if c.Quantize.MaxAccuracyDrop < 0 {
 		bad("quantize.max_accuracy_drop: %g must not be negative", c.Quantize.MaxAccuracyDrop)
+	}
+	if c.Quantize.MaxRelError < 0 {
+		bad("quantize.max_rel_error: %g must not be negative", c.Quantize.MaxRelError)
+	}
+	if c.Quantize.NoGuard && c.Quantize.AllowAccuracyLoss {
+		bad("quantize.no_guard and quantize.allow_accuracy_loss: give one (with the guard off nothing is refused)")
 	}
 	if c.Quantize.MinCosine < 0 || c.Quantize.MinCosine > 1 {
 		bad("quantize.min_cosine: %g (want 0 to 1)", c.Quantize.MinCosine)

@@ -19,6 +19,9 @@ type Caveats struct {
 	// CheckSamples is how many samples the checks ran on (the fewest
 	// over the models checked; 0 when nothing was checked).
 	CheckSamples int64 `json:"check_samples"`
+	// RandomCheck says the checks ran on random inputs: agreement with
+	// float on noise, a smoke test.
+	RandomCheck bool `json:"checked_on_random_data,omitempty"`
 }
 
 // Lines are the caveats as warning sentences, none when there is none.
@@ -26,6 +29,9 @@ func (c Caveats) Lines() []string {
 	var l []string
 	if c.RandomCalibration {
 		l = append(l, "calibrated on random data: ranges do not reflect real inputs")
+	}
+	if c.RandomCheck {
+		l = append(l, "checked on random inputs: a smoke test, not a measure of accuracy (give eval data like the deployment's)")
 	}
 	if c.OnCalibrationData {
 		l = append(l, "checked on the calibration samples themselves: the accuracy figures are not held out")
@@ -41,6 +47,7 @@ func (r *Result) caveats(opts Options) Caveats {
 	c := Caveats{RandomCalibration: opts.CalibData == "random" && !r.Calibration.FromCache}
 	if r.Accuracy != nil {
 		c.OnCalibrationData, c.CheckSamples = !r.HeldOut, r.Accuracy.Samples
+		c.RandomCheck = r.Accuracy.Data == "random"
 	}
 	return c
 }

@@ -21,12 +21,18 @@ type Sensitivity struct {
 	MinCosine  jsonfloat.Float `json:"min_cosine"`  // over the outputs; NaN when one had no finite pair
 }
 
-// minCosine is the worst cosine over the outputs: NaN (no finite pair)
-// stays NaN, meets no criterion and sorts as the most sensitive.
+// minCosine is the worst cosine over the outputs, each output's worst
+// sample's (the pooled one for outputs too small for a per-sample
+// cosine): NaN (no finite pair) stays NaN, meets no criterion and sorts
+// as the most sensitive.
 func minCosine(r *compare.Result) jsonfloat.Float {
 	c := jsonfloat.Float(1)
 	for _, s := range r.Outputs {
-		c = min(c, s.Cosine)
+		if s.SampleElements >= compare.SmallOutput {
+			c = min(c, s.MinSampleCosine)
+		} else {
+			c = min(c, s.Cosine)
+		}
 	}
 	return c
 }
@@ -86,8 +92,8 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 			return nil, graph.Serialized{}, err
 		}
 		if !opts.meets(r) {
-			res.Guard.Fallback = fmt.Sprintf("even with all %d weighted layers kept float the model misses the guard (%s): the loss is in the activation ranges between them, which falling back layers cannot fix",
-				len(layers), FailedChecks(opts.checks(r)))
+			res.Guard.Fallback = fmt.Sprintf("even with all %d weighted layers kept float the model misses the guard: the loss is in the activation ranges between them, which falling back layers cannot fix", len(layers))
+			res.Guard.FallbackChecks = opts.checks(r)
 			return nil, graph.Serialized{}, errNoRecovery
 		}
 	}
@@ -147,7 +153,8 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 		return nil, graph.Serialized{}, err
 	}
 	if !opts.meets(best.r) {
-		res.Guard.Fallback = fmt.Sprintf("with %d of %d weighted layers kept float the model still misses the guard (%s)", len(best.kept), len(layers), FailedChecks(opts.checks(best.r)))
+		res.Guard.Fallback = fmt.Sprintf("with %d of %d weighted layers kept float the model still misses the guard", len(best.kept), len(layers))
+		res.Guard.FallbackChecks = opts.checks(best.r)
 		return nil, graph.Serialized{}, errNoRecovery
 	}
 	// best passes with hi layers float; find the fewest.

@@ -3,7 +3,6 @@ package ptq
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/optc-dev/optc/compare"
@@ -13,38 +12,62 @@ import (
 )
 
 // The accuracy guard is on by default: every INT8 model is measured
-// against the float model on held-out samples and must keep
+// against the float model on held-out samples, and every output it shares
+// with the float model is judged (compare's per-sample figures):
 //
-//   - with labels: the accuracy drop at most GuardMaxDrop points
-//     (Options.MaxAccuracyDrop replaces the limit);
-//   - without labels, on every classifier-like output (2-D [N, C] with
-//     C >= 2, as compare counts top-1 agreement): cosine at least
-//     GuardMinCosine (Options.MinCosine replaces it) and top-1 agreement
-//     at least GuardMinTop1;
-//   - with Options.MinCosine set: that cosine on every output, classifier
-//     or not (the explicit criterion of --min-cosine).
+//   - NaN/Inf where the float model is finite fails, always;
+//   - the output labels score (with --eval-labels): the accuracy drop at
+//     most GuardMaxDrop points (Options.MaxAccuracyDrop replaces it);
+//   - every other output of compare.SmallOutput elements a sample or more
+//     (a feature map, a mask, a spectrogram, logits, hidden states): the
+//     worst sample's cosine at least GuardMinCosine (Options.MinCosine)
+//     and the worst sample's relative error at most GuardMaxRelError
+//     (Options.MaxRelError);
+//   - smaller outputs (a score, two class probabilities), where a cosine
+//     means nothing: the relative error over all samples at most
+//     GuardMaxRelError;
+//   - [N, C] scores and [B, T, V] logits (outputs named *logits*): top-1
+//     agreement at least GuardMinTop1 on the rows clear of near-ties
+//     (compare.ClearMargin), when at least GuardMinClearRows are.
 //
 // When the first INT8 model misses a check, the accuracy control
 // (fallBack) keeps the most sensitive layers float; when no such model
 // passes, Run writes nothing and returns a *GuardError, unless
-// Options.AllowAccuracyLoss.
+// Options.AllowAccuracyLoss. Options.NoGuard turns the guard off by name:
+// the figures are still measured and reported.
 const (
-	GuardMaxDrop   = 1.0  // points
-	GuardMinCosine = 0.99 // classifier-like outputs, without labels
-	GuardMinTop1   = 0.99 // classifier-like outputs, without labels
+	GuardMaxDrop      = 1.0  // points
+	GuardMinCosine    = 0.99 // the worst sample's
+	GuardMaxRelError  = 0.15 // RMS error over the RMS deviation of float from its mean (about what a cosine of 0.99 allows)
+	GuardMinTop1      = 0.99 // on the rows clear of near-ties
+	GuardMinClearRows = 8
+)
+
+// The guard's metrics, as Check.Metric names them.
+const (
+	MetricDrop       = "accuracy drop"
+	MetricNonFinite  = "NaN/Inf values where float is finite"
+	MetricCosine     = "min sample cosine"
+	MetricSampleRel  = "max sample relative error"
+	MetricRelError   = "relative error"
+	MetricTop1       = "top-1 agreement"
+	MetricTop1Report = "top-1 agreement (reported: too few rows clear of near-ties)"
 )
 
 // Check is one guard criterion and what was measured.
 type Check struct {
-	Metric string `json:"metric"` // "accuracy drop", "cosine", "top-1 agreement" or "NaN/Inf values where float is finite"
+	Metric string `json:"metric"` // one of the Metric constants
 	Output string `json:"output,omitempty"`
-	// Limit is a maximum for the accuracy drop (points) and a minimum for
-	// cosine and top-1 agreement (fractions).
+	// Limit is a maximum for the accuracy drop (points) and the relative
+	// errors, a minimum for cosine and top-1 agreement (fractions).
 	Limit float64 `json:"limit"`
-	// Measured is NaN for a cosine with no finite pair (encoded as
-	// report.json encodes non-finite values).
+	// Measured is NaN when nothing finite was measured (encoded as
+	// report.json encodes non-finite values); NaN fails.
 	Measured jsonfloat.Float `json:"measured"`
 	Pass     bool            `json:"pass"`
+	// Detail is what the figure rests on: the worst sample, the rows
+	// clear of near-ties and the agreement over all rows.
+	Detail string `json:"detail,omitempty"`
 }
 
 func (c Check) String() string {
@@ -52,27 +75,39 @@ func (c Check) String() string {
 	if c.Output != "" {
 		on = " of " + c.Output
 	}
-	if c.Metric == "accuracy drop" {
+	detail := ""
+	if c.Detail != "" {
+		detail = " (" + c.Detail + ")"
+	}
+	switch c.Metric {
+	case MetricDrop:
 		rel := "within"
 		if !c.Pass {
 			rel = "over"
 		}
 		return fmt.Sprintf("accuracy drop%s %.2f points, %s the %.2f allowed", on, c.Measured, rel, c.Limit)
+	case MetricNonFinite:
+		return fmt.Sprintf("%.0f NaN/Inf values%s where float is finite (none allowed)", c.Measured, on)
+	case MetricSampleRel, MetricRelError:
+		rel := "within"
+		if !c.Pass {
+			rel = "over"
+		}
+		return fmt.Sprintf("%s%s %s, %s the %.3g allowed%s", c.Metric, on, c.Measured.Text("%.3g"), rel, c.Limit, detail)
+	case MetricTop1Report:
+		return fmt.Sprintf("top-1 agreement%s %.2f%% (reported, not enforced%s)", on, 100*c.Measured, strings.TrimSuffix(strings.Replace(detail, " (", ": ", 1), ")"))
+	case MetricTop1:
+		rel := "at least"
+		if !c.Pass {
+			rel = "below"
+		}
+		return fmt.Sprintf("top-1 agreement%s %.2f%%, %s the %.2f%% required%s", on, 100*c.Measured, rel, 100*c.Limit, detail)
 	}
 	rel := "at least"
 	if !c.Pass {
 		rel = "below"
 	}
-	if c.Metric == "NaN/Inf values where float is finite" {
-		return fmt.Sprintf("%.0f NaN/Inf values%s where float is finite (none allowed)", c.Measured, on)
-	}
-	if c.Limit == 0 && c.Pass {
-		return fmt.Sprintf("%s%s %.4g", c.Metric, on, float64(c.Measured))
-	}
-	if c.Metric == "top-1 agreement" {
-		return fmt.Sprintf("top-1 agreement%s %.2f%%, %s the %.2f%% required", on, 100*c.Measured, rel, 100*c.Limit)
-	}
-	return fmt.Sprintf("%s%s %.5f, %s the %.5f required", c.Metric, on, c.Measured, rel, c.Limit)
+	return fmt.Sprintf("%s%s %s, %s the %.5f required%s", c.Metric, on, c.Measured.Text("%.5f"), rel, c.Limit, detail)
 }
 
 // Guard is what the accuracy guard measured and decided.
@@ -81,6 +116,9 @@ type Guard struct {
 	// could be measured (Note says why).
 	Checks []Check `json:"checks"`
 	Pass   bool    `json:"pass"`
+	// Off: the guard was turned off (--no-guard); Checks are measured
+	// and reported, Pass is true whatever they say.
+	Off bool `json:"off,omitempty"`
 	// Data is what the checks ran on and HeldOut whether it is disjoint
 	// from the calibration samples.
 	Data    string `json:"data,omitempty"`
@@ -91,9 +129,42 @@ type Guard struct {
 	// Allowed: the guard failed and --allow-accuracy-loss wrote the model
 	// anyway; it is not recommended.
 	Allowed bool `json:"allowed_accuracy_loss,omitempty"`
-	// Fallback says what the accuracy control did when it ran.
-	Fallback string `json:"fallback,omitempty"`
-	Note     string `json:"note,omitempty"`
+	// Fallback says what the accuracy control did when it ran, and
+	// FallbackChecks how its last try measured when it did not recover.
+	Fallback       string  `json:"fallback,omitempty"`
+	FallbackChecks []Check `json:"fallback_checks,omitempty"`
+	Note           string  `json:"note,omitempty"`
+}
+
+// On says what the checks ran on, for a line of output.
+func (g *Guard) On() string {
+	switch {
+	case g.Data == "random":
+		return "fresh random inputs (a smoke test, not a measure of accuracy)"
+	case !g.HeldOut:
+		return "the calibration data (not held out)"
+	}
+	return "held-out samples of " + g.Data
+}
+
+// Verdict is the guard's outcome in a few words, the same in every output:
+// "passed", "passed after the fallback (...)", "REFUSED the INT8 model",
+// "FAILED, kept by allow_accuracy_loss (not recommended)" or "OFF".
+func (g *Guard) Verdict() string {
+	switch {
+	case g.Off:
+		return "OFF (--no-guard): figures only, nothing enforced"
+	case g.Allowed:
+		return "FAILED, kept by allow_accuracy_loss (not recommended)"
+	case !g.Pass:
+		if g.Fallback != "" {
+			return "REFUSED the INT8 model (" + g.Fallback + ")"
+		}
+		return "REFUSED the INT8 model"
+	case len(g.First) > 0:
+		return "passed after the fallback (" + g.Fallback + ")"
+	}
+	return "passed"
 }
 
 // Failed lists the checks that failed.
@@ -116,16 +187,20 @@ type GuardError struct {
 }
 
 func (e *GuardError) Error() string {
-	var why []string
-	for _, c := range e.Guard.Failed() {
-		why = append(why, c.String())
-	}
+	why := FailedChecks(e.Guard.Checks)
 	if e.Dynamic {
-		return fmt.Sprintf("accuracy guard failed: %s; no dynamic INT8 model was written (keep layers float with --exclude, or --allow-accuracy-loss to keep it anyway)",
-			strings.Join(why, "; "))
+		return fmt.Sprintf("accuracy guard refused the dynamic INT8 model: %s; nothing was written (keep layers float with --exclude, or --allow-accuracy-loss to keep it anyway)", why)
 	}
-	return fmt.Sprintf("accuracy guard failed: %s; no INT8 model was written (keeping the most sensitive layers float did not recover it; try another --method, or --allow-accuracy-loss to keep it anyway)",
-		strings.Join(why, "; "))
+	return fmt.Sprintf("accuracy guard refused the INT8 model: %s; nothing was written (%s; try another --method, or --allow-accuracy-loss to keep it anyway)",
+		why, e.Guard.fallbackWords())
+}
+
+// fallbackWords says in a few words what the accuracy control did.
+func (g *Guard) fallbackWords() string {
+	if g.Fallback == "" {
+		return "keeping the most sensitive layers float did not recover it"
+	}
+	return g.Fallback
 }
 
 // IsGuardError reports whether err is (or wraps) a *GuardError.
@@ -134,46 +209,94 @@ func IsGuardError(err error) bool {
 	return errors.As(err, &g)
 }
 
+// Limits replace the guard's defaults where set (> 0).
+type Limits struct {
+	MaxAccuracyDrop, MinCosine, MaxRelError float64
+}
+
+// limits are the guard's limits under o.
+func (o Options) limits() Limits {
+	return Limits{MaxAccuracyDrop: o.MaxAccuracyDrop, MinCosine: o.MinCosine, MaxRelError: o.MaxRelError}
+}
+
 // checks measures r against the guard's criteria (see the constants).
-func (o Options) checks(r *compare.Result) []Check {
+func (o Options) checks(r *compare.Result) []Check { return Judge(r, o.limits()) }
+
+// Judge holds a comparison (A the reference, B the model judged) to the
+// accuracy guard's criteria, every output: the guard's verdict on an INT8
+// model and a build's on every artifact it checks.
+func Judge(r *compare.Result, l Limits) []Check {
 	if r == nil {
 		return nil
 	}
 	var cs []Check
+	labelled := ""
 	if a := r.Accuracy; a != nil {
-		limit := o.MaxAccuracyDrop
+		limit := l.MaxAccuracyDrop
 		if limit <= 0 {
 			limit = GuardMaxDrop
 		}
-		cs = append(cs, Check{Metric: "accuracy drop", Output: a.Output, Limit: limit, Measured: jsonfloat.Float(a.DropPoints), Pass: a.DropPoints <= limit})
+		labelled = a.Output
+		cs = append(cs, Check{Metric: MetricDrop, Output: a.Output, Limit: limit, Measured: jsonfloat.Float(a.DropPoints), Pass: a.DropPoints <= limit})
+	}
+	minCos, maxRel := GuardMinCosine, GuardMaxRelError
+	if l.MinCosine > 0 {
+		minCos = l.MinCosine
+	}
+	if l.MaxRelError > 0 {
+		maxRel = l.MaxRelError
 	}
 	for _, s := range r.Outputs {
 		if s.NewNonFinite > 0 {
 			// NaN/Inf where float is finite fails whatever else holds.
-			cs = append(cs, Check{Metric: "NaN/Inf values where float is finite", Output: s.Name, Measured: jsonfloat.Float(s.NewNonFinite)})
+			cs = append(cs, Check{Metric: MetricNonFinite, Output: s.Name, Measured: jsonfloat.Float(s.NewNonFinite)})
 		}
-		cos := o.MinCosine
-		if cos <= 0 && r.Accuracy == nil && (s.Classifier || o.Dynamic) {
-			// Dynamic INT8 is for encoders and language models, whose
-			// outputs are hidden states and logits, not [N, C] scores:
-			// every output is held to the cosine.
-			cos = GuardMinCosine
+		if s.Name == labelled || s.Total == 0 {
+			continue // judged by its task metric; or empty in both models (compare checks the shapes agree)
 		}
-		if cos > 0 {
-			// NaN (no finite pair) fails.
-			cs = append(cs, Check{Metric: "cosine", Output: s.Name, Limit: cos, Measured: s.Cosine, Pass: float64(s.Cosine) >= cos})
+		if s.SampleElements >= compare.SmallOutput {
+			cs = append(cs,
+				Check{Metric: MetricCosine, Output: s.Name, Limit: minCos, Measured: s.MinSampleCosine,
+					Pass: float64(s.MinSampleCosine) >= minCos, Detail: worstSample(s.WorstCosineSample, s.SamplesCompared)},
+				Check{Metric: MetricSampleRel, Output: s.Name, Limit: maxRel, Measured: s.MaxSampleRelError,
+					Pass: float64(s.MaxSampleRelError) <= maxRel, Detail: worstSample(s.WorstRelSample, s.SamplesCompared)})
+		} else {
+			cs = append(cs, Check{Metric: MetricRelError, Output: s.Name, Limit: maxRel, Measured: s.RelError,
+				Pass: float64(s.RelError) <= maxRel, Detail: fmt.Sprintf("%d values a sample: over all %d samples", s.SampleElements, s.SamplesCompared)})
 		}
-		switch {
-		case r.Accuracy == nil && s.Classifier && o.evalIsRandom():
-			// A classifier on noise gives near-ties: which class wins is
-			// not a decision, so agreement is reported, not enforced.
-			cs = append(cs, Check{Metric: "top-1 agreement (random inputs: reported, not enforced)", Output: s.Name, Measured: jsonfloat.Float(s.Top1Agree), Pass: true})
-		case r.Accuracy == nil && s.Classifier:
-			cs = append(cs, Check{Metric: "top-1 agreement", Output: s.Name, Limit: GuardMinTop1, Measured: jsonfloat.Float(s.Top1Agree), Pass: s.Top1Agree >= GuardMinTop1})
+		if c, ok := top1Check(s); ok {
+			cs = append(cs, c)
 		}
 	}
 	return cs
 }
+
+// top1Check is the top-1 agreement of an [N, C] output, or of a [B, T, V]
+// output named as logits, on its rows clear of near-ties.
+func top1Check(s *compare.OutputStats) (Check, bool) {
+	t := s.Top1
+	if t == nil || (t.Per != "sample" && !strings.Contains(strings.ToLower(s.Name), "logits")) {
+		return Check{}, false
+	}
+	detail := fmt.Sprintf("%.2f%% over all %d %ss; %d clear of near-ties", 100*t.Agreement, t.Rows, t.Per, t.ClearRows)
+	if t.ClearRows < GuardMinClearRows {
+		return Check{Metric: MetricTop1Report, Output: s.Name, Measured: jsonfloat.Float(t.Agreement), Pass: true,
+			Detail: fmt.Sprintf("only %d of %d %ss clear of near-ties", t.ClearRows, t.Rows, t.Per)}, true
+	}
+	return Check{Metric: MetricTop1, Output: s.Name, Limit: GuardMinTop1, Measured: jsonfloat.Float(t.ClearAgree),
+		Pass: t.ClearAgree >= GuardMinTop1, Detail: detail}, true
+}
+
+// worstSample names the sample a worst figure came from.
+func worstSample(i, n int64) string {
+	if i < 0 || n <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("sample %d of %d", i, n)
+}
+
+// Passed reports whether every check passed.
+func Passed(cs []Check) bool { return passed(cs) }
 
 func passed(cs []Check) bool {
 	for _, c := range cs {
@@ -184,34 +307,28 @@ func passed(cs []Check) bool {
 	return true
 }
 
-// evalIsRandom reports whether the guard measures on random inputs.
-func (o Options) evalIsRandom() bool {
-	return o.EvalData == "random" || (o.EvalData == "" && o.CalibData == "random")
-}
-
 // meets reports whether a measurement passes the guard.
 func (o Options) meets(r *compare.Result) bool { return r != nil && passed(o.checks(r)) }
 
-// minHoldOut is the fewest samples the guard holds out of a single data
-// source; smaller sources are checked on the calibration data.
+// minHoldOut is the fewest random samples a check draws: one flipped
+// near-tie is then not a 12-point drop in agreement.
 const minHoldOut = 32
 
 // holdOut splits the calibration data when there is no evaluation data:
 // with --calib-samples N the samples calibration does not draw (the same
-// seeded order continued), else a quarter of the samples drawn with the
+// seeded order continued), else data.HeldOut of the samples drawn with the
 // seed (calibration takes the rest). It returns the evaluation source and
-// whether it is held out; without a split the guard runs on the
-// calibration data itself and says so.
+// whether it is held out; a source too small to split (data.MinSplit) is
+// checked on the calibration data itself, and the caveats say so.
 func holdOut(opts *Options, inputs []data.Input) (string, data.Options, bool) {
 	spec := opts.CalibData
 	if spec == "" {
 		return spec, opts.CalibOpts, false
 	}
 	if spec == "random" {
-		// Fresh draws: another seed, and enough of them that one flipped
-		// near-tie is not a 12-point drop in agreement.
+		// Fresh draws: another seed, and enough of them.
 		ev := opts.CalibOpts
-		ev.Seed ^= 0x686f6c64 // "hold"
+		ev.Seed ^= randomSeedOffset
 		ev.Samples = max(ev.Samples, 2*minHoldOut)
 		return spec, ev, true
 	}
@@ -219,44 +336,18 @@ func holdOut(opts *Options, inputs []data.Input) (string, data.Options, bool) {
 	ev.Shapes = nil
 	if opts.CalibOpts.Samples > 0 {
 		ev.Skip, ev.Samples, ev.Shuffle = opts.CalibOpts.Samples, 0, opts.CalibOpts.Shuffle
-		if n, err := countSamples(spec, inputs, ev); err == nil && n >= minHoldOut {
+		if n, err := data.CountSamples(spec, inputs, ev); err == nil && n > 0 {
 			return spec, ev, true
 		}
 		return spec, opts.CalibOpts, false
 	}
-	n, err := countSamples(spec, inputs, ev)
-	if err != nil || n < 4*minHoldOut {
+	keep, _, shuffle, ok := data.Split(spec, inputs, ev)
+	if !ok {
 		return spec, opts.CalibOpts, false
 	}
-	keep := n - n/4
-	for _, shuffle := range []bool{true, false} {
-		ev.Shuffle, ev.Skip = shuffle, keep
-		if m, err := countSamples(spec, inputs, ev); err == nil && m == n-keep {
-			opts.CalibOpts.Samples, opts.CalibOpts.Shuffle = keep, shuffle
-			return spec, ev, true
-		}
-	}
-	return spec, opts.CalibOpts, false
-}
-
-// countSamples reads a source to the end and counts its samples.
-func countSamples(spec string, inputs []data.Input, opts data.Options) (int, error) {
-	src, err := data.Open(spec, inputs, opts)
-	if err != nil {
-		return 0, err
-	}
-	defer src.Close()
-	n := 0
-	for {
-		b, err := src.Next()
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return 0, err
-		}
-		n += b.Samples
-	}
+	opts.CalibOpts.Samples, opts.CalibOpts.Shuffle = keep, shuffle
+	ev.Skip, ev.Shuffle = keep, shuffle
+	return spec, ev, true
 }
 
 // guard measures the INT8 model, runs the accuracy control when it fails,
@@ -271,8 +362,12 @@ func guard(opts Options, float graph.Serialized, plain map[string][2]float64, re
 	}
 	g.Checks = opts.checks(res.Accuracy)
 	if len(g.Checks) == 0 {
-		g.Note = "nothing to check: no labels and no classifier-like output ([N, C] with C >= 2); give --eval-labels or --min-cosine"
-		g.Pass = true
+		// Every output is judged: none means none could be compared.
+		return nil, graph.Serialized{}, fmt.Errorf("accuracy guard: no output of the model could be compared with float (%s); --no-guard writes the model unjudged", strings.Join(res.Accuracy.Skipped, "; "))
+	}
+	if opts.NoGuard {
+		g.Off, g.Pass = true, true
+		g.Note = "the accuracy guard is off (--no-guard): the checks are reported, not enforced"
 		return q, int8Model, nil
 	}
 	if g.Pass = passed(g.Checks); g.Pass {

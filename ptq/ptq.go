@@ -66,6 +66,12 @@ type Options struct {
 	// the guard holds.
 	MaxAccuracyDrop float64
 	MinCosine       float64
+	// MaxRelError replaces GuardMaxRelError.
+	MaxRelError float64
+	// NoGuard turns the accuracy guard off (--no-guard): its checks are
+	// measured and reported, but nothing falls back and nothing is
+	// refused.
+	NoGuard bool
 	// AllowAccuracyLoss writes the INT8 model even when it misses the
 	// accuracy guard after the accuracy control (Result.Guard says so);
 	// without it Run writes nothing and returns a *GuardError.
@@ -168,6 +174,7 @@ func Run(opts Options) (*Result, error) {
 	if opts.Method == "" {
 		opts.Method = calibrate.Percentile
 	}
+	randomDefaults(&opts)
 	if opts.MaxAccuracyDrop > 0 && opts.EvalLabels == "" {
 		return nil, errors.New("--max-accuracy-drop needs --eval-labels (use --min-cosine without labels)")
 	}
@@ -318,6 +325,32 @@ func Run(opts Options) (*Result, error) {
 	}
 	res.Caveats = res.caveats(opts)
 	return res, nil
+}
+
+// RandomSamples is how many samples random calibration and random checks
+// draw when no count is given: one run of a model with a static batch of 1
+// is one sample, not a sample set.
+const RandomSamples = 64
+
+// randomSeedOffset moves a random check's seed off calibration's, so that
+// it draws fresh samples.
+const randomSeedOffset = 0x686f6c64 // "hold"
+
+// randomDefaults sizes random calibration and evaluation data and keeps
+// a random check off the calibration samples.
+func randomDefaults(opts *Options) {
+	if opts.CalibData == "random" && opts.CalibOpts.Samples == 0 {
+		opts.CalibOpts.Samples = RandomSamples
+	}
+	if opts.EvalData != "random" {
+		return
+	}
+	if opts.EvalOpts.Samples == 0 {
+		opts.EvalOpts.Samples = RandomSamples
+	}
+	if opts.CalibData == "random" && opts.EvalOpts.Seed == opts.CalibOpts.Seed {
+		opts.EvalOpts.Seed ^= randomSeedOffset
+	}
 }
 
 // shapesFromData fixes in opts.Inputs the dynamic dims random data cannot

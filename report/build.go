@@ -21,6 +21,16 @@ func FromBuild(res *build.Result, dir string) (*Report, error) {
 	r := &Report{Schema: Schema, Kind: "build", Input: res.Input, Output: res.Output,
 		EvalData: res.EvalData, HeldOut: res.EvalHeldOut, Caveats: res.Caveats, Notes: res.Notes, Details: res}
 	r.Environment = environmentFrom(res.Environment, c.Runtime.Threads, c.Runtime.Level)
+	r.Verdict = &Verdict{Status: "ok", NotRecommended: res.NotRecommended, GuardOff: c.Quantize.NoGuard}
+	for _, f := range res.Refused {
+		r.Verdict.Refused = append(r.Verdict.Refused, f.Artifact)
+	}
+	switch {
+	case len(r.Verdict.Refused) > 0:
+		r.Verdict.Status = "refused"
+	case len(r.Verdict.NotRecommended) > 0:
+		r.Verdict.Status = "not-recommended"
+	}
 
 	in := &Model{Name: res.Input, Role: "input", Precision: "fp32", Latency: latencyOf(res.Baseline)}
 	if res.Optimize != nil && res.Optimize.Before != nil {
@@ -63,7 +73,7 @@ func FromBuild(res *build.Result, dir string) (*Report, error) {
 		target, model string
 		res           *ptq.Result
 	}{{"ort-cpu", "model.int8.onnx", res.INT8}, {"ort-cpu", "model.int8.dynamic.onnx", res.Dynamic}, {"tensorrt", "tensorrt/model.int8.qdq.onnx", res.INT8TRT}} {
-		if q.res != nil {
+		if q.res != nil && q.res.Quantize != nil {
 			r.Quantization = append(r.Quantization, quantizationOf(q.target, q.model, q.res))
 		}
 	}
@@ -127,8 +137,9 @@ func accuracyOf(c *build.Check) *Accuracy {
 		a.LM = &LM{Tokens: l.Tokens, Perplexity: l.PerplexityB, IncreasePercent: l.IncreasePercent, Agreement: l.Agreement, Accuracy: l.AccuracyB}
 	}
 	for _, o := range c.Outputs {
+		cos, rel := o.MinSampleCosine, o.RelError
 		a.Outputs = append(a.Outputs, OutputAccuracy{Name: o.Name, Elements: o.Elements, FinitePairs: o.FinitePairs,
-			NaN: o.NaN, Inf: o.Inf, NonFinite: o.NonFinite, Cosine: o.Cosine, SNRdB: o.SNRdB, MaxAbs: o.MaxAbs,
+			NaN: o.NaN, Inf: o.Inf, NonFinite: o.NonFinite, Cosine: o.Cosine, MinSampleCosine: &cos, RelError: &rel, SNRdB: o.SNRdB, MaxAbs: o.MaxAbs,
 			MeanAbs: o.MeanAbs, Top1Agree: o.Top1Agree, Top5Agree: o.Top5Agree})
 	}
 	return a
@@ -165,6 +176,11 @@ func quantizationOf(target, model string, q *ptq.Result) *Quantization {
 		CalibSamples: q.Calibration.Samples, FellBack: q.FellBack, Guard: q.Guard}
 	if q.Quantize != nil {
 		out.Quantized, out.LeftFloat = len(q.Quantize.Quantized), len(q.Quantize.Skipped)
+		if q.Quantize.Dynamic {
+			// The placement shipped dynamic INT8: nothing of the
+			// calibration is in it.
+			out.Method, out.CalibSamples = ptq.DynamicMethod, 0
+		}
 	}
 	for _, s := range q.TensorSQNR {
 		out.SQNR = append(out.SQNR, TensorSQNR{Tensor: s.Tensor, SQNRdB: s.SQNRdB})

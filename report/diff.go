@@ -203,6 +203,9 @@ func (d *Diff) Write(w io.Writer) error {
 		for _, l := range side.r.Caveats.Lines() {
 			p.f("%s: warning: %s\n", side.name, l)
 		}
+		for _, l := range refusals(side.r) {
+			p.f("%s: %s\n", side.name, strings.ReplaceAll(l, "`", ""))
+		}
 	}
 	for _, m := range d.Models {
 		if m.Old == nil {

@@ -67,8 +67,14 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		p.f("%s\n", line)
 	}
 	p.lmTable(r)
-	p.f("\nAccuracy measured on %s (%s); latency is the median of %s on %s.\n",
-		r.EvalData, heldOut(r.HeldOut), repeatsText(in), r.Environment.text())
+	on := fmt.Sprintf("%s (%s)", r.EvalData, heldOut(r.HeldOut))
+	if r.EvalData == "random" {
+		on = "fresh random inputs (a smoke test, not a measure of accuracy)"
+	}
+	p.f("\nAccuracy measured on %s; latency is the median of %s on %s.\n", on, repeatsText(in), r.Environment.text())
+	for _, f := range refusals(r) {
+		p.f("\n> **%s**\n", f)
+	}
 	for _, l := range r.Caveats.Lines() {
 		p.f("\n> **warning: %s**\n", l)
 	}
@@ -108,23 +114,23 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if len(q.FellBack) > 0 {
 			fell = strings.Join(q.FellBack, ", ")
 		}
-		p.f("\n<details><summary>INT8 %s (<code>%s</code>): %d nodes quantized, %d left float</summary>\n\n",
-			q.Target, q.Model, q.Quantized, q.LeftFloat)
+		refused := ""
+		if g := q.Guard; g != nil && !g.Pass {
+			refused = ": REFUSED by the accuracy guard, not written"
+		}
+		p.f("\n<details><summary>INT8 %s (<code>%s</code>): %d nodes quantized, %d left float%s</summary>\n\n",
+			q.Target, q.Model, q.Quantized, q.LeftFloat, refused)
 		if q.Method == ptq.DynamicMethod {
 			p.f("Dynamic INT8: nothing calibrated, activations are quantized at run time.\n")
 		} else {
 			p.f("Calibrated with %s on %d samples; fell back to float for accuracy: %s.\n", q.Method, q.CalibSamples, fell)
 		}
 		if g := q.Guard; g != nil && len(g.Checks) > 0 {
-			verdict := "passed"
-			if !g.Pass {
-				verdict = "**failed** (kept by allow_accuracy_loss; not recommended)"
-			}
 			var cs []string
 			for _, c := range g.Checks {
 				cs = append(cs, c.String())
 			}
-			p.f("Accuracy guard %s: %s.\n", verdict, strings.Join(cs, "; "))
+			p.f("Accuracy guard **%s** on %s: %s.\n", g.Verdict(), g.On(), strings.Join(cs, "; "))
 		}
 		if len(q.SQNR) > 0 {
 			p.f("\n| worst tensors | SQNR |\n|---|---:|\n")
@@ -193,9 +199,8 @@ func writePruning(p *printer, pr *Pruning) {
 // writePlacement is the ORT CPU artifact's choice: what it is and why,
 // how many regions stayed int8, and the whole-model timings behind it.
 func writePlacement(p *printer, f *placement.File) {
-	int8Regions := len(f.Regions) - len(f.KeepFloat())
 	p.f("\n<details><summary>ort-cpu artifact: %s</summary>\n\n", f.Reason)
-	p.f("INT8 placement (`placement.json`, %s): %d of %d regions int8, candidate %q; ", f.Mode, int8Regions, len(f.Regions), f.Chosen)
+	p.f("INT8 placement (`placement.json`, %s): %s, candidate %q; ", f.Mode, f.Summary(), f.Chosen)
 	if f.Mode == placement.ModeAuto {
 		p.f("measured in %.1f s of a %.3g s budget", f.SearchSeconds, f.BudgetSeconds)
 		if f.BudgetExhausted {
@@ -280,9 +285,33 @@ func latencyBatches(m *Model) []int {
 func minCosine(m *Model) jsonfloat.Float {
 	c := jsonfloat.Float(1)
 	for _, o := range m.Accuracy.Outputs {
-		c = min(c, o.Cosine)
+		if o.MinSampleCosine != nil {
+			c = min(c, *o.MinSampleCosine)
+		} else {
+			c = min(c, o.Cosine)
+		}
 	}
 	return c
+}
+
+// refusals are the verdict's lines for report.md: INT8 refused, artifacts
+// not recommended, the guard turned off.
+func refusals(r *Report) []string {
+	v := r.Verdict
+	if v == nil {
+		return nil
+	}
+	var out []string
+	for _, a := range v.Refused {
+		out = append(out, fmt.Sprintf("REFUSED: the accuracy guard refused `%s`: it was not written (the figures are under INT8 below).", a))
+	}
+	for _, a := range v.NotRecommended {
+		out = append(out, fmt.Sprintf("NOT RECOMMENDED: `%s` misses the accuracy guard's criteria against the input model.", a))
+	}
+	if v.GuardOff {
+		out = append(out, "The accuracy guard is OFF (--no-guard): its figures are reported, nothing was enforced.")
+	}
+	return out
 }
 
 // nonFiniteOutputs names the outputs of m that are NaN or infinite where

@@ -51,12 +51,30 @@ type Report struct {
 	HeldOut  bool   `json:"eval_held_out"`
 	// Caveats are what the accuracy figures rest on: random calibration,
 	// checks on the calibration samples themselves or on fewer than 32.
-	Caveats     ptq.Caveats `json:"caveats"`
+	Caveats ptq.Caveats `json:"caveats"`
+	// Verdict is what the checks decided, for a pipeline to read in one
+	// place (optc build exits 3 unless it is "ok").
+	Verdict     *Verdict    `json:"verdict,omitempty"`
 	Environment Environment `json:"environment"`
 	Notes       []string    `json:"notes,omitempty"`
 	// Details is the command's own result, everything it measured
 	// (build.Result for a build), for tools that need more than the above.
 	Details any `json:"details,omitempty"`
+}
+
+// Verdict is a build's outcome as the accuracy guard judged it.
+type Verdict struct {
+	// Status is "ok", or "refused" when the guard refused an INT8 model
+	// (not written; the deployment is FP32), or "not-recommended" when an
+	// artifact written misses the guard's criteria.
+	Status string `json:"status"`
+	// Refused are the INT8 artifacts the guard refused, NotRecommended
+	// the artifacts written that miss its criteria.
+	Refused        []string `json:"refused,omitempty"`
+	NotRecommended []string `json:"not_recommended,omitempty"`
+	// GuardOff: the user turned the guard off (--no-guard); figures are
+	// reported, nothing was enforced.
+	GuardOff bool `json:"guard_off,omitempty"`
 }
 
 // Model is one model: its size and graph, its agreement with the input
@@ -112,12 +130,18 @@ type OutputAccuracy struct {
 	NaN         compare.Sides   `json:"nan"`
 	Inf         compare.Sides   `json:"inf"`
 	NonFinite   int64           `json:"nonfinite_where_input_finite"`
-	Cosine      jsonfloat.Float `json:"cosine"`
-	SNRdB       jsonfloat.Float `json:"snr_db"` // capped at 200 for identical outputs
-	MaxAbs      jsonfloat.Float `json:"max_abs_error"`
-	MeanAbs     jsonfloat.Float `json:"mean_abs_error"`
-	Top1Agree   float64         `json:"top1_agreement,omitempty"`
-	Top5Agree   float64         `json:"top5_agreement,omitempty"`
+	Cosine      jsonfloat.Float `json:"cosine"` // pooled over the samples
+	// MinSampleCosine and RelError are the figures the accuracy guard
+	// judges: the worst sample's cosine (the pooled one for outputs of
+	// fewer than compare.SmallOutput values a sample) and relative error.
+	// Absent in reports written before they were measured.
+	MinSampleCosine *jsonfloat.Float `json:"min_sample_cosine,omitempty"`
+	RelError        *jsonfloat.Float `json:"rel_error,omitempty"`
+	SNRdB           jsonfloat.Float  `json:"snr_db"` // capped at 200 for identical outputs
+	MaxAbs          jsonfloat.Float  `json:"max_abs_error"`
+	MeanAbs         jsonfloat.Float  `json:"mean_abs_error"`
+	Top1Agree       float64          `json:"top1_agreement,omitempty"`
+	Top5Agree       float64          `json:"top5_agreement,omitempty"`
 }
 
 // Latency is a model's timing: medians over repeated short runs, and each

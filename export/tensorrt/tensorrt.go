@@ -130,7 +130,8 @@ func (e *exporter) export() error {
 		e.add("tensorrt/"+name, "script", "", "")
 		return os.Chmod(p, 0o755)
 	}
-	if !e.c.INT8 {
+	if !e.c.INT8 || e.h.Quantized(quantize.TargetTensorRT) == "" {
+		// No INT8, or the accuracy guard refused it: the fp16 engine.
 		return errors.Join(script("build_engine.sh", "model.fp16.onnx", export.EngineFP16, ""), e.buildEngine("build_engine.sh"))
 	}
 	if err := e.writeTRTCache(); err != nil {
