@@ -172,9 +172,9 @@ func TestErrorsDocumented(t *testing.T) {
 			return []docRun{{[]string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx"), "--dynamic", "--exclude", "Gemm|MatMul"},
 				[]string{"no MatMul or Gemm with a constant float weight to quantize dynamically"}}}
 		}},
-		"accuracy guard failed: cosine of OUT 0.99900, below the 1.00000 required; no dynamic INT8 model was written ...": {func(t *testing.T, dir string) []docRun {
-			return []docRun{{[]string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx"), "--dynamic", "--min-cosine", "1"},
-				[]string{"accuracy guard failed: cosine of logits ", "below the 1.00000 required; no dynamic INT8 model was written"}}}
+		"accuracy guard refused the dynamic INT8 model: relative error of OUT 0.0123, over the 0.0001 allowed (...); nothing was written ...": {func(t *testing.T, dir string) []docRun {
+			return []docRun{{[]string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx"), "--dynamic", "--max-rel-error", "0.0001"},
+				[]string{"accuracy guard refused the dynamic INT8 model: relative error of logits ", "over the 0.0001 allowed", "nothing was written"}}}
 		}},
 		"--prune-damp \"often\": want a number >= 0 or auto": {func(t *testing.T, dir string) []docRun {
 			calib := writeFile(t, filepath.Join(dir, "x.npy"), nil)
@@ -356,7 +356,7 @@ func TestErrorsDocumented(t *testing.T) {
 			return []docRun{{[]string{"run", mnist, "--data", images, "-o", filepath.Join(dir, "out")},
 				[]string{"expects float32[N,1,28,28]: 1 channels on axis 1 (NCHW), but color rgb gives 3; for grayscale images use --image-color gray"}}}
 		}},
-		"accuracy guard failed: accuracy drop of OUT 40.00 points, over the 1.00 allowed; no INT8 model was written ...": {func(t *testing.T, dir string) []docRun {
+		"accuracy guard refused the INT8 model: accuracy drop of OUT 40.00 points, over the 1.00 allowed; nothing was written ...": {func(t *testing.T, dir string) []docRun {
 			args := []string{"--calib-data", filepath.Join(mnistData, "train_images.npy"), "--calib-samples", "64",
 				"--eval-data", filepath.Join(mnistData, "test_images.npy"), "--eval-labels", filepath.Join(mnistData, "test_labels.npy"), "--eval-samples", "256"}
 			cache := quantizeCache(t, t.TempDir(), args...)
@@ -368,7 +368,7 @@ func TestErrorsDocumented(t *testing.T) {
 				}
 			})
 			return []docRun{{append([]string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx"), "--calib-cache", cache}, args...),
-				[]string{"accuracy guard failed: accuracy drop of logits ", "over the 1.00 allowed; no INT8 model was written"}}}
+				[]string{"accuracy guard refused the INT8 model: accuracy drop of logits ", "over the 1.00 allowed; nothing was written"}}}
 		}},
 
 		// Files.
@@ -433,7 +433,7 @@ func TestErrorsDocumented(t *testing.T) {
 			shown := false
 			for _, r := range c.runs(t, dir) {
 				// The accuracy guard prints its table before it fails.
-				stdout := strings.HasPrefix(key, "accuracy guard failed")
+				stdout := strings.HasPrefix(key, "accuracy guard refused")
 				stderr := failsWithinOut(t, dir, row.status, r.want[0], stdout, r.args...)
 				for _, w := range r.want[1:] {
 					if !strings.Contains(stderr, w) {

@@ -163,7 +163,7 @@ func TestIfBranchesQuantize(t *testing.T) {
 
 	out := filepath.Join(t.TempDir(), "q.onnx")
 	// Random data in [0, 1): the mean is positive, the then branch runs.
-	status, stdout, stderr := run(t, "quantize", m, "--calib-data", "random", "-o", out)
+	status, stdout, stderr := run(t, "quantize", m, "--calib-data", "random", "--range", "0,1", "-o", out)
 	if status != 0 {
 		t.Fatalf("quantize: status %d: %s", status, stderr)
 	}

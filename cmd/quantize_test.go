@@ -215,13 +215,13 @@ func TestQuantizeFallsBack(t *testing.T) {
 		} `json:"sensitivity"`
 		Accuracy struct {
 			Outputs []struct {
-				Cosine float64 `json:"cosine_similarity"`
+				RelError float64 `json:"rel_error"`
 			} `json:"outputs"`
 		} `json:"accuracy"`
 	}
 	decode(t, run2json(t, "quantize", testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(t.TempDir(), "q.onnx"),
 		"--calib-data", filepath.Join(dir, "train_images.npy"), "--calib-samples", "512", "--method", "entropy",
-		"--min-cosine", "0.9995", "--eval-data", filepath.Join(dir, "test_images.npy"), "--json"), &res)
+		"--max-rel-error", "0.02", "--eval-data", filepath.Join(dir, "test_images.npy"), "--json"), &res)
 	if len(res.Sensitivity) != 4 || len(res.FellBack) == 0 {
 		t.Fatalf("sensitivity %+v, fell back %v", res.Sensitivity, res.FellBack)
 	}
@@ -231,8 +231,8 @@ func TestQuantizeFallsBack(t *testing.T) {
 			worst = s
 		}
 	}
-	if res.FellBack[0] != worst.Node || res.Accuracy.Outputs[0].Cosine < 0.9995 {
-		t.Errorf("fell back %v (most sensitive %s), cosine %.5f", res.FellBack, worst.Node, res.Accuracy.Outputs[0].Cosine)
+	if res.FellBack[0] != worst.Node || res.Accuracy.Outputs[0].RelError > 0.02 {
+		t.Errorf("fell back %v (most sensitive %s), relative error %.5f", res.FellBack, worst.Node, res.Accuracy.Outputs[0].RelError)
 	}
 	status, stdout, stderr := run(t, "quantize", testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(t.TempDir(), "q.onnx"),
 		"--calib-data", filepath.Join(dir, "train_images.npy"), "--max-accuracy-drop", "0.5")

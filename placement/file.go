@@ -44,3 +44,18 @@ func (f *File) KeepFloat() []int {
 	}
 	return idx
 }
+
+// Summary says in a phrase what the INT8 model the placement chose is:
+// "4 of 5 regions int8", "all 5 regions int8, scheme per-tensor: ...", or
+// a whole-model candidate such as dynamic INT8, which is not a placement
+// of the static regions. The build's table and report.md both use it.
+func (f *File) Summary() string {
+	s := f.Scheme
+	switch {
+	case IsAlternative(f.Chosen) && s != nil && s.Activations != "dynamic":
+		return fmt.Sprintf("all %d regions int8, scheme %s: %s", len(f.Regions), f.Chosen, s)
+	case IsAlternative(f.Chosen):
+		return fmt.Sprintf("%s, not a placement of the %d static regions", f.Chosen, len(f.Regions))
+	}
+	return fmt.Sprintf("%d of %d regions int8", len(f.Regions)-len(f.KeepFloat()), len(f.Regions))
+}
