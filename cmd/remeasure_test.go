@@ -5,9 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/convstack"
 	"github.com/optc-dev/optc/internal/ortenv"
@@ -137,4 +142,102 @@ func TestDiffRemeasureErrors(t *testing.T) {
 		status, stdout, stderr := run(t, tc.args...)
 		failsCleanly(t, status, tc.status, stdout, stderr, tc.want)
 	}
+}
+
+// TestGateRates measures optc diff --remeasure's false-alarm and
+// detection rates against a 10% gate (make gate-rates; docs/ci.md has
+// the table): $OPTC_GATE_RATES times, a conv stack of 7 convolutions is
+// built while every core is kept busy (A), and again on a quiet machine
+// (B), at ORT level disable (C: about 1.7x slower), with one convolution
+// more (D: an eighth conv, a seventh more work; the ratio measured is
+// printed) and under load again (E); then A is diffed against B, C and
+// D, and B against E (a loaded NEW build, which makes the recorded runs
+// look slower), with --remeasure ($OPTC_GATE_RATES_TIME each, default
+// 20s) and, for comparison, without (the builds' recorded runs). It
+// prints the verdicts' counts and the median rounds, time and ratio of
+// each case.
+func TestGateRates(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("OPTC_GATE_RATES"))
+	if n <= 0 {
+		t.Skip("OPTC_GATE_RATES is not set: make gate-rates runs this (N rounds of 4 builds and 3 remeasured diffs; minutes, on a quiet machine)")
+	}
+	ortenv.Require(t)
+	limit := os.Getenv("OPTC_GATE_RATES_TIME")
+	if limit == "" {
+		limit = "20s"
+	}
+	dir := t.TempDir()
+	base, deeper := convStackFile(t, dir, 7), convStackFile(t, dir, 8)
+	type tally struct {
+		name                    string
+		verdicts, recorded      map[string]int
+		rounds, seconds, ratios []float64
+	}
+	cases := []*tally{{name: "same config, OLD built under load"}, {name: "same config, NEW built under load"},
+		{name: "NEW at ORT level disable"}, {name: "NEW with one conv more"}}
+	for _, c := range cases {
+		c.verdicts, c.recorded = map[string]int{}, map[string]int{}
+	}
+	for i := range n {
+		// Timed as a build times by default (latency.duration 1s), so that
+		// the recorded runs' verdicts beside are what a CI build gets.
+		build := func(name, model string, loaded bool, extra ...string) string {
+			if loaded {
+				defer busy()()
+			}
+			return buildConvStack(t, dir, name, model, append([]string{"--latency-duration", "1s"}, extra...)...)
+		}
+		a, b, e := build("a", base, true), build("b", base, false), build("e", base, true)
+		pairs := [][2]string{{a, b}, {b, e}, {a, build("c", base, false, "--level", "disable")}, {a, build("d", deeper, false)}}
+		for k, c := range cases {
+			status, stdout, stderr := run(t, "diff", pairs[k][0], pairs[k][1], "--json", "--remeasure", "--max-latency-regression", "10", "--remeasure-time", limit)
+			var d remeasureJSON
+			if status > 1 || json.Unmarshal([]byte(stdout), &d) != nil {
+				t.Fatalf("round %d, %s: status %d: %s", i+1, c.name, status, stderr)
+			}
+			for _, m := range d.Models {
+				for _, r := range m.Remeasured {
+					c.verdicts[r.Verdict]++
+					c.rounds = append(c.rounds, float64(r.Rounds))
+					c.seconds = append(c.seconds, r.Seconds)
+					c.ratios = append(c.ratios, r.Ratio.Median)
+				}
+			}
+			status, stdout, _ = run(t, "diff", pairs[k][0], pairs[k][1], "--json", "--max-latency-regression", "10")
+			var rec remeasureJSON
+			if status > 1 || json.Unmarshal([]byte(stdout), &rec) != nil {
+				t.Fatalf("round %d, %s, recorded: status %d", i+1, c.name, status)
+			}
+			for _, g := range rec.Gates {
+				if g.Gate == "max-latency-regression" && g.Model != "input model batch 1" {
+					c.recorded[map[bool]string{true: "pass", false: "FAIL"}[g.Pass]]++
+				}
+			}
+		}
+		t.Logf("round %d of %d done", i+1, n)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "gate rates: %d rounds; conv stack of 7 (8) 3x3 convs at 32 channels on 16x16, 1 thread, batch 1; gate +10%%, --remeasure-time %s; 2 artifacts a diff\n", n, limit)
+	fmt.Fprintf(&b, "%-36s %5s %5s %5s %9s %8s %8s %8s   %s\n", "case", "gates", "pass", "FAIL", "undecided", "rounds", "seconds", "ratio", "recorded runs: pass/FAIL")
+	for _, c := range cases {
+		fmt.Fprintf(&b, "%-36s %5d %5d %5d %9d %8.0f %8.2f %8.3f   %d/%d\n", c.name, len(c.rounds), c.verdicts["pass"], c.verdicts["FAIL"], c.verdicts["undecided"],
+			bench.Median(c.rounds), bench.Median(c.seconds), bench.Median(c.ratios), c.recorded["pass"], c.recorded["FAIL"])
+	}
+	fmt.Fprintf(&b, "(rounds, seconds and ratio: medians over the gates)\n")
+	fmt.Print(b.String())
+}
+
+// busy keeps every core spinning until the returned function is called.
+func busy() (stop func()) {
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	for range runtime.NumCPU() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for x := 0; !done.Load(); x++ {
+			}
+		}()
+	}
+	return func() { done.Store(true); wg.Wait() }
 }
