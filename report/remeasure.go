@@ -173,7 +173,7 @@ func readFolder(path string) (*folder, error) {
 	}
 	man, err := build.ReadManifest(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s: no such file: --remeasure needs the build folders themselves (manifest.json, report.json and the artifacts)", filepath.Join(dir, "manifest.json"))
+		return nil, fmt.Errorf("%s: no such file: --remeasure needs the build folders (manifest.json, report.json and the artifacts)", filepath.Join(dir, "manifest.json"))
 	}
 	if err != nil {
 		return nil, err
