@@ -63,9 +63,9 @@ const (
 	remeasurePerTurn   = 3
 	remeasureSlowRun   = 100 * time.Millisecond // runs this long take turns of one run
 	remeasurePrecision = 0.02                   // without a gate: rounds go on until the interval is within ±2%
-	// remeasureWarmup bounds the warm-ups: at most this share of a batch
-	// size's time, split over both sessions (bench.DefaultWarmup runs
-	// each, or fewer when they take longer).
+	// remeasureWarmup bounds the warm-ups: bench.DefaultWarmup runs of
+	// each session, or fewer when they would take more than a
+	// remeasureWarmup-th of the batch size's time (at least one run).
 	remeasureWarmup = 10
 )
 
@@ -263,7 +263,14 @@ func (d *Diff) remeasure(opts RemeasureOptions, limit float64) error {
 	if err != nil {
 		return err
 	}
+	// share is the deadline of the next artifact and batch size: the time
+	// left over the number left.
 	end := time.Now().Add(opts.Time)
+	share := func() time.Time {
+		left := time.Until(end) / time.Duration(items)
+		items--
+		return time.Now().Add(left)
+	}
 	for _, p := range pairs {
 		m := &d.Models[p.model]
 		oo, err := old.timing(m.Name, p.batches, opts.ORTLib)
@@ -274,11 +281,7 @@ func (d *Diff) remeasure(opts RemeasureOptions, limit float64) error {
 		if err != nil {
 			return err
 		}
-		rs, err := remeasurePair(oo, no, func() time.Time {
-			left := time.Until(end)
-			items--
-			return time.Now().Add(left / time.Duration(items+1))
-		}, limit, opts.Progress, m.Name)
+		rs, err := remeasurePair(oo, no, share, limit, opts.Progress, m.Name)
 		if err != nil {
 			return fmt.Errorf("remeasuring %s: %w", m.Name, err)
 		}
@@ -345,7 +348,8 @@ func sameInputs(a, b []*graph.Tensor) string {
 // without one, is narrow enough), or the deadline passes.
 func rounds(sessions []*ort.Session, in []*graph.Tensor, deadline time.Time, limit float64) (Remeasured, error) {
 	start := time.Now()
-	warm := time.Until(deadline) / remeasureWarmup / time.Duration(len(sessions))
+	// At least a nanosecond: a limit of 0 would mean none.
+	warm := max(time.Until(deadline)/remeasureWarmup/time.Duration(len(sessions)), time.Nanosecond)
 	var run time.Duration
 	for _, s := range sessions {
 		last, err := bench.WarmUp(s, in, bench.DefaultWarmup, warm)
