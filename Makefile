@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/optc
 EXAMPLE := testdata/models/mnist_cnn.onnx
 
-.PHONY: build install demo test race testdata ort release release-check ci-recipe fuzz bench bench-quick bench-io bench-big bench-passes bench-int8 bench-prune bench-lm bench-dynamic lm vet sweep zoo zoo-models
+.PHONY: build install demo test race testdata ort release release-check ci-recipe gate-rates fuzz bench bench-quick bench-io bench-big bench-passes bench-int8 bench-prune bench-lm bench-dynamic lm vet sweep zoo zoo-models
 
 # The commit optc is built from, for `optc version`: the go command records
 # it itself only in a plain clone (not in a git worktree, nor with
@@ -97,6 +97,19 @@ ort: build
 # not part of make test.
 ci-recipe:
 	OPTC_CI_RECIPE=1 $(GO) test -count=1 -timeout=30m -run='^TestCIRecipe$$' -v ./internal/cirecipe
+
+# optc diff --remeasure's false-alarm and detection rates against a 10%
+# gate (docs/ci.md): GATE_RATES_N rounds of five builds of a conv stack
+# (the same config twice, one of them while every core is kept busy, and
+# once more under load; ORT level disable, about 1.7x slower; one conv
+# more, about 14%) and four remeasured diffs, each up to GATE_RATES_TIME;
+# prints the verdicts' counts and median rounds, time and ratio, and the
+# recorded runs' verdicts beside them. Run it on a quiet machine: several
+# minutes at N=20. Not part of make test.
+GATE_RATES_N    ?= 20
+GATE_RATES_TIME ?= 20s
+gate-rates: ort
+	OPTC_GATE_RATES=$(GATE_RATES_N) OPTC_GATE_RATES_TIME=$(GATE_RATES_TIME) $(GO) test -count=1 -timeout=0 -run='^TestGateRates$$' -v ./cmd
 
 # apt-get install of the packages $(1), as root or with sudo (CI runs as
 # root on Debian 12), updating the package index only when needed.

@@ -115,6 +115,70 @@ func load(opts Options) (*graph.Model, error) {
 	return graph.LoadValid(opts.Model)
 }
 
+// Opened is a model ready to time, as Run times it: its session and the
+// first batch of the data at each batch size.
+type Opened struct {
+	Session *ort.Session
+	Batches [][]*graph.Tensor // one per Options.Batches
+	Skipped []string          // outputs not fetched (Result.Skipped)
+	// LibraryInit is what loading the ORT library took (0 when it was
+	// loaded already); SessionCreate what making the session took, the
+	// crash probe before it left out.
+	LibraryInit, SessionCreate time.Duration
+}
+
+// Open loads opts.Model, reads the first batch of opts.Data at each of
+// opts.Batches (default 1), loads the ORT library when needed
+// (opts.ORTLib) and makes the session Run times: of opts.RunModel or
+// opts.InMemory when set, without the outputs the binding cannot carry,
+// after the crash probe. The caller closes the session.
+func Open(opts Options) (*Opened, error) {
+	if len(opts.Batches) == 0 {
+		opts.Batches = []int{1}
+	}
+	m, err := load(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	inputs := data.GraphInputs(m.Graph)
+	o := &Opened{Batches: make([][]*graph.Tensor, len(opts.Batches))}
+	for i, b := range opts.Batches {
+		if o.Batches[i], err = firstBatch(opts, inputs, b); err != nil {
+			return nil, err
+		}
+	}
+	start := time.Now()
+	if _, err := ort.Version(); err != nil {
+		if _, err := ort.Init(opts.ORTLib); err != nil {
+			return nil, err
+		}
+		o.LibraryInit = time.Since(start)
+	}
+	ins, outs := ort.Interface(m)
+	src := ort.Source{Path: opts.Model, Inputs: ins, Outputs: outs}
+	switch {
+	case opts.RunModel != "":
+		src.Path = opts.RunModel
+	case opts.InMemory.Bytes != nil:
+		src = ort.SourceFrom(opts.InMemory, ins, outs)
+	}
+	if src.Outputs, o.Skipped = ort.SplitOutputs(src.Outputs); len(src.Outputs) == 0 {
+		return nil, fmt.Errorf("%s: no output to time: %s", opts.Model, strings.Join(o.Skipped, "; "))
+	}
+	// The crash probe opens the model once more in a child process; that
+	// is not part of the cold start.
+	if err := ort.Probe(src, opts.Session); err != nil {
+		return nil, fmt.Errorf("%s: %w", opts.Model, err)
+	}
+	t := time.Now()
+	if o.Session, err = ort.NewSession(src, opts.Session); err != nil {
+		return nil, fmt.Errorf("%s: %w", opts.Model, err)
+	}
+	o.SessionCreate = time.Since(t)
+	return o, nil
+}
+
 // Run measures opts.Model.
 func Run(opts Options) (*Result, error) {
 	if opts.Data == "" {
@@ -130,53 +194,17 @@ func Run(opts Options) (*Result, error) {
 		opts.Warmup = DefaultWarmup
 	}
 	opts.Concurrency = max(opts.Concurrency, 1)
-	m, err := load(opts)
+	o, err := Open(opts)
 	if err != nil {
 		return nil, err
 	}
-	defer m.Close()
-	inputs := data.GraphInputs(m.Graph)
-	batches := make([][]*graph.Tensor, len(opts.Batches))
-	for i, b := range opts.Batches {
-		if batches[i], err = firstBatch(opts, inputs, b); err != nil {
-			return nil, err
-		}
-	}
-
-	res := &Result{Model: opts.Model, Level: opts.Session.Level.String(), IntraOpThreads: opts.Session.IntraOpThreads,
-		Concurrency: opts.Concurrency, Data: opts.Data}
-	start := time.Now()
-	if _, err := ort.Version(); err != nil {
-		if _, err := ort.Init(opts.ORTLib); err != nil {
-			return nil, err
-		}
-		res.ColdStart.LibraryInitMs = ms(time.Since(start))
-	}
-	res.ORTVersion, _ = ort.Version()
-	ins, outs := ort.Interface(m)
-	src := ort.Source{Path: opts.Model, Inputs: ins, Outputs: outs}
-	switch {
-	case opts.RunModel != "":
-		src.Path = opts.RunModel
-	case opts.InMemory.Bytes != nil:
-		src = ort.SourceFrom(opts.InMemory, ins, outs)
-	}
-	if src.Outputs, res.Skipped = ort.SplitOutputs(src.Outputs); len(src.Outputs) == 0 {
-		return nil, fmt.Errorf("%s: no output to time: %s", opts.Model, strings.Join(res.Skipped, "; "))
-	}
-	// The crash probe opens the model once more in a child process; that
-	// is not part of the cold start.
-	if err := ort.Probe(src, opts.Session); err != nil {
-		return nil, fmt.Errorf("%s: %w", opts.Model, err)
-	}
-	t := time.Now()
-	sess, err := ort.NewSession(src, opts.Session)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", opts.Model, err)
-	}
+	sess, batches := o.Session, o.Batches
 	defer sess.Close()
-	res.ColdStart.SessionCreateMs = ms(time.Since(t))
-	t = time.Now()
+	res := &Result{Model: opts.Model, Level: opts.Session.Level.String(), IntraOpThreads: opts.Session.IntraOpThreads,
+		Concurrency: opts.Concurrency, Data: opts.Data, Skipped: o.Skipped}
+	res.ORTVersion, _ = ort.Version()
+	res.ColdStart.LibraryInitMs, res.ColdStart.SessionCreateMs = ms(o.LibraryInit), ms(o.SessionCreate)
+	t := time.Now()
 	if _, err := sess.Run(batches[0]); err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.Model, err)
 	}
@@ -272,17 +300,30 @@ func noTail(done, short int, elapsed, d time.Duration) bool {
 	return float64(done)*float64(d)/float64(elapsed) < float64(MinRuns("p99"))
 }
 
+// WarmUp runs sess on inputs runs times, untimed, or until limit has
+// passed (after at least one run; 0: no limit), and returns what its last
+// run took.
+func WarmUp(sess *ort.Session, inputs []*graph.Tensor, runs int, limit time.Duration) (time.Duration, error) {
+	var last time.Duration
+	start := time.Now()
+	for range runs {
+		t := time.Now()
+		if _, err := sess.Run(inputs); err != nil {
+			return last, err
+		}
+		last = time.Since(t)
+		if limit > 0 && time.Since(start) >= limit {
+			break
+		}
+	}
+	return last, nil
+}
+
 // measure warms up, then times runs of one batch, from Concurrency
 // goroutines sharing the session (ORT sessions are safe for concurrent Run).
 func measure(sess *ort.Session, inputs []*graph.Tensor, batch int, opts Options) (BatchResult, error) {
-	warm := time.Now()
-	for range opts.Warmup {
-		if _, err := sess.Run(inputs); err != nil {
-			return BatchResult{}, err
-		}
-		if opts.WarmupDuration > 0 && time.Since(warm) >= opts.WarmupDuration {
-			break
-		}
+	if _, err := WarmUp(sess, inputs, opts.Warmup, opts.WarmupDuration); err != nil {
+		return BatchResult{}, err
 	}
 	var (
 		mu     sync.Mutex

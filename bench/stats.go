@@ -156,3 +156,38 @@ func Median(xs []float64) float64 {
 	}
 	return (s[n/2-1] + s[n/2]) / 2
 }
+
+// MedianInterval is a distribution-free interval for the median of what
+// xs were drawn from, at the given confidence (e.g. 0.99): the order
+// statistics x(k) and x(n+1-k) of the sorted values for the largest k
+// whose binomial(n, 1/2) tails leave at least that confidence between
+// them (the sign test's interval). It assumes only that the values are
+// independent draws; no seed, no resampling. ok is false when n is too
+// small for any interval at that confidence (n < 8 at 0.99: all n on
+// one side of the median is then not rare enough).
+func MedianInterval(xs []float64, confidence float64) (lo, hi float64, ok bool) {
+	n := len(xs)
+	k := signTestRank(n, (1-confidence)/2)
+	if k < 1 {
+		return 0, 0, false
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[k-1], s[n-k], true
+}
+
+// signTestRank is the largest k with P(B <= k-1) <= tail for B binomial
+// (n, 1/2), 0 when even P(B = 0) is larger. The terms are summed in log
+// space: 2^-n underflows past n = 1074.
+func signTestRank(n int, tail float64) int {
+	lgN, _ := math.Lgamma(float64(n + 1))
+	cdf := 0.0
+	for j := 0; 2*j < n; j++ {
+		lgJ, _ := math.Lgamma(float64(j + 1))
+		lgR, _ := math.Lgamma(float64(n - j + 1))
+		if cdf += math.Exp(lgN - lgJ - lgR - float64(n)*math.Ln2); cdf > tail {
+			return j
+		}
+	}
+	return 0
+}

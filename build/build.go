@@ -619,9 +619,20 @@ func (b *builder) dataOptions(spec string, batch, samples int) data.Options {
 }
 
 // session is how every artifact is run and measured.
-func (b *builder) session() ort.Options {
-	level, _ := ort.ParseLevel(b.c.Runtime.Level)
-	return ort.Options{Level: level, IntraOpThreads: b.c.Runtime.Threads, Provider: "cpu"}
+func (b *builder) session() ort.Options { return Session(b.c) }
+
+// Session is how a build with configuration c runs and times its
+// artifacts: runtime.level and runtime.threads on ORT's CPU provider
+// (optc diff --remeasure times a build's artifacts so again).
+func Session(c config.Config) ort.Options {
+	level, _ := ort.ParseLevel(c.Runtime.Level)
+	return ort.Options{Level: level, IntraOpThreads: c.Runtime.Threads, Provider: "cpu"}
+}
+
+// TimingData is what a build with configuration c times models on:
+// random inputs in [0, 1), seeded, with c's shapes, ranges and values.
+func TimingData(c config.Config) data.Options {
+	return data.Options{High: 1, Seed: 1, Spec: c.Inputs()}
 }
 
 // checkSession is how an artifact is checked: the runtime's level, and

@@ -3,6 +3,7 @@ package build
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -53,6 +54,23 @@ type ManifestEntry struct {
 	Precision string `json:"precision,omitempty"`
 	Bytes     int64  `json:"bytes"`
 	SHA256    string `json:"sha256"`
+}
+
+// ReadManifest reads the manifest.json of the build folder dir.
+func ReadManifest(dir string) (*Manifest, error) {
+	path := filepath.Join(dir, "manifest.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: not a build manifest: %w", path, err)
+	}
+	if m.Schema != 1 {
+		return nil, fmt.Errorf("%s: manifest schema %d, this optc reads 1", path, m.Schema)
+	}
+	return &m, nil
 }
 
 // Environment is the machine the measurements come from.

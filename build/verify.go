@@ -320,7 +320,7 @@ func (b *builder) timing(model, runModel string, sess ort.Options) (*Timing, err
 	for range repeats {
 		r, err := bench.Run(bench.Options{
 			Model: model, RunModel: runModel, Data: "random",
-			DataOpts: data.Options{High: 1, Seed: 1, Spec: b.c.Inputs()}, Batches: b.latencyBatches,
+			DataOpts: TimingData(b.c), Batches: b.latencyBatches,
 			Session: sess, Duration: b.windowDuration(), MinIterations: minWindowRuns, ORTLib: b.c.Runtime.ORTLib,
 			WarmupDuration: b.warmupDuration(), MaxIterations: b.maxWindowRuns(),
 		})

@@ -40,7 +40,7 @@ var commandFlagChoices = map[string]map[string][]string{
 	"build":    {"target": config.TargetChoices()},
 	"quantize": {"target": choice.Strings(quantize.Targets())},
 	"lint":     {"target": target.Linters()},
-	"diff":     {"percentile": config.GatePercentiles},
+	"diff":     {"percentile": config.GatePercentiles, "undecided": undecidedChoices},
 	"compare":  {"check": choice.Strings(compare.Stats)},
 }
 

@@ -154,6 +154,13 @@ func TestErrorsDocumented(t *testing.T) {
 			return []docRun{{[]string{"build", mnist, "-o", filepath.Join(dir, "b"), "--batch", "8"}, []string{"unknown flag: --batch; build takes --calib-batch, --eval-batch and --latency-batches"}},
 				{[]string{"inspect", "--no-such-flag", mnist}, []string{"unknown flag: --no-such-flag"}}}
 		}},
+		"--remeasure times the median only: give --percentile p50, not p99": {func(t *testing.T, dir string) []docRun {
+			a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+			return []docRun{{[]string{"diff", a, b, "--remeasure", "--percentile", "p99"}, []string{"--remeasure times the median only: give --percentile p50, not p99"}},
+				{[]string{"diff", a, b, "--remeasure", "--remeasure-time", "0s"}, []string{"--remeasure-time 0s: want a positive duration"}},
+				{[]string{"diff", a, b, "--remeasure", "--undecided", "maybe"}, []string{`--undecided "maybe": want pass or fail`}},
+				{[]string{"diff", a, b, "--undecided", "fail"}, []string{"--undecided is for --remeasure"}}}
+		}},
 		`build: --target: unknown target "foo" (want ` + choice.Or(config.TargetChoices()) + `)`: {func(t *testing.T, dir string) []docRun {
 			return []docRun{{[]string{"build", mnist, "-o", filepath.Join(dir, "b"), "--target", "foo"}, []string{`build: --target: unknown target "foo" (want ` + choice.Or(config.TargetChoices()) + `)`}},
 				{[]string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx"), "--calib-data", "random", "--method", "foo"}, []string{`"foo"`}}}
@@ -398,6 +405,19 @@ func TestErrorsDocumented(t *testing.T) {
 			out := filepath.Join(dir, "out")
 			writeFile(t, filepath.Join(out, "keep"), []byte("x"))
 			return []docRun{{[]string{"build", mnist, "-o", out}, []string{"output folder " + out + " exists; use --force to replace it"}}}
+		}},
+		"new/ort/model.ort: missing from the build folder (its report.json times it)": {func(t *testing.T, dir string) []docRun {
+			old := buildConvStack(t, dir, "old", convStackFile(t, dir, 8))
+			new, copied := filepath.Join(dir, "new"), filepath.Join(dir, "copy")
+			for _, d := range []string{new, copied} {
+				if err := os.CopyFS(d, os.DirFS(old)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			os.Remove(filepath.Join(new, "ort", "model.ort"))
+			os.Remove(filepath.Join(copied, "manifest.json"))
+			return []docRun{{[]string{"diff", old, new, "--remeasure"}, []string{"new/ort/model.ort: missing from the build folder (its report.json times it)"}},
+				{[]string{"diff", copied, old, "--remeasure"}, []string{"copy/manifest.json: no such file: --remeasure needs the build folders (manifest.json, report.json and the artifacts)"}}}
 		}},
 		"save out/m.onnx: not a directory": {func(t *testing.T, dir string) []docRun {
 			file := writeFile(t, filepath.Join(dir, "file"), []byte("a file"))

@@ -63,7 +63,7 @@ func NewRoot(io *IO) *cobra.Command {
 		newCmdRun(io, g, nil),
 		newCmdCompare(io, g, nil),
 		newCmdBench(io, g, nil),
-		newCmdDiff(io, nil),
+		newCmdDiff(io, g, nil),
 		newCmdRuntime(io, nil, nil),
 		newCmdVersion(io, g),
 	)

@@ -110,37 +110,26 @@ func timeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec
 			return nil, spent, err
 		}
 		spent.session = max(spent.session, time.Since(created))
-		for range warmupRuns {
-			if _, err := sessions[i].Run(in); err != nil {
-				return nil, spent, fmt.Errorf("warm-up run: %w", err)
-			}
+		if _, err := bench.WarmUp(sessions[i], in, warmupRuns, 0); err != nil {
+			return nil, spent, fmt.Errorf("warm-up run: %w", err)
 		}
 	}
-	runs := make([][]float64, len(models))
 	active := make([]bool, len(models))
 	for i := range opened {
 		active[i] = true
 	}
 	start := time.Now()
-	for turn := 0; turn < minTurns || (time.Since(start) < timePerBatch && time.Now().Before(deadline) && turn*runsPerTurn < bench.EnoughRuns); turn++ {
-		for k := range models {
-			i := (k + turn) % len(models) // rotate who goes first
-			if !active[i] {
-				continue
-			}
-			for range runsPerTurn {
-				t := time.Now()
-				if _, err := sessions[i].Run(in); err != nil {
-					return nil, spent, err
-				}
-				runs[i] = append(runs[i], float64(time.Since(t))/float64(time.Millisecond))
-			}
-		}
+	runs, err := bench.Turns(sessions, in, runsPerTurn, active, func(turn int, runs [][]float64) bool {
 		if retire != nil && turn+1 >= settleTurns {
 			if retire(runs, active); !slices.Contains(active, true) {
-				break
+				return false
 			}
 		}
+		next := turn + 1
+		return next < minTurns || (time.Since(start) < timePerBatch && time.Now().Before(deadline) && next*runsPerTurn < bench.EnoughRuns)
+	})
+	if err != nil {
+		return nil, spent, err
 	}
 	p50 := make([]float64, len(models))
 	for i, r := range runs {

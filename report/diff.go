@@ -26,6 +26,9 @@ type Diff struct {
 	Percentile string
 	Models     []ModelDiff
 	Gates      []GateResult
+	// Remeasure, when set, says the latency gate judged a remeasure of
+	// both builds (CompareRemeasured), and how it ran.
+	Remeasure *RemeasureSettings
 }
 
 // ModelDiff pairs a model of both reports: the input models with each
@@ -35,6 +38,9 @@ type ModelDiff struct {
 	Old     *Model          `json:"old"`
 	New     *Model          `json:"new"`
 	Latency []LatencyChange `json:"latency,omitempty"`
+	// Remeasured are the artifact's timings again, per batch size
+	// (CompareRemeasured).
+	Remeasured []Remeasured `json:"remeasured,omitempty"`
 }
 
 // LatencyChange is the ratio new/old of one batch size's latency at the
@@ -54,7 +60,9 @@ type LatencyChange struct {
 	Unsupported string `json:"unsupported,omitempty"`
 }
 
-// Interval is a ratio of medians and its 95% bootstrap interval.
+// Interval is a ratio and its interval: for the reports' runs, the ratio
+// of medians and its 95% bootstrap interval; for a remeasure, the median
+// of the rounds' ratios and its 99% sign-test interval.
 type Interval struct {
 	Median float64 `json:"median"`
 	Low    float64 `json:"low"`
@@ -67,6 +75,10 @@ type GateResult struct {
 	Model  string `json:"model,omitempty"`
 	Pass   bool   `json:"pass"`
 	Detail string `json:"detail"` // both values and the limit
+	// Undecided says a remeasured latency gate's time ran out before its
+	// interval was on one side of the limit: Pass then says what
+	// --undecided made of it.
+	Undecided bool `json:"undecided,omitempty"`
 }
 
 // Compare diffs old against new and applies the gates (zero: off).
@@ -74,7 +86,15 @@ func Compare(old, new *Report, g config.Gates) *Diff {
 	if g.Percentile == "" {
 		g.Percentile = "p50"
 	}
-	d := &Diff{Old: old, New: new, Percentile: g.Percentile, Gates: []GateResult{}}
+	d := compareModels(old, new, g.Percentile)
+	d.gates(g)
+	return d
+}
+
+// compareModels pairs the models of old and new and compares their
+// recorded latency at percentile.
+func compareModels(old, new *Report, percentile string) *Diff {
+	d := &Diff{Old: old, New: new, Percentile: percentile, Gates: []GateResult{}}
 	for _, n := range new.Models {
 		o := old.model(n.Role, n.Name)
 		name := n.Name
@@ -88,8 +108,8 @@ func Compare(old, new *Report, g config.Gates) *Diff {
 				if ob == nil {
 					continue
 				}
-				ov, nv := runs(ob, g.Percentile), runs(&nb, g.Percentile)
-				if why := unsupported(g.Percentile, nb.Batch, ob, "old report", &nb, "new report"); why != "" {
+				ov, nv := runs(ob, percentile), runs(&nb, percentile)
+				if why := unsupported(percentile, nb.Batch, ob, "old report", &nb, "new report"); why != "" {
 					md.Latency = append(md.Latency, LatencyChange{Batch: nb.Batch, Unsupported: why})
 					continue
 				}
@@ -99,7 +119,6 @@ func Compare(old, new *Report, g config.Gates) *Diff {
 		}
 		d.Models = append(d.Models, md)
 	}
-	d.gates(g)
 	return d
 }
 
@@ -139,7 +158,9 @@ func (d *Diff) gates(g config.Gates) {
 			add("max-size", m.Name, m.New.Bytes <= g.MaxSize, "%d bytes (maximum %d)", m.New.Bytes, g.MaxSize)
 		}
 	}
-	if g.MaxLatencyRegression > 0 {
+	if g.MaxLatencyRegression > 0 && d.Remeasure != nil {
+		d.remeasuredGates(g.MaxLatencyRegression)
+	} else if g.MaxLatencyRegression > 0 {
 		limit := 1 + g.MaxLatencyRegression/100
 		for _, m := range d.Models {
 			for _, l := range m.Latency {
@@ -181,6 +202,48 @@ func (d *Diff) gates(g config.Gates) {
 	}
 }
 
+// remeasuredGates judges the latency gate on the remeasured artifacts:
+// a FAIL or pass verdict is the gate's; an undecided one passes, or fails
+// with UndecidedFails (Remeasure.Undecided "fail").
+func (d *Diff) remeasuredGates(maxRegression float64) {
+	for _, m := range d.Models {
+		for _, r := range m.Remeasured {
+			g := GateResult{Gate: "max-latency-regression", Model: fmt.Sprintf("%s batch %d", m.Name, r.Batch),
+				Pass: r.Verdict == VerdictPass, Undecided: r.Verdict == VerdictUndecided,
+				Detail: fmt.Sprintf("remeasured %s (allowed +%g%%)", r.summary(), maxRegression)}
+			if g.Undecided {
+				g.Pass = d.Remeasure.Undecided != "fail"
+				g.Detail += fmt.Sprintf("; undecided: the interval still holds the limit when its %.1fs ran out", r.Seconds)
+			}
+			d.Gates = append(d.Gates, g)
+		}
+	}
+}
+
+// summary is a remeasure's figures on one line: both medians, the ratio
+// with its interval, and what it took.
+func (r Remeasured) summary() string {
+	ratio := r.Ratio.percent()
+	if r.Ratio.Low == 0 && r.Ratio.High == 0 {
+		ratio = fmt.Sprintf("%+.1f%% (no interval yet)", 100*(r.Ratio.Median-1))
+	}
+	s := fmt.Sprintf("p50 %.3f -> %.3f ms: %s over %d rounds in %.1fs", r.OldMs, r.NewMs, ratio, r.Rounds, r.Seconds)
+	if r.OldSession != r.NewSession {
+		s += fmt.Sprintf("; ORT %s -> %s", r.OldSession, r.NewSession)
+	}
+	return s
+}
+
+func (s SessionOptions) String() string {
+	switch s.Threads {
+	case 0:
+		return fmt.Sprintf("level %s, a thread per core", s.Level)
+	case 1:
+		return fmt.Sprintf("level %s, 1 thread", s.Level)
+	}
+	return fmt.Sprintf("level %s, %d threads", s.Level, s.Threads)
+}
+
 // Failed are the gates that failed.
 func (d *Diff) Failed() []GateResult {
 	var f []GateResult
@@ -196,6 +259,10 @@ func (d *Diff) Failed() []GateResult {
 func (d *Diff) Write(w io.Writer) error {
 	p := &printer{w: w}
 	p.f("old: %s (%s)\nnew: %s (%s)\n", d.Old.Input, d.Old.Environment.short(), d.New.Input, d.New.Environment.short())
+	if rm := d.Remeasure; rm != nil {
+		p.f("remeasure: both builds' artifacts timed again here, interleaved (p50; %g%% intervals over at least %d rounds; %gs at most in all)\n",
+			100*rm.Confidence, rm.MinRounds, rm.TimeS)
+	}
 	for _, side := range []struct {
 		name string
 		r    *Report
@@ -239,6 +306,13 @@ func (d *Diff) Write(w io.Writer) error {
 			p.f("  %s b%-3d  %.3f -> %.3f ms: %s over %d/%d runs (CV %.1f%% / %.1f%%)\n", d.Percentile, l.Batch,
 				l.OldMs, l.NewMs, l.Ratio.percent(), l.OldRuns, l.NewRuns, 100*l.OldCV, 100*l.NewCV)
 		}
+		for _, r := range m.Remeasured {
+			verdict := ""
+			if r.Verdict != "" {
+				verdict = ": " + r.Verdict
+			}
+			p.f("  remeasured b%-3d %s%s\n", r.Batch, r.summary(), verdict)
+		}
 	}
 	for _, o := range d.Old.Models {
 		if d.New.model(o.Role, o.Name) == nil {
@@ -248,16 +322,23 @@ func (d *Diff) Write(w io.Writer) error {
 	if len(d.Gates) > 0 {
 		p.f("\ngates\n")
 	}
+	undecided := 0
 	for _, g := range d.Gates {
 		verdict := "pass"
-		if !g.Pass {
+		switch {
+		case !g.Pass:
 			verdict = "FAIL"
+		case g.Undecided:
+			verdict, undecided = "undecided", undecided+1
 		}
 		model := ""
 		if g.Model != "" {
 			model = " " + g.Model
 		}
 		p.f("  %s %s%s: %s\n", verdict, g.Gate, model, g.Detail)
+	}
+	if undecided > 0 {
+		p.f("warning: %d latency gate(s) undecided within --remeasure-time: passed (--undecided fail fails them; a longer --remeasure-time or a quieter runner decides them)\n", undecided)
 	}
 	return p.err
 }

@@ -14,7 +14,12 @@ import (
 // Model is eight 3x3 convolutions (padding 1), each followed by Relu, at c
 // channels on h x h inputs with a dynamic batch; the weights are seeded
 // He-initialised, so the same arguments give the same model.
-func Model(c, h int64) (*graph.Model, error) {
+func Model(c, h int64) (*graph.Model, error) { return Layers(c, h, 8) }
+
+// Layers is Model with n convolutions: each one more costs the same
+// (7 to 8 is a seventh more work, a model slower by a known amount that
+// no pass removes).
+func Layers(c, h int64, n int) (*graph.Model, error) {
 	r := rand.New(rand.NewPCG(1, 2))
 	g := graph.NewGraph("convstack")
 	x, err := g.NewValue("x")
@@ -24,7 +29,7 @@ func Model(c, h int64) (*graph.Model, error) {
 	x.Type = graph.TensorType(graph.Float, graph.Shape{graph.SymbolicDim("N"), graph.StaticDim(c), graph.StaticDim(h), graph.StaticDim(h)})
 	g.Inputs = []*graph.Value{x}
 	cur := x
-	for i := range 8 {
+	for i := range n {
 		w := make([]float32, c*c*9)
 		for k := range w {
 			w[k] = float32(r.NormFloat64() * 0.7 / float64(3*c))
