@@ -41,6 +41,11 @@ type Plan struct {
 	// RestSeconds is the share left to what the budget does not bound
 	// (loading, passes, calibration, checks, exports); 0 without a budget.
 	RestSeconds float64 `json:"rest_seconds,omitempty"`
+	// FallbackSeconds bounds the accuracy guard's fallback of each INT8
+	// quantization: half the rest's share (0 without a budget). When it
+	// runs out the fallback keeps the best passing model found, or the
+	// guard refuses.
+	FallbackSeconds float64 `json:"fallback_seconds,omitempty"`
 	// Lines are the plan as printed.
 	Lines []string `json:"lines"`
 }
@@ -79,6 +84,9 @@ func (b *builder) plan() *Plan {
 		}
 		share := func(weight float64) float64 { return p.BudgetSeconds * weight / total }
 		p.RestSeconds = round2(share(w.rest))
+		if c.INT8 {
+			p.FallbackSeconds = round2(p.RestSeconds / 2)
+		}
 		placementS = min(placementS, share(w.placement))
 		windowS = min(windowS, share(w.timing)/float64(p.TimingWindows))
 		if p.SweepPoints > 0 {
@@ -89,6 +97,9 @@ func (b *builder) plan() *Plan {
 			sweepS = min(sweepS, share(w.sweep)/float64(p.SweepPoints)/2)
 		}
 		p.Lines = append(p.Lines, fmt.Sprintf("budget %s: placement, timing and the Triton sweep get shares; loading, passes, calibration, checks and exports are not bounded by time", c.Budget.Duration))
+		if p.FallbackSeconds > 0 {
+			p.Lines = append(p.Lines, fmt.Sprintf("accuracy guard's fallback: at most %s per INT8 model (then the best passing model found, or a refusal)", secs(p.FallbackSeconds)))
+		}
 	} else {
 		p.Lines = append(p.Lines, "no budget (budget: 0): every stage runs as configured")
 	}

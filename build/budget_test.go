@@ -43,7 +43,11 @@ func TestPlanShares(t *testing.T) {
 	if want := 20 * 1.5 / 10.5 / float64(p.SweepPoints) / 2; p.SweepPointSeconds != windowSeconds(want) {
 		t.Errorf("sweep point %v s, want %.2f", p.SweepPointSeconds, want)
 	}
-	if len(p.Lines) != 4 || !strings.Contains(p.Lines[0], "budget 20s") {
+	// The guard's fallback gets half the rest's share.
+	if want := 20 * 3 / 10.5 / 2; p.FallbackSeconds != round2(round2(20*3/10.5)/2) || !strings.Contains(p.Lines[1], "fallback: at most") {
+		t.Errorf("fallback %v s, want %.2f (lines %q)", p.FallbackSeconds, want, p.Lines)
+	}
+	if len(p.Lines) != 5 || !strings.Contains(p.Lines[0], "budget 20s") {
 		t.Errorf("plan lines %q", p.Lines)
 	}
 	// The default budget keeps the configured lengths.

@@ -532,6 +532,7 @@ func (b *builder) ptqOptions(target quantize.Target, out string) (ptq.Options, e
 		EvalData: b.eval.spec, EvalOpts: b.eval.opts, EvalLabels: c.Eval.Labels, Session: b.session(), Inputs: c.Inputs(), NoLatency: true,
 		Batches: c.Latency.Batches, ORTLib: c.Runtime.ORTLib, MaxAccuracyDrop: c.Quantize.MaxAccuracyDrop, MinCosine: c.Quantize.MinCosine,
 		MaxRelError: c.Quantize.MaxRelError, NoGuard: c.Quantize.NoGuard, AllowAccuracyLoss: c.Quantize.AllowAccuracyLoss,
+		FallbackBudget: time.Duration(b.res.Plan.FallbackSeconds * float64(time.Second)),
 	}
 	if !b.res.EvalHeldOut {
 		// ptq then measures on the calibration data and says so.

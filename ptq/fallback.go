@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/graph"
@@ -83,6 +84,11 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 		}
 	}
 	exclude := func(names []string) quantize.Options { return excluding(opts.Quant, names) }
+	var deadline time.Time
+	if opts.FallbackBudget > 0 {
+		deadline = time.Now().Add(opts.FallbackBudget)
+	}
+	late := func() bool { return !deadline.IsZero() && time.Now().After(deadline) }
 	// When even every weighted layer kept float misses the criteria, the
 	// loss is in the ranges of the ops between them (pass-through Q/DQ):
 	// no choice of layers can recover it, so say so at the cost of one run.
@@ -97,7 +103,11 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 			return nil, graph.Serialized{}, errNoRecovery
 		}
 	}
-	for _, l := range layers {
+	for i, l := range layers {
+		if late() {
+			res.Guard.Fallback = fmt.Sprintf("stopped at its %s share of the budget after measuring %d of %d weighted layers alone, before any model met the guard", opts.FallbackBudget.Round(time.Second), i, len(layers))
+			return nil, graph.Serialized{}, errNoRecovery
+		}
 		_, b, _, err := quantizeWith(float, ranges, exclude(without(layers, l)))
 		if err != nil {
 			return nil, graph.Serialized{}, err
@@ -157,9 +167,15 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 		res.Guard.FallbackChecks = opts.checks(best.r)
 		return nil, graph.Serialized{}, errNoRecovery
 	}
-	// best passes with hi layers float; find the fewest.
+	// best passes with hi layers float; find the fewest, or the fewest
+	// found when the budget's share runs out.
 	lo, hi := 0, len(order)-1
+	stopped := ""
 	for hi-lo > 1 {
+		if late() {
+			stopped = fmt.Sprintf(" (the search stopped at its %s share of the budget: fewer may do)", opts.FallbackBudget.Round(time.Second))
+			break
+		}
 		mid := (lo + hi) / 2
 		t, err := attempt(mid)
 		if err != nil {
@@ -172,7 +188,7 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 		}
 	}
 	res.Quantize, res.Accuracy, res.FellBack = best.rep, best.r, best.kept
-	res.Guard.Fallback = fmt.Sprintf("%d of %d weighted layers kept float: %s", len(best.kept), len(layers), strings.Join(best.kept, ", "))
+	res.Guard.Fallback = fmt.Sprintf("%d of %d weighted layers kept float: %s%s", len(best.kept), len(layers), strings.Join(best.kept, ", "), stopped)
 	return best.q, best.b, nil
 }
 

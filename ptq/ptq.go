@@ -68,6 +68,10 @@ type Options struct {
 	MinCosine       float64
 	// MaxRelError replaces GuardMaxRelError.
 	MaxRelError float64
+	// FallbackBudget bounds the accuracy control (0: none): when it runs
+	// out the fallback keeps the best passing model found so far, or
+	// refuses (optc build: the budget's share).
+	FallbackBudget time.Duration
 	// NoGuard turns the accuracy guard off (--no-guard): its checks are
 	// measured and reported, but nothing falls back and nothing is
 	// refused.
