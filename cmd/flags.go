@@ -84,7 +84,7 @@ func (f *dataFlags) register(fs *pflag.FlagSet, withBatch bool) {
 	}
 	f.registerSpec(fs)
 	fs.Int64Var(&f.seed, "seed", 1, "seed for --data random")
-	fs.IntVar(&f.samples, "samples", 0, "use at most this many samples (random: how many to make; default one batch)")
+	fs.IntVar(&f.samples, "samples", 0, "use at most this many samples (random: how many to make; default one batch, 64 for compare)")
 	f.image.register(fs)
 }
 
@@ -179,7 +179,11 @@ func (f *dataFlags) options() (data.Options, error) {
 	if err != nil {
 		return data.Options{}, err
 	}
-	return data.Options{Batch: f.batch, StrictBatch: f.batchFlag != nil && f.batchFlag.Changed, Seed: f.seed, Samples: f.samples, Image: img, Spec: spec, Low: lo, High: hi,
+	samples := f.samples
+	if f.judges && f.spec == "random" && samples == 0 {
+		samples = data.RandomSamples
+	}
+	return data.Options{Batch: f.batch, StrictBatch: f.batchFlag != nil && f.batchFlag.Changed, Seed: f.seed, Samples: samples, Image: img, Spec: spec, Low: lo, High: hi,
 		Normal: f.judges && !f.globalRange()}, nil
 }
 

@@ -49,7 +49,7 @@ func TestCompareAllNaNFails(t *testing.T) {
 	cubeOverSquare(t, a, false)
 	cubeOverSquare(t, b, true)
 
-	status, stdout, stderr := run(t, "compare", a, b, "--data", "random", "--range", "300,3000")
+	status, stdout, stderr := run(t, "compare", a, b, "--data", "random", "--range", "300,3000", "--samples", "1")
 	if status != 1 {
 		t.Fatalf("status %d, want 1 (stderr %q)\n%s", status, stderr, stdout)
 	}
@@ -70,7 +70,7 @@ func TestCompareAllNaNFails(t *testing.T) {
 	}
 
 	// --json says the same, losslessly.
-	status, stdout, _ = run(t, "compare", a, b, "--data", "random", "--range", "300,3000", "--json")
+	status, stdout, _ = run(t, "compare", a, b, "--data", "random", "--range", "300,3000", "--samples", "1", "--json")
 	if status != 1 {
 		t.Errorf("--json: status %d, want 1", status)
 	}

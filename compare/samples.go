@@ -260,6 +260,9 @@ func (acc *Accumulator) pooledSpread() float64 {
 // Text is the agreement over all rows and over the clear ones:
 // "92.19% (100.00% of 41)".
 func (t *Top1) Text() string {
+	if t.ClearRows == 0 {
+		return fmt.Sprintf("%.2f%% (no row clear)", 100*t.Agreement)
+	}
 	return fmt.Sprintf("%.2f%% (%.2f%% of %d)", 100*t.Agreement, 100*t.ClearAgree, t.ClearRows)
 }
 

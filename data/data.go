@@ -625,6 +625,11 @@ func firstZero(t *graph.Tensor) (int, bool) {
 	return 0, false
 }
 
+// RandomSamples is how many samples random data draws when it calibrates
+// or judges accuracy and no count is given: one run of a model with a
+// static batch of 1 is one sample, not a sample set.
+const RandomSamples = 64
+
 // MinSplit is the fewest samples a data source must hold for a check to
 // be held out of it: HeldOut of them are, the rest calibrate.
 const MinSplit = 4

@@ -332,9 +332,8 @@ func Run(opts Options) (*Result, error) {
 }
 
 // RandomSamples is how many samples random calibration and random checks
-// draw when no count is given: one run of a model with a static batch of 1
-// is one sample, not a sample set.
-const RandomSamples = 64
+// draw when no count is given.
+const RandomSamples = data.RandomSamples
 
 // randomSeedOffset moves a random check's seed off calibration's, so that
 // it draws fresh samples.
