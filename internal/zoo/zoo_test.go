@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -73,13 +74,18 @@ var (
 	fullSteps  = []string{"inspect", "optimize", "quantize-random", "quantize-npy", "build"}
 )
 
+// refusedStatus is optc's exit status when the accuracy guard refused an
+// INT8 model (cmd.ExitRefused).
+const refusedStatus = 3
+
 // result is one model variant through one step.
 type result struct {
 	Model, Variant, Step string
-	// Status: pass; guard (the accuracy guard refused INT8 with exit 1,
-	// naming what it measured, and the same step with
-	// --allow-accuracy-loss then passed: the models have random weights,
-	// whose near-tie logits no INT8 keeps in order); FAIL; TIMEOUT; n/a.
+	// Status: pass; guard (the accuracy guard refused INT8 with exit 3,
+	// naming what it measured: quantize then passed with
+	// --allow-accuracy-loss, and build wrote, checked and reported every
+	// other artifact; the models have random weights, which INT8 often
+	// does not keep); FAIL; TIMEOUT; n/a.
 	Status       string
 	Seconds      float64
 	Err          string // the first error line
@@ -269,12 +275,17 @@ func runStep(t *testing.T, optc, step string, m model, v variant, dir, work stri
 	}
 	timedOut, err := exec1(args)
 	r.Status = "pass"
-	if guard := errorLine(stderr.String(), stdout.String(), err); err != nil && !timedOut && strings.Contains(guard, "accuracy guard failed") {
-		// The guard said no, cleanly: the rest of the pipeline must
-		// still run with the loss allowed.
-		os.RemoveAll(filepath.Join(work, "build"))
-		r.Status, r.Err = "guard", guard
-		timedOut, err = exec1(append(args, "--allow-accuracy-loss"))
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == refusedStatus && !timedOut {
+		// The guard said no, cleanly (exit 3). A build went on without
+		// the refused model: what it wrote is checked below. quantize
+		// wrote nothing: the rest of its step must still run with the
+		// loss allowed.
+		r.Status, r.Err = "guard", errorLine(stderr.String(), stdout.String(), err)
+		err = nil
+		if step != "build" {
+			timedOut, err = exec1(append(args, "--allow-accuracy-loss"))
+		}
 	}
 	switch {
 	case timedOut:
@@ -734,7 +745,7 @@ func (r *report) markdown() string {
 		}
 	}
 	if guards > 0 {
-		b.WriteString("\n## Refused by the accuracy guard\n\nThe guard's line for each step where INT8 missed it (the step then passed with --allow-accuracy-loss, the figures above). The zoo's weights are random: their logits are near ties that INT8 noise reorders, so top-1 agreement is low where cosine is not.\n\n| model | variant | step | guard |\n|---|---|---|---|\n")
+		b.WriteString("\n## Refused by the accuracy guard\n\nThe guard's line for each step where it refused INT8 (exit 3: quantize then passed with --allow-accuracy-loss, the figures above; build wrote and checked every other artifact). The zoo's weights are random: INT8 keeps few of these networks' outputs on standard-normal inputs (docs/quantize.md, what the random distribution changes).\n\n| model | variant | step | guard |\n|---|---|---|---|\n")
 		for _, k := range order {
 			for _, s := range r.steps {
 				if x, ok := cells[k][s]; ok && x.Status == "guard" {
