@@ -82,6 +82,9 @@ type Result struct {
 	TensorRT *tensorrt.Result `json:"tensorrt,omitempty"`
 	// Deployment is the Triton target's profiles and the sweep behind them.
 	Deployment *triton.Deployment `json:"deployment,omitempty"`
+	// ReplayedFrom is the decisions.json whose choices the build applied
+	// instead of timing them (replay: in the config).
+	ReplayedFrom string `json:"replayed_from,omitempty"`
 	// Plan is how the build shared its time budget between the stages.
 	Plan        *Plan         `json:"plan"`
 	Stages      []Stage       `json:"stages"`
@@ -154,6 +157,12 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if _, err := ort.Init(c.Runtime.ORTLib); err != nil {
 		return nil, err
 	}
+	var rep *replay
+	if c.Replay != "" {
+		if rep, err = readReplay(c.Replay); err != nil {
+			return nil, err
+		}
+	}
 	dir, err := newFolder(c.Output, c.Force)
 	if err != nil {
 		return nil, err
@@ -164,7 +173,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		}
 	}()
 	b := &builder{ctx: ctx, opts: opts, c: c, dir: dir, targets: targets, ref: compare.NewReference(),
-		res: &Result{Input: c.Model, Output: c.Output, Targets: targets, opts: c}}
+		res: &Result{Input: c.Model, Output: c.Output, Targets: targets, opts: c}, replay: rep, decisions: &Decisions{}}
 	b.eval.spec, b.eval.opts = b.evalData()
 	b.res.Caveats.RandomCalibration = c.INT8 && c.Calibration.Data == "random"
 	b.res.Plan = b.plan()
@@ -257,6 +266,11 @@ type builder struct {
 	latencyBatches []int
 	// prof is $OPTC_MEMPROFILE's timeline; nil when off.
 	prof *memProfile
+	// decisions is what the build chose by timing, for decisions.json;
+	// replay, when set, the record it applies instead of timing.
+	decisions *Decisions
+	replay    *replay
+	recordErr error // a target's decision that could not be recorded
 	eval struct {
 		spec string
 		opts data.Options
@@ -376,7 +390,7 @@ func (b *builder) passes() error {
 	}
 	b.float, b.ortModel = out, out
 	b.add("model.fp32.onnx", "all", "model", "fp32", "")
-	return nil
+	return b.recordModel()
 }
 
 // quantize calibrates once and quantizes for each target that takes INT8:
@@ -484,6 +498,11 @@ func (b *builder) ptqOptions(target quantize.Target, out string) (ptq.Options, e
 			env := MeasuredOn()
 			o.Placement, o.CPU, o.CPUFlags = c.Quantize.Placement, env.CPU, env.CPUFlags
 			o.PlacementBudget = time.Duration(b.res.Plan.PlacementSeconds * float64(time.Second))
+			if b.replay != nil {
+				if o.Placement, err = b.replayedPlacement(); err != nil {
+					return ptq.Options{}, err
+				}
+			}
 		}
 	}
 	if c.Quantize.ReduceRange != "auto" {
@@ -596,7 +615,10 @@ func (b *builder) writePlacement() error {
 		return err
 	}
 	b.add("placement.json", "ort", "placement", "", "")
-	return atomicfile.Write(path, js)
+	if err := atomicfile.Write(path, js); err != nil {
+		return err
+	}
+	return b.recordPlacement(path, p)
 }
 
 // disqualifyNonFinite deploys the float model for ORT and Triton when the
