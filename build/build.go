@@ -271,7 +271,7 @@ type builder struct {
 	decisions *Decisions
 	replay    *replay
 	recordErr error // a target's decision that could not be recorded
-	eval struct {
+	eval      struct {
 		spec string
 		opts data.Options
 	}
