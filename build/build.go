@@ -163,7 +163,11 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 			return nil, err
 		}
 	}
-	dir, err := newFolder(c.Output, c.Force)
+	dir, err := newFolder(c.Output, c.Force, func(msg string) {
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "build: %s\n", msg)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
