@@ -66,13 +66,8 @@ func TestKilledBuildLeftovers(t *testing.T) {
 	if strings.Count(string(stderr), "build: removed ") != 1 || !strings.Contains(string(stderr), want) {
 		t.Errorf("stderr does not say, once, %q:\n%s", want, stderr)
 	}
-	var got []string
-	for _, e := range mustReadDir(t, parent) {
-		got = append(got, e.Name())
-	}
-	wantLeft := []string{filepath.Base(busy), filepath.Base(busy) + ".lock", "next"}
-	if !slices.Equal(got, wantLeft) {
-		t.Errorf("the parent holds %q, want %q", got, wantLeft)
+	if got, want := temporaries(t, parent), []string{filepath.Base(busy), filepath.Base(busy) + ".lock"}; !slices.Equal(got, want) {
+		t.Errorf("temporaries left: %q, want the live build's %q", got, want)
 	}
 }
 
@@ -99,18 +94,7 @@ func TestRunAndOptimizeRemoveLeftovers(t *testing.T) {
 	if want := "optc: removed " + partial + ", left by an interrupted optc\n"; status != 0 || stderr != want {
 		t.Errorf("optimize: status %d, stderr %q, want %q", status, stderr, want)
 	}
-	for _, e := range mustReadDir(t, dir) {
-		if strings.Contains(e.Name(), ".tmp-") {
-			t.Errorf("%s is still there", e.Name())
-		}
+	if left := temporaries(t, dir); len(left) > 0 {
+		t.Errorf("left %q", left)
 	}
-}
-
-func mustReadDir(t *testing.T, dir string) []os.DirEntry {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return entries
 }
