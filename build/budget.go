@@ -65,11 +65,11 @@ func (b *builder) plan() *Plan {
 	c := b.c
 	p := &Plan{BudgetSeconds: c.Budget.Seconds()}
 	placementOn := c.INT8 && (b.wants("ort") || b.wants("triton")) && c.Quantize.Placement == placement.ModeAuto &&
-		c.Quantize.Format != string(quantize.FormatQOperator)
+		c.Quantize.Format != string(quantize.FormatQOperator) && b.replay == nil
 	p.TimedModels = b.timedModels()
 	repeats := max(c.Latency.Repeats, 1)
 	p.TimingWindows = p.TimedModels * len(c.Latency.Batches) * repeats
-	if b.wants("triton") && (c.Triton.Batch <= 0 || c.Triton.Threads <= 0) {
+	if b.wants("triton") && (c.Triton.Batch <= 0 || c.Triton.Threads <= 0) && b.replay == nil {
 		p.SweepPoints = len(sweepThreads(c.Latency.Threads)) * len(export.DefaultSweepBatches)
 	}
 	placementS, windowS, sweepS := c.Quantize.PlacementBudget.Seconds(), c.Latency.Duration.Seconds()/float64(repeats), c.Latency.Duration.Seconds()
@@ -102,6 +102,9 @@ func (b *builder) plan() *Plan {
 		}
 	} else {
 		p.Lines = append(p.Lines, "no budget (budget: 0): every stage runs as configured")
+	}
+	if r := b.replay; r != nil {
+		p.Lines = append(p.Lines, fmt.Sprintf("replay: %s from %s, none of them timed", strings.Join(r.rec.decided(), ", "), r.path))
 	}
 	if placementOn {
 		p.PlacementSeconds = round2(placementS)

@@ -83,6 +83,9 @@ type Result struct {
 	TensorRT *tensorrt.Result `json:"tensorrt,omitempty"`
 	// Deployment is the Triton target's profiles and the sweep behind them.
 	Deployment *triton.Deployment `json:"deployment,omitempty"`
+	// ReplayedFrom is the decisions.json whose choices the build applied
+	// instead of timing them (replay: in the config).
+	ReplayedFrom string `json:"replayed_from,omitempty"`
 	// Plan is how the build shared its time budget between the stages.
 	Plan        *Plan       `json:"plan"`
 	Stages      []Stage     `json:"stages"`
@@ -169,7 +172,17 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if _, err := ort.Init(c.Runtime.ORTLib); err != nil {
 		return nil, err
 	}
-	dir, err := newFolder(c.Output, c.Force)
+	var rep *replay
+	if c.Replay != "" {
+		if rep, err = readReplay(c.Replay); err != nil {
+			return nil, err
+		}
+	}
+	dir, err := newFolder(c.Output, c.Force, func(msg string) {
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "build: %s\n", msg)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +192,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		}
 	}()
 	b := &builder{ctx: ctx, opts: opts, c: c, dir: dir, targets: targets, ref: compare.NewReference(),
-		res: &Result{Input: c.Model, Output: c.Output, Targets: targets, opts: c}}
+		res: &Result{Input: c.Model, Output: c.Output, Targets: targets, opts: c}, replay: rep, decisions: &Decisions{}}
 	b.eval.spec, b.eval.opts = b.evalData()
 	b.res.Caveats.RandomCalibration = c.INT8 && c.Calibration.Data == "random"
 	b.res.Plan = b.plan()
@@ -272,7 +285,12 @@ type builder struct {
 	latencyBatches []int
 	// prof is $OPTC_MEMPROFILE's timeline; nil when off.
 	prof *memProfile
-	eval struct {
+	// decisions is what the build chose by timing, for decisions.json;
+	// replay, when set, the record it applies instead of timing.
+	decisions *Decisions
+	replay    *replay
+	recordErr error // a target's decision that could not be recorded
+	eval      struct {
 		spec string
 		opts data.Options
 	}
@@ -412,7 +430,7 @@ func (b *builder) passes() error {
 	}
 	b.float, b.ortModel = out, out
 	b.add("model.fp32.onnx", "all", "model", "fp32", "")
-	return nil
+	return b.recordModel()
 }
 
 // quantize calibrates once and quantizes for each target that takes INT8:
@@ -558,6 +576,11 @@ func (b *builder) ptqOptions(target quantize.Target, out string) (ptq.Options, e
 			env := MeasuredOn()
 			o.Placement, o.CPU, o.CPUFlags = c.Quantize.Placement, env.CPU, env.CPUFlags
 			o.PlacementBudget = time.Duration(b.res.Plan.PlacementSeconds * float64(time.Second))
+			if b.replay != nil {
+				if o.Placement, err = b.replayedPlacement(); err != nil {
+					return ptq.Options{}, err
+				}
+			}
 		}
 	}
 	if c.Quantize.ReduceRange != "auto" {
@@ -689,7 +712,10 @@ func (b *builder) writePlacement() error {
 		return err
 	}
 	b.add("placement.json", "ort", "placement", "", "")
-	return atomicfile.Write(path, js)
+	if err := atomicfile.Write(path, js); err != nil {
+		return err
+	}
+	return b.recordPlacement(path, p)
 }
 
 // disqualifyNonFinite deploys the float model for ORT and Triton when the

@@ -260,8 +260,11 @@ func TestBuildPlacement(t *testing.T) {
 	replay.Output = filepath.Join(dir, "replay")
 	replay.Quantize.Placement = filepath.Join(c.Output, "placement.json")
 	res := run(t, replay)
-	if res.INT8.Placement.Mode != placement.ModeReplay || res.INT8.Placement.Recommended != file.Recommended {
-		t.Errorf("replay: %+v", res.INT8.Placement)
+	if res.INT8.PlacementFrom != replay.Quantize.Placement || res.INT8.Placement.Recommended != file.Recommended {
+		t.Errorf("replay: from %q, %+v", res.INT8.PlacementFrom, res.INT8.Placement)
+	}
+	if fileSHA(t, filepath.Join(c.Output, "placement.json")) != fileSHA(t, filepath.Join(replay.Output, "placement.json")) {
+		t.Error("the replayed build's placement.json is not the file it replayed")
 	}
 	if fileSHA(t, filepath.Join(c.Output, "model.int8.onnx")) != fileSHA(t, filepath.Join(replay.Output, "model.int8.onnx")) {
 		t.Error("replaying placement.json made another INT8 model")

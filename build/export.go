@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -87,6 +88,10 @@ func (h *host) Add(rel, kind, precision, from string) {
 	h.b.add(rel, h.name, kind, precision, from)
 }
 func (h *host) RangeData() (string, data.Options) { return h.b.fp16Data() }
+func (h *host) Record(decision any)               { h.b.recordTarget(h.name, decision) }
+func (h *host) Replayed() (json.RawMessage, string, error) {
+	return h.b.replayedTarget(h.name)
+}
 
 // rel is path relative to the working folder, with forward slashes.
 func rel(b *builder, path string) string {

@@ -12,7 +12,9 @@ import (
 
 // folder is the build's working folder: a hidden temporary folder next to
 // the destination, renamed into place only when everything succeeded, so
-// that a failed or interrupted build leaves no output folder behind.
+// that a failed or interrupted build leaves no output folder behind. Its
+// lock (atomicfile.LockedDir) tells the next build whether a working folder
+// it finds is a live build's or one a killed build left.
 type folder struct {
 	dest, tmp string
 	force     bool
@@ -21,9 +23,11 @@ type folder struct {
 	done      bool // committed or removed
 }
 
-// newFolder creates the working folder for dest. An existing dest is an
-// error unless force is set (it is then replaced at commit).
-func newFolder(dest string, force bool) (*folder, error) {
+// newFolder creates the working folder for dest, after removing the ones
+// killed builds left beside it (atomicfile.RemoveStale, told to report).
+// An existing dest is an error unless force is set (it is then replaced
+// at commit).
+func newFolder(dest string, force bool, report func(msg string)) (*folder, error) {
 	if dest == "" {
 		return nil, errors.New("no output folder: give -o DIR (or output: in the config)")
 	}
@@ -39,13 +43,14 @@ func newFolder(dest string, force bool) (*folder, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("output folder %s: %w", dest, err)
 	}
+	atomicfile.RemoveStale(dest, report)
 	f := &folder{dest: dest, force: force}
 	// Removed on an interrupt through f.remove, which also stops the
 	// stages from making sub-folders in it again.
-	temp, err := atomicfile.Create(func() (func(), error) {
-		tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dest)+".tmp-")
+	temp, err := atomicfile.Create(func() (func(), func(), error) {
+		tmp, unlock, err := atomicfile.LockedDir(dest)
 		f.tmp = tmp
-		return f.remove, err
+		return f.remove, unlock, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("output folder %s: %w", dest, err)
@@ -89,17 +94,11 @@ func (f *folder) rename() error {
 		return err
 	}
 	if _, err := os.Stat(f.dest); err == nil && f.force {
-		old := f.tmp + ".old"
-		if err := os.Rename(f.dest, old); err != nil {
+		if err := atomicfile.Replace(f.tmp, f.dest); err != nil {
 			os.RemoveAll(f.tmp)
 			return fmt.Errorf("replacing %s: %w", f.dest, err)
 		}
-		if err := os.Rename(f.tmp, f.dest); err != nil {
-			os.Rename(old, f.dest)
-			os.RemoveAll(f.tmp)
-			return fmt.Errorf("replacing %s: %w", f.dest, err)
-		}
-		return os.RemoveAll(old)
+		return nil
 	}
 	if err := os.Rename(f.tmp, f.dest); err != nil {
 		os.RemoveAll(f.tmp)

@@ -59,14 +59,18 @@ func (b *builder) nchwcBlock() (int, string) {
 // layout shapes the FP32 model for ORT's NCHWc CPU kernels and deploys it
 // for the ORT and Triton targets when it is confirmed faster than what
 // they deploy now (the FP32 model or the INT8 placement): exact, so the
-// question is only speed.
+// question is only speed. Replaying, the record answers it instead.
 func (b *builder) layout() error {
+	if b.replay != nil {
+		return b.replayLayout()
+	}
 	block, why := b.nchwcBlock()
 	if _, err := os.Stat(b.float + ".data"); err == nil && block > 0 {
 		block, why = 0, "the FP32 model keeps its tensors in a side file (over 2 GiB): not shaped"
 	}
 	if block == 0 {
 		b.res.Layout = &Layout{Reason: why}
+		b.decisions.NCHWc = &NCHWcDecision{Reason: why}
 		return nil
 	}
 	out, err := b.dir.path(layoutModel)
@@ -74,12 +78,71 @@ func (b *builder) layout() error {
 		return err
 	}
 	b.progress("nchwc: shaping %s for ORT's CPU layout (block %d)", rel(b, b.float), block)
-	rec, err := NCHWc(LayoutOptions{Float: b.float, Deployed: b.ortModel, Output: out, Block: block,
-		Session: b.session(), Inputs: b.c.Inputs(), Batches: b.latencyBatches, ORTLib: b.c.Runtime.ORTLib,
-		Untimed: b.c.Runtime.NCHWc == "on", Progress: b.progress})
+	rec, err := NCHWc(b.layoutOptions(out, block, b.c.Runtime.NCHWc == "on"))
 	if err != nil {
 		return err
 	}
+	d := &NCHWcDecision{Block: block, Convs: rec.Convs, Bridges: rec.Bridges, Timed: rec.Timing != nil, Deployed: rec.Deployed, Reason: rec.Reason}
+	if rec.Deployed {
+		fd, err := digest(out)
+		if err != nil {
+			return err
+		}
+		d.SHA256 = fd.SHA256
+	}
+	b.decisions.NCHWc = d
+	return b.deployLayout(rec, out)
+}
+
+// replayLayout applies the recorded nchwc decision without timing: the
+// model is shaped again only when it was deployed, and must come out the
+// same, byte for byte.
+func (b *builder) replayLayout() error {
+	r := b.replay
+	d := r.rec.NCHWc
+	if d == nil {
+		return r.missing("nchwc", "had neither the ort nor the triton target")
+	}
+	r.used = append(r.used, "nchwc")
+	b.decisions.NCHWc = d
+	if !d.Deployed {
+		b.res.Layout = &Layout{Block: d.Block, Convs: d.Convs, Bridges: d.Bridges,
+			Reason: fmt.Sprintf("replayed from %s, not deployed: %s", r.path, d.Reason)}
+		return nil
+	}
+	out, err := b.dir.path(layoutModel)
+	if err != nil {
+		return err
+	}
+	b.progress("nchwc: shaping %s for ORT's CPU layout (block %d), deployed as %s records", rel(b, b.float), d.Block, r.path)
+	rec, err := NCHWc(b.layoutOptions(out, d.Block, true))
+	if err != nil {
+		return err
+	}
+	fd := FileDigest{}
+	if rec.Deployed {
+		if fd, err = digest(out); err != nil {
+			return err
+		}
+	}
+	if !rec.Deployed || rec.Convs != d.Convs || rec.Bridges != d.Bridges || fd.SHA256 != d.SHA256 {
+		return fmt.Errorf("replaying %s: its nchwc decision deploys %s with %d convs padded and %d HardSigmoid bridges at block %d (sha256 %.12s...), this build shapes %d and %d (sha256 %.12s...; %s)",
+			r.path, layoutModel, d.Convs, d.Bridges, d.Block, d.SHA256, rec.Convs, rec.Bridges, fd.SHA256, rec.Reason)
+	}
+	rec.Reason = fmt.Sprintf("replayed from %s, deployed without timing: %s", r.path, d.Reason)
+	return b.deployLayout(rec, out)
+}
+
+// layoutOptions are the nchwc stage's, shaping at block into out.
+func (b *builder) layoutOptions(out string, block int, untimed bool) LayoutOptions {
+	return LayoutOptions{Float: b.float, Deployed: b.ortModel, Output: out, Block: block,
+		Session: b.session(), Inputs: b.c.Inputs(), Batches: b.latencyBatches, ORTLib: b.c.Runtime.ORTLib,
+		Untimed: untimed, Progress: b.progress}
+}
+
+// deployLayout makes the shaped model at out what the ORT and Triton
+// targets deploy when rec says so.
+func (b *builder) deployLayout(rec *Layout, out string) error {
 	b.res.Layout = rec
 	rec.Baseline = rel(b, b.ortModel)
 	if !rec.Deployed {
@@ -90,7 +153,7 @@ func (b *builder) layout() error {
 	}
 	b.ortModel, b.ortPrecision = out, "fp32"
 	b.add(layoutModel, "ort", "model", "fp32", "model.fp32.onnx")
-	b.note(fmt.Sprintf("nchwc: the ORT and Triton artifacts are %s (%d convs padded to a multiple of %d channels, %d HardSigmoid bridges) instead of %s: %s", layoutModel, rec.Convs, block, rec.Bridges, rec.Baseline, rec.Reason))
+	b.note(fmt.Sprintf("nchwc: the ORT and Triton artifacts are %s (%d convs padded to a multiple of %d channels, %d HardSigmoid bridges) instead of %s: %s", layoutModel, rec.Convs, rec.Block, rec.Bridges, rec.Baseline, rec.Reason))
 	return nil
 }
 

@@ -87,6 +87,9 @@ type Environment struct {
 // report digests every artifact and writes manifest.json, then report.json
 // (or whatever Options.Finish writes).
 func (b *builder) report() error {
+	if err := b.writeDecisions(); err != nil {
+		return err
+	}
 	if err := b.checkFolder(); err != nil {
 		return err
 	}
@@ -101,8 +104,9 @@ func (b *builder) report() error {
 	b.relocate()
 	man := Manifest{Schema: 1, OptcVersion: b.opts.Version, GoVersion: runtime.Version(),
 		ORTVersion: b.res.Environment.ORTVersion, Options: b.c, Accuracy: map[string]*Check{}}
-	// Where the output goes is not part of what was built.
-	man.Options.Output, man.Options.Force = "", false
+	// Where the output goes is not part of what was built, nor where its
+	// decisions were replayed from (decisions.json holds them).
+	man.Options.Output, man.Options.Force, man.Options.Replay = "", false, ""
 	var err error
 	if man.Input, err = digest(b.c.Model); err != nil {
 		return err

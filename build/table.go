@@ -150,7 +150,7 @@ func WriteTable(w io.Writer, r *Result) error {
 		}
 	}
 	if r.INT8 != nil && r.INT8.Placement != nil {
-		writePlacement(w, r.INT8.Placement)
+		writePlacement(w, r.INT8.Placement, r.INT8.PlacementFrom)
 	}
 	if t := r.TensorRT; t != nil && t.Lint != nil {
 		fmt.Fprintf(w, "tensorrt lint: %d errors, %d warnings (tensorrt/lint.json)\n", lint.Errors(t.Lint), len(t.Lint)-lint.Errors(t.Lint))
@@ -189,8 +189,8 @@ func refusedFigures(g *ptq.Guard) (cos, rel string) {
 }
 
 // writePlacement says what the ORT CPU artifact is and why, and what the
-// placement search cost.
-func writePlacement(w io.Writer, p *placement.File) {
+// placement search cost (nothing when it was replayed from the file from).
+func writePlacement(w io.Writer, p *placement.File, from string) {
 	fmt.Fprintf(w, "ort-cpu artifact: %s\n", p.Reason)
 	if a := p.Aligned; a != nil {
 		fmt.Fprintf(w, "int8 conv channels: %s\n", a)
@@ -199,10 +199,12 @@ func writePlacement(w io.Writer, p *placement.File) {
 	if p.BudgetExhausted {
 		how += "; the budget first left out " + p.StoppedBefore
 	}
-	switch p.Mode {
-	case placement.ModeReplay:
+	switch {
+	case from != "":
+		how = "replayed from " + from + ", not measured"
+	case p.Mode == placement.ModeReplay:
 		how = "replayed, not measured"
-	case placement.ModeAllINT8:
+	case p.Mode == placement.ModeAllINT8:
 		how = "all-int8, not measured"
 	}
 	fmt.Fprintf(w, "int8 placement: %s (%s; placement.json)\n", p.Summary(), how)

@@ -114,7 +114,7 @@ override the file; --print-config prints the effective configuration.`,
 // buildFlagKeys are the config keys build's flags set: docs/config.md's
 // reference table, which TestBuildFlagKeys holds to the flags.
 var buildFlagKeys = map[string]string{
-	"output": "output", "force": "force", "target": "targets", "opt-level": "opt_level", "budget": "budget",
+	"output": "output", "force": "force", "target": "targets", "opt-level": "opt_level", "budget": "budget", "replay": "replay",
 	"shape": "shapes", "value": "values", "batch-axis": "batch_axes", "range": "ranges", "int8": "int8",
 	"image-resize": "image.resize", "image-size": "image.size", "image-layout": "image.layout",
 	"image-color": "image.color", "image-scale": "image.scale", "image-mean": "image.mean", "image-std": "image.std",
@@ -219,6 +219,7 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringSliceVar(&c.Targets, "target", c.Targets, "targets: "+choice.Or(config.TargetChoices())+" (repeatable, comma-separated)")
 	fs.IntVarP(&c.OptLevel, "opt-level", "O", c.OptLevel, "optimization passes level: "+choice.Or(config.OptLevels))
 	fs.DurationVar(&c.Budget.Duration, "budget", c.Budget.Duration, "time budget of the build, split across placement, timing and the Triton sweep (0: none)")
+	fs.StringVar(&c.Replay, "replay", c.Replay, "apply an earlier build's decisions.json (its folder or the file) instead of timing: the INT8 placement, nchwc and the Triton profiles, so that the artifacts are the same")
 	fs.Var(&shapesFlag{&c.Shapes}, "shape", "fix an input's dynamic dims for random data and timing: name:d0,d1,... (? keeps a dim dynamic; a dynamic batch is never pinned) (repeatable)")
 	fs.Var(&mapFlag[float64]{m: &c.Values, parse: data.ParseValueFlag, kind: "name=V"}, "value", "feed an input a constant in random data: name=V (repeatable)")
 	fs.Var(&mapFlag[int]{m: &c.BatchAxes, parse: data.ParseBatchAxisFlag, kind: "name:K"}, "batch-axis", "where an input's batch is: name:K, or name:none (default: inferred) (repeatable)")

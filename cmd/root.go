@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/optc-dev/optc/internal/atomicfile"
 	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/ptq"
 )
@@ -96,6 +97,9 @@ func Main(args []string, io *IO) (status int) {
 			status = 1
 		}
 	}()
+	// What killed optc processes left beside a file or folder written now
+	// is removed as it is written, one line each (build says so itself).
+	atomicfile.SetStaleReporter(func(msg string) { fmt.Fprintf(io.ErrOut, "optc: %s\n", msg) })
 	root := NewRoot(io)
 	root.SetArgs(args)
 	err := root.Execute()

@@ -45,6 +45,12 @@ type Config struct {
 	// windows and the Triton sweep (build.Plan). 0: no budget, each
 	// runs as configured.
 	Budget Duration `yaml:"budget" json:"budget"`
+	// Replay is an earlier build's folder (or its decisions.json) whose
+	// choices made by timing this build applies instead of timing them:
+	// the INT8 placement, the nchwc stage and the Triton profiles
+	// (build.Decisions). It sets quantize.placement and runtime.nchwc,
+	// which must then be left at auto.
+	Replay string `yaml:"replay,omitempty" json:"replay,omitempty"`
 	// Shapes fixes dynamic input dims for the measurements (name: dims;
 	// -1 keeps a dim dynamic; on a dynamic batch axis the value is only
 	// the default batch).
@@ -623,6 +629,14 @@ func (c Config) Validate() error {
 	if dataDriven := c.Prune.Reconstruct && c.Calibration.Data != "" && c.Calibration.Data != "random"; c.Prune.Scope == "global" && dataDriven &&
 		(len(c.Prune.Methods) != 1 || !strings.HasPrefix(c.Prune.Methods[0], "channels:") || c.Prune.Methods[0] == "channels:auto") {
 		bad("prune.scope global with reconstruction is for one channels:R (it allocates R's parameters across the channel groups): methods %v", c.Prune.Methods)
+	}
+	if c.Replay != "" {
+		if c.Quantize.Placement != placement.ModeAuto {
+			bad("quantize.placement: %q with replay, which sets the placement from its record (leave it auto)", c.Quantize.Placement)
+		}
+		if c.Runtime.NCHWc != "auto" {
+			bad("runtime.nchwc: %q with replay, which sets the nchwc stage from its record (leave it auto)", c.Runtime.NCHWc)
+		}
 	}
 	if !slices.Contains(NCHWcChoices, c.Runtime.NCHWc) {
 		bad("runtime.nchwc: %q (want %s)", c.Runtime.NCHWc, choice.Or(NCHWcChoices))

@@ -39,6 +39,24 @@ type TritonOptions struct {
 	Cores         int // the server's cores (default runtime.NumCPU())
 }
 
+// TritonServing is how the configs of a model repository serve their
+// profiles: the values TritonOptions leaves to be derived (from the
+// profiles, the model and the cores) as they were written.
+type TritonServing struct {
+	// MaxBatchSize is config.pbtxt's max_batch_size (0: the model cannot
+	// batch, and there is no dynamic batcher).
+	MaxBatchSize int `json:"max_batch_size"`
+	// MaxQueueDelayUs is the dynamic batcher's delay in config.pbtxt (0:
+	// no batcher).
+	MaxQueueDelayUs int `json:"max_queue_delay_us,omitempty"`
+	// Instances is config.pbtxt's instance count, LowLatencyInstances
+	// configs/low_latency.pbtxt's (0: not written).
+	Instances           int `json:"instances"`
+	LowLatencyInstances int `json:"low_latency_instances,omitempty"`
+	// Cores is the server's cores the instance counts were derived from.
+	Cores int `json:"cores"`
+}
+
 // Queue delay bounds: below 100 µs a batch hardly gathers; past 10 ms the
 // wait dominates the latency of a CPU model.
 const (
@@ -83,17 +101,33 @@ func TritonConfig(m *graph.Model, opts TritonOptions) ([]byte, error) {
 // WriteTriton writes dir/model_repository/<name>/1/model.onnx and its
 // config.pbtxt (and configs/low_latency.pbtxt when opts.LowLatency is set),
 // each file atomically, the model first so a config never names a missing
-// model.
-func WriteTriton(dir string, opts TritonOptions) error {
+// model. It returns how the configs serve the profiles.
+func WriteTriton(dir string, opts TritonOptions) (TritonServing, error) {
 	m, err := graph.LoadFile(opts.ModelPath)
 	if err != nil {
-		return err
+		return TritonServing{}, err
 	}
 	defer m.Close()
 	t, err := newTritonModel(m, opts)
 	if err != nil {
-		return err
+		return TritonServing{}, err
 	}
+	serving := TritonServing{MaxBatchSize: t.maxBatch, Instances: t.instances(opts.Profile), Cores: t.opts.Cores}
+	if t.maxBatch > 1 {
+		serving.MaxQueueDelayUs = t.queueDelayUs(opts.Profile)
+	}
+	if opts.LowLatency.Batch > 0 {
+		serving.LowLatencyInstances = t.instances(opts.LowLatency)
+	}
+	if err := t.write(dir, m); err != nil {
+		return TritonServing{}, err
+	}
+	return serving, nil
+}
+
+// write writes the model and its configs under dir.
+func (t *tritonModel) write(dir string, m *graph.Model) error {
+	opts := t.opts
 	modelDir := filepath.Join(dir, "model_repository", t.opts.Name)
 	configs := map[string][]byte{filepath.Join(modelDir, "config.pbtxt"): t.config(opts.Profile, true)}
 	if opts.LowLatency.Batch > 0 {
@@ -244,25 +278,14 @@ func (t *tritonModel) config(p Profile, dynamicBatching bool) []byte {
 		w("]")
 	}
 	if dynamicBatching && t.maxBatch > 1 {
-		delay := t.opts.MaxQueueDelayUs
-		if delay <= 0 {
-			delay = min(max(int(p.P50Ms*1000/2), minQueueDelayUs), maxQueueDelayUs)
-		}
 		w("dynamic_batching {")
 		w("  preferred_batch_size: [ %d ]", p.Batch)
-		w("  max_queue_delay_microseconds: %d", delay)
+		w("  max_queue_delay_microseconds: %d", t.queueDelayUs(p))
 		w("}")
-	}
-	count := t.opts.InstanceCount
-	if count <= 0 {
-		count = 1 // ORT's default threads use every core
-		if p.Threads > 0 {
-			count = max(t.opts.Cores/p.Threads, 1)
-		}
 	}
 	w("instance_group [")
 	w("  {")
-	w("    count: %d", count)
+	w("    count: %d", t.instances(p))
 	w("    kind: KIND_CPU")
 	w("  }")
 	w("]")
@@ -273,6 +296,27 @@ func (t *tritonModel) config(p Profile, dynamicBatching bool) []byte {
 		w("}")
 	}
 	return []byte(b.String())
+}
+
+// queueDelayUs is the dynamic batcher's delay serving p: the option, else
+// half p's p50 within the bounds.
+func (t *tritonModel) queueDelayUs(p Profile) int {
+	if t.opts.MaxQueueDelayUs > 0 {
+		return t.opts.MaxQueueDelayUs
+	}
+	return min(max(int(p.P50Ms*1000/2), minQueueDelayUs), maxQueueDelayUs)
+}
+
+// instances is the instance count serving p: the option, else as many as
+// p's threads fit in the cores.
+func (t *tritonModel) instances(p Profile) int {
+	if t.opts.InstanceCount > 0 {
+		return t.opts.InstanceCount
+	}
+	if p.Threads <= 0 {
+		return 1 // ORT's default threads use every core
+	}
+	return max(t.opts.Cores/p.Threads, 1)
 }
 
 func dimsText(dims []int64) string {

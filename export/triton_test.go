@@ -2,6 +2,7 @@ package export_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -192,7 +193,8 @@ func TestWriteTriton(t *testing.T) {
 	src := testenv.Model("mnist_cnn.onnx")
 	dir := t.TempDir()
 	opts := export.TritonOptions{Name: "digits", ModelPath: src, Profile: mnistHigh, LowLatency: mnistLow, Cores: 4}
-	if err := export.WriteTriton(dir, opts); err != nil {
+	serving, err := export.WriteTriton(dir, opts)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var files []string
@@ -214,6 +216,13 @@ func TestWriteTriton(t *testing.T) {
 	repo := filepath.Join(dir, "model_repository", "digits")
 
 	config := read(t, filepath.Join(repo, "config.pbtxt"))
+	// What WriteTriton says it served is what the configs hold.
+	for _, want := range []string{fmt.Sprintf("max_batch_size: %d\n", serving.MaxBatchSize),
+		fmt.Sprintf("max_queue_delay_microseconds: %d\n", serving.MaxQueueDelayUs), fmt.Sprintf("count: %d\n", serving.Instances)} {
+		if !strings.Contains(string(config), want) || serving.Cores != 4 {
+			t.Errorf("serving %+v, but config.pbtxt lacks %q:\n%s", serving, want, config)
+		}
+	}
 	wantConfig, err := export.TritonConfig(load(t, src), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +233,7 @@ func TestWriteTriton(t *testing.T) {
 	low := read(t, filepath.Join(repo, "configs", "low_latency.pbtxt"))
 	checkStructure(t, low)
 	for _, want := range []string{"# This file serves low-latency.", `name: "digits"`, "max_batch_size: 8",
-		"count: 2\n", `value: { string_value: "2" }`} {
+		fmt.Sprintf("count: %d\n", serving.LowLatencyInstances), "count: 2\n", `value: { string_value: "2" }`} {
 		if !strings.Contains(string(low), want) {
 			t.Errorf("low_latency.pbtxt lacks %q:\n%s", want, low)
 		}
@@ -255,7 +264,7 @@ func TestWriteTriton(t *testing.T) {
 	}
 
 	// Writing again gives the same bytes.
-	if err := export.WriteTriton(dir, opts); err != nil {
+	if _, err := export.WriteTriton(dir, opts); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(read(t, filepath.Join(repo, "config.pbtxt")), config) {
@@ -271,7 +280,7 @@ func TestWriteTritonRefusesBadModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out")
-	err := export.WriteTriton(out, export.TritonOptions{ModelPath: src, Profile: mnistHigh})
+	_, err := export.WriteTriton(out, export.TritonOptions{ModelPath: src, Profile: mnistHigh})
 	if err == nil || !strings.Contains(err.Error(), `"x"`) {
 		t.Fatalf("error %v, want one naming input x", err)
 	}

@@ -230,7 +230,7 @@ type atomicFile struct {
 }
 
 func newAtomicFile(path string) (*atomicFile, error) {
-	f, tmp, err := atomicfile.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	f, tmp, err := atomicfile.CreateTemp(path)
 	if err != nil {
 		return nil, unwrapPathError(err)
 	}

@@ -178,8 +178,7 @@ func fileNames(names []string) []string {
 // writeAll writes the tensors into a temporary folder beside dir, then
 // moves the finished files into dir.
 func writeAll(dir string, tensors []*graph.Tensor) ([]Output, error) {
-	parent := filepath.Dir(filepath.Clean(dir))
-	tmp, temp, err := atomicfile.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	tmp, temp, err := atomicfile.WorkDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("output folder %s: %w", dir, err)
 	}

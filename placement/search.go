@@ -20,7 +20,9 @@ import (
 const (
 	ModeAuto    = "auto"     // measure and decide
 	ModeAllINT8 = "all-int8" // every region int8, nothing measured
-	ModeReplay  = "replay"   // decisions read from a placement file
+	// ModeReplay is what optc before 2027 wrote into the placement.json of
+	// a replayed build; a replay now keeps the file's own mode (Replay).
+	ModeReplay = "replay"
 )
 
 // Modes are what `--placement` takes besides a placement file.
@@ -165,7 +167,9 @@ func AllINT8(opts Options) (*File, graph.Serialized, error) {
 
 // Replay builds the INT8 model a placement file describes, without
 // measuring. The file must list the regions this model and these
-// settings quantize.
+// settings quantize. The file returned is the one given, unchanged (its
+// mode says how the decisions were made, not that they were replayed), so
+// that a replayed build writes the same placement.json byte for byte.
 func Replay(opts Options, from *File) (*File, graph.Serialized, error) {
 	if from.Schema != SchemaVersion {
 		return nil, graph.Serialized{}, fmt.Errorf("placement file schema %d, want %d", from.Schema, SchemaVersion)
@@ -201,7 +205,6 @@ func Replay(opts Options, from *File) (*File, graph.Serialized, error) {
 		}
 	}
 	f := *from
-	f.Mode = ModeReplay
 	if IsAlternative(from.Chosen) {
 		m, rep, err := Build(from.Chosen, opts.Float, opts.Ranges, opts.Quant)
 		if err == nil && rep == nil {

@@ -37,8 +37,11 @@ func place(opts Options, float graph.Serialized, ranges map[string][2]float64, b
 	default:
 		var from *placement.File
 		if from, err = placement.ReadFile(opts.Placement); err == nil {
-			f, _, err = placement.Replay(po, from)
+			if f, _, err = placement.Replay(po, from); err != nil {
+				err = fmt.Errorf("replaying %s: %w", opts.Placement, err)
+			}
 		}
+		res.PlacementFrom = opts.Placement
 	}
 	if err != nil {
 		return nil, graph.Serialized{}, graph.Serialized{}, fmt.Errorf("placement: %w", err)

@@ -135,6 +135,9 @@ type Result struct {
 	// Placement is the latency-aware placement (placement.json; ort-cpu
 	// with Options.Placement set).
 	Placement *placement.File `json:"placement,omitempty"`
+	// PlacementFrom is the placement.json Placement was replayed from
+	// (Options.Placement a file), "" when it was decided here.
+	PlacementFrom string `json:"placement_from,omitempty"`
 	// Caveats are what the figures above rest on (random calibration,
 	// checks on the calibration samples or on few samples).
 	Caveats Caveats `json:"caveats"`

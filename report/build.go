@@ -78,7 +78,7 @@ func FromBuild(res *build.Result, dir string) (*Report, error) {
 		}
 	}
 	if res.INT8 != nil {
-		r.Placement = res.INT8.Placement
+		r.Placement, r.PlacementFrom = res.INT8.Placement, res.INT8.PlacementFrom
 	}
 	r.NCHWc = res.Layout
 	if res.Optimize != nil && res.Optimize.Prune != nil {

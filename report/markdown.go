@@ -144,7 +144,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		writePruning(p, r.Pruning)
 	}
 	if r.Placement != nil {
-		writePlacement(p, r.Placement)
+		writePlacement(p, r.Placement, r.PlacementFrom)
 	}
 	if l := r.NCHWc; l != nil && l.Block > 0 {
 		p.f("\nORT CPU layout (block %d: %d convs padded, %d HardSigmoid bridges): %s", l.Block, l.Convs, l.Bridges, l.Reason)
@@ -198,9 +198,12 @@ func writePruning(p *printer, pr *Pruning) {
 
 // writePlacement is the ORT CPU artifact's choice: what it is and why,
 // how many regions stayed int8, and the whole-model timings behind it.
-func writePlacement(p *printer, f *placement.File) {
+func writePlacement(p *printer, f *placement.File, from string) {
 	p.f("\n<details><summary>ort-cpu artifact: %s</summary>\n\n", f.Reason)
 	p.f("INT8 placement (`placement.json`, %s): %s, candidate %q; ", f.Mode, f.Summary(), f.Chosen)
+	if from != "" {
+		p.f("replayed from `%s`, not measured by this build; as recorded, ", from)
+	}
 	if f.Mode == placement.ModeAuto {
 		p.f("measured in %.1f s of a %.3g s budget", f.SearchSeconds, f.BudgetSeconds)
 		if f.BudgetExhausted {

@@ -41,6 +41,9 @@ type Report struct {
 	// Placement is where the ort-cpu INT8 model is int8 and what the ORT
 	// CPU artifact is, with the timings behind it (placement.json).
 	Placement *placement.File `json:"placement,omitempty"`
+	// PlacementFrom is the placement.json Placement was replayed from
+	// ("" when this build decided it).
+	PlacementFrom string `json:"placement_from,omitempty"`
 	// NCHWc is the build's nchwc stage: the FP32 model shaped for ORT's
 	// blocked CPU layout, timed against the ORT artifact, and whether it
 	// replaced it.

@@ -95,6 +95,16 @@ type Host interface {
 	// calibration data, else the eval data; "" when there is neither),
 	// read as the build reads it.
 	RangeData() (string, data.Options)
+	// Record keeps what the target chose by timing (a sweep's profiles)
+	// in the build's decisions.json, as JSON, so that a later build can
+	// replay it.
+	Record(decision any)
+	// Replayed is the decision the target recorded in the build this one
+	// replays (build --replay), and the decisions.json it comes from; nil
+	// when this build decides for itself, an error when the record holds
+	// no decision of this target. A target given one times nothing and
+	// writes what that build wrote.
+	Replayed() (decision json.RawMessage, from string, err error)
 }
 
 var registry []Target

@@ -5,11 +5,13 @@
 package triton
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/export"
 	"github.com/optc-dev/optc/export/target"
 	"github.com/optc-dev/optc/quantize"
@@ -32,20 +34,48 @@ func (Target) Artifacts() []string {
 // Deployment is the latency/throughput trade-off the Triton target was
 // configured for (report.json: deployment).
 type Deployment struct {
-	Sweep          *export.SweepResult `json:"sweep,omitempty"` // nil when the profile was pinned
+	Sweep          *export.SweepResult `json:"sweep,omitempty"` // nil when the profile was pinned or replayed
 	LowLatency     export.Profile      `json:"low_latency"`
 	HighThroughput export.Profile      `json:"high_throughput"`
+	// ReplayedFrom is the decisions.json the profiles were replayed from.
+	ReplayedFrom string `json:"replayed_from,omitempty"`
+}
+
+// Decision is the target's entry in decisions.json: the profiles (from
+// the sweep, or pinned) and how the configs serve them, the cores the
+// instance counts were derived from included. Replayed, it writes the
+// same configs without a sweep.
+type Decision struct {
+	// Swept says the profiles were measured (false: pinned by
+	// triton.batch and triton.threads).
+	Swept          bool           `json:"swept"`
+	LowLatency     export.Profile `json:"low_latency"`
+	HighThroughput export.Profile `json:"high_throughput"`
+	export.TritonServing
 }
 
 // Export writes a Triton model repository serving the deployed ORT
 // model, its batching and instances from a batch and thread sweep (or from
-// the config, which makes the configuration reproducible). The result is
-// the *Deployment.
+// the config, or from the decision of a build replayed, which make the
+// configuration reproducible). The result is the *Deployment.
 func (Target) Export(h target.Host) (any, error) {
 	c := h.Config()
 	t := c.Triton
 	d := &Deployment{}
-	if t.Batch > 0 && t.Threads > 0 {
+	var replayed *Decision
+	cores := 0 // this machine's
+	raw, from, err := h.Replayed()
+	if err != nil {
+		return nil, err
+	}
+	if raw != nil {
+		if replayed, err = replay(raw, from, t); err != nil {
+			return nil, err
+		}
+		d.LowLatency, d.HighThroughput, d.ReplayedFrom = replayed.LowLatency, replayed.HighThroughput, from
+		cores = replayed.Cores
+		h.Progress("triton: the profiles of %s, replayed: no sweep", from)
+	} else if t.Batch > 0 && t.Threads > 0 {
 		why := "pinned in the config (triton.batch, triton.threads)"
 		d.HighThroughput = export.Profile{Name: export.HighThroughput, Batch: t.Batch, Threads: t.Threads, Reason: why}
 		d.LowLatency = export.Profile{Name: export.LowLatency, Batch: 1, Threads: t.Threads, Reason: why}
@@ -77,14 +107,45 @@ func (Target) Export(h target.Host) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := export.WriteTriton(dir, export.TritonOptions{Name: name, ModelPath: h.Deployed(),
+	serving, err := export.WriteTriton(dir, export.TritonOptions{Name: name, ModelPath: h.Deployed(),
 		Profile: d.HighThroughput, LowLatency: d.LowLatency, MaxBatchSize: t.MaxBatchSize,
-		MaxQueueDelayUs: t.MaxQueueDelayUs, InstanceCount: t.Instances}); err != nil {
+		MaxQueueDelayUs: t.MaxQueueDelayUs, InstanceCount: t.Instances, Cores: cores})
+	if err != nil {
 		return nil, err
 	}
+	decision := Decision{Swept: d.Sweep != nil, LowLatency: d.LowLatency, HighThroughput: d.HighThroughput, TritonServing: serving}
+	if replayed != nil {
+		decision.Swept = replayed.Swept
+		if decision != *replayed {
+			return nil, fmt.Errorf("replaying %s: its triton decision serves %s, this build %s: the triton options differ from the build it records", d.ReplayedFrom, replayed.serving(), decision.serving())
+		}
+	}
+	h.Record(decision)
 	repo := "triton/model_repository/" + name + "/"
 	h.Add(repo+"1/model.onnx", "model-copy", h.DeployedPrecision(), h.Rel(h.Deployed()))
 	h.Add(repo+"config.pbtxt", "config", "", "")
 	h.Add(repo+"configs/low_latency.pbtxt", "config", "", "")
 	return d, nil
+}
+
+// replay reads a recorded decision; pins in the config must agree with it.
+func replay(raw []byte, from string, t config.Triton) (*Decision, error) {
+	var d Decision
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil, fmt.Errorf("replaying %s: its triton decision: %w", from, err)
+	}
+	if d.HighThroughput.Batch < 1 || d.Cores < 1 {
+		return nil, fmt.Errorf("replaying %s: its triton decision has no high-throughput profile or cores", from)
+	}
+	if t.Batch > 0 && t.Threads > 0 && (t.Batch != d.HighThroughput.Batch || t.Threads != d.HighThroughput.Threads) {
+		return nil, fmt.Errorf("replaying %s: triton.batch %d and triton.threads %d pin another profile than the recorded one (batch %d, %d threads); leave them out to replay it",
+			from, t.Batch, t.Threads, d.HighThroughput.Batch, d.HighThroughput.Threads)
+	}
+	return &d, nil
+}
+
+// serving is the decision's serving values, for messages.
+func (d Decision) serving() string {
+	return fmt.Sprintf("max_batch_size %d, max_queue_delay_us %d, instances %d (low latency %d) on %d cores",
+		d.MaxBatchSize, d.MaxQueueDelayUs, d.Instances, d.LowLatencyInstances, d.Cores)
 }

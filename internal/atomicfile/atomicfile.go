@@ -1,18 +1,20 @@
 // Package atomicfile writes a file so that it appears whole or not at all:
 // the bytes go to a temporary file in the same folder, which is synced and
-// renamed over the destination only when complete.
+// renamed over the destination only when complete. Temporaries are
+// registered, so that a signal removes them (RemoveTemps), and locked, so
+// that what a killed process left can be told from what a live one works
+// on and removed by the next process writing there (RemoveStale).
 package atomicfile
 
 import (
 	"errors"
 	"os"
-	"path/filepath"
 )
 
 // Write writes the parts, in order, to path (mode 0644). On failure
 // nothing is left behind and an existing file at path is untouched.
 func Write(path string, parts ...[]byte) (err error) {
-	f, tmp, err := CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	f, tmp, err := CreateTemp(path)
 	if err != nil {
 		return unwrap(err)
 	}

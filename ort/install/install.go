@@ -381,7 +381,7 @@ func extract(r io.Reader, dst string, truncated func(error) error) (*pending, er
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("runtime cache: %w", err)
 	}
-	f, tmp, err := atomicfile.CreateTemp(dir, "."+filepath.Base(dst)+".tmp-*")
+	f, tmp, err := atomicfile.CreateTemp(dst)
 	if err != nil {
 		return nil, fmt.Errorf("runtime cache: %w", err)
 	}
@@ -467,7 +467,7 @@ func FetchTarball(ctx context.Context, o Options, dst string) (err error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	f, tmp, err := atomicfile.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*")
+	f, tmp, err := atomicfile.CreateTemp(dst)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,196 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+)
+
+// TestBuildReplayUnderLoad: an INT8 build for every target times its
+// placement, its nchwc stage and its Triton sweep, and records them in
+// decisions.json. A second build with --replay, run while every core is
+// kept busy by other processes, times none of them and writes the same
+// files, byte for byte, except ORT's .ort file (ORT does not serialize it
+// deterministically) and the reports, which hold timings; the manifest
+// differs only in the .ort file's digest.
+func TestBuildReplayUnderLoad(t *testing.T) {
+	ortenv.Require(t)
+	mnist := testenv.Data(t, "mnist")
+	root := t.TempDir()
+	build := func(out string, extra ...string) (int, string, string) {
+		args := []string{"build", testenv.Model("mnist_cnn.onnx"), "--int8", "--target", "all", "-o", out,
+			"--calib-data", filepath.Join(mnist, "train_images.npy"), "--calib-samples", "64",
+			"--eval-data", filepath.Join(mnist, "test_images.npy"), "--eval-labels", filepath.Join(mnist, "test_labels.npy"),
+			"--eval-samples", "128", "--latency-duration", "50ms", "--placement-budget", "5s"}
+		return run(t, append(args, extra...)...)
+	}
+	first, second := filepath.Join(root, "first"), filepath.Join(root, "second")
+	if status, _, stderr := build(first); status != 0 {
+		t.Fatal(stderr)
+	}
+	var rec struct {
+		Placement struct{ Mode string } `json:"placement"`
+		NCHWc     struct{ Block int }   `json:"nchwc"`
+		Targets   struct {
+			Triton struct {
+				Swept     bool `json:"swept"`
+				Instances int  `json:"instances"`
+			} `json:"triton"`
+		} `json:"targets"`
+	}
+	readJSONFile(t, filepath.Join(first, "decisions.json"), &rec)
+	if rec.Placement.Mode != "auto" || rec.NCHWc.Block == 0 || !rec.Targets.Triton.Swept || rec.Targets.Triton.Instances == 0 {
+		t.Fatalf("decisions.json of a measuring build: %+v", rec)
+	}
+
+	busyCores(t)
+	status, stdout, stderr := build(second, "--replay", first)
+	if status != 0 {
+		t.Fatal(stderr)
+	}
+	for _, timed := range []string{"placement: timing", "placement: profiling", "sweep batch sizes", "nchwc: timing"} {
+		if strings.Contains(stderr, timed) {
+			t.Errorf("the replaying build timed something (%q):\n%s", timed, stderr)
+		}
+	}
+	if want := "replayed from " + filepath.Join(first, "decisions.json") + ": placement, nchwc, triton"; !strings.Contains(stdout, want) {
+		t.Errorf("the table does not say %q:\n%s", want, stdout)
+	}
+	var report struct {
+		Details struct {
+			ReplayedFrom string `json:"replayed_from"`
+		} `json:"details"`
+	}
+	readJSONFile(t, filepath.Join(second, "report.json"), &report)
+	if report.Details.ReplayedFrom != filepath.Join(first, "decisions.json") {
+		t.Errorf("report.json replayed_from %q", report.Details.ReplayedFrom)
+	}
+	md, _ := os.ReadFile(filepath.Join(second, "report.md"))
+	if !bytes.Contains(md, []byte("replayed from")) {
+		t.Errorf("report.md does not say the decisions were replayed")
+	}
+
+	a, b := folderFiles(t, first), folderFiles(t, second)
+	if !slices.Equal(slices.Sorted(maps.Keys(a)), slices.Sorted(maps.Keys(b))) {
+		t.Fatalf("different files:\n%v\n%v", slices.Sorted(maps.Keys(a)), slices.Sorted(maps.Keys(b)))
+	}
+	for path, content := range a {
+		switch path {
+		case "ort/model.ort", "report.json", "report.md", "report.html":
+			continue
+		case "manifest.json":
+			content, b[path] = withoutDigestOf(t, content, "ort/model.ort"), withoutDigestOf(t, b[path], "ort/model.ort")
+		}
+		if !bytes.Equal(content, b[path]) {
+			t.Errorf("%s differs between the build and its replay", path)
+		}
+	}
+}
+
+// TestBuildReplayOtherModel: a record replayed on a build whose optimized
+// model differs (another -O) is refused, naming the record and the digests.
+func TestBuildReplayOtherModel(t *testing.T) {
+	ortenv.Require(t)
+	root := t.TempDir()
+	first := filepath.Join(root, "first")
+	model := testenv.Model("mnist_cnn.onnx")
+	if status, _, stderr := run(t, "build", model, "-o", first, "--latency-batches", "1", "--latency-duration", "20ms"); status != 0 {
+		t.Fatal(stderr)
+	}
+	status, stdout, stderr := run(t, "build", model, "-O", "0", "-o", filepath.Join(root, "second"), "--replay", first,
+		"--latency-batches", "1", "--latency-duration", "20ms")
+	failsCleanly(t, status, 1, stdout, lastLine(stderr), filepath.Join(first, "decisions.json")+": it was recorded for a model.fp32.onnx with sha256")
+	if _, err := os.Stat(filepath.Join(root, "second")); !os.IsNotExist(err) {
+		t.Error("a refused replay left its output folder")
+	}
+	status, stdout, stderr = run(t, "build", model, "-o", filepath.Join(root, "third"), "--replay", first, "--nchwc", "off")
+	failsCleanly(t, status, 2, stdout, stderr, "--nchwc: \"off\" with replay")
+}
+
+// busyCores keeps every core busy with processes of their own until the test
+// ends: a replayed build must not depend on what timing would measure.
+func busyCores(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var procs []*exec.Cmd
+	for range runtime.NumCPU() {
+		c := exec.CommandContext(ctx, "sh", "-c", "while :; do :; done")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, c)
+	}
+	t.Cleanup(func() {
+		cancel()
+		for _, c := range procs {
+			c.Wait()
+		}
+	})
+}
+
+// folderFiles reads every file under dir by its slash path.
+func folderFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		r, _ := filepath.Rel(dir, p)
+		out[filepath.ToSlash(r)] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// withoutDigestOf is a manifest with the digest of the artifact at path
+// blanked.
+func withoutDigestOf(t *testing.T, manifest []byte, path string) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(manifest, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range m["artifacts"].([]any) {
+		if e := a.(map[string]any); e["path"] == path {
+			e["sha256"] = ""
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	return lines[len(lines)-1] + "\n"
+}
+
+func readJSONFile(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
