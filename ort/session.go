@@ -82,6 +82,11 @@ type Options struct {
 	// (calibration's runs over parts of a large model's activations),
 	// so that what they hold does not add up.
 	NoMemArena bool
+	// NoSpinning stops the intra-op threads from spinning after a run
+	// (ORT's session.intra_op.allow_spinning 0): they block at once. For
+	// two sessions timed in turns on the same cores, where one's threads
+	// still spinning would slow the other's next runs.
+	NoSpinning bool
 }
 
 // DefaultOptions is level all on the CPU with ORT's thread defaults.
@@ -367,6 +372,11 @@ func configure(so *ortgo.SessionOptions, opts Options) error {
 	}
 	if opts.NoMemArena {
 		if err := so.SetCpuMemArena(false); err != nil {
+			return err
+		}
+	}
+	if opts.NoSpinning {
+		if err := so.AddSessionConfigEntry("session.intra_op.allow_spinning", "0"); err != nil {
 			return err
 		}
 	}

@@ -60,9 +60,23 @@ const MinRounds = 10
 const DefaultRemeasureTime = 60 * time.Second
 
 const (
-	remeasurePerTurn   = 3
-	remeasureSlowRun   = 100 * time.Millisecond // runs this long take turns of one run
-	remeasurePrecision = 0.02                   // without a gate: rounds go on until the interval is within ±2%
+	remeasurePerTurn = 3
+	remeasureSlowRun = 100 * time.Millisecond // runs this long take turns of one run
+	// remeasureMinTurn is the shortest turn: a model that runs in tens
+	// of microseconds takes turns of as many runs as fill it (at most
+	// remeasureMaxPerTurn), so that a turn is not one moment of the
+	// machine (a clock step, the other session's thread pool still
+	// spinning) but an average over several.
+	remeasureMinTurn    = 5 * time.Millisecond
+	remeasureMaxPerTurn = 1000
+	// remeasureMinSpan is how long the rounds must have run before a look
+	// decides (or a fifth of the batch size's share, when that is less):
+	// rounds a few milliseconds apart share the machine's state, and ten
+	// of them within one such state are not ten independent samples
+	// (measured: two identical MNIST CNN deploys at 2 threads, decided in
+	// 10 rounds within a millisecond, failed a 10% gate at +26%).
+	remeasureMinSpan   = time.Second
+	remeasurePrecision = 0.02 // without a gate: rounds go on until the interval is within ±2%
 	// remeasureWarmup bounds the warm-ups: bench.DefaultWarmup runs of
 	// each session, or fewer when they would take more than a
 	// remeasureWarmup-th of the batch size's time (at least one run).
@@ -203,8 +217,12 @@ func readFolder(path string) (*folder, error) {
 // timing is how artifact name of f is timed at batches: the .onnx itself,
 // or an .ort file with the interface of the model it was written from.
 func (f *folder) timing(name string, batches []int, ortLib string) (bench.Options, error) {
+	// The two sessions take turns on the same cores: neither's threads
+	// may spin into the other's turn.
+	sess := f.session
+	sess.NoSpinning = true
 	o := bench.Options{Model: f.file(name), Data: "random", DataOpts: build.TimingData(f.data), Batches: batches,
-		Session: f.session, ORTLib: ortLib}
+		Session: sess, ORTLib: ortLib}
 	if from, ok := f.from[name]; ok {
 		if from == "" {
 			return o, fmt.Errorf("%s: the report names no model it was written from (its inputs)", o.Model)
@@ -359,13 +377,18 @@ func rounds(sessions []*ort.Session, in []*graph.Tensor, deadline time.Time, lim
 		run = max(run, last)
 	}
 	perTurn := remeasurePerTurn
-	if run >= remeasureSlowRun {
+	switch {
+	case run >= remeasureSlowRun:
 		perTurn = 1
+	case run > 0:
+		perTurn = min(max(perTurn, int((remeasureMinTurn+run-1)/run)), remeasureMaxPerTurn)
 	}
+	span := min(remeasureMinSpan, time.Until(deadline)/5)
+	timed := time.Now()
 	seq := &sequential{limit: limit}
 	runs, err := bench.Turns(sessions, in, perTurn, nil, func(turn int, runs [][]float64) bool {
 		from := turn * perTurn
-		if seq.add(bench.Median(runs[1][from:]) / bench.Median(runs[0][from:])) {
+		if seq.add(bench.Median(runs[1][from:])/bench.Median(runs[0][from:]), time.Since(timed) >= span) {
 			return false
 		}
 		return time.Now().Before(deadline)
@@ -387,11 +410,12 @@ type sequential struct {
 	look   int // the round count of the next look (0: MinRounds)
 }
 
-// add records a round's ratio and says whether a look has decided.
-func (s *sequential) add(ratio float64) bool {
+// add records a round's ratio and says whether a look has decided; it
+// looks only when may (the rounds span long enough).
+func (s *sequential) add(ratio float64, may bool) bool {
 	s.ratios = append(s.ratios, ratio)
 	n := len(s.ratios)
-	if n < max(s.look, MinRounds) {
+	if !may || n < max(s.look, MinRounds) {
 		return false
 	}
 	s.look = nextLook(n)

@@ -52,7 +52,7 @@ func simulate(trueRatio, limit, sigma float64, trials, maxRounds int) map[string
 			if rng.IntN(20) == 0 {
 				r *= math.Exp(0.4 * (2*rng.Float64() - 1))
 			}
-			if seq.add(r) {
+			if seq.add(r, true) {
 				break
 			}
 		}

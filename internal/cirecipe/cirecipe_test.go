@@ -409,13 +409,19 @@ func substitute(t *testing.T, label, s string, vals map[string]string) string {
 
 var ifRe = regexp.MustCompile(`^steps\.([\w-]+)\.outputs\.(\w+)\s*(==|!=)\s*'([^']*)'$`)
 
+// evalIf evaluates an if: made of steps.ID.outputs.NAME ==|!= 'V' terms
+// joined by ||.
 func evalIf(t *testing.T, label, cond string, outputs map[string]map[string]string) bool {
-	m := ifRe.FindStringSubmatch(strings.TrimSpace(cond))
-	if m == nil {
-		t.Fatalf("%s: if: %s is not a form this test evaluates (steps.ID.outputs.NAME ==|!= 'V')", label, cond)
+	for _, term := range strings.Split(cond, "||") {
+		m := ifRe.FindStringSubmatch(strings.TrimSpace(term))
+		if m == nil {
+			t.Fatalf("%s: if: %s is not a form this test evaluates (steps.ID.outputs.NAME ==|!= 'V', joined by ||)", label, cond)
+		}
+		if eq := outputs[m[1]][m[2]] == m[4]; eq == (m[3] == "==") {
+			return true
+		}
 	}
-	eq := outputs[m[1]][m[2]] == m[4]
-	return eq == (m[3] == "==")
+	return false
 }
 
 func readOutputs(t *testing.T, file string) map[string]string {
