@@ -235,7 +235,10 @@ func (b *builder) runStages() error {
 		b.progress("[%d/%d] %s ...", i+1, len(stages), st.name)
 		if err := st.run(); err != nil {
 			b.progress("[%d/%d] %s failed after %s", i+1, len(stages), st.name, elapsed(start))
-			return fmt.Errorf("%s: %w", st.name, err)
+			if strings.HasPrefix(err.Error(), st.name+" ") || strings.HasPrefix(err.Error(), st.name+":") {
+				return inBuild{err, b.dir.tmp} // "load m.onnx: ...", not "load: load m.onnx: ..."
+			}
+			return fmt.Errorf("%s: %w", st.name, inBuild{err, b.dir.tmp})
 		}
 		peak := peakRSSMiB()
 		prof.stageDone(i, st.name)
@@ -244,6 +247,20 @@ func (b *builder) runStages() error {
 	}
 	return nil
 }
+
+// inBuild is a stage's error as the user reads it: a file of the working
+// folder, which a failed build removes, is named as the artifact it
+// would have been (model.fp32.onnx), not by its temporary path.
+type inBuild struct {
+	err error
+	tmp string
+}
+
+func (e inBuild) Error() string {
+	return strings.ReplaceAll(e.err.Error(), e.tmp+string(filepath.Separator), "")
+}
+
+func (e inBuild) Unwrap() error { return e.err }
 
 // peakRSSMiB is this process's peak resident memory so far, in MiB (0
 // when the system does not say): the figure docs/DESIGN.md's memory model
@@ -524,6 +541,12 @@ func (b *builder) quantizeTensorRT() error {
 // Triton artifacts are FP32) and records the refusal, which the build's
 // exit status reports (Result.Refused); any other error fails the build.
 func (b *builder) refused(scheme quantize.Target, rel string, err error) error {
+	if errors.Is(err, ptq.ErrNothingToQuantize) {
+		// Not an error of the build: nothing in the model is quantized by
+		// this scheme, so its INT8 artifact would be the float model.
+		b.note(fmt.Sprintf("%s: nothing to quantize (no Conv, ConvTranspose, Gemm or MatMul with a constant weight): %s was not written; the artifacts are float", scheme, rel))
+		return nil
+	}
 	var ge *ptq.GuardError
 	if !errors.As(err, &ge) {
 		return err

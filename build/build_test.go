@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"os"
@@ -384,13 +386,14 @@ func TestBuildFailureLeavesNothing(t *testing.T) {
 	}
 	assertNoTemp(t, dir)
 
-	// A broken model fails at load.
+	// A broken model fails at load, named once ("load trunc.onnx: ...",
+	// not "load: load trunc.onnx: ...").
 	trunc := filepath.Join(dir, "trunc.onnx")
 	b, _ := os.ReadFile(testenv.Model("mnist_cnn.onnx"))
 	os.WriteFile(trunc, b[:len(b)/2], 0o644)
 	c = mnistConfig(t, out)
 	c.Model = trunc
-	if _, err := Run(context.Background(), Options{Config: c}); err == nil || !strings.HasPrefix(err.Error(), "load: ") || !strings.Contains(err.Error(), "trunc.onnx") {
+	if _, err := Run(context.Background(), Options{Config: c}); err == nil || !strings.HasPrefix(err.Error(), "load ") || strings.Contains(err.Error(), "load: load") || !strings.Contains(err.Error(), "trunc.onnx") {
 		t.Fatalf("got %v", err)
 	}
 	assertNoTemp(t, dir)
@@ -670,5 +673,20 @@ func TestBuildRunsPassesOnce(t *testing.T) {
 		if (level == 0) != (bn > 0) {
 			t.Errorf("-O%d: the INT8 model has %d BatchNormalization nodes", level, bn)
 		}
+	}
+}
+
+// A stage's error names a file of the working folder as the artifact it
+// would have been, never by the temporary path a failed build removes,
+// and still unwraps to what the stage returned.
+func TestStageErrorNamesNoTemporaryFolder(t *testing.T) {
+	tmp := filepath.Join(t.TempDir(), ".out.tmp-123")
+	cause := ptq.ErrNothingToQuantize
+	err := inBuild{fmt.Errorf("%s: placement: %w", filepath.Join(tmp, "model.fp32.onnx"), cause), tmp}
+	if got := err.Error(); strings.Contains(got, ".tmp-") || !strings.HasPrefix(got, "model.fp32.onnx: placement: ") {
+		t.Errorf("%q", got)
+	}
+	if !errors.Is(err, cause) {
+		t.Error("the error no longer unwraps to its cause")
 	}
 }

@@ -26,7 +26,11 @@ func ExitOnSignal(errOut io.Writer) {
 		// so the interrupt's line is the last one.
 		interruptGate.Lock()
 		atomicfile.RemoveTemps()
-		fmt.Fprintf(errOut, "optc: interrupted by %v; temporary files removed, no partial output left\n", s)
+		name := "SIGTERM"
+		if s == os.Interrupt {
+			name = "Ctrl-C (SIGINT)"
+		}
+		fmt.Fprintf(errOut, "optc: interrupted by %s; temporary files removed, no partial output left\n", name)
 		code := 1
 		if n, ok := s.(syscall.Signal); ok {
 			code = 128 + int(n)

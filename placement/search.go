@@ -2,7 +2,6 @@ package placement
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -268,7 +267,16 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		return fail(err)
 	}
 	if len(all.regions) == 0 {
-		return fail(errors.New("placement: the INT8 model has no quantized region"))
+		// Nothing in the main graph to time apart: what was quantized
+		// sits inside If/Loop branches. That model is written as it is,
+		// and the ORT artifact stays FP32: no measurement said INT8 pays.
+		f := newFile(opts, ModeAuto, []Region{})
+		f.Recommended, f.Chosen = RecommendFP32, CandidateAllINT8
+		s := SchemeOf(all.report)
+		f.Scheme = &s
+		f.Reason = "FP32: the main graph has no quantized region to time (what was quantized is inside If/Loop branches); model.int8.onnx holds it, not measured"
+		f.SearchSeconds = round(time.Since(start).Seconds())
+		return f, all.serialized, clk, nil
 	}
 	// fp is what INT8 must beat: the float model as given. prof is the
 	// FP32 model profiled region by region beside all-INT8: the same

@@ -168,6 +168,10 @@ type LatencyRow struct {
 	Int8PerSecond  float64 `json:"int8_samples_per_s"`
 }
 
+// ErrNothingToQuantize: the model has no operator the scheme quantizes.
+// optc quantize fails with it; optc build ships FP32 and says so.
+var ErrNothingToQuantize = errors.New("no operator was quantized (no Conv, ConvTranspose, Gemm or MatMul with constant weights and calibrated ranges)")
+
 // QuantizeLevel is the pass level `optc quantize` runs before quantizing
 // (BatchNormalization folded into the convs, so that they quantize as
 // one).
@@ -258,7 +262,7 @@ func Run(opts Options) (*Result, error) {
 	}
 	res.Quantize = rep
 	if len(rep.Quantized) == 0 {
-		return nil, fmt.Errorf("%s: no operator was quantized (no Conv, ConvTranspose, Gemm or MatMul with constant weights and calibrated ranges)", opts.Input)
+		return nil, fmt.Errorf("%s: %w", opts.Input, ErrNothingToQuantize)
 	}
 
 	quality := qualitySession(opts)
