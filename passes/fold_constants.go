@@ -20,7 +20,9 @@ import (
 // never folded. Outputs are bounded: no tensor over FoldSizeLimit bytes,
 // and no fold whose outputs exceed its inputs by more than a sixteenth of
 // the limit (ConstantOfShape, Expand, Tile and Range of large shapes stay
-// nodes; the kernels refuse them before computing anything).
+// nodes; the kernels refuse them before computing anything); layout-only
+// operators (Transpose, Reshape, Squeeze, ...) fold whatever their size,
+// since their output is their input's bytes.
 var foldConstants = &Pass{
 	Name:   "fold-constants",
 	Doc:    "evaluate nodes whose inputs are all constant and store their outputs as initializers",
@@ -44,6 +46,12 @@ var notEvaluated = map[string]bool{
 	"Div": true, "Mod": true,
 	"ConstantOfShape": true, "Expand": true, "Tile": true, "Range": true, "Pad": true,
 	"Resize": true, "Upsample": true, "OneHot": true, "Col2Im": true,
+}
+
+// layoutOnly lists operators whose output holds their data input's
+// elements, reordered or reshaped: folded whatever their size.
+var layoutOnly = map[string]bool{
+	"Transpose": true, "Reshape": true, "Squeeze": true, "Unsqueeze": true, "Flatten": true, "Identity": true,
 }
 
 func runFoldConstants(c *Context) (Stats, error) {
@@ -156,6 +164,12 @@ func (c *Context) evalConstant(n *graph.Node) []*graph.Tensor {
 	limit := c.FoldSizeLimit
 	if limit <= 0 {
 		limit = DefaultFoldSizeLimit
+	}
+	if layoutOnly[n.OpType] {
+		// The same elements in another order or shape: folding adds no
+		// bytes (its input dies), whatever its size, and a weight behind
+		// such an op becomes a constant quantization can read.
+		limit = max(limit, inBytes)
 	}
 	grow := inBytes + limit/16
 	opset := c.Model.OpsetVersion(n.Domain)

@@ -396,3 +396,31 @@ func readInputsAsConstants(m *graph.Model, set string) error {
 	}
 	return m.Verify()
 }
+
+// A layout-only op of a constant folds whatever its size: a 4 MiB weight
+// behind a Transpose (a linear layer as exported, x @ W^T) becomes the
+// constant a MatMul reads, so that quantization can take it; a
+// computation of the same size (Neg) stays over the limit.
+func TestFoldLayoutOnlyWhateverItsSize(t *testing.T) {
+	const n = 1024 // 1024 x 1024 float32: 4 MiB, four times the default limit
+	vals := make([]float32, n*n)
+	for i := range vals {
+		vals[i] = float32(i%7) - 3
+	}
+	for _, c := range []struct {
+		op   string
+		fold bool
+	}{{"Transpose", true}, {"Neg", false}} {
+		t.Run(c.op, func(t *testing.T) {
+			f := newFusionFixture(t, 17)
+			x := f.input("x", 1, n)
+			w := f.init("w", []int64{n, n}, vals)
+			f.output(f.op("MatMul", x, f.op(c.op, w)))
+			if c.fold {
+				f.fuses(foldConstants, Context{}, Stats{Removed: 1}, 0, 1)
+			} else {
+				f.refuses(foldConstants, Context{})
+			}
+		})
+	}
+}
