@@ -163,10 +163,40 @@ func OpenParts(m *graph.Model, groups [][]string, opts ort.Options) (p *Parts, e
 func keepOnly(m *graph.Model, g []string, carrier map[string]string) error {
 	outs := make([]*graph.Value, 0, len(g))
 	seen := make(map[*graph.Value]bool, len(g))
+	var flat *graph.Value // the shape [-1], made once
 	for _, n := range g {
 		v := m.Graph.Value(carrier[n])
 		if v == nil {
 			return fmt.Errorf("exposed value %q is not in the main graph", carrier[n])
+		}
+		if v.Type == nil || v.Type.Shape == nil || len(v.Type.Shape) == 0 {
+			// A value of unknown rank may be a scalar at run time (a box
+			// coordinate's maximum in a detector's NMS head), which the
+			// ORT binding cannot return unless the output is declared
+			// one. Its values, flattened to one dimension, are what the
+			// statistics need, and a rank-1 output it can return.
+			if flat == nil {
+				t, err := graph.NewInt64Tensor(m.Graph.UniqueName("calibrate_flat_shape"), []int64{1}, []int64{-1})
+				if err != nil {
+					return err
+				}
+				if flat, err = m.Graph.AddInitializer(t); err != nil {
+					return err
+				}
+			}
+			fv, err := m.Graph.NewValue(m.Graph.UniqueName(v.Name + "_flat"))
+			if err != nil {
+				return err
+			}
+			fv.Type = graph.TensorType(graph.Float, graph.Shape{graph.SymbolicDim("elements")})
+			if v.Type != nil && v.Type.Elem != 0 {
+				fv.Type.Elem = v.Type.Elem
+			}
+			if _, err := m.Graph.AddNode("Reshape", []*graph.Value{v, flat}, []*graph.Value{fv}); err != nil {
+				return err
+			}
+			carrier[n] = fv.Name
+			v = fv
 		}
 		if !seen[v] {
 			seen[v] = true

@@ -167,7 +167,7 @@ func printComparison(io *IO, r *compare.Result) {
 	}
 	w.Flush()
 	for _, s := range r.Outputs {
-		if !s.Pass && (s.Mismatch > 0 || s.Elements == 0) {
+		if !s.Pass && (s.Mismatch > 0 || s.Elements == 0 || s.ShapeMismatches > 0) {
 			fmt.Fprintf(io.Out, "FAIL %s: %s\n", s.Name, s.Failure())
 		}
 	}

@@ -83,3 +83,83 @@ func TestBuildNothingToQuantize(t *testing.T) {
 		}
 	}
 }
+
+// dataDependent has what a detector's post-processing has: inside an If
+// branch a scalar of undeclared shape (a maximum plus one, as in NMS's
+// per-class offsets) and, in the main graph, an output whose length
+// depends on the data (NonZero of scores over a threshold).
+func dataDependent(t *testing.T) string {
+	b := testgraph.New(t, "detector", 13)
+	x := b.Input("x", 1, 8)
+	mm := b.Node("score", "MatMul", x, b.Floats("w", []int64{8, 8}, seededFloats(31, 64, 0.5)...))
+	sum := b.Node("sum", "ReduceSum", x)
+	sum.SetAttr(&graph.Attr{Name: "keepdims", Type: graph.AttrInt, Int: 0})
+	cond := b.Node("gt", "Greater", sum.Output(0), b.Floats("zero", []int64{}, 0))
+	ifn := b.NodeTo("if", "If", b.Value("offset"), cond.Output(0))
+	for _, br := range []struct{ attr, reduce string }{{"then_branch", "ReduceMax"}, {"else_branch", "ReduceMin"}} {
+		g := graph.NewGraph(br.attr)
+		g.Parent, g.Owner = b.Graph, ifn
+		r, _ := g.NewValue(br.attr + "_r")
+		n, err := g.AddNode(br.reduce, []*graph.Value{mm.Output(0)}, []*graph.Value{r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.SetAttr(&graph.Attr{Name: "keepdims", Type: graph.AttrInt, Int: 0})
+		o, _ := g.NewValue(br.attr + "_plus_one")
+		if _, err := g.AddNode("Add", []*graph.Value{r, b.Floats(br.attr+"_one", []int64{}, 1)}, []*graph.Value{o}); err != nil {
+			t.Fatal(err)
+		}
+		g.Outputs = []*graph.Value{o}
+		ifn.SetAttr(&graph.Attr{Name: br.attr, Type: graph.AttrGraph, Graph: g})
+	}
+	shifted := b.NodeTo("shift", "Sub", b.Value("shifted"), mm.Output(0), ifn.Output(0))
+	b.Output(shifted.Output(0), 1, 8)
+	pos := b.Node("pos", "Greater", mm.Output(0), b.Floats("thr", []int64{}, 0.25))
+	nz := b.NodeTo("nz", "NonZero", b.Value("kept"), pos.Output(0))
+	kept := nz.Output(0)
+	kept.Type = graph.TensorType(graph.Int64, graph.Shape{graph.StaticDim(2), graph.SymbolicDim("k")})
+	b.Graph.Outputs = append(b.Graph.Outputs, kept)
+	return saveModel(t, b, "detector.onnx")
+}
+
+// TestQuantizeDataDependentShapes: calibration fetches a scalar of
+// undeclared shape from an If branch (it used to stop with "Invalid
+// tensor shape: The shape has no dimensions"), and a check where the
+// number of kept elements differs between float and INT8 counts those
+// runs as disagreeing instead of failing the comparison.
+func TestQuantizeDataDependentShapes(t *testing.T) {
+	ortenv.Require(t)
+	dir := t.TempDir()
+	var res struct {
+		Accuracy struct {
+			Outputs []struct {
+				Name            string `json:"name"`
+				ShapeMismatches int64  `json:"shape_mismatches"`
+			} `json:"outputs"`
+		} `json:"accuracy"`
+		Guard struct {
+			Checks []struct {
+				Metric string `json:"metric"`
+				Output string `json:"output"`
+				Pass   bool   `json:"pass"`
+			} `json:"checks"`
+		} `json:"guard"`
+	}
+	decode(t, run2json(t, "quantize", dataDependent(t), "-o", filepath.Join(dir, "q.onnx"), "--calib-data", "random", "--no-guard", "--json"), &res)
+	seen := map[string]bool{}
+	for _, o := range res.Accuracy.Outputs {
+		seen[o.Name] = true
+		if o.ShapeMismatches > 0 {
+			found := false
+			for _, c := range res.Guard.Checks {
+				found = found || (c.Output == o.Name && strings.HasPrefix(c.Metric, "runs whose output shape differs") && !c.Pass)
+			}
+			if !found {
+				t.Errorf("%s: %d shape mismatches, and no failed check says so: %+v", o.Name, o.ShapeMismatches, res.Guard.Checks)
+			}
+		}
+	}
+	if !seen["shifted"] || !seen["kept"] {
+		t.Errorf("outputs compared: %v", seen)
+	}
+}

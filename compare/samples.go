@@ -63,6 +63,19 @@ type Top1 struct {
 	clearAgree int64
 }
 
+// AddShapeMismatch records a batch where B's output has another shape
+// than A's (a data-dependent dim: the number of boxes a detector kept):
+// its samples count as disagreeing (cosine 0, relative error +Inf) and
+// the output fails.
+func (acc *Accumulator) AddShapeMismatch(a, b []int64, samples int) {
+	s := acc.stats
+	s.ShapeMismatches++
+	if s.FirstMismatch == "" {
+		s.FirstMismatch = fmt.Sprintf("%v from A, %v from B", a, b)
+	}
+	acc.mismatched += int64(max(samples, 1))
+}
+
 // addSamples folds one batch into the per-sample sums: samples is the
 // batch's number of samples (0: unknown, the batch is one unit).
 func (acc *Accumulator) addSamples(a, b []float32, shape []int64, samples int) {
@@ -182,6 +195,7 @@ func (acc *Accumulator) finishSamples() {
 		s.SampleAxis = *s.sampleAxis
 	}
 	s.SamplesCompared = int64(len(acc.samples))
+	defer acc.finishMismatches()
 	nan := jsonfloat.Float(math.NaN())
 	s.MinSampleCosine, s.MaxSampleRelError, s.RelError = nan, nan, nan
 	s.WorstCosineSample, s.WorstRelSample = -1, -1
@@ -239,6 +253,20 @@ func (acc *Accumulator) finishSamples() {
 	if !math.IsInf(maxRel, -1) {
 		s.MaxSampleRelError = jsonfloat.Float(maxRel)
 	}
+}
+
+// finishMismatches counts the samples whose shapes differed as the worst
+// there can be: cosine 0, relative error +Inf.
+func (acc *Accumulator) finishMismatches() {
+	s := acc.stats
+	if acc.mismatched == 0 {
+		return
+	}
+	s.SamplesCompared += acc.mismatched
+	s.WorstCosineSample, s.WorstRelSample = -1, -1
+	s.MinSampleCosine = 0
+	inf := jsonfloat.Float(math.Inf(1))
+	s.MaxSampleRelError, s.RelError = inf, inf
 }
 
 // pooledSpread is the sum of squared deviations of A from its mean over

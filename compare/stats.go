@@ -96,6 +96,11 @@ type OutputStats struct {
 	MaxSampleRelError jsonfloat.Float `json:"max_sample_rel_error"`
 	WorstRelSample    int64           `json:"worst_rel_error_sample"`
 	RelError          jsonfloat.Float `json:"rel_error"`
+	// ShapeMismatches counts the batches where B's output had another
+	// shape than A's (a dim that depends on the data), FirstMismatch the
+	// first; such samples disagree and the output fails.
+	ShapeMismatches int64  `json:"shape_mismatches,omitempty"`
+	FirstMismatch   string `json:"first_shape_mismatch,omitempty"`
 
 	// Tolerance verdict.
 	Atol    float64         `json:"atol"`
@@ -138,6 +143,8 @@ func (s *OutputStats) Failure() string {
 	switch {
 	case s.Pass:
 		return ""
+	case s.ShapeMismatches > 0:
+		return fmt.Sprintf("shapes differ in %d batches (first: %s)", s.ShapeMismatches, s.FirstMismatch)
 	case s.NewNonFinite > 0:
 		return fmt.Sprintf("%d NaN/Inf values in B where A is finite; statistics over %s finite pairs", s.NewNonFinite, s.FinitePairs())
 	case s.Mismatch > 0:
@@ -153,6 +160,8 @@ func (s *OutputStats) Failure() string {
 type Accumulator struct {
 	stats   *OutputStats
 	samples []sampleAcc
+	// mismatched counts the samples of batches whose shapes differed.
+	mismatched int64
 }
 
 // NewAccumulator starts the statistics of one output.
@@ -308,7 +317,7 @@ func (acc *Accumulator) Result() *OutputStats {
 		s.MaxAbs, s.MeanAbs, s.MaxRel, s.MaxRef, s.P99Abs, s.Cosine, s.SNRdB = nan, nan, nan, nan, nan, nan, nan
 		s.Value, s.MinAtol, s.MinRtol = nan, nan, nan
 	}
-	s.Pass = float64(s.Value) <= s.Atol && s.Mismatch == 0 && (s.Elements > 0 || s.Total == 0)
+	s.Pass = float64(s.Value) <= s.Atol && s.Mismatch == 0 && (s.Elements > 0 || s.Total == 0) && s.ShapeMismatches == 0
 	return s
 }
 

@@ -200,3 +200,21 @@ func TestP99FromHistogram(t *testing.T) {
 		t.Errorf("rtol 0.5: p99 excess %g (want 0.489), p99 abs %g (want 0.989)", s.Value, s.P99Abs)
 	}
 }
+
+// A data-dependent output whose shape differs between A and B (a
+// detector keeping another number of boxes) disagrees on those samples:
+// the output fails with the worst per-sample figures and says why.
+func TestShapeMismatchDisagrees(t *testing.T) {
+	x := NewAccumulator("boxes", 1, 0, StatMax)
+	if err := x.AddSamples([]float32{1, 2, 3, 4}, []float32{1, 2, 3, 4}, []int64{1, 4}, 1); err != nil {
+		t.Fatal(err)
+	}
+	x.AddShapeMismatch([]int64{2, 4}, []int64{3, 4}, 1)
+	s := x.Result()
+	if s.Pass || s.ShapeMismatches != 1 || s.SamplesCompared != 2 || s.MinSampleCosine != 0 || !math.IsInf(float64(s.MaxSampleRelError), 1) {
+		t.Fatalf("pass %v, %d mismatches, %d samples, cosine %v, rel %v", s.Pass, s.ShapeMismatches, s.SamplesCompared, s.MinSampleCosine, s.MaxSampleRelError)
+	}
+	if f := s.Failure(); !strings.Contains(f, "[2 4] from A, [3 4] from B") {
+		t.Errorf("failure %q", f)
+	}
+}

@@ -47,6 +47,7 @@ const (
 const (
 	MetricDrop       = "accuracy drop"
 	MetricNonFinite  = "NaN/Inf values where float is finite"
+	MetricShape      = "runs whose output shape differs from float's"
 	MetricCosine     = "min sample cosine"
 	MetricSampleRel  = "max sample relative error"
 	MetricRelError   = "relative error"
@@ -88,6 +89,8 @@ func (c Check) String() string {
 		return fmt.Sprintf("accuracy drop%s %.2f points, %s the %.2f allowed", on, c.Measured, rel, c.Limit)
 	case MetricNonFinite:
 		return fmt.Sprintf("%.0f NaN/Inf values%s where float is finite (none allowed)", c.Measured, on)
+	case MetricShape:
+		return fmt.Sprintf("%.0f runs where the shape%s differs from float's (none allowed; %s)", c.Measured, on, c.Detail)
 	case MetricSampleRel, MetricRelError:
 		rel := "within"
 		if !c.Pass {
@@ -250,6 +253,10 @@ func Judge(r *compare.Result, l Limits) []Check {
 		if s.NewNonFinite > 0 {
 			// NaN/Inf where float is finite fails whatever else holds.
 			cs = append(cs, Check{Metric: MetricNonFinite, Output: s.Name, Measured: jsonfloat.Float(s.NewNonFinite)})
+		}
+		if s.ShapeMismatches > 0 {
+			// A data-dependent dim (boxes kept) differs from float's.
+			cs = append(cs, Check{Metric: MetricShape, Output: s.Name, Measured: jsonfloat.Float(s.ShapeMismatches), Detail: "first: " + s.FirstMismatch})
 		}
 		if s.Name == labelled || s.Total == 0 {
 			continue // judged by its task metric; or empty in both models (compare checks the shapes agree)
