@@ -6,16 +6,21 @@ import (
 	"io"
 	"maps"
 	"slices"
+
+	"github.com/optc-dev/optc/graph"
 )
 
-// ShapesFromData fills in what random data cannot shape: for each input
-// with a dynamic dim other than its batch axis that neither opts.Shapes
-// nor a dim shared by name fixes, the dims of the first sample of the
-// data at path (its batch axis left dynamic), so that a model with a
-// dynamic sequence length is measured at the length its calibration data
-// has, as a runtime would see it, instead of asking for --shape. It
-// returns opts.Shapes with those added and the names of the inputs it
-// shaped (nil when none needed it); path "" or "random" adds nothing.
+// ShapesFromData shapes random data as the data at path is shaped: for
+// each input with a dynamic dim other than its batch axis that
+// opts.Shapes does not fix, the dims of the first sample of the data (its
+// batch axis left dynamic), so that a model with a dynamic sequence
+// length is measured at the length its calibration data has, as a
+// runtime would see it, instead of asking for --shape. Every such input
+// is shaped, not only those random data could not shape at all: a KV
+// cache's past length resolves to 0 on its own, and a mask over past and
+// new tokens from the data would then disagree with it. It returns
+// opts.Shapes with those added and the names of the inputs it shaped
+// (nil when none needed it); path "" or "random" adds nothing.
 func ShapesFromData(path string, inputs []Input, opts Options) (map[string][]int64, []string, error) {
 	if path == "" || path == "random" {
 		return opts.Shapes, nil, nil
@@ -23,7 +28,8 @@ func ShapesFromData(path string, inputs []Input, opts Options) (map[string][]int
 	bind := symbolBindings(inputs, opts)
 	var open []int
 	for i, in := range inputs {
-		if _, err := resolveShape(in, opts, bind); err != nil {
+		_, err := resolveShape(in, opts, bind)
+		if _, given := opts.Shapes[in.Name]; err != nil || !given && dynamicBeyondBatch(in, opts) {
 			open = append(open, i)
 		}
 	}
@@ -57,6 +63,9 @@ func ShapesFromData(path string, inputs []Input, opts Options) (map[string][]int
 	var named []string
 	for _, i := range open {
 		in := inputs[i]
+		if !fedByData(b, i) {
+			continue
+		}
 		dims := slices.Clone(b.Tensors[i].Dims)
 		if k := batchAxis(in, opts); k >= 0 && k < len(dims) {
 			dims[k] = -1
@@ -66,3 +75,18 @@ func ShapesFromData(path string, inputs []Input, opts Options) (map[string][]int
 	}
 	return shapes, named, nil
 }
+
+// dynamicBeyondBatch reports whether in has a dim that is not static
+// other than its batch axis.
+func dynamicBeyondBatch(in Input, opts Options) bool {
+	k := batchAxis(in, opts)
+	for j, d := range in.Shape {
+		if j != k && d.Kind != graph.DimStatic {
+			return true
+		}
+	}
+	return false
+}
+
+// fedByData reports whether the batch holds a tensor for input i.
+func fedByData(b *Batch, i int) bool { return i < len(b.Tensors) && b.Tensors[i] != nil }

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -154,6 +155,41 @@ func TestStaticBatchFilesDropTheRemainder(t *testing.T) {
 	}
 	_, err = Open(p, []Input{{Name: "x", DType: graph.Float, Shape: graph.StaticShape(16, 5)}}, Options{})
 	wantErr(t, err, "10 samples do not fill one batch of 16")
+}
+
+// TestShapesFromDataKVCache: data that gives every input of a decoder
+// with a KV cache (ids [4, 8], a cache of past length 4, a mask over 12)
+// shapes random data as it is: the cache's past length comes from the
+// data too, not the 0 it resolves to on its own, so the mask and the ids
+// agree (the pass check's random inputs used to make an 8-long sequence,
+// a 12-long mask and an empty cache); and with --shape on the ids alone,
+// the rest still follows the data.
+func TestShapesFromDataKVCache(t *testing.T) {
+	b := testgraph.New(t, "kv", 17)
+	ids := b.Value("input_ids")
+	ids.Type = graph.TensorType(graph.Int64, graph.Shape{dyn("batch_size"), dyn("sequence_length")})
+	mask := b.Value("attention_mask")
+	mask.Type = graph.TensorType(graph.Int64, graph.Shape{dyn("batch_size"), dyn("past_sequence_length + sequence_length")})
+	past := b.Value("past_key_values.0.key")
+	past.Type = graph.TensorType(graph.Float, graph.Shape{dyn("batch_size"), st(2), dyn("past_sequence_length"), st(4)})
+	b.Graph.Inputs = append(b.Graph.Inputs, ids, mask, past)
+	b.Output(b.Node("n", "Identity", past).Output(0), 1, 2, 0, 4)
+	inputs := GraphInputs(b.Graph)
+	npz := writeZip(t, filepath.Join(t.TempDir(), "kv.npz"),
+		zipMember{name: "input_ids.npy", data: npyBytes(t, graph.Int64, []int64{4, 8}, make([]byte, 4*8*8))},
+		zipMember{name: "attention_mask.npy", data: npyBytes(t, graph.Int64, []int64{4, 12}, make([]byte, 4*12*8))},
+		zipMember{name: "past_key_values.0.key.npy", data: npyBytes(t, graph.Float, []int64{4, 2, 4, 4}, make([]byte, 4*2*4*4*4))})
+	want := map[string][]int64{"input_ids": {-1, 8}, "attention_mask": {-1, 12}, "past_key_values.0.key": {-1, 2, 4, 4}}
+	for _, given := range []map[string][]int64{nil, {"input_ids": {-1, 8}}} {
+		shapes, _, err := ShapesFromData(npz, inputs, Options{Spec: Spec{Shapes: given}})
+		if err != nil || !maps.EqualFunc(shapes, want, slices.Equal) {
+			t.Fatalf("--shape %v: shapes %v, %v; want %v", given, shapes, err, want)
+		}
+		got, err := ResolveShapes(inputs, Options{Batch: 2, Spec: Spec{Shapes: shapes}})
+		if err != nil || !slices.EqualFunc(got, [][]int64{{2, 8}, {2, 12}, {2, 2, 4, 4}}, slices.Equal) {
+			t.Errorf("random data shaped by it: %v, %v", got, err)
+		}
+	}
 }
 
 // TestKVCacheFirstStep: a decoder with a KV cache declares the cache's
