@@ -194,8 +194,12 @@ func (e *GuardError) Error() string {
 	if e.Dynamic {
 		return fmt.Sprintf("accuracy guard refused the dynamic INT8 model: %s; nothing was written (keep layers float with --exclude, or --allow-accuracy-loss to keep it anyway)", why)
 	}
-	return fmt.Sprintf("accuracy guard refused the INT8 model: %s; nothing was written (%s; try another --method, or --allow-accuracy-loss to keep it anyway)",
-		why, e.Guard.fallbackWords())
+	hint := "try another --method, or --allow-accuracy-loss to keep it anyway"
+	if e.Guard.Data == "random" {
+		hint = "measured on random inputs, a smoke test: calibrate and check on data like the deployment's (--calib-data, --eval-data) before judging the model"
+	}
+	return fmt.Sprintf("accuracy guard refused the INT8 model: %s; nothing was written (%s; %s)",
+		why, e.Guard.fallbackWords(), hint)
 }
 
 // fallbackWords says in a few words what the accuracy control did.
