@@ -28,6 +28,30 @@ func convWeights(b *testgraph.Builder, name string, out, in, k int64, seed uint6
 	return b.Floats(name, []int64{out, in, k, k}, w...)
 }
 
+// convBranches gives If node ifn a then branch Relu(Conv(x)) and an else
+// branch Sigmoid(Conv(x)), each conv from in to out channels (1x1,
+// seeded from seed), their outputs of undeclared shape.
+func convBranches(t *testing.T, b *testgraph.Builder, ifn *graph.Node, x *graph.Value, in, out int64, seed uint64) {
+	t.Helper()
+	for i, br := range []struct{ attr, act string }{{"then_branch", "Relu"}, {"else_branch", "Sigmoid"}} {
+		g := graph.NewGraph(br.attr)
+		g.Parent, g.Owner = b.Graph, ifn
+		w := convWeights(b, br.attr+"_w", out, in, 1, seed+uint64(i))
+		cv, _ := g.NewValue(br.attr + "_conv")
+		if _, err := g.AddNode("Conv", []*graph.Value{x, w}, []*graph.Value{cv}); err != nil {
+			t.Fatal(err)
+		}
+		g.Nodes[0].Name = br.attr + "_conv"
+		av, _ := g.NewValue(br.attr + "_act")
+		if _, err := g.AddNode(br.act, []*graph.Value{cv}, []*graph.Value{av}); err != nil {
+			t.Fatal(err)
+		}
+		av.Type = graph.TensorType(graph.Float, nil)
+		g.Outputs = []*graph.Value{av}
+		ifn.SetAttr(&graph.Attr{Name: br.attr, Type: graph.AttrGraph, Graph: g})
+	}
+}
+
 func saveModel(t *testing.T, b *testgraph.Builder, name string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
@@ -139,23 +163,7 @@ func TestIfBranchesQuantize(t *testing.T) {
 	zero := b.Floats("zero", []int64{}, 0)
 	cond := b.Node("gt", "Greater", mean.Output(0), zero)
 	ifn := b.Node("if", "If", cond.Output(0))
-	for i, br := range []struct{ attr, act string }{{"then_branch", "Relu"}, {"else_branch", "Sigmoid"}} {
-		g := graph.NewGraph(br.attr)
-		g.Parent, g.Owner = b.Graph, ifn
-		w := convWeights(b, br.attr+"_w", 4, 4, 1, uint64(10+i))
-		cv, _ := g.NewValue(br.attr + "_conv")
-		if _, err := g.AddNode("Conv", []*graph.Value{y1, w}, []*graph.Value{cv}); err != nil {
-			t.Fatal(err)
-		}
-		g.Nodes[0].Name = br.attr + "_conv"
-		av, _ := g.NewValue(br.attr + "_act")
-		if _, err := g.AddNode(br.act, []*graph.Value{cv}, []*graph.Value{av}); err != nil {
-			t.Fatal(err)
-		}
-		av.Type = graph.TensorType(graph.Float, nil)
-		g.Outputs = []*graph.Value{av}
-		ifn.SetAttr(&graph.Attr{Name: br.attr, Type: graph.AttrGraph, Graph: g})
-	}
+	convBranches(t, b, ifn, y1, 4, 4, 10)
 	c2 := b.Node("conv2", "Conv", ifn.Output(0), convWeights(b, "w2", 2, 4, 1, 3))
 	c2.Output(0).Type = graph.TensorType(graph.Float, graph.Shape{graph.SymbolicDim("N"), graph.StaticDim(2), graph.StaticDim(8), graph.StaticDim(8)})
 	b.Graph.Outputs = append(b.Graph.Outputs, c2.Output(0))

@@ -23,23 +23,7 @@ func branchOnly(t *testing.T) string {
 	mean.SetAttr(&graph.Attr{Name: "keepdims", Type: graph.AttrInt, Int: 0})
 	cond := b.Node("gt", "Greater", mean.Output(0), b.Floats("zero", []int64{}, 0))
 	ifn := b.NodeTo("if", "If", b.Value("y"), cond.Output(0))
-	for i, br := range []struct{ attr, act string }{{"then_branch", "Relu"}, {"else_branch", "Sigmoid"}} {
-		g := graph.NewGraph(br.attr)
-		g.Parent, g.Owner = b.Graph, ifn
-		w := convWeights(b, br.attr+"_w", 4, 3, 1, uint64(20+i))
-		cv, _ := g.NewValue(br.attr + "_conv")
-		if _, err := g.AddNode("Conv", []*graph.Value{x, w}, []*graph.Value{cv}); err != nil {
-			t.Fatal(err)
-		}
-		g.Nodes[0].Name = br.attr + "_conv"
-		av, _ := g.NewValue(br.attr + "_act")
-		if _, err := g.AddNode(br.act, []*graph.Value{cv}, []*graph.Value{av}); err != nil {
-			t.Fatal(err)
-		}
-		av.Type = graph.TensorType(graph.Float, nil)
-		g.Outputs = []*graph.Value{av}
-		ifn.SetAttr(&graph.Attr{Name: br.attr, Type: graph.AttrGraph, Graph: g})
-	}
+	convBranches(t, b, ifn, x, 3, 4, 20)
 	ifn.Output(0).Type = graph.TensorType(graph.Float, graph.Shape{graph.SymbolicDim("N"), graph.StaticDim(4), graph.StaticDim(8), graph.StaticDim(8)})
 	b.Graph.Outputs = append(b.Graph.Outputs, ifn.Output(0))
 	return saveModel(t, b, "branches.onnx")

@@ -157,14 +157,10 @@ func TestStaticBatchFilesDropTheRemainder(t *testing.T) {
 	wantErr(t, err, "10 samples do not fill one batch of 16")
 }
 
-// TestShapesFromDataKVCache: data that gives every input of a decoder
-// with a KV cache (ids [4, 8], a cache of past length 4, a mask over 12)
-// shapes random data as it is: the cache's past length comes from the
-// data too, not the 0 it resolves to on its own, so the mask and the ids
-// agree (the pass check's random inputs used to make an 8-long sequence,
-// a 12-long mask and an empty cache); and with --shape on the ids alone,
-// the rest still follows the data.
-func TestShapesFromDataKVCache(t *testing.T) {
+// kvDecoderInputs are a decoder's inputs with a KV cache: ids [batch,
+// seq], a mask over past and new tokens [batch, past + seq] and one cache
+// [batch, 2, past, 4].
+func kvDecoderInputs(t *testing.T) []Input {
 	b := testgraph.New(t, "kv", 17)
 	ids := b.Value("input_ids")
 	ids.Type = graph.TensorType(graph.Int64, graph.Shape{dyn("batch_size"), dyn("sequence_length")})
@@ -175,6 +171,18 @@ func TestShapesFromDataKVCache(t *testing.T) {
 	b.Graph.Inputs = append(b.Graph.Inputs, ids, mask, past)
 	b.Output(b.Node("n", "Identity", past).Output(0), 1, 2, 0, 4)
 	inputs := GraphInputs(b.Graph)
+	return inputs
+}
+
+// TestShapesFromDataKVCache: data that gives every input of a decoder
+// with a KV cache (ids [4, 8], a cache of past length 4, a mask over 12)
+// shapes random data as it is: the cache's past length comes from the
+// data too, not the 0 it resolves to on its own, so the mask and the ids
+// agree (the pass check's random inputs used to make an 8-long sequence,
+// a 12-long mask and an empty cache); and with --shape on the ids alone,
+// the rest still follows the data.
+func TestShapesFromDataKVCache(t *testing.T) {
+	inputs := kvDecoderInputs(t)
 	npz := writeZip(t, filepath.Join(t.TempDir(), "kv.npz"),
 		zipMember{name: "input_ids.npy", data: npyBytes(t, graph.Int64, []int64{4, 8}, make([]byte, 4*8*8))},
 		zipMember{name: "attention_mask.npy", data: npyBytes(t, graph.Int64, []int64{4, 12}, make([]byte, 4*12*8))},
@@ -198,16 +206,7 @@ func TestShapesFromDataKVCache(t *testing.T) {
 // an empty cache and a mask as long as the ids; a length given on one
 // input is the length of every input sharing its symbol.
 func TestKVCacheFirstStep(t *testing.T) {
-	b := testgraph.New(t, "kv", 17)
-	ids := b.Value("input_ids")
-	ids.Type = graph.TensorType(graph.Int64, graph.Shape{dyn("batch_size"), dyn("sequence_length")})
-	mask := b.Value("attention_mask")
-	mask.Type = graph.TensorType(graph.Int64, graph.Shape{dyn("batch_size"), dyn("past_sequence_length + sequence_length")})
-	past := b.Value("past_key_values.0.key")
-	past.Type = graph.TensorType(graph.Float, graph.Shape{dyn("batch_size"), st(2), dyn("past_sequence_length"), st(4)})
-	b.Graph.Inputs = append(b.Graph.Inputs, ids, mask, past)
-	b.Output(b.Node("n", "Identity", past).Output(0), 1, 2, 0, 4)
-	inputs := GraphInputs(b.Graph)
+	inputs := kvDecoderInputs(t)
 	for _, c := range []struct {
 		shapes map[string][]int64
 		want   [][]int64
