@@ -21,6 +21,8 @@ var layers = map[string]int{
 	"onnxpb": 0, "internal/atomicfile": 0, "internal/choice": 0, "internal/jsonfloat": 0, "internal/parallel": 0, "internal/procmem": 0, "lint": 0,
 	"internal/mnist": 0, "internal/textlines": 0, "internal/zoo": 0, "internal/release": 0,
 	"internal/cirecipe": 0, "internal/doccheck": 0,
+	// task: what a task metric plug-in implements
+	"task": 0,
 	// the IR, and the runtime's installer (no cgo)
 	"graph": 1, "ort/install": 1,
 	// over the IR: analyses, kernels, Q/DQ insertion, the ORT binding, data
@@ -29,9 +31,11 @@ var layers = map[string]int{
 	// rewrites and measurements
 	"passes": 3, "export/tensorrt/trtlint": 3, "bench": 3, "calibrate": 3, "compare": 3, "infer": 3,
 	"prune": 3, "internal/ortenv": 3, "internal/mnist/tonpy": 3, "internal/textlines/tonpy": 3,
+	"task/ctc": 3, "task/textdet": 3, "task/segment": 3,
 	// stages
 	"export": 4, "placement": 4, "optimize": 4, "weightonly": 4, "internal/difftest": 4, "internal/conformance": 4,
-	"ptq": 5, "config": 5,
+	"task/tasks": 4,
+	"ptq":        5, "config": 5,
 	// deployment targets: the registry, the plug-ins, the list of them
 	"export/target": 6,
 	"export/ort":    7, "export/tensorrt": 7, "export/triton": 7, "export/openvino": 7,

@@ -1,0 +1,113 @@
+// Package task is what a task metric plug-in implements: a Scorer reads
+// one output of the two models a comparison runs (A the reference, B the
+// model judged), batch by batch, decodes it as its task does (greedy CTC,
+// a text detector's boxes, a segmentation mask) and scores both against
+// the ground truth (label strings, boxes, masks). The comparison reports
+// the Figure beside its per-output statistics, and the accuracy guard
+// judges the output by the Figure's drop instead of by its cosine.
+//
+// The plug-ins live in packages of their own (task/ctc, task/textdet,
+// task/segment); task/tasks is the one list of them.
+package task
+
+import "fmt"
+
+// Spec is what the user gives for a task (config eval.*, --eval-*).
+type Spec struct {
+	Name string
+	// Labels is the ground-truth file, in the task's own format, one
+	// entry per sample of the evaluation data, in its order.
+	Labels string
+	// Dict is a character dictionary, one character a line (ctc).
+	Dict string
+	// Output names the output to score; "" lets the task pick it.
+	Output string
+}
+
+// Output is one output the models share, for a Scorer to pick from.
+type Output struct {
+	Name  string
+	Shape []int64 // as declared; -1 or 0 for a dim the model leaves open
+	Float bool
+}
+
+// Scorer scores one output of two models against ground truth.
+type Scorer interface {
+	// Pick chooses the output to score among those the models share.
+	Pick(outs []Output) (string, error)
+	// Add scores one batch of the picked output: A's and B's values with
+	// their dims (batch first); first is the index of the batch's first
+	// sample in the evaluation data.
+	Add(first int64, a, b []float32, dims []int64) error
+	// Result is the figures over the samples added. samples is how many
+	// the data gave; limited says the data was cut short on purpose (a
+	// sample limit), so the ground truth may hold more.
+	Result(samples int64, limited bool) (*Figure, error)
+}
+
+// Factory makes a fresh Scorer for one comparison.
+type Factory func() (Scorer, error)
+
+// Figure is a task's score of A and B. The headline metric is in percent
+// (sequence accuracy, hmean, mIoU); DropPoints is A's minus B's.
+type Figure struct {
+	Task       string   `json:"task"`
+	Output     string   `json:"output"`
+	Samples    int64    `json:"samples"`
+	Metric     string   `json:"metric"`
+	A          float64  `json:"a"`
+	B          float64  `json:"b"`
+	DropPoints float64  `json:"drop_points"`
+	Others     []Metric `json:"others,omitempty"`
+}
+
+// Metric is a secondary figure of a task (character accuracy, precision,
+// recall, a class's IoU), in percent unless its name says otherwise.
+type Metric struct {
+	Name string  `json:"name"`
+	A    float64 `json:"a"`
+	B    float64 `json:"b"`
+}
+
+// NewFigure fills a Figure's headline and drop.
+func NewFigure(task, output string, samples int64, metric string, a, b float64, others ...Metric) *Figure {
+	return &Figure{Task: task, Output: output, Samples: samples, Metric: metric, A: a, B: b, DropPoints: a - b, Others: others}
+}
+
+// CheckCount says whether n ground-truth entries fit the samples scored:
+// as many, or more when the data was cut short on purpose.
+func CheckCount(path string, n int, samples int64, limited bool) error {
+	if int64(n) < samples || int64(n) > samples && !limited {
+		return fmt.Errorf("%s: %d labels for %d samples", path, n, samples)
+	}
+	return nil
+}
+
+// PickOne is the only output of outs that fits, or the one named; what
+// describes what fits, for the error.
+func PickOne(task, named string, outs []Output, fits func(Output) bool, what string) (string, error) {
+	if named != "" {
+		for _, o := range outs {
+			if o.Name == named {
+				if !fits(o) {
+					return "", fmt.Errorf("task %s: output %q is not %s", task, named, what)
+				}
+				return named, nil
+			}
+		}
+		return "", fmt.Errorf("task %s: the models share no output %q", task, named)
+	}
+	pick := ""
+	for _, o := range outs {
+		if fits(o) {
+			if pick != "" {
+				return "", fmt.Errorf("task %s: outputs %q and %q are both %s: name the one to score", task, pick, o.Name, what)
+			}
+			pick = o.Name
+		}
+	}
+	if pick == "" {
+		return "", fmt.Errorf("task %s needs %s, and the model has none", task, what)
+	}
+	return pick, nil
+}
