@@ -31,6 +31,7 @@ import (
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/task/tasks"
 	"github.com/optc-dev/optc/weightonly"
 )
 
@@ -570,11 +571,12 @@ func (b *builder) ptqOptions(target quantize.Target, out string) (ptq.Options, e
 		Calib:     calibrate.Options{Percentile: c.Calibration.Percentile, MovingAverage: c.Calibration.MovingAverage},
 		Quant: quantize.Options{Target: target, Exclude: c.Quantize.Exclude,
 			KeepFirstLast: c.Quantize.KeepFirstLast, PerChannel: &c.Quantize.PerChannel},
-		EvalData: b.eval.spec, EvalOpts: b.eval.opts, EvalLabels: c.Eval.Labels, Session: b.session(), Inputs: c.Inputs(), NoLatency: true,
+		EvalData: b.eval.spec, EvalOpts: b.eval.opts, Session: b.session(), Inputs: c.Inputs(), NoLatency: true,
 		Batches: c.Latency.Batches, ORTLib: c.Runtime.ORTLib, MaxAccuracyDrop: c.Quantize.MaxAccuracyDrop, MinCosine: c.Quantize.MinCosine,
 		MaxRelError: c.Quantize.MaxRelError, NoGuard: c.Quantize.NoGuard, AllowAccuracyLoss: c.Quantize.AllowAccuracyLoss,
 		FallbackBudget: time.Duration(b.res.Plan.FallbackSeconds * float64(time.Second)),
 	}
+	o.EvalLabels, o.EvalTask = tasks.Scoring(c.Eval.TaskSpec())
 	if !b.res.EvalHeldOut {
 		// ptq then measures on the calibration data and says so.
 		o.EvalData, o.EvalOpts = "", data.Options{}

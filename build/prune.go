@@ -5,6 +5,7 @@ import (
 
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/prune"
+	"github.com/optc-dev/optc/task/tasks"
 )
 
 // pruneOptions maps the prune section onto optimize's pruning: the passes
@@ -43,7 +44,7 @@ func (b *builder) pruneOptions(o *optimize.Options) error {
 	if b.eval.spec != "" && b.eval.spec != "random" {
 		o.PruneData, o.PruneDataOpts = b.eval.spec, b.eval.opts
 		if c.Eval.Data != "" {
-			o.PruneLabels = c.Eval.Labels
+			o.PruneLabels, _ = tasks.Scoring(c.Eval.TaskSpec()) // class labels only
 		}
 	}
 	return nil

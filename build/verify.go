@@ -18,6 +18,8 @@ import (
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/task"
+	"github.com/optc-dev/optc/task/tasks"
 )
 
 // Check is an artifact against the input model on the evaluation data.
@@ -41,6 +43,10 @@ type Check struct {
 	// LM is a language model's held-out perplexity (A the input, B the
 	// artifact) and next-token agreement, with eval.task lm.
 	LM *compare.LM `json:"lm,omitempty"`
+	// Task is a task plug-in's figures against the eval data's ground
+	// truth (eval.task ctc, text-detection, segmentation): A the input,
+	// B the artifact.
+	Task *task.Figure `json:"task,omitempty"`
 	// NonFinite counts output elements, over all outputs, where the input
 	// model is finite and the artifact is NaN or infinite: such an
 	// artifact is flagged in every table and never deployed.
@@ -105,6 +111,7 @@ type Repeat struct {
 // itself deploys, and times the input model as the baseline.
 func (b *builder) verify() error {
 	spec, dopts := b.eval.spec, b.eval.opts
+	labels, scorer := tasks.Scoring(b.c.Eval.TaskSpec())
 	var err error
 	if b.res.Baseline, err = b.timing(b.c.Model, "", b.session()); err != nil {
 		return fmt.Errorf("%s: %w", b.c.Model, err)
@@ -136,7 +143,7 @@ func (b *builder) verify() error {
 				sess.Level = ort.LevelBasic
 			}
 			r, err := compare.Models(compare.Options{
-				ModelA: b.c.Model, ModelB: path, BRun: runPath, Data: spec, DataOpts: dopts, Labels: b.c.Eval.Labels,
+				ModelA: b.c.Model, ModelB: path, BRun: runPath, Data: spec, DataOpts: dopts, Labels: labels, Scorer: scorer,
 				Task: compare.Task(b.c.Eval.Task), Logits: b.c.Eval.Logits, Atol: map[string]float64{"": math.Inf(1)}, Session: sess, ORTLib: b.c.Runtime.ORTLib, Reference: b.ref,
 			})
 			if err != nil {
@@ -223,9 +230,14 @@ func (b *builder) verifyFP16(a *Artifact, path string) error {
 	}
 	session := b.checkSession()
 	session.Level = ort.LevelDisable // keeps the rounding Casts
-	check := func(spec string, dopts data.Options, labels string) (*Check, error) {
+	// check scores the ground truth on the eval data only.
+	check := func(spec string, dopts data.Options, eval bool) (*Check, error) {
+		labels, scorer := "", task.Factory(nil)
+		if eval {
+			labels, scorer = tasks.Scoring(b.c.Eval.TaskSpec())
+		}
 		r, err := compare.Models(compare.Options{
-			ModelA: b.c.Model, ModelB: a.Path + " (float16 emulated)", BInMemory: emulated, Data: spec, DataOpts: dopts, Labels: labels,
+			ModelA: b.c.Model, ModelB: a.Path + " (float16 emulated)", BInMemory: emulated, Data: spec, DataOpts: dopts, Labels: labels, Scorer: scorer,
 			Task: compare.Task(b.c.Eval.Task), Logits: b.c.Eval.Logits, Atol: map[string]float64{"": math.Inf(1)}, Session: session, ORTLib: b.c.Runtime.ORTLib, Reference: b.ref,
 		})
 		if err != nil {
@@ -235,7 +247,7 @@ func (b *builder) verifyFP16(a *Artifact, path string) error {
 		c.Float16Emulated = true
 		return c, nil
 	}
-	if a.Check, err = check(b.eval.spec, b.eval.opts, b.c.Eval.Labels); err != nil {
+	if a.Check, err = check(b.eval.spec, b.eval.opts, true); err != nil {
 		return err
 	}
 	if b.c.Calibration.Data == "" || !b.res.EvalHeldOut {
@@ -243,7 +255,7 @@ func (b *builder) verifyFP16(a *Artifact, path string) error {
 	}
 	spec, dopts := b.fp16Data()
 	b.progress("verify %s on the calibration data", a.Path)
-	if a.CheckCalibration, err = check(spec, dopts, ""); err != nil {
+	if a.CheckCalibration, err = check(spec, dopts, false); err != nil {
 		return err
 	}
 	if cal, ev := float64(a.CheckCalibration.MinCosine), float64(a.Check.MinCosine); cal < ev {
@@ -447,7 +459,7 @@ func (b *builder) seqTimings(model, runModel string, sess ort.Options) ([]SeqTim
 // checkOf is an artifact's check from its comparison with the input,
 // judged by the accuracy guard's criteria at the build's limits.
 func (b *builder) checkOf(r *compare.Result) *Check {
-	c := &Check{Samples: r.Samples, MinCosine: 1, MinTop1: -1, Accuracy: r.Accuracy, LM: r.LM}
+	c := &Check{Samples: r.Samples, MinCosine: 1, MinTop1: -1, Accuracy: r.Accuracy, LM: r.LM, Task: r.Task}
 	lim := ptq.Limits{MaxAccuracyDrop: b.c.Quantize.MaxAccuracyDrop, MinCosine: b.c.Quantize.MinCosine, MaxRelError: b.c.Quantize.MaxRelError}
 	for _, x := range ptq.Judge(r, lim) {
 		if !x.Pass {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/optc-dev/optc/build"
 	"github.com/optc-dev/optc/calibrate"
-	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/export/target"
@@ -23,6 +22,7 @@ import (
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/report"
+	"github.com/optc-dev/optc/task/tasks"
 	"github.com/optc-dev/optc/weightonly"
 )
 
@@ -130,10 +130,19 @@ var buildFlagKeys = map[string]string{
 	"placement-budget": "quantize.placement_budget", "weights": "quantize.weights", "block-size": "quantize.block_size",
 	"weight-rounding": "quantize.weight_rounding", "dynamic": "quantize.dynamic",
 	"eval-data": "eval.data", "eval-labels": "eval.labels", "eval-samples": "eval.samples", "eval-batch": "eval.batch",
-	"eval-task": "eval.task", "eval-logits": "eval.logits", "max-perplexity-increase": "quantize.max_perplexity_increase",
+	"eval-task": "eval.task", "eval-dict": "eval.dict", "eval-output": "eval.output", "eval-logits": "eval.logits", "max-perplexity-increase": "quantize.max_perplexity_increase",
 	"level": "runtime.level", "threads": "runtime.threads", "ort-lib": "runtime.ort_lib", "nchwc": "runtime.nchwc",
 	"latency-batches": "latency.batches", "latency-seq-lengths": "latency.seq_lengths", "latency-duration": "latency.duration", "p99-budget-ms": "latency.p99_budget_ms",
 	"trt-version": "tensorrt.version", "triton-name": "triton.name",
+}
+
+// evalFlags are the flags of the eval data's ground truth and task, the
+// same in build and quantize.
+func evalFlags(fs *pflag.FlagSet, e *config.Eval) {
+	fs.StringVar(&e.Labels, "eval-labels", e.Labels, "ground truth of --eval-data, one entry a sample: class ids (.npy) by default; with --eval-task, its own format")
+	fs.StringVar(&e.Task, "eval-task", e.Task, "what the eval data measure: "+choice.Or(tasks.Names())+" ("+tasks.Help()+")")
+	fs.StringVar(&e.Dict, "eval-dict", e.Dict, "--eval-task "+choice.Or(tasks.WithDict())+": the model's character dictionary, one character a line")
+	fs.StringVar(&e.Output, "eval-output", e.Output, "--eval-task "+choice.Or(tasks.Plugins())+": the output to score (default: the only one of the task's shape)")
 }
 
 // checkBuildConfig validates the effective configuration. A problem with a
@@ -257,8 +266,7 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.Quantize.WeightRounding, "weight-rounding", c.Quantize.WeightRounding, "--weights: "+choice.Or(weightonly.Roundings)+" (gptq needs --calib-data)")
 
 	fs.StringVar(&c.Eval.Data, "eval-data", c.Eval.Data, "evaluation data the artifacts are checked on (default: the calibration data)")
-	fs.StringVar(&c.Eval.Labels, "eval-labels", c.Eval.Labels, "a .npy of class ids for --eval-data: task accuracy")
-	fs.StringVar(&c.Eval.Task, "eval-task", c.Eval.Task, "what the eval data measure: "+choice.Or(compare.Tasks)+" (lm: a causal LM on token ids [N, T]: perplexity and next-token agreement)")
+	evalFlags(fs, &c.Eval)
 	fs.StringVar(&c.Eval.Logits, "eval-logits", c.Eval.Logits, "--eval-task lm: the logits output (default: the only float output of rank 3)")
 	fs.IntVar(&c.Eval.Samples, "eval-samples", c.Eval.Samples, "check on at most N evaluation samples (0: all)")
 	fs.IntVar(&c.Eval.Batch, "eval-batch", c.Eval.Batch, "evaluation batch size")

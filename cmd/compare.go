@@ -12,6 +12,8 @@ import (
 
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/internal/choice"
+	"github.com/optc-dev/optc/task"
+	"github.com/optc-dev/optc/task/tasks"
 )
 
 // CompareOptions are the inputs of `optc compare`.
@@ -26,7 +28,7 @@ func newCmdCompare(io *IO, g *globals, runF func(*CompareOptions) error) *cobra.
 	var sf sessionFlags
 	df := dataFlags{judges: true}
 	var atol, rtol []string
-	var check, task string
+	var check, taskName, dict string
 	c := &cobra.Command{
 		Use:   "compare A B --data PATH",
 		Short: "Run two models on the same inputs and compare their outputs",
@@ -68,8 +70,8 @@ finite pair, fails like a tolerance does.`,
 			if o.Check, err = compare.ParseStat(check); err != nil {
 				return usageError{err}
 			}
-			if o.Task = compare.Task(task); task != "" && !slices.Contains(compare.Tasks, o.Task) {
-				return usageError{fmt.Errorf("--task: unknown task %q (want %s)", task, choice.Or(compare.Tasks))}
+			if err := compareTask(o, taskName, dict); err != nil {
+				return usageError{err}
 			}
 			if o.Task == compare.TaskLM && o.Data == "random" {
 				return usageError{fmt.Errorf("--task lm needs --data token ids, not random data")}
@@ -83,9 +85,10 @@ finite pair, fails like a tolerance does.`,
 			return compareRun(opts)
 		},
 	}
-	c.Flags().StringVar(&opts.Compare.Labels, "labels", "", "a .npy of int64 class ids, one per sample")
-	c.Flags().StringVar(&opts.Compare.LabelsOutput, "labels-output", "", "the output the labels score (default: the first [N, classes] output)")
-	c.Flags().StringVar(&task, "task", "", "what the data measure: "+choice.Or(compare.Tasks)+" (lm: perplexity and next-token agreement of a causal LM)")
+	c.Flags().StringVar(&opts.Compare.Labels, "labels", "", "ground truth, one entry per sample: a .npy of int64 class ids; with --task, its own format")
+	c.Flags().StringVar(&opts.Compare.LabelsOutput, "labels-output", "", "the output the labels score (default: the first [N, classes] output, or the only one of the task's shape)")
+	c.Flags().StringVar(&taskName, "task", "", "what the data measure: "+choice.Or(tasks.Names())+" ("+tasks.Help()+")")
+	c.Flags().StringVar(&dict, "dict", "", "--task "+choice.Or(tasks.WithDict())+": the model's character dictionary, one character a line")
 	c.Flags().StringVar(&opts.Compare.Logits, "logits", "", "--task lm: the logits output (default: the only float output of rank 3)")
 	c.Flags().StringArrayVar(&atol, "atol", nil, fmt.Sprintf("absolute tolerance, X or OUTPUT:X (default %g)", compare.DefaultAtol))
 	c.Flags().StringArrayVar(&rtol, "rtol", nil, fmt.Sprintf("relative tolerance, X or OUTPUT:X (default %g)", compare.DefaultRtol))
@@ -96,6 +99,30 @@ finite pair, fails like a tolerance does.`,
 	c.Flags().Lookup("threads").Usage = fmt.Sprintf("ORT intra-op threads of one session per model (0: one single-threaded session per core, at most %d, running batches side by side)", compare.MaxWorkers)
 	df.register(c.Flags(), true)
 	return c
+}
+
+// compareTask checks the task flags and gives a task plug-in the labels.
+func compareTask(o *compare.Options, name, dict string) error {
+	if name != "" && !slices.Contains(tasks.Names(), name) {
+		return fmt.Errorf("--task: unknown task %q (want %s)", name, choice.Or(tasks.Names()))
+	}
+	o.Task = compare.Task(name)
+	if tasks.TakesDict(name) != (dict != "") {
+		if dict == "" {
+			return fmt.Errorf("--task %s needs --dict: the model's character dictionary, one character a line", name)
+		}
+		return fmt.Errorf("--dict needs --task %s", choice.Or(tasks.WithDict()))
+	}
+	if !tasks.IsPlugin(name) {
+		return nil
+	}
+	if o.Labels == "" {
+		return fmt.Errorf("--task %s needs --labels: %s", name, tasks.Labels(name))
+	}
+	spec := task.Spec{Name: name, Labels: o.Labels, Dict: dict, Output: o.LabelsOutput}
+	o.Labels, o.Scorer = tasks.Scoring(spec)
+	o.LabelsOutput = ""
+	return nil
 }
 
 // parseTolerances reads repeated X or NAME:X values into a map whose ""
@@ -188,6 +215,9 @@ func printComparison(io *IO, r *compare.Result) {
 			drop = 0 // no "-0.00"
 		}
 		fmt.Fprintf(io.Out, "\naccuracy on %d labels (%s): A %.2f%%, B %.2f%%, drop %.2f points\n", a.Labels, a.Output, a.A, a.B, drop)
+	}
+	if t := r.Task; t != nil {
+		fmt.Fprintf(io.Out, "\n%s\n", t.Text())
 	}
 	if l := r.LM; l != nil {
 		fmt.Fprintf(io.Out, "\nlanguage model on %d next tokens (%s from %s): perplexity A %.4g, B %.4g (%+.2f%%); next-token agreement %.2f%%; top-1 A %.2f%%, B %.2f%%\n",

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -11,10 +12,12 @@ import (
 
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/report"
+	"github.com/optc-dev/optc/task/tasks"
 	"github.com/optc-dev/optc/weightonly"
 )
 
@@ -40,6 +43,7 @@ func newCmdQuantize(io *IO, g *globals, runF func(*QuantizeOptions) error) *cobr
 	var weights, rounding string
 	var blockSize int
 	var dynamic bool
+	var evalTask config.Eval // the ground truth's file and task
 	c := &cobra.Command{
 		Use:   "quantize IN -o OUT --calib-data PATH",
 		Short: "Quantize a model to INT8 (QDQ) from calibration data and measure it against float",
@@ -142,12 +146,15 @@ without labels). See docs/quantize.md.`,
 				on := reduceRange == "on"
 				o.Quant.ReduceRange = &on
 			}
+			if err := quantizeTask(o, evalTask); err != nil {
+				return err
+			}
 			switch {
 			case calib.spec == "" && o.CalibCache == "" && !dynamic:
 				return usageError{fmt.Errorf("quantize: --calib-data is required (or a --calib-cache made for this model)")}
 			case o.MaxAccuracyDrop < 0:
 				return usageError{fmt.Errorf("--max-accuracy-drop %g must not be negative", o.MaxAccuracyDrop)}
-			case o.MaxAccuracyDrop > 0 && o.EvalLabels == "":
+			case o.MaxAccuracyDrop > 0 && evalTask.Labels == "":
 				return usageError{fmt.Errorf("--max-accuracy-drop needs --eval-labels (use --min-cosine without labels)")}
 			case o.MinCosine < 0 || o.MinCosine > 1:
 				return usageError{fmt.Errorf("--min-cosine %g: want 0 to 1", o.MinCosine)}
@@ -227,7 +234,7 @@ without labels). See docs/quantize.md.`,
 	fs.StringVar(&eval.spec, "eval-data", "", "evaluation data (default: the calibration data, reported as not held out)")
 	eval.batchVar(fs, "eval-batch", 64, "evaluation batch size (a model with a static batch runs at that size)")
 	fs.IntVar(&eval.samples, "eval-samples", 0, "measure on at most the first N evaluation samples (0: all)")
-	fs.StringVar(&o.EvalLabels, "eval-labels", "", "a .npy of class ids for --eval-data: accuracy of float and INT8")
+	evalFlags(fs, &evalTask)
 	fs.Float64Var(&o.MaxAccuracyDrop, "max-accuracy-drop", 0, "accuracy guard in points (needs --eval-labels; default 1): the most sensitive layers fall back to float until it holds")
 	fs.Float64Var(&o.MinCosine, "min-cosine", 0, fmt.Sprintf("accuracy guard: lowest cosine to float of the worst sample, every output (0: %g)", ptq.GuardMinCosine))
 	fs.Float64Var(&o.MaxRelError, "max-rel-error", 0, fmt.Sprintf("accuracy guard: largest relative error to float (RMS error over float's RMS deviation from its mean), every output (0: %g)", ptq.GuardMaxRelError))
@@ -345,6 +352,12 @@ func printQuantize(out io.Writer, r *ptq.Result, level string) {
 		if acc := a.Accuracy; acc != nil {
 			fmt.Fprintf(w, "accuracy\t%.2f%%\t%.2f%%\t(drop %.2f points)\n", acc.A, acc.B, acc.DropPoints)
 		}
+		if t := a.Task; t != nil {
+			fmt.Fprintf(w, "%s\t%.2f%%\t%.2f%%\t(%s %s on %d samples; drop %.2f points)\n", t.Metric, t.A, t.B, t.Task, t.Output, t.Samples, t.DropPoints)
+			for _, m := range t.Others {
+				fmt.Fprintf(w, "%s\t%.2f\t%.2f\t\n", m.Name, m.A, m.B)
+			}
+		}
 		for _, s := range a.Outputs {
 			agree := ""
 			if s.SampleElements >= compare.SmallOutput {
@@ -413,4 +426,17 @@ func printGuard(out io.Writer, g *ptq.Guard) {
 	if f := ptq.FailedChecks(g.FallbackChecks); f != "" {
 		fmt.Fprintf(out, "  fallback's last try: %s\n", f)
 	}
+}
+
+// quantizeTask checks the eval task flags as build's config does and gives
+// the guard the class labels or the task plug-in that reads them.
+func quantizeTask(o *ptq.Options, e config.Eval) error {
+	if e.Task == tasks.LM {
+		return usageError{fmt.Errorf("--eval-task lm scores a weight-only language model: optc build --weights int4 --eval-task lm")}
+	}
+	if ps := tasks.Validate(e.TaskSpec()); len(ps) > 0 {
+		return usageError{errors.New(ps[0])}
+	}
+	o.EvalLabels, o.EvalTask = tasks.Scoring(e.TaskSpec())
+	return nil
 }

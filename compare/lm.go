@@ -14,17 +14,11 @@ import (
 // statistics every comparison has.
 type Task string
 
-const (
-	// TaskDefault: labels (when given) score the classifier-like output.
-	TaskDefault Task = "default"
-	// TaskLM: the model is a causal language model; the data are token
-	// ids and each position's logits predict the next id (LM).
-	TaskLM Task = "lm"
-)
-
-// Tasks is the one list of task names (config eval.task, --eval-task,
-// optc compare --task).
-var Tasks = []Task{TaskDefault, TaskLM}
+// TaskLM: the model is a causal language model; the data are token ids
+// and each position's logits predict the next id (LM). The other tasks
+// are task/tasks' list: labels score a classifier-like output, and a
+// plug-in's Scorer (Options.Scorer) reads ground truth of its own.
+const TaskLM Task = "lm"
 
 // LM is a causal language model's figures on held-out token ids: A is the
 // reference, B the model compared with it. Every position but each

@@ -9,8 +9,8 @@ import (
 
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/task"
 )
 
 // Options say which models to compare on which data, and how to judge.
@@ -36,6 +36,9 @@ type Options struct {
 	// rank 3).
 	Task   Task
 	Logits string
+	// Scorer, when set, makes the task plug-in that scores one output
+	// against ground truth of its own (Result.Task); Labels is then empty.
+	Scorer task.Factory
 	// Atol and Rtol per output name; the "" key is the default for all.
 	Atol, Rtol map[string]float64
 	Check      Stat
@@ -60,7 +63,10 @@ type Result struct {
 	Outputs  []*OutputStats `json:"outputs"`
 	Accuracy *Accuracy      `json:"accuracy,omitempty"`
 	LM       *LM            `json:"lm,omitempty"`
-	Pass     bool           `json:"pass"`
+	// Task is a task plug-in's figures (Options.Scorer): sequence
+	// accuracy, hmean, mIoU.
+	Task *task.Figure `json:"task,omitempty"`
+	Pass bool         `json:"pass"`
 	// Skipped says, one line each, which outputs were not compared
 	// because optc cannot fetch them through the ORT binding (sequences,
 	// maps, optionals, string tensors).
@@ -162,8 +168,15 @@ func Models(opts Options) (*Result, error) {
 	}
 	var lm *LMScorer
 	lmIn, lmPair := -1, -1
-	if opts.Task != "" && !slices.Contains(Tasks, opts.Task) {
-		return nil, fmt.Errorf("unknown task %q (want %s)", opts.Task, choice.Or(Tasks))
+	taskPair := -1
+	var ts task.Scorer
+	if opts.Scorer != nil {
+		if opts.Labels != "" {
+			return nil, fmt.Errorf("%s: a task plug-in reads its own ground truth, not class labels", opts.Labels)
+		}
+		if ts, taskPair, err = pickTaskOutput(opts.Scorer, pairs, outsA); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Task == TaskLM {
 		if opts.Labels != "" {
@@ -242,8 +255,8 @@ func Models(opts Options) (*Result, error) {
 	defer first.close()
 
 	var labels []int64
-	if opts.Labels != "" && opts.DataOpts.Shuffle {
-		return nil, fmt.Errorf("%s: labels cannot follow samples drawn in a shuffled order", opts.Labels)
+	if (opts.Labels != "" || ts != nil) && opts.DataOpts.Shuffle {
+		return nil, fmt.Errorf("labels cannot follow samples drawn in a shuffled order")
 	}
 	if opts.Labels != "" {
 		lt, err := data.ReadNpy(opts.Labels)
@@ -296,6 +309,11 @@ func Models(opts Options) (*Result, error) {
 			}
 			if err := scorer.add(p.name, fa, fb, a.Dims); err != nil {
 				return fmt.Errorf("%s: %w", opts.Labels, err)
+			}
+			if i == taskPair {
+				if err := ts.Add(res.Samples, fa, fb, a.Dims); err != nil {
+					return err
+				}
 			}
 			if i == lmPair {
 				if err := lm.Add(j.batch.Tensors[lmIn], fa, fb, a.Dims); err != nil {
@@ -355,12 +373,36 @@ func Models(opts Options) (*Result, error) {
 			return nil, fmt.Errorf("%s: %w", opts.Data, err)
 		}
 	}
+	if ts != nil {
+		if res.Task, err = ts.Result(res.Samples, opts.DataOpts.Samples > 0); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Labels != "" {
 		if res.Accuracy, err = scorer.result(res.Samples, opts.DataOpts.Samples > 0); err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Labels, err)
 		}
 	}
 	return res, nil
+}
+
+// pickTaskOutput makes the task's scorer and lets it pick the output it
+// scores among those the models share.
+func pickTaskOutput(f task.Factory, pairs []outputPair, outsA []ort.IO) (task.Scorer, int, error) {
+	ts, err := f()
+	if err != nil {
+		return nil, -1, err
+	}
+	outs := make([]task.Output, len(pairs))
+	for i, p := range pairs {
+		o := outsA[p.a]
+		outs[i] = task.Output{Name: p.name, Shape: o.Shape, Float: isFloat(o.DType)}
+	}
+	name, err := ts.Pick(outs)
+	if err != nil {
+		return nil, -1, err
+	}
+	return ts, slices.IndexFunc(pairs, func(p outputPair) bool { return p.name == name }), nil
 }
 
 // load reads a model from its file, or from b when given.

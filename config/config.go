@@ -30,6 +30,8 @@ import (
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/prune"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/task"
+	"github.com/optc-dev/optc/task/tasks"
 	"github.com/optc-dev/optc/weightonly"
 )
 
@@ -73,6 +75,11 @@ type Config struct {
 	TensorRT    TensorRT             `yaml:"tensorrt" json:"tensorrt"`
 	Triton      Triton               `yaml:"triton" json:"triton"`
 	Gates       Gates                `yaml:"gates" json:"gates"`
+}
+
+// TaskSpec is the eval section as a task plug-in reads it.
+func (e Eval) TaskSpec() task.Spec {
+	return task.Spec{Name: e.Task, Labels: e.Labels, Dict: e.Dict, Output: e.Output}
 }
 
 // Gates are the budgets `optc diff` enforces between two builds (zero: not
@@ -178,12 +185,22 @@ const DefaultMaxPerplexityIncrease = 5.0
 
 // Eval is the data the artifacts are checked on.
 type Eval struct {
-	Data   string `yaml:"data" json:"data"`
+	Data string `yaml:"data" json:"data"`
+	// Labels is the ground truth of Data, in Task's format (class ids by
+	// default, label strings for ctc, boxes for text-detection, masks
+	// for segmentation).
 	Labels string `yaml:"labels" json:"labels"`
-	// Task lm says the model is a causal language model and the data
+	// Task says what the data measure (task/tasks' list; "" is
+	// default). lm: the model is a causal language model and the data
 	// token ids [N, T]: every model is scored by held-out perplexity and
-	// next-token agreement with the input (compare.Tasks; "" is default).
+	// next-token agreement with the input. ctc, text-detection,
+	// segmentation: a task plug-in scores one output against Labels.
 	Task string `yaml:"task,omitempty" json:"task,omitempty"`
+	// Dict is the character dictionary of task ctc.
+	Dict string `yaml:"dict,omitempty" json:"dict,omitempty"`
+	// Output names the output a task plug-in scores (default: the one
+	// of the shape the task reads).
+	Output string `yaml:"output,omitempty" json:"output,omitempty"`
 	// Logits names the LM's logits output (default: the only float
 	// output of rank 3).
 	Logits  string `yaml:"logits,omitempty" json:"logits,omitempty"`
@@ -593,8 +610,8 @@ func (c Config) Validate() error {
 	if c.Eval.Labels != "" && c.Eval.Data == "" {
 		bad("eval.labels needs eval.data")
 	}
-	if t := compare.Task(c.Eval.Task); t != "" && !slices.Contains(compare.Tasks, t) {
-		bad("eval.task: %q (want %s)", t, choice.Or(compare.Tasks))
+	for _, p := range tasks.Validate(c.Eval.TaskSpec()) {
+		bad("%s", p)
 	}
 	lm := compare.Task(c.Eval.Task) == compare.TaskLM
 	if lm && c.Eval.Labels != "" {

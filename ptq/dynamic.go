@@ -53,7 +53,7 @@ func runDynamic(opts Options, float graph.Serialized, res *Result, batches []int
 	res.QualityLevel = quality.Level.String()
 	if res.Accuracy, err = compare.Models(compare.Options{
 		ModelA: "float", ModelB: "int8", AInMemory: float, BInMemory: int8Model,
-		Data: eval, DataOpts: evalOpts, Labels: opts.EvalLabels,
+		Data: eval, DataOpts: evalOpts, Labels: opts.EvalLabels, Scorer: opts.EvalTask,
 		Atol: map[string]float64{"": 1e9}, Session: quality, ORTLib: opts.ORTLib,
 	}); err != nil {
 		return nil, fmt.Errorf("evaluating the dynamic INT8 model: %w", err)

@@ -18,6 +18,9 @@ import (
 //   - NaN/Inf where the float model is finite fails, always;
 //   - the output labels score (with --eval-labels): the accuracy drop at
 //     most GuardMaxDrop points (Options.MaxAccuracyDrop replaces it);
+//     with a task plug-in (--eval-task ctc, text-detection,
+//     segmentation), the drop of its headline figure (sequence
+//     accuracy, hmean, mIoU) the same way;
 //   - every other output of compare.SmallOutput elements a sample or more
 //     (a feature map, a mask, a spectrogram, logits, hidden states): the
 //     worst sample's cosine at least GuardMinCosine (Options.MinCosine)
@@ -46,6 +49,7 @@ const (
 // The guard's metrics, as Check.Metric names them.
 const (
 	MetricDrop       = "accuracy drop"
+	MetricTaskDrop   = "task metric drop"
 	MetricNonFinite  = "NaN/Inf values where float is finite"
 	MetricShape      = "runs whose output shape differs from float's"
 	MetricCosine     = "min sample cosine"
@@ -81,12 +85,12 @@ func (c Check) String() string {
 		detail = " (" + c.Detail + ")"
 	}
 	switch c.Metric {
-	case MetricDrop:
+	case MetricDrop, MetricTaskDrop:
 		rel := "within"
 		if !c.Pass {
 			rel = "over"
 		}
-		return fmt.Sprintf("accuracy drop%s %.2f points, %s the %.2f allowed", on, c.Measured, rel, c.Limit)
+		return fmt.Sprintf("%s%s %.2f points, %s the %.2f allowed%s", c.Metric, on, c.Measured, rel, c.Limit, detail)
 	case MetricNonFinite:
 		return fmt.Sprintf("%.0f NaN/Inf values%s where float is finite (none allowed)", c.Measured, on)
 	case MetricShape:
@@ -238,13 +242,20 @@ func Judge(r *compare.Result, l Limits) []Check {
 	}
 	var cs []Check
 	labelled := ""
+	maxDrop := l.MaxAccuracyDrop
+	if maxDrop <= 0 {
+		maxDrop = GuardMaxDrop
+	}
 	if a := r.Accuracy; a != nil {
-		limit := l.MaxAccuracyDrop
-		if limit <= 0 {
-			limit = GuardMaxDrop
-		}
+		limit := maxDrop
 		labelled = a.Output
 		cs = append(cs, Check{Metric: MetricDrop, Output: a.Output, Limit: limit, Measured: jsonfloat.Float(a.DropPoints), Pass: a.DropPoints <= limit})
+	}
+	if f := r.Task; f != nil {
+		limit := maxDrop
+		labelled = f.Output
+		cs = append(cs, Check{Metric: MetricTaskDrop, Output: f.Output, Limit: limit, Measured: jsonfloat.Float(f.DropPoints), Pass: f.DropPoints <= limit,
+			Detail: fmt.Sprintf("%s %s: %.2f%% float, %.2f%% quantized, on %d samples", f.Task, f.Metric, f.A, f.B, f.Samples)})
 	}
 	minCos, maxRel := GuardMinCosine, GuardMaxRelError
 	if l.MinCosine > 0 {

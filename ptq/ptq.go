@@ -23,6 +23,7 @@ import (
 	"github.com/optc-dev/optc/passes"
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/task"
 )
 
 // Options say what to quantize, with which data, for which target.
@@ -46,6 +47,10 @@ type Options struct {
 	EvalData   string
 	EvalOpts   data.Options
 	EvalLabels string
+	// EvalTask, when set, is a task plug-in scoring the eval data's
+	// ground truth (EvalLabels is then empty); the guard judges its
+	// output by the task's figure.
+	EvalTask task.Factory
 	// Session is how the float and INT8 models are measured (default:
 	// level all, the level the artifact runs at).
 	Session ort.Options
@@ -186,7 +191,7 @@ func Run(opts Options) (*Result, error) {
 		opts.Method = calibrate.Percentile
 	}
 	randomDefaults(&opts)
-	if opts.MaxAccuracyDrop > 0 && opts.EvalLabels == "" {
+	if opts.MaxAccuracyDrop > 0 && opts.EvalLabels == "" && opts.EvalTask == nil {
 		return nil, errors.New("--max-accuracy-drop needs --eval-labels (use --min-cosine without labels)")
 	}
 	if _, err := ort.Init(opts.ORTLib); err != nil {
@@ -275,7 +280,7 @@ func Run(opts Options) (*Result, error) {
 		return func(b graph.Serialized) (*compare.Result, error) {
 			r, err := compare.Models(compare.Options{
 				ModelA: "float", ModelB: "int8", AInMemory: float, BInMemory: b,
-				Data: eval, DataOpts: dopts, Labels: opts.EvalLabels,
+				Data: eval, DataOpts: dopts, Labels: opts.EvalLabels, Scorer: opts.EvalTask,
 				Atol: map[string]float64{"": 1e9}, Session: quality, ORTLib: opts.ORTLib, Reference: ref,
 			})
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/passes"
 	"github.com/optc-dev/optc/ptq"
+	"github.com/optc-dev/optc/task"
 )
 
 // FromBuild turns a build's result into its report. dir is the folder the
@@ -52,6 +53,10 @@ func FromBuild(res *build.Result, dir string) (*Report, error) {
 			// The input's task accuracy is measured next to every artifact.
 			acc := a.Check.Accuracy.A
 			in.Accuracy = &Accuracy{Samples: a.Check.Samples, Task: &acc}
+		}
+		if in.Accuracy == nil && a.Check.Task != nil {
+			in.Accuracy = &Accuracy{Samples: a.Check.Samples}
+			in.Accuracy.setTask(a.Check.Task, true)
 		}
 		if l := a.Check.LM; l != nil {
 			if in.Accuracy == nil {
@@ -133,6 +138,9 @@ func accuracyOf(c *build.Check) *Accuracy {
 		acc := c.Accuracy.B
 		a.Task = &acc
 	}
+	if c.Task != nil {
+		a.setTask(c.Task, false)
+	}
 	if l := c.LM; l != nil {
 		a.LM = &LM{Tokens: l.Tokens, Perplexity: l.PerplexityB, IncreasePercent: l.IncreasePercent, Agreement: l.Agreement, Accuracy: l.AccuracyB}
 	}
@@ -143,6 +151,21 @@ func accuracyOf(c *build.Check) *Accuracy {
 			MeanAbs: o.MeanAbs, Top1Agree: o.Top1Agree, Top5Agree: o.Top5Agree})
 	}
 	return a
+}
+
+// setTask sets a task plug-in's figures: A's (the input model's) or B's.
+func (a *Accuracy) setTask(f *task.Figure, modelA bool) {
+	pick := func(x, y float64) float64 {
+		if modelA {
+			return x
+		}
+		return y
+	}
+	v := pick(f.A, f.B)
+	a.Task, a.TaskMetric, a.TaskOthers = &v, f.Task+" "+f.Metric, nil
+	for _, o := range f.Others {
+		a.TaskOthers = append(a.TaskOthers, TaskFigure{Name: o.Name, Value: pick(o.A, o.B)})
+	}
 }
 
 func latencyOf(t *build.Timing) *Latency {

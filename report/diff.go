@@ -135,7 +135,7 @@ func (d *Diff) gates(g config.Gates) {
 			checked = true
 			o, n := *taskAccuracy(m.Old), *taskAccuracy(m.New)
 			add("max-accuracy-drop", m.Name, o-n <= g.MaxAccuracyDrop,
-				"task accuracy %.2f%% -> %.2f%% (%+.2f pt; allowed drop %g pt)", o, n, n-o, g.MaxAccuracyDrop)
+				"task accuracy %.2f%% -> %.2f%% (%+.2f pt; allowed drop %g pt)%s", o, n, n-o, g.MaxAccuracyDrop, m.New.Accuracy.metricNote())
 		}
 		if !checked {
 			add("max-accuracy-drop", "", false, "no model has task accuracy in both reports (build with eval labels)")
@@ -290,7 +290,7 @@ func (d *Diff) Write(w io.Writer) error {
 			p.f("  nodes     %d -> %d\n", m.Old.Nodes, m.New.Nodes)
 		}
 		if o, n := taskAccuracy(m.Old), taskAccuracy(m.New); o != nil && n != nil {
-			p.f("  accuracy  %.2f%% -> %.2f%% (%+.2f pt)\n", *o, *n, *n-*o)
+			p.f("  accuracy  %.2f%% -> %.2f%% (%+.2f pt)%s\n", *o, *n, *n-*o, m.New.Accuracy.metricNote())
 		}
 		if m.Old.Accuracy != nil && m.New.Accuracy != nil && len(m.Old.Accuracy.Outputs) > 0 && len(m.New.Accuracy.Outputs) > 0 {
 			p.f("  cosine    %s -> %s\n", minCosine(m.Old).Text("%.6f"), minCosine(m.New).Text("%.6f"))

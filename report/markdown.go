@@ -67,6 +67,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		p.f("%s\n", line)
 	}
 	p.lmTable(r)
+	p.taskTable(r)
 	on := fmt.Sprintf("%s (%s)", r.EvalData, heldOut(r.HeldOut))
 	if r.EvalData == "random" {
 		on = "fresh random inputs (a smoke test, not a measure of accuracy)"
@@ -415,6 +416,37 @@ func (e Environment) text() string {
 	}
 	return fmt.Sprintf("%s (%d cores; %s), ONNX Runtime %s at level %s, %s", e.CPU, e.Cores,
 		strings.Join(e.CPUFeatures, " "), e.ORTVersion, e.Level, threads)
+}
+
+// taskTable is a task plug-in's figures (eval.task ctc, text-detection,
+// segmentation), one row per model that has them: the headline the
+// main table's accuracy column shows, then the task's other figures.
+func (p *printer) taskTable(r *Report) {
+	var rows []*Model
+	for _, m := range r.Models {
+		if m.Accuracy != nil && m.Accuracy.TaskMetric != "" {
+			rows = append(rows, m)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	first := rows[0].Accuracy
+	p.f("\nTask: %s on %d samples of the evaluation data against its labels (the accuracy column above):\n\n", first.TaskMetric, first.Samples)
+	head, rule := "| model | "+first.TaskMetric+" |", "|---|---:|"
+	for _, o := range first.TaskOthers {
+		head += " " + o.Name + " |"
+		rule += "---:|"
+	}
+	p.f("%s\n%s\n", head, rule)
+	for _, m := range rows {
+		a := m.Accuracy
+		line := fmt.Sprintf("| `%s` | %.2f |", m.Name, *a.Task)
+		for _, o := range a.TaskOthers {
+			line += fmt.Sprintf(" %.2f |", o.Value)
+		}
+		p.f("%s\n", line)
+	}
 }
 
 // lmTable is a language model's figures (eval.task lm), one row per

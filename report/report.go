@@ -101,11 +101,30 @@ type Model struct {
 // Accuracy is a model against the input model on the evaluation data.
 type Accuracy struct {
 	Samples int64 `json:"samples"`
-	// Task is accuracy against labels in percent (absent without labels).
-	Task    *float64         `json:"task_accuracy,omitempty"`
-	Outputs []OutputAccuracy `json:"outputs,omitempty"`
+	// Task is accuracy against labels in percent (absent without labels):
+	// top-1 by default, else TaskMetric (a task plug-in's headline, such
+	// as "ctc sequence accuracy"), with its other figures in TaskOthers.
+	Task       *float64         `json:"task_accuracy,omitempty"`
+	TaskMetric string           `json:"task_metric,omitempty"`
+	TaskOthers []TaskFigure     `json:"task_others,omitempty"`
+	Outputs    []OutputAccuracy `json:"outputs,omitempty"`
 	// LM is a causal language model's figures (eval.task lm).
 	LM *LM `json:"lm,omitempty"`
+}
+
+// metricNote names what task_accuracy measures when it is not top-1.
+func (a *Accuracy) metricNote() string {
+	if a == nil || a.TaskMetric == "" {
+		return ""
+	}
+	return " (" + a.TaskMetric + ")"
+}
+
+// TaskFigure is one of a task plug-in's secondary figures for one model
+// (character accuracy, precision, recall, a class's IoU).
+type TaskFigure struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
 }
 
 // LM is a language model's held-out figures: perplexity of the next

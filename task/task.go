@@ -61,6 +61,20 @@ type Figure struct {
 	Others     []Metric `json:"others,omitempty"`
 }
 
+// Text is the figure in one line: the headline of A and B and the drop,
+// then the other figures.
+func (f *Figure) Text() string {
+	drop := f.DropPoints
+	if drop == 0 {
+		drop = 0 // no "-0.00"
+	}
+	s := fmt.Sprintf("%s %s on %d samples (%s): A %.2f%%, B %.2f%%, drop %.2f points", f.Task, f.Metric, f.Samples, f.Output, f.A, f.B, drop)
+	for _, o := range f.Others {
+		s += fmt.Sprintf("; %s A %.2f, B %.2f", o.Name, o.A, o.B)
+	}
+	return s
+}
+
 // Metric is a secondary figure of a task (character accuracy, precision,
 // recall, a class's IoU), in percent unless its name says otherwise.
 type Metric struct {
