@@ -3,8 +3,10 @@
 // realistic Latin text lines, drawn with the Go fonts of golang.org/x/image
 // and cropped like a detected text box, each once upright (label 0) and
 // once rotated by 180 degrees (label 1), preprocessed exactly as PaddleOCR's
-// ClsResizeImg does. Everything is seeded: the same seed gives the same
-// bytes.
+// ClsResizeImg does. It also renders labelled sets for PaddleOCR's
+// PP-OCRv4 recognizer (RecLine: lines with the text they show, rec.go)
+// and detector (PageBoxes: pages with the box of every text item,
+// det.go). Everything is seeded: the same seed gives the same bytes.
 package textlines
 
 import (
