@@ -41,15 +41,5 @@ func Page(seed uint64, i, h, w int, dst []float32) {
 		}
 		y += lh + 4 + r.IntN(24)
 	}
-	mean := [3]float32{0.406, 0.456, 0.485} // ImageNet's, in BGR order
-	std := [3]float32{0.225, 0.224, 0.229}
-	for y := range h {
-		for x := range w {
-			o := pg.PixOffset(x, y)
-			for c := range Channels {
-				v := float32(pg.Pix[o+2-c]) / 255 // BGR
-				dst[(c*h+y)*w+x] = (v - mean[c]) / std[c]
-			}
-		}
-	}
+	normalizeDet(pg, h, w, dst)
 }

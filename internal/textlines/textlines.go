@@ -3,8 +3,10 @@
 // realistic Latin text lines, drawn with the Go fonts of golang.org/x/image
 // and cropped like a detected text box, each once upright (label 0) and
 // once rotated by 180 degrees (label 1), preprocessed exactly as PaddleOCR's
-// ClsResizeImg does. Everything is seeded: the same seed gives the same
-// bytes.
+// ClsResizeImg does. It also renders labelled sets for PaddleOCR's
+// PP-OCRv4 recognizer (RecLine: lines with the text they show, rec.go)
+// and detector (PageBoxes: pages with the box of every text item,
+// det.go). Everything is seeded: the same seed gives the same bytes.
 package textlines
 
 import (
@@ -115,18 +117,31 @@ func loadFonts() ([]fontFace, error) {
 // text like a detector's box: dark text on a light, slightly tinted
 // background with mild noise and, sometimes, a slight blur.
 func Line(seed uint64, i int) *image.RGBA {
-	fs, err := loadFonts()
-	if err != nil {
-		panic(err) // the fonts are compiled in; they always parse
-	}
+	img, _ := LineText(seed, i)
+	return img
+}
+
+// LineText is Line together with the text it shows.
+func LineText(seed uint64, i int) (*image.RGBA, string) {
 	r := rand.New(rand.NewPCG(seed, uint64(i)+0x6c696e65))
 	text := Text(r)
-	ff := fs[r.IntN(len(fs))]
-	size := 24 + r.Float64()*24 // pixels per em
-	face, err := opentype.NewFace(ff.font, &opentype.FaceOptions{Size: size, DPI: 72, Hinting: font.HintingNone})
+	return render(r, text), text
+}
+
+// mustFonts returns the fonts, which are compiled in and always parse.
+func mustFonts() []fontFace {
+	fs, err := loadFonts()
 	if err != nil {
 		panic(err)
 	}
+	return fs
+}
+
+// render draws text as Line does, its style drawn from r.
+func render(r *rand.Rand, text string) *image.RGBA {
+	fs := mustFonts()
+	ff := fs[r.IntN(len(fs))]
+	face := newFace(ff, 24+r.Float64()*24)
 	defer face.Close()
 
 	// The box a detector would find: the line's ascent-to-descent band
@@ -145,14 +160,8 @@ func Line(seed uint64, i int) *image.RGBA {
 	w := (right - left).Ceil() + ml + mr
 	h := (bot - top).Ceil() + mt + mb
 
-	bg := color.RGBA{uint8(200 + r.IntN(56)), uint8(200 + r.IntN(56)), uint8(200 + r.IntN(56)), 255}
-	// A mild tint: pull the channels towards a common light gray.
-	g := (int(bg.R) + int(bg.G) + int(bg.B)) / 3
-	bg.R = uint8((int(bg.R) + 2*g) / 3)
-	bg.G = uint8((int(bg.G) + 2*g) / 3)
-	bg.B = uint8((int(bg.B) + 2*g) / 3)
-	ink := uint8(r.IntN(90))
-	fg := color.RGBA{ink + uint8(r.IntN(20)), ink + uint8(r.IntN(20)), ink + uint8(r.IntN(20)), 255}
+	bg := paperColor(r)
+	fg := inkColor(r)
 
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	draw.Draw(img, img.Bounds(), image.NewUniform(bg), image.Point{}, draw.Src)
@@ -160,6 +169,38 @@ func Line(seed uint64, i int) *image.RGBA {
 		Dot: fixed.Point26_6{X: fixed.I(ml) - left, Y: fixed.I(mt) - top}}
 	d.DrawString(text)
 
+	return blurNoise(r, img)
+}
+
+// newFace is ff at size pixels per em.
+func newFace(ff fontFace, size float64) font.Face {
+	face, err := opentype.NewFace(ff.font, &opentype.FaceOptions{Size: size, DPI: 72, Hinting: font.HintingNone})
+	if err != nil {
+		panic(err) // only a size or DPI out of range fails
+	}
+	return face
+}
+
+// paperColor draws a light background, slightly tinted.
+func paperColor(r *rand.Rand) color.RGBA {
+	bg := color.RGBA{uint8(200 + r.IntN(56)), uint8(200 + r.IntN(56)), uint8(200 + r.IntN(56)), 255}
+	// A mild tint: pull the channels towards a common light gray.
+	g := (int(bg.R) + int(bg.G) + int(bg.B)) / 3
+	bg.R = uint8((int(bg.R) + 2*g) / 3)
+	bg.G = uint8((int(bg.G) + 2*g) / 3)
+	bg.B = uint8((int(bg.B) + 2*g) / 3)
+	return bg
+}
+
+// inkColor draws a dark, nearly gray text color.
+func inkColor(r *rand.Rand) color.RGBA {
+	ink := uint8(r.IntN(90))
+	return color.RGBA{ink + uint8(r.IntN(20)), ink + uint8(r.IntN(20)), ink + uint8(r.IntN(20)), 255}
+}
+
+// blurNoise blurs img slightly one time in three and adds gray Gaussian
+// noise of a random strength.
+func blurNoise(r *rand.Rand, img *image.RGBA) *image.RGBA {
 	if r.IntN(3) == 0 {
 		img = boxBlur(img)
 	}
@@ -226,42 +267,47 @@ func Text(r *rand.Rand) string {
 	n := 1 + r.IntN(6)
 	var parts []string
 	for range n {
-		var w string
-		switch k := r.IntN(20); {
-		case k < 11:
-			w = words[r.IntN(len(words))]
-		case k < 14:
-			b := make([]byte, 2+r.IntN(8))
-			for j := range b {
-				b[j] = letters[r.IntN(len(letters))]
-			}
-			w = string(b)
-		case k < 16:
-			w = fmt.Sprint(r.IntN(10000))
-		case k < 17:
-			w = fmt.Sprintf("%d.%02d", r.IntN(1000), r.IntN(100))
-		case k < 18:
-			w = fmt.Sprintf("%04d-%02d-%02d", 1990+r.IntN(40), 1+r.IntN(12), 1+r.IntN(28))
-		case k < 19:
-			w = caps[r.IntN(len(caps))]
-		default:
-			w = fmt.Sprintf("(%s)", words[r.IntN(len(words))])
-		}
-		switch c := r.IntN(10); {
-		case c < 2:
-			w = strings.ToUpper(w[:1]) + w[1:]
-		case c < 3:
-			w = strings.ToUpper(w)
-		}
-		if r.IntN(6) == 0 {
-			w += puncts[r.IntN(len(puncts))]
-		}
-		parts = append(parts, w)
+		parts = append(parts, word(r))
 	}
 	if r.IntN(3) == 0 {
 		parts[0] = strings.ToUpper(parts[0][:1]) + parts[0][1:]
 	}
 	return strings.Join(parts, " ")
+}
+
+// word draws one of Text's words, with its case and punctuation.
+func word(r *rand.Rand) string {
+	var w string
+	switch k := r.IntN(20); {
+	case k < 11:
+		w = words[r.IntN(len(words))]
+	case k < 14:
+		b := make([]byte, 2+r.IntN(8))
+		for j := range b {
+			b[j] = letters[r.IntN(len(letters))]
+		}
+		w = string(b)
+	case k < 16:
+		w = fmt.Sprint(r.IntN(10000))
+	case k < 17:
+		w = fmt.Sprintf("%d.%02d", r.IntN(1000), r.IntN(100))
+	case k < 18:
+		w = fmt.Sprintf("%04d-%02d-%02d", 1990+r.IntN(40), 1+r.IntN(12), 1+r.IntN(28))
+	case k < 19:
+		w = caps[r.IntN(len(caps))]
+	default:
+		w = fmt.Sprintf("(%s)", words[r.IntN(len(words))])
+	}
+	switch c := r.IntN(10); {
+	case c < 2:
+		w = strings.ToUpper(w[:1]) + w[1:]
+	case c < 3:
+		w = strings.ToUpper(w)
+	}
+	if r.IntN(6) == 0 {
+		w += puncts[r.IntN(len(puncts))]
+	}
+	return w
 }
 
 // Rotate180 returns img rotated by 180 degrees.
@@ -282,27 +328,32 @@ func Rotate180(img *image.RGBA) *image.RGBA {
 // ResizedWidth is the width PaddleOCR's cls preprocessing scales a w x h
 // image to: the height becomes 48 and the width keeps the aspect ratio,
 // up to 192.
-func ResizedWidth(w, h int) int {
+func ResizedWidth(w, h int) int { return resizedWidth(w, h, Width) }
+
+func resizedWidth(w, h, maxW int) int {
 	rw := int(math.Ceil(Height * float64(w) / float64(h)))
-	return max(1, min(Width, rw))
+	return max(1, min(maxW, rw))
 }
 
 // Preprocess writes img into dst (3 x 48 x 192 float32) as PaddleOCR's
 // ClsResizeImg does: resize (bilinear) to height 48 and width
 // min(192, ceil(48*w/h)), scale to (v/255 - 0.5)/0.5, channels in BGR
 // order, the right side padded with zeros.
-func Preprocess(img *image.RGBA, dst []float32) {
+func Preprocess(img *image.RGBA, dst []float32) { resizeNorm(img, dst, Width) }
+
+// resizeNorm is Preprocess to a width of width instead of 192.
+func resizeNorm(img *image.RGBA, dst []float32, width int) {
 	b := img.Bounds()
-	rw := ResizedWidth(b.Dx(), b.Dy())
+	rw := resizedWidth(b.Dx(), b.Dy(), width)
 	rs := image.NewRGBA(image.Rect(0, 0, rw, Height))
 	draw.BiLinear.Scale(rs, rs.Bounds(), img, b, draw.Src, nil)
-	clear(dst[:Pixels])
+	clear(dst[:Channels*Height*width])
 	for y := range Height {
 		for x := range rw {
 			o := rs.PixOffset(x, y)
 			for c := range Channels {
 				v := rs.Pix[o+2-c] // BGR
-				dst[(c*Height+y)*Width+x] = (float32(v)/255 - 0.5) / 0.5
+				dst[(c*Height+y)*width+x] = (float32(v)/255 - 0.5) / 0.5
 			}
 		}
 	}
