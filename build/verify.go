@@ -273,6 +273,12 @@ func (b *builder) verifyFP16(a *Artifact, path string) error {
 func (b *builder) evalData() (string, data.Options) {
 	c := b.c
 	switch {
+	case c.Eval.Data != "" && data.SameFile(c.Eval.Data, c.Calibration.Data):
+		// The same samples under another name: not held out.
+		b.res.EvalData = c.Eval.Data
+		b.res.Caveats.OnCalibrationData = c.INT8
+		b.note(fmt.Sprintf("eval.data %s is the calibration data: the artifacts were checked on the samples they were calibrated on, which are not held out", c.Eval.Data))
+		return c.Eval.Data, b.dataOptions(c.Eval.Data, c.Eval.Batch, c.Eval.Samples)
 	case c.Eval.Data != "":
 		b.res.EvalData, b.res.EvalHeldOut = c.Eval.Data, true
 		return c.Eval.Data, b.dataOptions(c.Eval.Data, c.Eval.Batch, c.Eval.Samples)

@@ -2,12 +2,12 @@ package cmd
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 )
 
@@ -94,7 +94,7 @@ func convertRun(opts *ConvertOptions) error {
 // refuseOverwrite stops a conversion that would replace the input model or
 // one of the side files its data is read from.
 func refuseOverwrite(opts *ConvertOptions, in *graph.Summary, save graph.SaveOptions) error {
-	if sameFile(opts.Input, opts.Output) {
+	if data.SameFile(opts.Input, opts.Output) {
 		return fmt.Errorf("convert: refusing to overwrite the input %s; choose another -o", opts.Input)
 	}
 	location := save.Location
@@ -103,21 +103,9 @@ func refuseOverwrite(opts *ConvertOptions, in *graph.Summary, save graph.SaveOpt
 	}
 	side := filepath.Join(filepath.Dir(opts.Output), location)
 	for _, f := range in.External.Files {
-		if sameFile(filepath.Join(filepath.Dir(opts.Input), filepath.FromSlash(f)), side) {
+		if data.SameFile(filepath.Join(filepath.Dir(opts.Input), filepath.FromSlash(f)), side) {
 			return fmt.Errorf("convert: refusing to overwrite %s, which holds the input's tensor data; choose another -o or --location", side)
 		}
 	}
 	return nil
-}
-
-func sameFile(a, b string) bool {
-	fa, err := os.Stat(a)
-	if err != nil {
-		return false
-	}
-	fb, err := os.Stat(b)
-	if err != nil {
-		return false
-	}
-	return os.SameFile(fa, fb)
 }

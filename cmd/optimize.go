@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/ort"
@@ -52,7 +53,7 @@ before/after table and per-pass statistics.`,
 			if o.Output == "" {
 				return usageError{fmt.Errorf("optimize: -o OUT is required")}
 			}
-			if sameFile(o.Input, o.Output) {
+			if data.SameFile(o.Input, o.Output) {
 				return fmt.Errorf("optimize: refusing to overwrite the input %s; choose another -o", o.Input)
 			}
 			if only != "" {

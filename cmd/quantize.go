@@ -13,6 +13,7 @@ import (
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
@@ -90,7 +91,7 @@ without labels). See docs/quantize.md.`,
 			if o.Output == "" {
 				return usageError{fmt.Errorf("quantize: -o OUT is required")}
 			}
-			if sameFile(o.Input, o.Output) {
+			if data.SameFile(o.Input, o.Output) {
 				return fmt.Errorf("quantize: refusing to overwrite the input %s; choose another -o", o.Input)
 			}
 			if o.Session, err = sf.options(); err != nil {
@@ -435,7 +436,7 @@ func quantizeTask(o *ptq.Options, e config.Eval) error {
 		return usageError{fmt.Errorf("--eval-task lm scores a weight-only language model: optc build --weights int4 --eval-task lm")}
 	}
 	if ps := tasks.Validate(e.TaskSpec()); len(ps) > 0 {
-		return usageError{errors.New(ps[0])}
+		return usageError{errors.New(tasks.FlagNames(ps[0]))}
 	}
 	o.EvalLabels, o.EvalTask = tasks.Scoring(e.TaskSpec())
 	return nil

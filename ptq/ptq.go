@@ -243,7 +243,8 @@ func Run(opts Options) (*Result, error) {
 	// The guard checks on held-out samples: the evaluation data, else
 	// calibration data calibration does not use.
 	eval, evalOpts := opts.EvalData, opts.EvalOpts
-	res.HeldOut = eval != ""
+	// Eval data that is the calibration file is not held out.
+	res.HeldOut = eval != "" && !data.SameFile(eval, opts.CalibData)
 	if eval == "" {
 		eval, evalOpts, res.HeldOut = holdOut(&opts, data.GraphInputs(m.Graph))
 	}

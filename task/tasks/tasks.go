@@ -7,10 +7,13 @@ package tasks
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/task"
 	"github.com/optc-dev/optc/task/ctc"
+	"github.com/optc-dev/optc/task/segment"
+	"github.com/optc-dev/optc/task/textdet"
 )
 
 // The tasks the comparison scores itself (package compare).
@@ -35,6 +38,9 @@ type plugin struct {
 
 var plugins = []plugin{
 	{ctc.Name, "label strings, one line a sample (.txt)", true, ctc.New},
+	{textdet.Name, "boxes [x0, y0, x1, y1] in the map's pixels, an array per sample (.json)", false,
+		func(s task.Spec) (task.Scorer, error) { return textdet.New(s, textdet.Defaults()) }},
+	{segment.Name, "class ids [N, H, W], 255 ignored (.npy)", false, segment.New},
 }
 
 // Help is one line on each task and its labels, for --eval-task's help.
@@ -123,7 +129,7 @@ func Factory(spec task.Spec) task.Factory {
 }
 
 // Validate is the rules of an eval section's task fields, one line per
-// problem, naming the config key and the flag: config.Validate and the
+// problem, naming the config keys (FlagNames spells them as flags): config.Validate and the
 // commands that take the flags without a config (optc quantize) apply the
 // same rules.
 func Validate(s task.Spec) []string {
@@ -132,16 +138,21 @@ func Validate(s task.Spec) []string {
 		return []string{fmt.Sprintf("eval.task: %q (want %s)", s.Name, choice.Or(Names()))}
 	}
 	if IsPlugin(s.Name) && s.Labels == "" {
-		bad = append(bad, fmt.Sprintf("eval.task %s needs eval.labels (--eval-labels): %s", s.Name, Labels(s.Name)))
+		bad = append(bad, fmt.Sprintf("eval.task %s needs eval.labels: %s", s.Name, Labels(s.Name)))
 	}
 	if TakesDict(s.Name) && s.Dict == "" {
-		bad = append(bad, fmt.Sprintf("eval.task %s needs eval.dict (--eval-dict): the model's character dictionary, one character a line", s.Name))
+		bad = append(bad, fmt.Sprintf("eval.task %s needs eval.dict: the model's character dictionary, one character a line", s.Name))
 	}
 	if !TakesDict(s.Name) && s.Dict != "" {
-		bad = append(bad, fmt.Sprintf("eval.dict (--eval-dict) needs eval.task %s", choice.Or(WithDict())))
+		bad = append(bad, fmt.Sprintf("eval.dict needs eval.task %s", choice.Or(WithDict())))
 	}
 	if s.Output != "" && !IsPlugin(s.Name) {
-		bad = append(bad, fmt.Sprintf("eval.output (--eval-output) needs an eval.task that scores one output: %s", choice.Or(Plugins())))
+		bad = append(bad, fmt.Sprintf("eval.output needs an eval.task that scores one output: %s", choice.Or(Plugins())))
 	}
 	return bad
+}
+
+// FlagNames spells the eval keys in msg as the flags that set them.
+func FlagNames(msg string) string {
+	return strings.NewReplacer("eval.task", "--eval-task", "eval.labels", "--eval-labels", "eval.dict", "--eval-dict", "eval.output", "--eval-output").Replace(msg)
 }
