@@ -67,6 +67,10 @@ func WriteTable(w io.Writer, r *Result) error {
 			baseAcc = fmt.Sprintf("%.2f%%", a.Check.Accuracy.A)
 			break
 		}
+		if a.Check != nil && a.Check.Task != nil {
+			baseAcc = fmt.Sprintf("%.2f%%", a.Check.Task.A)
+			break
+		}
 	}
 	row(r.Input+" (input)", "fp32", "", "", "", "", "", baseAcc, "", r.Baseline)
 	for _, a := range r.Artifacts {
@@ -79,6 +83,9 @@ func WriteTable(w io.Writer, r *Result) error {
 		}
 		if a.Check.Accuracy != nil {
 			acc = fmt.Sprintf("%.2f%%", a.Check.Accuracy.B)
+		}
+		if a.Check.Task != nil {
+			acc = fmt.Sprintf("%.2f%%", a.Check.Task.B)
 		}
 		verdict := "ok"
 		switch {

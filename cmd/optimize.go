@@ -44,8 +44,10 @@ func newCmdOptimize(io *IO, g *globals, runF func(*OptimizeOptions) error) *cobr
 		Long: `Run optc's graph passes over a model (-O1: exact cleanups and constant
 folding; -O2, the default: also the fusions; --passes: exactly the named ones;
 see optc passes) and write the result. Before writing, the result and the
-original run in ONNX Runtime (level disable) on --check random inputs; a result
-whose outputs differ beyond the tolerance is not written. Ends with a
+original run in ONNX Runtime (level disable) on --check random inputs, or
+on --data when given (a model whose inputs must hold valid shapes, indices
+or lengths cannot run on random ones); a result whose outputs differ
+beyond the tolerance is not written. Ends with a
 before/after table and per-pass statistics.`,
 		Args: exactArgs(1, "one input model"),
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -109,6 +111,7 @@ before/after table and per-pass statistics.`,
 					return err
 				}
 				o.PruneData = cost.spec
+				o.CheckData, o.CheckDataOpts = cost.spec, o.PruneDataOpts
 			}
 			if calib.spec != "" {
 				if len(o.Prune) == 0 {
@@ -182,7 +185,7 @@ before/after table and per-pass statistics.`,
 	fs.IntVar(&calib.samples, "calib-samples", 0, "prune on N samples drawn at random (seeded by --seed) from --calib-data (0: all)")
 	fs.StringVar(&damp, "prune-damp", strconv.FormatFloat(prune.DefaultDamp, 'g', -1, 64), "data-driven pruning: fraction of the input Gram's mean diagonal added before solving, or auto: per layer (2:4, magnitude) the one of 0.001, 0.003, 0.01, 0.03, 0.1 with the least output error on a quarter of the calibration samples held out of the solve")
 	calib.image.register(fs)
-	fs.StringVar(&cost.spec, "data", "", "data to measure what pruning costs (default: the check's random inputs)")
+	fs.StringVar(&cost.spec, "data", "", "data the check runs on, and what pruning costs is measured on (default: --check random inputs)")
 	cost.batchVar(fs, "batch", 64, "batch size for --data")
 	fs.IntVar(&cost.samples, "samples", 0, "use at most this many samples of --data")
 	fs.StringVar(&o.PruneLabels, "labels", "", "a .npy of class ids for --data: measures the accuracy drop of pruning")
@@ -265,7 +268,11 @@ func printOptimize(out io.Writer, r *optimize.Result) {
 		case !c.Pass:
 			verdict = "DIFFERENT outputs"
 		}
-		fmt.Fprintf(out, "\ncheck of the passes in ORT (level disable, %d random inputs, atol %.3g, rtol %.3g): %s\n", c.Samples, c.Atol, c.Rtol, verdict)
+		on := fmt.Sprintf("%d random inputs", c.Samples)
+		if c.Data != "" {
+			on = fmt.Sprintf("%d samples of %s", c.Samples, c.Data)
+		}
+		fmt.Fprintf(out, "\ncheck of the passes in ORT (level disable, %s, atol %.3g, rtol %.3g): %s\n", on, c.Atol, c.Rtol, verdict)
 		for _, s := range c.Outputs {
 			fmt.Fprintf(out, "  %s: max abs error %s, max |a| %s, cosine %s (over %s finite pairs)\n", s.Name, s.MaxAbs.Text("%.3g"),
 				s.MaxRef.Text("%.3g"), s.Cosine.Text("%.6f"), s.FinitePairs())

@@ -173,3 +173,25 @@ func TestOptimizeORTContrib(t *testing.T) {
 		}
 	}
 }
+
+// TestOptimizeCheckOnData: a model ORT cannot run on random inputs (a
+// Reshape whose shape input must fit its data) fails the check with
+// ORT's message naming the op and a pointer to --data; with its recorded
+// inputs as --data the check runs on them and the model is written.
+func TestOptimizeCheckOnData(t *testing.T) {
+	ortenv.Require(t)
+	dir := filepath.Join(testenv.Data(t, "onnx-testdata/node"), "test_reshape_extended_dims")
+	out := filepath.Join(t.TempDir(), "r.onnx")
+	status, _, stderr := run(t, "optimize", filepath.Join(dir, "model.onnx"), "-o", out)
+	if status != 1 || !strings.Contains(stderr, "checking the result on random inputs") || !strings.Contains(stderr, "Reshape node") ||
+		!strings.Contains(stderr, "give them with --data") {
+		t.Fatalf("status %d, stderr %q", status, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a model whose check failed was written: %v", err)
+	}
+	status, stdout, stderr := run(t, "optimize", filepath.Join(dir, "model.onnx"), "-o", out, "--data", filepath.Join(dir, "test_data_set_0"))
+	if status != 0 || !strings.Contains(stdout, "samples of "+filepath.Join(dir, "test_data_set_0")) {
+		t.Fatalf("status %d: %s\n%s", status, stderr, stdout)
+	}
+}

@@ -36,14 +36,20 @@ type Options struct {
 	NCHWcBlock    int
 	FoldSizeLimit int64
 	// Check runs original and result in ORT on CheckSamples random inputs
-	// and refuses to write a result that differs.
+	// (or on CheckData, when given: models that need valid values, such
+	// as a shape or an index input, cannot run on random ones) and
+	// refuses to write a result that differs.
 	Check        bool
 	CheckSamples int
 	CheckAtol    float64
 	CheckRtol    float64
 	DataOpts     data.Options // --shape and --seed for the check inputs
-	Save         graph.SaveOptions
-	ORTLib       string
+	// CheckData and CheckDataOpts are the user's data for the check
+	// (all its samples, or CheckDataOpts.Samples).
+	CheckData     string
+	CheckDataOpts data.Options
+	Save          graph.SaveOptions
+	ORTLib        string
 
 	// Prune applies these methods after the passes and the check (they
 	// change what the model computes, so the cost is measured instead:
@@ -83,6 +89,8 @@ type Result struct {
 
 // CheckResult is the verdict of the ORT check.
 type CheckResult struct {
+	// Data is the user's data the check ran on ("": random inputs).
+	Data    string                 `json:"data,omitempty"`
 	Samples int                    `json:"samples"`
 	Atol    float64                `json:"atol"`
 	Rtol    float64                `json:"rtol"`
@@ -222,23 +230,29 @@ func check(opts Options, m *graph.Model, optimized graph.Serialized) (*CheckResu
 	if c.Atol == 0 && c.Rtol == 0 {
 		c.Atol, c.Rtol = DefaultCheckAtol, DefaultCheckRtol
 	}
-	dopts := opts.DataOpts
-	dopts.Samples, dopts.Batch = c.Samples, 1
-	if dopts.High == 0 && dopts.Low == 0 {
-		dopts.High = 1
-	}
-	dopts, note, err := zeroSafeRange(m, dopts)
-	if err != nil {
-		return nil, checkError{fmt.Errorf("checking the result: %w", err)}
-	}
-	if note != "" {
-		c.Notes = append(c.Notes, note)
+	spec, dopts := "random", opts.DataOpts
+	if opts.CheckData != "" {
+		spec, dopts = opts.CheckData, opts.CheckDataOpts
+		c.Data = opts.CheckData
+	} else {
+		dopts.Samples, dopts.Batch = c.Samples, 1
+		if dopts.High == 0 && dopts.Low == 0 {
+			dopts.High = 1
+		}
+		var note string
+		var err error
+		if dopts, note, err = zeroSafeRange(m, dopts); err != nil {
+			return nil, checkError{fmt.Errorf("checking the result: %w", err)}
+		}
+		if note != "" {
+			c.Notes = append(c.Notes, note)
+		}
 	}
 	sess := ort.DefaultOptions()
 	sess.Level = ort.LevelDisable
 	r, err := compare.Models(compare.Options{
 		ModelA: opts.Input, ModelB: opts.Output + " (optimized, not yet written)", BInMemory: optimized,
-		Data: "random", DataOpts: dopts,
+		Data: spec, DataOpts: dopts,
 		Atol: map[string]float64{"": c.Atol}, Rtol: map[string]float64{"": c.Rtol},
 		Check: compare.StatMax, Session: sess, ORTLib: opts.ORTLib,
 	})
@@ -246,6 +260,11 @@ func check(opts Options, m *graph.Model, optimized graph.Serialized) (*CheckResu
 	if errors.As(err, &nx) {
 		c.NotExpressible = strings.Join(nx.Reasons, "; ")
 		return c, nil
+	}
+	if err != nil && spec == "random" && errors.Is(err, ort.ErrRun) {
+		// ORT rejected a random value (a shape, an index, a length):
+		// say what the check ran on and what to give instead.
+		return nil, checkError{fmt.Errorf("checking the result on random inputs: %w; if the model needs valid input values, give them with --data (a .npy, .npz or a folder of .pb tensors)", err)}
 	}
 	if err != nil {
 		return nil, checkError{fmt.Errorf("checking the result: %w", err)}

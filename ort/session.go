@@ -102,6 +102,10 @@ type IO struct {
 	Shape []int64 // -1 for a dynamic dimension; nil when the rank is unknown
 }
 
+// ErrRun marks ONNX Runtime's refusal to run a model on the inputs given
+// (its message names the node and op that rejected them).
+var ErrRun = errors.New("ONNX Runtime failed to run the model")
+
 // ErrNotExpressible is wrapped by the errors for a value optc cannot pass
 // through the ORT binding: anything but a non-string tensor.
 var ErrNotExpressible = errors.New("not expressible through the ORT binding")
@@ -441,7 +445,7 @@ func (s *Session) Run(inputs []*graph.Tensor) (res []*graph.Tensor, err error) {
 		out[i] = v
 	}
 	if err := s.s.Run(in, out); err != nil {
-		return nil, fmt.Errorf("ONNX Runtime failed to run the model: %s", oneLine(err))
+		return nil, fmt.Errorf("%w: %s", ErrRun, oneLine(err))
 	}
 	res = make([]*graph.Tensor, len(out))
 	for i, v := range out {

@@ -120,6 +120,9 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 		if r.Accuracy != nil {
 			s.DropPoints = r.Accuracy.DropPoints
 		}
+		if r.Task != nil {
+			s.DropPoints = r.Task.DropPoints
+		}
 		res.Sensitivity = append(res.Sensitivity, s)
 	}
 	order := slices.Clone(res.Sensitivity)
