@@ -7,6 +7,7 @@
 package build
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -427,6 +428,10 @@ func (b *builder) shapesFromData(inputs []data.Input) error {
 	return nil
 }
 
+// passCheckSamples is how many samples of the user's data the passes are
+// checked on: as many as the random check's (optimize's default).
+const passCheckSamples = 4
+
 // passes runs the optimization pipeline with optimize's own ORT check;
 // the optimized float model is the root every artifact grows from.
 func (b *builder) passes() error {
@@ -438,6 +443,12 @@ func (b *builder) passes() error {
 		Input: b.c.Model, Output: out, Level: b.c.OptLevel, Check: true,
 		CheckAtol: optimize.DefaultCheckAtol, CheckRtol: optimize.DefaultCheckRtol,
 		DataOpts: data.Options{Spec: b.c.Inputs(), High: 1, Seed: 1}, ORTLib: b.c.Runtime.ORTLib,
+	}
+	// The user's data, when there is some, is what the passes are checked
+	// on: a model whose inputs must hold valid values (a mask that fits
+	// the ids, a shape) does not run on random ones.
+	if spec := cmp.Or(b.c.Eval.Data, b.c.Calibration.Data); spec != "" && spec != "random" {
+		o.CheckData, o.CheckDataOpts = spec, b.dataOptions(spec, 1, passCheckSamples)
 	}
 	if err := b.pruneOptions(&o); err != nil {
 		return err
