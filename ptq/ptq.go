@@ -243,8 +243,9 @@ func Run(opts Options) (*Result, error) {
 	// The guard checks on held-out samples: the evaluation data, else
 	// calibration data calibration does not use.
 	eval, evalOpts := opts.EvalData, opts.EvalOpts
-	// Eval data that is the calibration file is not held out.
-	res.HeldOut = eval != "" && !data.SameFile(eval, opts.CalibData)
+	// Eval data that is the calibration file is not held out, unless it
+	// is the part of it calibration skips (build's split).
+	res.HeldOut = eval != "" && (evalOpts.Skip > 0 || !data.SameFile(eval, opts.CalibData))
 	if eval == "" {
 		eval, evalOpts, res.HeldOut = holdOut(&opts, data.GraphInputs(m.Graph))
 	}
