@@ -194,4 +194,12 @@ func TestOptimizeCheckOnData(t *testing.T) {
 	if status != 0 || !strings.Contains(stdout, "samples of "+filepath.Join(dir, "test_data_set_0")) {
 		t.Fatalf("status %d: %s\n%s", status, stderr, stdout)
 	}
+	// A Slice whose start is out of bounds gives an empty output on its
+	// recorded inputs: a valid result (the check used to divide by its
+	// zero elements and crash).
+	dir = filepath.Join(testenv.Data(t, "onnx-testdata/node"), "test_slice_start_out_of_bounds")
+	out = filepath.Join(t.TempDir(), "s.onnx")
+	if status, stdout, stderr := run(t, "optimize", filepath.Join(dir, "model.onnx"), "-o", out, "--data", filepath.Join(dir, "test_data_set_0")); status != 0 {
+		t.Fatalf("empty output: status %d: %s\n%s", status, stderr, stdout)
+	}
 }

@@ -93,7 +93,10 @@ func (acc *Accumulator) addSamples(a, b []float32, shape []int64, samples int) {
 		for _, d := range shape[axis+1:] {
 			inner *= d
 		}
-		outer = int64(len(a)) / (inner * int64(samples))
+		outer = 0 // an empty output (a zero dim after the sample axis): nothing to add
+		if inner > 0 {
+			outer = int64(len(a)) / (inner * int64(samples))
+		}
 	}
 	base := len(acc.samples)
 	acc.samples = append(acc.samples, make([]sampleAcc, samples)...)
