@@ -75,6 +75,16 @@ func (f *Figure) Text() string {
 	return s
 }
 
+// Other is the secondary figure of that name.
+func (f *Figure) Other(name string) (Metric, bool) {
+	for _, m := range f.Others {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Metric{}, false
+}
+
 // Metric is a secondary figure of a task (character accuracy, precision,
 // recall, a class's IoU), in percent unless its name says otherwise.
 type Metric struct {

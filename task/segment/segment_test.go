@@ -80,10 +80,8 @@ func score(t *testing.T, labels, a, b []int64, c int, dims ...int64) *task.Figur
 }
 
 func metric(f *task.Figure, name string) task.Metric {
-	for _, m := range f.Others {
-		if m.Name == name {
-			return m
-		}
+	if m, ok := f.Other(name); ok {
+		return m
 	}
 	return task.Metric{Name: "missing " + name, A: math.NaN(), B: math.NaN()}
 }

@@ -112,10 +112,8 @@ func newScorer(t *testing.T, labels string, opts Options) task.Scorer {
 }
 
 func metric(f *task.Figure, name string) task.Metric {
-	for _, m := range f.Others {
-		if m.Name == name {
-			return m
-		}
+	if m, ok := f.Other(name); ok {
+		return m
 	}
 	return task.Metric{Name: "missing " + name, A: math.NaN(), B: math.NaN()}
 }
