@@ -586,7 +586,10 @@ func (b *builder) ptqOptions(target quantize.Target, out string) (ptq.Options, e
 		Batches: c.Latency.Batches, ORTLib: c.Runtime.ORTLib, MaxAccuracyDrop: c.Quantize.MaxAccuracyDrop, MinCosine: c.Quantize.MinCosine,
 		MaxRelError: c.Quantize.MaxRelError, NoGuard: c.Quantize.NoGuard, AllowAccuracyLoss: c.Quantize.AllowAccuracyLoss,
 		FallbackBudget: time.Duration(b.res.Plan.FallbackSeconds * float64(time.Second)),
+		SmoothAlpha:    c.Quantize.SmoothAlpha,
 	}
+	// config.Validate checked the names.
+	o.Techniques, _ = quantize.ParseTechniques(c.Quantize.Techniques)
 	o.EvalLabels, o.EvalTask = tasks.Scoring(c.Eval.TaskSpec())
 	if !b.res.EvalHeldOut {
 		// ptq then measures on the calibration data and says so.

@@ -119,7 +119,7 @@ var buildFlagKeys = map[string]string{
 	"image-resize": "image.resize", "image-size": "image.size", "image-layout": "image.layout",
 	"image-color": "image.color", "image-scale": "image.scale", "image-mean": "image.mean", "image-std": "image.std",
 	"calib-data": "calibration.data", "calib-samples": "calibration.samples", "calib-batch": "calibration.batch",
-	"seed": "calibration.seed", "method": "calibration.method", "percentile": "calibration.percentile",
+	"technique": "quantize.techniques", "smoothquant-alpha": "quantize.smoothquant_alpha", "seed": "calibration.seed", "method": "calibration.method", "percentile": "calibration.percentile",
 	"moving-average": "calibration.moving_average", "calib-cache": "calibration.cache",
 	"prune": "prune.methods", "prune-reconstruct": "prune.reconstruct",
 	"reduce-range": "quantize.reduce_range", "format": "quantize.format", "per-channel": "quantize.per_channel",
@@ -241,6 +241,8 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Int64Var(&c.Calibration.Seed, "seed", c.Calibration.Seed, "seed for sample draws and random data")
 	fs.StringVar(&c.Calibration.Method, "method", c.Calibration.Method, "range method: "+calibrate.MethodNames())
 	fs.Float64Var(&c.Calibration.Percentile, "percentile", c.Calibration.Percentile, "percentile for --method percentile")
+	fs.StringSliceVar(&c.Quantize.Techniques, "technique", c.Quantize.Techniques, "INT8 post-training techniques, comma-separated: "+choice.Or(quantize.Techniques)+" (see optc quantize --help)")
+	fs.Float64Var(&c.Quantize.SmoothAlpha, "smoothquant-alpha", c.Quantize.SmoothAlpha, "--technique smoothquant: migration strength in [0, 1] (0: 0.5)")
 	fs.Float64Var(&c.Calibration.MovingAverage, "moving-average", c.Calibration.MovingAverage, "minmax: blend per-batch ranges with this weight")
 	fs.StringVar(&c.Calibration.Cache, "calib-cache", c.Calibration.Cache, "an existing calibration file to reuse (skips collection when it matches)")
 

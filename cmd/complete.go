@@ -31,6 +31,8 @@ var flagChoices = map[string][]string{
 	"weights":         choice.Strings(weightonly.Types),
 	"weight-rounding": choice.Strings(weightonly.Roundings),
 	"block-size":      weightonly.BlockSizeNames(),
+	// Post-training techniques (quantize and build).
+	"technique": choice.Strings(quantize.Techniques),
 }
 
 // commandFlagChoices are the flags whose names mean different things in

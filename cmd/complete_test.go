@@ -33,6 +33,8 @@ func TestCompletion(t *testing.T) {
 		{[]string{"quantize", "--weight-rounding", ""}, []string{"rtn", "gptq"}},
 		{[]string{"quantize", "--block-size", ""}, []string{"32", "64", "128"}},
 		{[]string{"quantize", "--image-layout", ""}, []string{"NCHW", "NHWC"}},
+		{[]string{"quantize", "--technique", ""}, []string{"smoothquant", "bias-correction"}},
+		{[]string{"build", "--technique", ""}, []string{"smoothquant", "bias-correction"}},
 		{[]string{"run", "m.onnx", "--level", ""}, []string{"disable", "basic", "extended", "all"}},
 		{[]string{"bench", "--provider", ""}, []string{"cpu", "cuda", "tensorrt"}},
 		{[]string{"compare", "--check", ""}, []string{"max", "mean", "p99"}},

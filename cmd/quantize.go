@@ -44,6 +44,7 @@ func newCmdQuantize(io *IO, g *globals, runF func(*QuantizeOptions) error) *cobr
 	var weights, rounding string
 	var blockSize int
 	var dynamic bool
+	var techniques []string
 	var evalTask config.Eval // the ground truth's file and task
 	c := &cobra.Command{
 		Use:   "quantize IN -o OUT --calib-data PATH",
@@ -131,6 +132,12 @@ without labels). See docs/quantize.md.`,
 			}
 			if err := o.Calib.Validate(); err != nil {
 				return usageError{fmt.Errorf("--percentile or --moving-average: %w", err)}
+			}
+			if o.Techniques, err = quantize.ParseTechniques(techniques); err != nil {
+				return usageError{fmt.Errorf("--technique: %w", err)}
+			}
+			if o.SmoothAlpha < 0 || o.SmoothAlpha > 1 {
+				return usageError{fmt.Errorf("--smoothquant-alpha %g: want a value in [0, 1]", o.SmoothAlpha)}
 			}
 			if !slices.Contains(quantize.Targets(), quantize.Target(target)) {
 				return usageError{fmt.Errorf("--target %q: want %s", target, choice.Or(quantize.Targets()))}
@@ -225,6 +232,8 @@ without labels). See docs/quantize.md.`,
 	fs.StringVar(&o.CalibCache, "calib-cache", "", "calibration file: reused when it matches the model, else written")
 	fs.StringVar(&method, "method", "percentile", "range method: "+calibrate.MethodNames()+" (auto: per tensor, the candidate with the least quantization error)")
 	fs.Float64Var(&o.Calib.Percentile, "percentile", calibrate.DefaultPercentile, "percentile for --method percentile")
+	fs.StringSliceVar(&techniques, "technique", nil, "post-training techniques, comma-separated: "+choice.Or(quantize.Techniques)+" (smoothquant: move MatMul input outliers into the weights before calibrating; bias-correction: cancel each INT8 layer's mean error per channel, measured on --calib-data)")
+	fs.Float64Var(&o.SmoothAlpha, "smoothquant-alpha", quantize.DefaultSmoothAlpha, "--technique smoothquant: migration strength in [0, 1] (0.5 splits the difficulty evenly between activations and weights)")
 	fs.Float64Var(&o.Calib.MovingAverage, "moving-average", 0, "minmax: blend per-batch ranges with this weight (0: plain min/max)")
 	fs.StringVar(&target, "target", string(quantize.TargetORTCPU), "numeric scheme: "+choice.Or(quantize.Targets()))
 	fs.StringVar(&reduceRange, "reduce-range", "auto", "7-bit weights: "+choice.Or(quantize.ReduceRangeModes)+" (auto: on for x86 without VNNI)")
@@ -311,6 +320,7 @@ func printQuantize(out io.Writer, r *ptq.Result, level string) {
 		fmt.Fprintf(out, "  auto chose: %s\n", strings.Join(cs, ", "))
 	}
 	fmt.Fprintf(out, "target       %s, reduce-range %v (%s), per-channel weights %v\n", q.Target, q.ReduceRange, q.ReduceRangeReason, q.PerChannel)
+	printTechniques(out, r.Techniques)
 	if q.Dynamic {
 		fmt.Fprintf(out, "quantized    %d nodes (%d int8 weights); %d left float\n", len(q.Quantized), q.Weights, len(q.Skipped))
 	} else {
@@ -421,11 +431,48 @@ func printGuard(out io.Writer, g *ptq.Guard) {
 	for _, c := range g.Checks {
 		fmt.Fprintf(out, "  %s\n", c)
 	}
+	for _, t := range g.Tried {
+		verdict := "did not help"
+		switch {
+		case t.Pass:
+			verdict = "passes"
+		case t.Kept:
+			verdict = "helped, kept"
+		}
+		fmt.Fprintf(out, "  tried %s: %s", t.Technique, verdict)
+		if f := ptq.FailedChecks(t.Checks); f != "" {
+			fmt.Fprintf(out, " (%s)", f)
+		}
+		fmt.Fprintln(out)
+	}
 	if g.Fallback != "" {
 		fmt.Fprintf(out, "  fallback: %s\n", g.Fallback)
 	}
 	if f := ptq.FailedChecks(g.FallbackChecks); f != "" {
 		fmt.Fprintf(out, "  fallback's last try: %s\n", f)
+	}
+}
+
+// printTechniques says what the post-training techniques did.
+func printTechniques(out io.Writer, t *ptq.TechniquesReport) {
+	if t == nil {
+		return
+	}
+	if s := t.SmoothQuant; s != nil {
+		if len(s.Groups) == 0 {
+			fmt.Fprintf(out, "smoothquant  nothing to smooth (no MatMul/Gemm input made by a LayerNorm or a per-channel Mul/Add it can fold into)\n")
+		}
+		for _, g := range s.Groups {
+			fmt.Fprintf(out, "smoothquant  %s -> %s (alpha %g): largest channel %.1fx the median, %.1fx after\n",
+				g.Activation, strings.Join(g.Layers, ", "), s.Alpha, g.OutlierBefore, g.OutlierAfter)
+		}
+	}
+	if b := t.Bias; b != nil {
+		by := ""
+		if t.ByGuard {
+			by = " (tried by the accuracy guard)"
+		}
+		fmt.Fprintf(out, "bias         corrected in %d layers, mean |shift| %.3g%s\n", b.Layers, b.MeanShift, by)
 	}
 }
 

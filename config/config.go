@@ -176,6 +176,11 @@ type Quantize struct {
 	// static: MatMul/Gemm weights int8, activations quantized at run time
 	// (quantize.ApplyDynamic); no calibration needed.
 	Dynamic bool `yaml:"dynamic" json:"dynamic,omitempty"`
+	// Techniques are post-training techniques applied around calibration
+	// (quantize.Techniques: smoothquant, bias-correction); SmoothAlpha is
+	// SmoothQuant's migration strength (0: quantize.DefaultSmoothAlpha).
+	Techniques  []string `yaml:"techniques,omitempty" json:"techniques,omitempty"`
+	SmoothAlpha float64  `yaml:"smoothquant_alpha,omitempty" json:"smoothquant_alpha,omitempty"`
 }
 
 // DefaultMaxPerplexityIncrease is the language-model guard's budget when
@@ -516,6 +521,12 @@ func (c Config) Validate() error {
 	}
 	if !slices.Contains(OptLevels, strconv.Itoa(c.OptLevel)) {
 		bad("opt_level: %d (want %s)", c.OptLevel, choice.Or(OptLevels))
+	}
+	if _, err := quantize.ParseTechniques(c.Quantize.Techniques); err != nil {
+		bad("quantize.techniques: %v", err)
+	}
+	if c.Quantize.SmoothAlpha < 0 || c.Quantize.SmoothAlpha > 1 {
+		bad("quantize.smoothquant_alpha: %g (want a value in [0, 1])", c.Quantize.SmoothAlpha)
 	}
 	if _, err := calibrate.ParseMethod(c.Calibration.Method); err != nil {
 		bad("calibration.method: %q (want %s)", c.Calibration.Method, calibrate.MethodNames())

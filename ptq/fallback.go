@@ -92,7 +92,10 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 	// When even every weighted layer kept float misses the criteria, the
 	// loss is in the ranges of the ops between them (pass-through Q/DQ):
 	// no choice of layers can recover it, so say so at the cost of one run.
-	if _, b, _, err := quantizeWith(float, ranges, exclude(layers)); err == nil {
+	// Not so with bias correction: a layer kept float loses its
+	// correction, which also made up for the clipping of its input, so
+	// more layers float can measure worse.
+	if _, b, _, err := quantizeWith(float, ranges, exclude(layers)); err == nil && opts.Quant.BiasShift == nil {
 		r, err := measure(b)
 		if err != nil {
 			return nil, graph.Serialized{}, err

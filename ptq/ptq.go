@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -102,6 +103,13 @@ type Options struct {
 	// MatMul/Gemm weights, activations quantized at run time. Nothing is
 	// calibrated; CalibData, when given, is only evaluation data.
 	Dynamic bool
+	// Techniques are the post-training techniques to apply (in
+	// quantize.Techniques' order): SmoothQuant rescales the float model
+	// before calibration, bias correction measures the INT8 model's mean
+	// error per channel after it. SmoothAlpha is SmoothQuant's migration
+	// strength (0: quantize.DefaultSmoothAlpha).
+	Techniques  []quantize.Technique
+	SmoothAlpha float64
 }
 
 // progress says what Run does next, when someone listens.
@@ -150,6 +158,8 @@ type Result struct {
 	// not tell, taken from the first sample of the calibration (else
 	// evaluation) data, as --shape values (data.ShapesFromData).
 	ShapesFromData []string `json:"shapes_from_data,omitempty"`
+	// Techniques is what Options.Techniques did.
+	Techniques *TechniquesReport `json:"techniques,omitempty"`
 }
 
 // CalibrationInfo says where the ranges came from.
@@ -226,11 +236,26 @@ func Run(opts Options) (*Result, error) {
 	if b := data.StaticBatch(data.GraphInputs(m.Graph), opts.Inputs); b > 0 {
 		batches = []int{b}
 	}
+	if len(opts.Techniques) > 0 && !opts.Dynamic {
+		res.Techniques = &TechniquesReport{}
+	}
+	smoothed := false
+	if res.Techniques != nil && slices.Contains(opts.Techniques, quantize.TechniqueSmoothQuant) {
+		if opts.CalibData == "" {
+			return nil, fmt.Errorf("%s: smoothquant needs --calib-data (a calibration cache holds no per-channel ranges)", opts.Input)
+		}
+		opts.progress("smoothquant: per-channel ranges of the MatMul/Gemm inputs on %s", opts.CalibData)
+		if res.Techniques.SmoothQuant, err = smoothQuant(opts, m); err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.Input, err)
+		}
+		res.Techniques.Applied = append(res.Techniques.Applied, quantize.TechniqueSmoothQuant)
+		smoothed = len(res.Techniques.SmoothQuant.Groups) > 0
+	}
 	float, err := graph.MarshalReferencing(m)
 	if err != nil {
 		return nil, err
 	}
-	if !opts.Optimized || res.UpgradedOpset > 0 {
+	if !opts.Optimized || res.UpgradedOpset > 0 || smoothed {
 		// Otherwise float is the input itself, already checked by the
 		// caller's passes stage.
 		if err := checkFloat(opts, float); err != nil {
@@ -262,6 +287,16 @@ func Run(opts Options) (*Result, error) {
 	plain := make(map[string][2]float64, len(ranges))
 	for name, r := range ranges {
 		plain[name] = [2]float64{r.Min, r.Max}
+	}
+	if res.Techniques != nil && slices.Contains(opts.Techniques, quantize.TechniqueBiasCorrection) {
+		if opts.CalibData == "" {
+			return nil, fmt.Errorf("%s: bias-correction needs --calib-data", opts.Input)
+		}
+		opts.progress("bias correction: mean error per channel of each INT8 layer on %s", opts.CalibData)
+		if opts.Quant.BiasShift, res.Techniques.Bias, err = biasCorrection(opts, float, plain); err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.Input, err)
+		}
+		res.Techniques.Applied = append(res.Techniques.Applied, quantize.TechniqueBiasCorrection)
 	}
 	q, int8Model, rep, err := quantizeWith(float, plain, opts.Quant)
 	if err != nil {
@@ -302,7 +337,7 @@ func Run(opts Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	if q, int8Model, err = guard(opts, float, plain, res, q, int8Model, measure, measureOn(quickOpts)); err != nil {
+	if q, int8Model, err = guard(&opts, float, plain, res, q, int8Model, measure, measureOn(quickOpts)); err != nil {
 		if IsGuardError(err) {
 			return res, err
 		}

@@ -76,6 +76,11 @@ type Options struct {
 	// DynamicQuantizeMatMul instead of standard ONNX (a model for ONNX
 	// Runtime alone).
 	ORTContrib bool
+	// BiasShift adds, per node name, one value per output channel to the
+	// bias of that weighted node when it is quantized (bias correction:
+	// the mean error its INT8 form adds, measured by the caller). A node
+	// kept float keeps its bias.
+	BiasShift map[string][]float32
 }
 
 // Report says what Apply did.
@@ -92,6 +97,10 @@ type Report struct {
 	QDQPairs int `json:"qdq_pairs"`
 	Weights  int `json:"weights"`
 	Biases   int `json:"biases"`
+	// BiasShifted counts the layers whose bias Options.BiasShift changed;
+	// BiasNotShifted those it could not, with the reason.
+	BiasShifted    int     `json:"bias_shifted,omitempty"`
+	BiasNotShifted []Entry `json:"bias_not_shifted,omitempty"`
 	// Format is the format written; QOperator what the QOperator rewrite
 	// made and left (FormatQOperator only).
 	Format    Format           `json:"format"`
@@ -255,6 +264,18 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 		if why := q.needRanges(p.n, p.acts, true); why != "" {
 			skip(p.n, why)
 			continue
+		}
+		if d, ok := opts.BiasShift[p.n.Name]; ok && p.n.Name != "" {
+			changed, why := shiftBias(p.n.Graph(), p.n, d)
+			if !changed {
+				rep.BiasNotShifted = append(rep.BiasNotShifted, Entry{Node: p.n.String(), Op: p.n.OpType, Detail: why})
+			} else {
+				rep.BiasShifted++
+				// A bias the node did not have must be planned (int32).
+				if np, why := q.weightedPlan(p.n, rep.PerChannel); why == "" {
+					p = np
+				}
+			}
 		}
 		chosen[p.n] = p
 	}

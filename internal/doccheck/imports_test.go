@@ -53,7 +53,7 @@ var only = map[string][]string{
 	// Passes never run ORT (an Evaluator is handed to them); quantize
 	// inserts Q/DQ from ranges alone.
 	"passes":   {"graph", "kernels", "shapes"},
-	"quantize": {"graph"},
+	"quantize": {"graph", "internal/choice"},
 	// Targets reach the build only through export/target.Host.
 	"export/target": {"config", "data", "graph", "internal/atomicfile", "lint", "ort", "quantize"},
 }

@@ -1,0 +1,78 @@
+package ptq_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/ptq"
+	"github.com/optc-dev/optc/quantize"
+)
+
+// TestBiasCorrection: a range forced narrow on the MNIST CNN's third conv
+// input clips it, which shifts that conv's output down on average: the
+// INT8 model loses accuracy. Bias correction, measured on the calibration
+// data, cancels the shift per channel and gets most of it back; asked
+// for or not, the guard's first try is it.
+func TestBiasCorrection(t *testing.T) {
+	ortenv.Require(t)
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "calib.json")
+	opts := ptq.Options{Input: testenv.Model("mnist_cnn.onnx"), Output: filepath.Join(dir, "q.onnx"),
+		CalibData: testenv.Data(t, "mnist/train_images.npy"), CalibOpts: data.Options{Samples: 256, Batch: 64},
+		EvalData: testenv.Data(t, "mnist/test_images.npy"), EvalOpts: data.Options{Samples: 1000, Batch: 100},
+		EvalLabels: testenv.Data(t, "mnist/test_labels.npy"), CalibCache: cache, NoLatency: true, NoGuard: true}
+	if _, err := ptq.Run(opts); err != nil {
+		t.Fatal(err)
+	}
+	c, err := calibrate.ReadCache(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.Tensors {
+		if c.Tensors[i].Name == "/features/features.5/Relu_output_0" {
+			c.Tensors[i].Min, c.Tensors[i].Max = 0, c.Tensors[i].Max/8
+		}
+	}
+	narrow := filepath.Join(dir, "narrow.json")
+	if err := calibrate.WriteCache(narrow, c); err != nil {
+		t.Fatal(err)
+	}
+	opts.CalibCache = narrow
+	plain, err := ptq.Run(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Techniques = []quantize.Technique{quantize.TechniqueBiasCorrection}
+	corrected, err := ptq.Run(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, b := plain.Accuracy.Accuracy, corrected.Accuracy.Accuracy
+	t.Logf("top-1 drop: plain %.2f points, bias-corrected %.2f", p.DropPoints, b.DropPoints)
+	tr := corrected.Techniques
+	if tr == nil || tr.Bias == nil || tr.Bias.Layers == 0 || corrected.Quantize.BiasShifted != tr.Bias.Layers {
+		t.Fatalf("techniques %+v, %d biases shifted: want every measured layer corrected", tr, corrected.Quantize.BiasShifted)
+	}
+	if p.DropPoints < 1 || b.DropPoints > p.DropPoints/2 {
+		t.Errorf("the clipped range costs %.2f points, %.2f with bias correction: want at least 1, then at most half", p.DropPoints, b.DropPoints)
+	}
+
+	// The guard, on: the clipped model misses it; bias correction is
+	// tried first and recorded.
+	opts.Techniques, opts.NoGuard = nil, false
+	res, err := ptq.Run(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := res.Guard
+	if len(g.Tried) != 1 || g.Tried[0].Technique != quantize.TechniqueBiasCorrection || !g.Tried[0].Kept {
+		t.Fatalf("guard tried %+v: want bias correction, kept", g.Tried)
+	}
+	if res.Techniques == nil || !res.Techniques.ByGuard || !g.Pass {
+		t.Errorf("guard %+v, techniques %+v: want it passed with the guard's bias correction", g, res.Techniques)
+	}
+}

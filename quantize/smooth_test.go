@@ -1,0 +1,182 @@
+package quantize
+
+import (
+	"math"
+	"testing"
+
+	"github.com/optc-dev/optc/graph"
+)
+
+// smoothModel is x [2, 4] * gamma + beta read by two MatMuls (the end of
+// an unfused LayerNorm feeding q and k projections).
+func smoothModel(t *testing.T) *builder {
+	b := newBuilder(t, 13)
+	x := b.Input("x", 2, 4)
+	mul := b.Node("ln_mul", "Mul", x, b.Floats("gamma", []int64{4}, 1, 2, 0.5, 3))
+	add := b.Node("ln_add", "Add", mul.Output(0), b.Floats("beta", []int64{4}, 0.1, -0.2, 0.3, 0))
+	q := b.Node("q", "MatMul", add.Output(0), b.weight("wq", 1, 4, 3))
+	k := b.Node("k", "MatMul", add.Output(0), b.weight("wk", 1, 4, 2))
+	b.Output(q.Output(0), 2, 3)
+	b.Output(k.Output(0), 2, 2)
+	return b
+}
+
+// evalSmooth computes the two MatMul outputs of smoothModel (as rewritten)
+// on x, from the constants the nodes read now.
+func evalSmooth(t *testing.T, m *graph.Model, x []float32) [][]float64 {
+	t.Helper()
+	node := func(name string) *graph.Node {
+		for _, n := range m.Graph.Nodes {
+			if n.Name == name {
+				return n
+			}
+		}
+		t.Fatalf("no node %q", name)
+		return nil
+	}
+	c := func(n *graph.Node, i int) ([]float32, []int64) {
+		tt, v := floatConst(n.Input(i))
+		if tt == nil {
+			t.Fatalf("%s input %d is not a constant", n.Name, i)
+		}
+		return v, tt.Dims
+	}
+	g, _ := c(node("ln_mul"), 1)
+	be, _ := c(node("ln_add"), 1)
+	act := make([]float64, len(x))
+	for i := range x {
+		act[i] = float64(x[i])*float64(g[i%4]) + float64(be[i%4])
+	}
+	var outs [][]float64
+	for _, name := range []string{"q", "k"} {
+		w, d := c(node(name), 1)
+		n := int(d[1])
+		y := make([]float64, 2*n)
+		for r := range 2 {
+			for j := range n {
+				for k := range 4 {
+					y[r*n+j] += act[r*4+k] * float64(w[k*n+j])
+				}
+			}
+		}
+		outs = append(outs, y)
+	}
+	return outs
+}
+
+func TestSmoothKeepsTheFunction(t *testing.T) {
+	b := smoothModel(t)
+	groups := SmoothGroups(b.Model)
+	if len(groups) != 1 || groups[0].Producer != "ln_add" || len(groups[0].Layers) != 2 || groups[0].Channels != 4 {
+		t.Fatalf("groups = %+v, want one over ln_add with layers q and k and 4 channels", groups)
+	}
+	x := []float32{1, -8, 0.5, 40, -2, 6, 0.1, -30}
+	before := evalSmooth(t, b.Model, x)
+	// Channel 3 is the outlier: its scale must be the largest.
+	s, err := SmoothScales(b.Model, groups[0], []float64{1, 16, 0.5, 120}, 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if s[i] >= s[3] {
+			t.Errorf("scales %v: the outlier channel 3 should get the largest", s)
+		}
+	}
+	if err := Smooth(b.Model, groups[0], s); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Model.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	after := evalSmooth(t, b.Model, x)
+	for o := range before {
+		for i := range before[o] {
+			if d := math.Abs(before[o][i] - after[o][i]); d > 1e-4*math.Max(1, math.Abs(before[o][i])) {
+				t.Errorf("output %d[%d]: %g before smoothing, %g after", o, i, before[o][i], after[o][i])
+			}
+		}
+	}
+	// The old constants are gone, nothing is left dangling.
+	for _, name := range []string{"gamma", "beta", "wq", "wk"} {
+		if b.Graph.Value(name) != nil {
+			t.Errorf("initializer %q is still in the graph", name)
+		}
+	}
+}
+
+func TestSmoothGroupsNeedEveryReaderALayer(t *testing.T) {
+	b := smoothModel(t)
+	// A Relu also reads the activation: dividing it by s would change it.
+	act := b.Graph.Value("ln_add_out")
+	r := b.Node("side", "Relu", act)
+	b.Output(r.Output(0), 2, 4)
+	if g := SmoothGroups(b.Model); len(g) != 0 {
+		t.Errorf("groups = %+v, want none: a Relu reads the activation too", g)
+	}
+}
+
+func TestSmoothGroupsLayerNormalization(t *testing.T) {
+	b := newBuilder(t, 17)
+	x := b.Input("x", 2, 4)
+	ln := b.Node("ln", "LayerNormalization", x, b.Floats("scale", []int64{4}, 1, 1, 1, 1), b.Floats("bias", []int64{4}, 0, 0, 0, 0))
+	fc := b.Node("fc", "Gemm", ln.Output(0), b.weight("w", 1, 3, 4))
+	fc.SetAttr(intAttr("transB", 1))
+	b.Output(fc.Output(0), 2, 3)
+	g := SmoothGroups(b.Model)
+	if len(g) != 1 || g[0].Producer != "ln" || g[0].Channels != 4 {
+		t.Fatalf("groups = %+v, want one over ln with 4 channels", g)
+	}
+	_, w0 := floatConst(fc.Input(1))
+	s := []float64{1, 2, 4, 8}
+	if err := Smooth(b.Model, g[0], s); err != nil {
+		t.Fatal(err)
+	}
+	// Gemm with transB: the weight is [N, K]; column k takes s_k.
+	_, w := floatConst(fc.Input(1))
+	for i := range w {
+		if want := w0[i] * float32(s[i%4]); math.Abs(float64(w[i]-want)) > 1e-6 {
+			t.Errorf("weight[%d] = %g, want %g", i, w[i], want)
+		}
+	}
+	_, scale := floatConst(ln.Input(1))
+	for k := range 4 {
+		if math.Abs(float64(scale[k])-1/s[k]) > 1e-6 {
+			t.Errorf("scale[%d] = %g, want %g", k, scale[k], 1/s[k])
+		}
+	}
+}
+
+func TestShiftBias(t *testing.T) {
+	b := newBuilder(t, 13)
+	x := b.Input("x", 1, 2, 4, 4)
+	conv := b.Node("conv", "Conv", x, b.weight("w", 1, 3, 2, 1, 1))
+	b.Output(conv.Output(0), 1, 3, 4, 4)
+	if ok, why := shiftBias(b.Graph, conv, []float32{1, 2}); ok || why == "" {
+		t.Errorf("2 shifts for 3 channels: shifted %v (%q), want a refusal", ok, why)
+	}
+	if ok, why := shiftBias(b.Graph, conv, []float32{1, 2, 3}); !ok {
+		t.Fatalf("shiftBias: %s", why)
+	}
+	_, bias := floatConst(conv.Input(2))
+	if len(bias) != 3 || bias[0] != 1 || bias[2] != 3 {
+		t.Errorf("bias = %v, want [1 2 3] (a Conv without one gets one)", bias)
+	}
+	if ok, _ := shiftBias(b.Graph, conv, []float32{1, 1, 1}); !ok {
+		t.Fatal("second shift refused")
+	}
+	if _, bias = floatConst(conv.Input(2)); bias[0] != 2 || bias[2] != 4 {
+		t.Errorf("bias = %v, want [2 3 4]", bias)
+	}
+	// A MatMul's bias is its Add's constant.
+	mb := newBuilder(t, 13)
+	in := mb.Input("x", 2, 4)
+	mm := mb.Node("mm", "MatMul", in, mb.weight("w", 1, 4, 2))
+	add := mb.Node("bias", "Add", mm.Output(0), mb.Floats("b", []int64{2}, 0.5, 0.5))
+	mb.Output(add.Output(0), 2, 2)
+	if ok, why := shiftBias(mb.Graph, mm, []float32{-0.5, 1}); !ok {
+		t.Fatalf("MatMul + Add: %s", why)
+	}
+	if _, v := floatConst(add.Input(1)); v[0] != 0 || v[1] != 1.5 {
+		t.Errorf("Add constant = %v, want [0 1.5]", v)
+	}
+}

@@ -1,0 +1,48 @@
+package quantize
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/optc-dev/optc/internal/choice"
+)
+
+// Technique is a post-training method that changes what is quantized, not
+// how Q/DQ is placed: ptq runs it around calibration (it needs the data),
+// Apply takes its result.
+type Technique string
+
+const (
+	// TechniqueSmoothQuant moves activation outliers of MatMul/Gemm inputs
+	// into the weights (Xiao et al. 2023) before calibration
+	// (SmoothGroups, Smooth).
+	TechniqueSmoothQuant Technique = "smoothquant"
+	// TechniqueBiasCorrection cancels the mean error each quantized layer
+	// adds, per output channel, measured on the calibration data
+	// (Options.BiasShift; Nagel et al. 2019, empirical form).
+	TechniqueBiasCorrection Technique = "bias-correction"
+)
+
+// Techniques are the techniques, in the order ptq applies them.
+var Techniques = []Technique{TechniqueSmoothQuant, TechniqueBiasCorrection}
+
+// DefaultSmoothAlpha is SmoothQuant's migration strength: 0.5 splits the
+// difficulty evenly between activations and weights, the paper's default.
+const DefaultSmoothAlpha = 0.5
+
+// ParseTechniques checks names against Techniques and returns them in
+// Techniques' order, each once.
+func ParseTechniques(names []string) ([]Technique, error) {
+	var out []Technique
+	for _, n := range names {
+		t := Technique(n)
+		if !slices.Contains(Techniques, t) {
+			return nil, fmt.Errorf("unknown technique %q (want %s)", n, choice.Or(Techniques))
+		}
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b Technique) int { return slices.Index(Techniques, a) - slices.Index(Techniques, b) })
+	return out, nil
+}
