@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/optc
 EXAMPLE := testdata/models/mnist_cnn.onnx
 
-.PHONY: build install demo test race testdata ort release release-check ci-recipe gate-rates fuzz bench bench-quick bench-io bench-big bench-passes bench-int8 bench-prune bench-lm bench-dynamic lm vet sweep zoo zoo-models
+.PHONY: build install demo test race testdata ort release release-check ci-recipe gate-rates fuzz bench bench-quick bench-ocr bench-io bench-big bench-passes bench-int8 bench-prune bench-lm bench-dynamic lm vet sweep zoo zoo-models
 
 # The commit optc is built from, for `optc version`: the go command records
 # it itself only in a plain clone (not in a git worktree, nor with
@@ -161,9 +161,15 @@ fuzz:
 # The benchmark suite (docs/BENCHMARKS.md): every row a ratio of two things
 # measured side by side, repeated; the table is printed and written with
 # the JSON results into out/bench. bench-quick (MNIST and cls, fewer
-# repeats) takes under 3 minutes; bench takes about 15-20 minutes.
+# repeats) takes under 3 minutes; bench takes about 30-35 minutes, of
+# which bench-ocr (PP-OCRv4 det and rec: FP32, plain INT8 and each
+# post-training technique, scored by their task metric on the rendered
+# ground truth, and timed) about 15.
 bench: testdata ort
 	$(GO) run ./internal/benchsuite/run -o out/bench
+
+bench-ocr: testdata ort
+	$(GO) run ./internal/benchsuite/run -only "ocr task" -o out/bench-ocr
 
 bench-quick: testdata ort
 	$(GO) run ./internal/benchsuite/run -quick -o out/bench

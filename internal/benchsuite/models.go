@@ -53,6 +53,12 @@ type Quality struct {
 	Top1Agree float64 `json:"top1_agreement"`
 	// MinCosine is the worst cosine similarity over the outputs.
 	MinCosine float64 `json:"min_cosine"`
+	// TaskMetric names the task figure (percent) of the original
+	// (OriginalTask) and of the variant (Task), when the data has ground
+	// truth for a task.
+	TaskMetric   string   `json:"task_metric,omitempty"`
+	OriginalTask *float64 `json:"original_task,omitempty"`
+	Task         *float64 `json:"task,omitempty"`
 }
 
 // benchModel is a model under test: where it is, the shape of one input

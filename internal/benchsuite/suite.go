@@ -131,6 +131,7 @@ func Run(opts Options) (*Results, error) {
 		{"calibration memory", s.calibrationMemory},
 		{"model speed", s.modelSpeed},
 		{"zoo int8", s.zooInt8},
+		{"ocr task", s.ocrTask},
 	}
 	for _, sec := range sections {
 		if !strings.Contains(sec.name, opts.Only) {

@@ -91,3 +91,16 @@ func TestPassScaling(t *testing.T) {
 		t.Errorf("table lacks the row:\n%s", b.String())
 	}
 }
+
+// TestTaskQuality: a variant scored by a task shows the task figure and
+// its change beside the cosine; the original names it once.
+func TestTaskQuality(t *testing.T) {
+	a, b := 98.0, 96.67
+	q := &Quality{Data: "rec_images.npy", Samples: 300, Top1Agree: -1, MinCosine: 0.98, TaskMetric: "ctc sequence accuracy", OriginalTask: &a, Task: &b}
+	if got := quality(ModelRow{Variant: "int8 bias-correction", Quality: q}); got != "ctc sequence accuracy 96.67% (-1.33), min cosine 0.98000" {
+		t.Errorf("variant: %q", got)
+	}
+	if got := quality(ModelRow{Variant: "original", Quality: q}); got != "300 samples of rec_images.npy; ctc sequence accuracy 98.00%" {
+		t.Errorf("original: %q", got)
+	}
+}

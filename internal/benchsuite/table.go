@@ -48,9 +48,15 @@ func quality(m ModelRow) string {
 		if q.OriginalAccuracy != nil {
 			s += fmt.Sprintf("; accuracy %.2f%%", *q.OriginalAccuracy)
 		}
+		if q.OriginalTask != nil {
+			s += fmt.Sprintf("; %s %.2f%%", q.TaskMetric, *q.OriginalTask)
+		}
 		return s
 	}
 	var parts []string
+	if q.Task != nil {
+		parts = append(parts, fmt.Sprintf("%s %.2f%% (%+.2f)", q.TaskMetric, *q.Task, *q.Task-*q.OriginalTask))
+	}
 	if q.Accuracy != nil {
 		parts = append(parts, fmt.Sprintf("accuracy %.2f%% (%+.2f)", *q.Accuracy, *q.Accuracy-*q.OriginalAccuracy))
 	}
