@@ -232,7 +232,7 @@ without labels). See docs/quantize.md.`,
 	fs.StringVar(&o.CalibCache, "calib-cache", "", "calibration file: reused when it matches the model, else written")
 	fs.StringVar(&method, "method", "percentile", "range method: "+calibrate.MethodNames()+" (auto: per tensor, the candidate with the least quantization error)")
 	fs.Float64Var(&o.Calib.Percentile, "percentile", calibrate.DefaultPercentile, "percentile for --method percentile")
-	fs.StringSliceVar(&techniques, "technique", nil, "post-training techniques, comma-separated: "+choice.Or(quantize.Techniques)+" (smoothquant: move MatMul input outliers into the weights before calibrating; bias-correction: cancel each INT8 layer's mean error per channel, measured on --calib-data)")
+	fs.StringSliceVar(&techniques, "technique", nil, "post-training techniques, comma-separated: "+choice.Or(quantize.Techniques)+" (smoothquant: move MatMul input outliers into the weights before calibrating; gptq: round the int8 weights by GPTQ's error feedback from the layers' inputs on --calib-data instead of to nearest; bias-correction: cancel each INT8 layer's mean error per channel, measured on --calib-data)")
 	fs.Float64Var(&o.SmoothAlpha, "smoothquant-alpha", quantize.DefaultSmoothAlpha, "--technique smoothquant: migration strength in [0, 1] (0.5 splits the difficulty evenly between activations and weights)")
 	fs.Float64Var(&o.Calib.MovingAverage, "moving-average", 0, "minmax: blend per-batch ranges with this weight (0: plain min/max)")
 	fs.StringVar(&target, "target", string(quantize.TargetORTCPU), "numeric scheme: "+choice.Or(quantize.Targets()))
@@ -466,6 +466,9 @@ func printTechniques(out io.Writer, t *ptq.TechniquesReport) {
 			fmt.Fprintf(out, "smoothquant  %s -> %s (alpha %g): largest channel %.1fx the median, %.1fx after\n",
 				g.Activation, strings.Join(g.Layers, ", "), s.Alpha, g.OutlierBefore, g.OutlierAfter)
 		}
+	}
+	if g := t.GPTQ; g != nil {
+		fmt.Fprintf(out, "gptq         %d layers' int8 weights rounded by GPTQ (%d grouped convolutions left to nearest): output error on the calibration inputs %.2fx round-to-nearest's\n", g.Layers, g.Skipped, g.ErrorRatio)
 	}
 	if b := t.Bias; b != nil {
 		by := ""

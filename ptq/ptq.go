@@ -288,6 +288,16 @@ func Run(opts Options) (*Result, error) {
 	for name, r := range ranges {
 		plain[name] = [2]float64{r.Min, r.Max}
 	}
+	if res.Techniques != nil && slices.Contains(opts.Techniques, quantize.TechniqueGPTQ) {
+		if opts.CalibData == "" {
+			return nil, fmt.Errorf("%s: gptq needs --calib-data", opts.Input)
+		}
+		opts.progress("gptq: input Grams of the INT8 layers on %s", opts.CalibData)
+		if opts.Quant.Rounded, res.Techniques.GPTQ, err = gptqRounding(opts, float, plain); err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.Input, err)
+		}
+		res.Techniques.Applied = append(res.Techniques.Applied, quantize.TechniqueGPTQ)
+	}
 	if res.Techniques != nil && slices.Contains(opts.Techniques, quantize.TechniqueBiasCorrection) {
 		if opts.CalibData == "" {
 			return nil, fmt.Errorf("%s: bias-correction needs --calib-data", opts.Input)

@@ -7,6 +7,7 @@ import "github.com/optc-dev/optc/quantize"
 type TechniquesReport struct {
 	Applied     []quantize.Technique `json:"applied"`
 	SmoothQuant *SmoothReport        `json:"smoothquant,omitempty"`
+	GPTQ        *GPTQReport          `json:"gptq,omitempty"`
 	Bias        *BiasReport          `json:"bias_correction,omitempty"`
 	// ByGuard: bias correction was not asked for; the accuracy guard
 	// tried it when the model failed, and it helped.

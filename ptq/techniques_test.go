@@ -76,3 +76,32 @@ func TestBiasCorrection(t *testing.T) {
 		t.Errorf("guard %+v, techniques %+v: want it passed with the guard's bias correction", g, res.Techniques)
 	}
 }
+
+// TestGPTQ: GPTQ's rounding of the MNIST CNN's INT8 weights lowers the
+// layers' output error on the calibration inputs below round-to-nearest's
+// and costs no accuracy.
+func TestGPTQ(t *testing.T) {
+	ortenv.Require(t)
+	dir := t.TempDir()
+	opts := ptq.Options{Input: testenv.Model("mnist_cnn.onnx"), Output: filepath.Join(dir, "q.onnx"),
+		CalibData: testenv.Data(t, "mnist/train_images.npy"), CalibOpts: data.Options{Samples: 256, Batch: 64},
+		EvalData: testenv.Data(t, "mnist/test_images.npy"), EvalOpts: data.Options{Samples: 1000, Batch: 100},
+		EvalLabels: testenv.Data(t, "mnist/test_labels.npy"), NoLatency: true, NoGuard: true}
+	plain, err := ptq.Run(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Techniques = []quantize.Technique{quantize.TechniqueGPTQ}
+	res, err := ptq.Run(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := res.Techniques.GPTQ
+	t.Logf("gptq: %+v; top-1 drop %.2f (nearest %.2f)", g, res.Accuracy.Accuracy.DropPoints, plain.Accuracy.Accuracy.DropPoints)
+	if g == nil || g.Layers != 4 || g.ErrorRatio <= 0 || g.ErrorRatio >= 1 {
+		t.Fatalf("gptq %+v: want the 4 layers rounded, their output error below round-to-nearest's", g)
+	}
+	if res.Accuracy.Accuracy.DropPoints > plain.Accuracy.Accuracy.DropPoints+0.2 {
+		t.Errorf("gptq drops %.2f points, round-to-nearest %.2f", res.Accuracy.Accuracy.DropPoints, plain.Accuracy.Accuracy.DropPoints)
+	}
+}

@@ -206,7 +206,7 @@ func (d *dynamic) weight(w *graph.Value, transB bool, alpha float32) (dynWeight,
 	if d.rep.PerChannel {
 		axis = 1
 	}
-	scales, data := quantizeWeights(raw, []int64{k, n}, axis, d.qmax)
+	scales, data := quantizeWeights(raw, []int64{k, n}, axis, d.qmax, nil)
 	for i := range scales {
 		scales[i] *= alpha
 	}

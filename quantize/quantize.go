@@ -81,6 +81,12 @@ type Options struct {
 	// the mean error its INT8 form adds, measured by the caller). A node
 	// kept float keeps its bias.
 	BiasShift map[string][]float32
+	// Rounded gives, per node name, that weighted node's weight already
+	// rounded onto the grid of its own scales (adaptive rounding: GPTQ's
+	// error feedback), in the weight's layout: Apply computes the scales
+	// from the float weight as always (WeightQMax) and stores these values'
+	// codes instead of rounding the float weight to nearest.
+	Rounded map[string][]float32
 }
 
 // Report says what Apply did.
@@ -199,7 +205,7 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 		SignedActivations: sc.symmetric()}
 	rep.ReduceRange, rep.ReduceRangeReason = reduceRange(sc, opts)
 
-	q := &quantizer{g: g, ranges: maps.Clone(ranges), scheme: sc, rep: rep,
+	q := &quantizer{g: g, ranges: maps.Clone(ranges), scheme: sc, rep: rep, rounded: opts.Rounded,
 		qmax: 127, dq: map[actKey]*graph.Value{}, wq: map[weightKey]*graph.Value{}, scaleOf: map[*graph.Value]float32{}, quantizes: map[*graph.Value]*graph.Value{}}
 	if rep.ReduceRange {
 		q.qmax = 63
@@ -384,6 +390,7 @@ type quantizer struct {
 	wq             map[weightKey]*graph.Value // float weight -> its DequantizeLinear output
 	scales         map[*graph.Value][]float32 // weight DQ output -> its scales
 	old            []*graph.Value             // float constants possibly left unused
+	rounded        map[string][]float32       // Options.Rounded
 }
 
 func isOp(n *graph.Node, ops ...string) bool {
@@ -703,7 +710,11 @@ func (q *quantizer) weight(w *graph.Value, axis int, reader *graph.Node) (*graph
 	if err != nil {
 		return nil, nil, err
 	}
-	scales, data := quantizeWeights(raw, t.Dims, axis, q.qmax)
+	var rounded []float32
+	if r, ok := q.rounded[reader.Name]; ok && reader.Name != "" && 4*len(r) == len(raw) {
+		rounded = r
+	}
+	scales, data := quantizeWeights(raw, t.Dims, axis, q.qmax, rounded)
 	qv, err := q.init(w.Name+"_int8", graph.Int8, t.Dims, data)
 	if err != nil {
 		return nil, nil, err
@@ -741,6 +752,19 @@ func (q *quantizer) weight(w *graph.Value, axis int, reader *graph.Node) (*graph
 	return dqv, scales, nil
 }
 
+// WeightQMax is the largest weight code Apply uses with opts: 63 with
+// reduce-range (7-bit weights), else 127.
+func WeightQMax(opts Options) (float64, error) {
+	sc, err := SchemeFor(opts.Target)
+	if err != nil {
+		return 0, err
+	}
+	if on, _ := reduceRange(sc, opts); on {
+		return 63, nil
+	}
+	return 127, nil
+}
+
 // reduceRange decides whether weights keep to 7 bits (opts.ReduceRange,
 // else the scheme's rule) and says why.
 func reduceRange(sc Scheme, opts Options) (bool, string) {
@@ -756,8 +780,9 @@ func reduceRange(sc Scheme, opts Options) (bool, string) {
 }
 
 // quantizeWeights returns per-channel (axis >= 0) or per-tensor scales
-// max|w|/qmax and the weights round(w/scale) clamped to ±qmax.
-func quantizeWeights(raw []byte, dims []int64, axis int, qmax float64) ([]float32, []byte) {
+// max|w|/qmax and the weights round(w/scale) clamped to ±qmax; with
+// rounded, those values (already on the grid) are stored instead of w.
+func quantizeWeights(raw []byte, dims []int64, axis int, qmax float64, rounded []float32) ([]float32, []byte) {
 	n := len(raw) / 4
 	// The float32s are read where they lie (a mapped file for big models),
 	// not copied.
@@ -782,6 +807,9 @@ func quantizeWeights(raw []byte, dims []int64, axis int, qmax float64) ([]float3
 		if a == 0 {
 			scales[c] = 1
 		}
+	}
+	if rounded != nil {
+		val = func(i int) float64 { return float64(rounded[i]) }
 	}
 	qs := make([]byte, n)
 	for i := range n {

@@ -180,3 +180,31 @@ func TestShiftBias(t *testing.T) {
 		t.Errorf("Add constant = %v, want [0 1.5]", v)
 	}
 }
+
+// TestRoundedWeights: Options.Rounded replaces round-to-nearest with the
+// caller's values on the same per-channel grid.
+func TestRoundedWeights(t *testing.T) {
+	b := newBuilder(t, 13)
+	x := b.Input("x", 1, 2)
+	mm := b.Node("fc", "MatMul", x, b.Floats("w", []int64{2, 2}, 1.0, -0.5, 0.26, 0.5))
+	b.Output(mm.Output(0), 1, 2)
+	// qmax 127 (no reduce-range): column scales 1/127 and 0.5/127. The
+	// caller rounds w[1][0] (0.26, nearest code 33) to code 32.
+	off := false
+	rounded := []float32{1.0, -0.5, 32.0 / 127, 0.5}
+	ranges := map[string][2]float64{"x": {-1, 1}, "fc_out": {-2, 2}}
+	if _, err := Apply(b.Model, ranges, Options{ReduceRange: &off, Rounded: map[string][]float32{"fc": rounded}}); err != nil {
+		t.Fatal(err)
+	}
+	dq := mm.Input(1).Producer()
+	if !isOp(dq, "DequantizeLinear") {
+		t.Fatalf("weight read through %v", dq)
+	}
+	codes, err := dq.Input(0).ConstantTensor().Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []int8{int8(codes[0]), int8(codes[1]), int8(codes[2]), int8(codes[3])}; got[0] != 127 || got[1] != -127 || got[2] != 32 || got[3] != 127 {
+		t.Errorf("codes %v, want [127 -127 32 127]", got)
+	}
+}

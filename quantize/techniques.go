@@ -17,6 +17,9 @@ const (
 	// into the weights (Xiao et al. 2023) before calibration
 	// (SmoothGroups, Smooth).
 	TechniqueSmoothQuant Technique = "smoothquant"
+	// TechniqueGPTQ rounds INT8 weights adaptively, by GPTQ's error
+	// feedback from the layers' input Grams (Options.Rounded).
+	TechniqueGPTQ Technique = "gptq"
 	// TechniqueBiasCorrection cancels the mean error each quantized layer
 	// adds, per output channel, measured on the calibration data
 	// (Options.BiasShift; Nagel et al. 2019, empirical form).
@@ -24,7 +27,7 @@ const (
 )
 
 // Techniques are the techniques, in the order ptq applies them.
-var Techniques = []Technique{TechniqueSmoothQuant, TechniqueBiasCorrection}
+var Techniques = []Technique{TechniqueSmoothQuant, TechniqueGPTQ, TechniqueBiasCorrection}
 
 // DefaultSmoothAlpha is SmoothQuant's migration strength: 0.5 splits the
 // difficulty evenly between activations and weights, the paper's default.

@@ -50,6 +50,8 @@ var ocrTechniques = []struct {
 	{"int8", nil},
 	{"int8 bias-correction", []quantize.Technique{quantize.TechniqueBiasCorrection}},
 	{"int8 smoothquant", []quantize.Technique{quantize.TechniqueSmoothQuant}},
+	{"int8 gptq", []quantize.Technique{quantize.TechniqueGPTQ}},
+	{"int8 gptq+bias-correction", []quantize.Technique{quantize.TechniqueGPTQ, quantize.TechniqueBiasCorrection}},
 }
 
 // ocrTask quantizes det and rec plainly and with each technique, scores

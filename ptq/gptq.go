@@ -1,0 +1,179 @@
+package ptq
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/prune"
+	"github.com/optc-dev/optc/quantize"
+)
+
+// GPTQReport is what adaptive rounding of the INT8 weights did.
+type GPTQReport struct {
+	Layers int `json:"layers"`
+	// Skipped counts quantized layers it cannot round (depthwise and
+	// grouped convolutions: their input Gram is not collected).
+	Skipped int `json:"skipped"`
+	// ErrorRatio is the layers' output error on the calibration inputs
+	// (the sum over layers of ΔW·H·ΔWᵀ, H the input Gram) after GPTQ over
+	// that of round-to-nearest: below 1 is better.
+	ErrorRatio float64 `json:"output_error_vs_nearest"`
+}
+
+// gptqRounding rounds the INT8 weights of the quantized Conv (group 1),
+// Gemm and MatMul layers by GPTQ (prune.GPTQ) on their own per-channel
+// scales, from the Gram of each layer's input in the float model: one run
+// over the calibration data, a Gram per layer in memory (dim² floats,
+// dim the weight's input features), nothing per sample. It returns the
+// rounded weights for quantize.Options.Rounded.
+func gptqRounding(opts Options, float graph.Serialized, ranges map[string][2]float64) (map[string][]float32, *GPTQReport, error) {
+	fm, err := float.Parse()
+	if err != nil {
+		return nil, nil, err
+	}
+	q, _, _, err := quantizeWith(float, ranges, opts.Quant)
+	if err != nil {
+		return nil, nil, err
+	}
+	qmax, err := quantize.WeightQMax(opts.Quant)
+	if err != nil {
+		return nil, nil, err
+	}
+	perChannel := opts.Quant.PerChannel == nil || *opts.Quant.PerChannel
+	quantized := map[string]bool{}
+	for _, n := range q.Graph.Nodes {
+		if w := n.Input(1); n.Name != "" && isOp(n, "Conv", "Gemm", "MatMul") && w != nil && isOp(w.Producer(), "DequantizeLinear") {
+			quantized[n.Name] = true
+		}
+	}
+	rep := &GPTQReport{}
+	var nodes []*graph.Node
+	for _, n := range fm.Graph.Nodes {
+		if !quantized[n.Name] {
+			continue
+		}
+		w := n.Input(1)
+		ok := w != nil && w.Const != nil && w.Const.DType == graph.Float
+		switch {
+		case !ok:
+		case isOp(n, "Conv"):
+			ok = len(w.Const.Dims) == 4 && n.AttrInt("group", 1) == 1
+		case isOp(n, "Gemm"):
+			ok = len(w.Const.Dims) == 2 && n.AttrInt("transA", 0) == 0
+		default:
+			ok = len(w.Const.Dims) == 2
+		}
+		if !ok {
+			rep.Skipped++
+			continue
+		}
+		nodes = append(nodes, n)
+	}
+	rounded := map[string][]float32{}
+	if len(nodes) == 0 {
+		return rounded, rep, nil
+	}
+	d := &prune.Data{Spec: opts.CalibData, Opts: opts.CalibOpts, Session: opts.Calib.Session, ORTLib: opts.ORTLib}
+	hs, err := d.InputGrams(fm, nodes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gptq: %w", err)
+	}
+	var gptqErr, nearestErr float64
+	for i, n := range nodes {
+		w := n.Input(1).Const
+		vals, err := w.Float32s()
+		if err != nil {
+			return nil, nil, fmt.Errorf("gptq %s: %w", n.Name, err)
+		}
+		// rows: one per output, k input features each, in the Gram's order.
+		rows, k := int(w.Dims[0]), len(vals)/int(w.Dims[0])
+		transposed := isOp(n, "MatMul") || (isOp(n, "Gemm") && n.AttrInt("transB", 0) == 0)
+		if transposed {
+			k, rows = int(w.Dims[0]), int(w.Dims[1])
+		}
+		at := func(r, c int) int {
+			if transposed {
+				return c*rows + r
+			}
+			return r*k + c
+		}
+		wt := make([]float64, rows*k)
+		for r := range rows {
+			for c := range k {
+				wt[r*k+c] = float64(vals[at(r, c)])
+			}
+		}
+		scales := make([]float64, rows)
+		for r := range rows {
+			for c := range k {
+				scales[r] = math.Max(scales[r], math.Abs(wt[r*k+c]))
+			}
+		}
+		if !perChannel {
+			all := slices.Max(scales)
+			for r := range scales {
+				scales[r] = all
+			}
+		}
+		for r := range scales {
+			// As quantize computes them, in float32.
+			scales[r] = float64(float32(scales[r] / qmax))
+			if scales[r] == 0 {
+				scales[r] = 1
+			}
+		}
+		round := func(r int, v float64) float64 {
+			return math.Max(-qmax, math.Min(qmax, math.RoundToEven(v/scales[r]))) * scales[r]
+		}
+		h := hs[i]
+		orig := slices.Clone(wt)
+		nearest := make([]float64, len(wt))
+		for j := range wt {
+			nearest[j] = round(j/k, wt[j])
+		}
+		if err := prune.GPTQ(wt, rows, k, slices.Clone(h), prune.DefaultDamp, func(r, col int, row []float64) float64 {
+			return round(r, row[col])
+		}); err != nil {
+			return nil, nil, fmt.Errorf("gptq %s: %w", n.Name, err)
+		}
+		gptqErr += outputError(orig, wt, h, rows, k)
+		nearestErr += outputError(orig, nearest, h, rows, k)
+		out := make([]float32, len(vals))
+		for r := range rows {
+			for c := range k {
+				out[at(r, c)] = float32(wt[r*k+c])
+			}
+		}
+		rounded[n.Name] = out
+	}
+	rep.Layers = len(rounded)
+	if nearestErr > 0 {
+		rep.ErrorRatio = gptqErr / nearestErr
+	}
+	return rounded, rep, nil
+}
+
+// outputError is Σ_r Δ_r·H·Δ_rᵀ, Δ = b − a (n×k rows, H k×k): the mean
+// squared change of the layer's outputs on the inputs H is the Gram of.
+func outputError(a, b, h []float64, n, k int) float64 {
+	var total float64
+	d := make([]float64, k)
+	for r := range n {
+		for c := range k {
+			d[c] = b[r*k+c] - a[r*k+c]
+		}
+		for i := range k {
+			if d[i] == 0 {
+				continue
+			}
+			var s float64
+			for j := range k {
+				s += h[i*k+j] * d[j]
+			}
+			total += d[i] * s
+		}
+	}
+	return total
+}
