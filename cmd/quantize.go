@@ -439,7 +439,7 @@ func printGuard(out io.Writer, g *ptq.Guard) {
 		case t.Kept:
 			verdict = "helped, kept"
 		}
-		fmt.Fprintf(out, "  tried %s: %s", t.Technique, verdict)
+		fmt.Fprintf(out, "  tried %s: %s", t.Name(), verdict)
 		if f := ptq.FailedChecks(t.Checks); f != "" {
 			fmt.Fprintf(out, " (%s)", f)
 		}
@@ -467,14 +467,14 @@ func printTechniques(out io.Writer, t *ptq.TechniquesReport) {
 				g.Activation, strings.Join(g.Layers, ", "), s.Alpha, g.OutlierBefore, g.OutlierAfter)
 		}
 	}
+	by := ""
+	if t.ByGuard {
+		by = " (the accuracy guard's try)"
+	}
 	if g := t.GPTQ; g != nil {
-		fmt.Fprintf(out, "gptq         %d layers' int8 weights rounded by GPTQ (%d grouped convolutions left to nearest): output error on the calibration inputs %.2fx round-to-nearest's\n", g.Layers, g.Skipped, g.ErrorRatio)
+		fmt.Fprintf(out, "gptq         %d layers' int8 weights rounded by GPTQ (%d grouped convolutions left to nearest): output error on the calibration inputs %.2fx round-to-nearest's%s\n", g.Layers, g.Skipped, g.ErrorRatio, by)
 	}
 	if b := t.Bias; b != nil {
-		by := ""
-		if t.ByGuard {
-			by = " (tried by the accuracy guard)"
-		}
 		fmt.Fprintf(out, "bias         corrected in %d layers, mean |shift| %.3g%s\n", b.Layers, b.MeanShift, by)
 	}
 }

@@ -3,14 +3,12 @@ package ptq
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
-	"github.com/optc-dev/optc/quantize"
 )
 
 // The accuracy guard is on by default: every INT8 model is measured
@@ -142,22 +140,13 @@ type Guard struct {
 	// FallbackChecks how its last try measured when it did not recover.
 	Fallback       string  `json:"fallback,omitempty"`
 	FallbackChecks []Check `json:"fallback_checks,omitempty"`
-	// Tried are the techniques the accuracy control tried before keeping
-	// layers float (bias correction, when it was not asked for), with
-	// their checks; a technique that helped is kept for what follows.
+	// Tried are the technique sets the accuracy control tried before
+	// keeping layers float (guardTries), with their checks; the best that
+	// helped is kept for what follows.
 	Tried []TechniqueTry `json:"techniques_tried,omitempty"`
 	Note  string         `json:"note,omitempty"`
 }
 
-// TechniqueTry is one technique the accuracy control tried.
-type TechniqueTry struct {
-	Technique quantize.Technique `json:"technique"`
-	Checks    []Check            `json:"checks"`
-	Pass      bool               `json:"pass"`
-	// Kept: it measured better than without, so the model written (and
-	// any layer fallback after it) has it.
-	Kept bool `json:"kept"`
-}
 
 // On says what the checks ran on, for a line of output.
 func (g *Guard) On() string {
@@ -412,17 +401,16 @@ func guard(opts *Options, float graph.Serialized, plain map[string][2]float64, r
 		return q, int8Model, nil
 	}
 	g.First = g.Checks
-	if !slices.Contains(opts.Techniques, quantize.TechniqueBiasCorrection) && opts.CalibData != "" {
-		opts.progress("the accuracy guard failed (%s): trying bias correction", FailedChecks(g.Checks))
-		bq, bb, err := tryBiasCorrection(opts, float, plain, res, measure)
+	if opts.CalibData != "" {
+		tq, tb, err := tryTechniques(opts, float, plain, res, measure)
 		if err != nil {
 			return nil, graph.Serialized{}, err
 		}
-		if bq != nil {
-			q, int8Model = bq, bb
+		if tq != nil {
+			q, int8Model = tq, tb
 			if g.Checks = opts.checks(res.Accuracy); passed(g.Checks) {
 				g.Pass = true
-				g.Fallback = "bias correction"
+				g.Fallback = joinTechniques(res.Techniques.Applied)
 				return q, int8Model, nil
 			}
 		}
@@ -430,7 +418,7 @@ func guard(opts *Options, float graph.Serialized, plain map[string][2]float64, r
 	opts.progress("the accuracy guard failed (%s): keeping the most sensitive layers float", FailedChecks(g.Checks))
 	fq, fb, err := fallBack(*opts, float, plain, res, measure, quick)
 	if res.Techniques != nil && res.Techniques.ByGuard && g.Fallback != "" {
-		g.Fallback = "bias correction, then " + g.Fallback
+		g.Fallback = joinTechniques(res.Techniques.Applied) + ", then " + g.Fallback
 	}
 	switch {
 	case err == nil:
@@ -444,55 +432,6 @@ func guard(opts *Options, float graph.Serialized, plain map[string][2]float64, r
 	}
 	g.Allowed = true
 	return q, int8Model, nil
-}
-
-// tryBiasCorrection measures the INT8 model with bias correction. When it
-// measures better than the model without (see improves) it becomes the
-// model: opts.Quant.BiasShift, res.Quantize, res.Accuracy and
-// res.Techniques say so, and the model is returned; else nil.
-func tryBiasCorrection(opts *Options, float graph.Serialized, plain map[string][2]float64, res *Result,
-	measure func(graph.Serialized) (*compare.Result, error)) (*graph.Model, graph.Serialized, error) {
-	shifts, brep, err := biasCorrection(*opts, float, plain)
-	if err != nil {
-		return nil, graph.Serialized{}, err
-	}
-	qo := opts.Quant
-	qo.BiasShift = shifts
-	q, b, rep, err := quantizeWith(float, plain, qo)
-	if err != nil {
-		return nil, graph.Serialized{}, err
-	}
-	r, err := measure(b)
-	if err != nil {
-		return nil, graph.Serialized{}, err
-	}
-	try := TechniqueTry{Technique: quantize.TechniqueBiasCorrection, Checks: opts.checks(r), Pass: opts.meets(r), Kept: improves(r, res.Accuracy)}
-	res.Guard.Tried = append(res.Guard.Tried, try)
-	if !try.Kept {
-		return nil, graph.Serialized{}, nil
-	}
-	opts.Quant.BiasShift = shifts
-	res.Quantize, res.Accuracy = rep, r
-	if res.Techniques == nil {
-		res.Techniques = &TechniquesReport{}
-	}
-	res.Techniques.Applied = append(res.Techniques.Applied, quantize.TechniqueBiasCorrection)
-	res.Techniques.Bias = brep
-	res.Techniques.ByGuard = true
-	return q, b, nil
-}
-
-// improves says whether b measures better than a: the headline figure
-// when there is one (the task's drop, else top-1's), else the worst
-// cosine.
-func improves(b, a *compare.Result) bool {
-	switch {
-	case b.Task != nil && a.Task != nil:
-		return b.Task.DropPoints < a.Task.DropPoints
-	case b.Accuracy != nil && a.Accuracy != nil:
-		return b.Accuracy.DropPoints < a.Accuracy.DropPoints
-	}
-	return minCosine(b) > minCosine(a)
 }
 
 // FailedChecks names each failed check with its limit and value.

@@ -9,8 +9,8 @@ type TechniquesReport struct {
 	SmoothQuant *SmoothReport        `json:"smoothquant,omitempty"`
 	GPTQ        *GPTQReport          `json:"gptq,omitempty"`
 	Bias        *BiasReport          `json:"bias_correction,omitempty"`
-	// ByGuard: bias correction was not asked for; the accuracy guard
-	// tried it when the model failed, and it helped.
+	// ByGuard: the accuracy guard added techniques that were not asked
+	// for (guardTries) when the model failed, and they helped.
 	ByGuard bool `json:"by_guard,omitempty"`
 }
 

@@ -69,7 +69,7 @@ func TestBiasCorrection(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := res.Guard
-	if len(g.Tried) != 1 || g.Tried[0].Technique != quantize.TechniqueBiasCorrection || !g.Tried[0].Kept {
+	if len(g.Tried) != 1 || g.Tried[0].Name() != "bias-correction" || !g.Tried[0].Kept {
 		t.Fatalf("guard tried %+v: want bias correction, kept", g.Tried)
 	}
 	if res.Techniques == nil || !res.Techniques.ByGuard || !g.Pass {

@@ -1,0 +1,133 @@
+package ptq
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/quantize"
+)
+
+// guardTries are the technique sets the accuracy control tries, in order,
+// when the INT8 model misses the guard and before it keeps layers float:
+// each costs a run or two over the calibration data and one measurement,
+// little next to measuring every layer alone, and keeps the model INT8.
+// SmoothQuant is not among them: it recalibrates.
+var guardTries = [][]quantize.Technique{
+	{quantize.TechniqueBiasCorrection},
+	{quantize.TechniqueGPTQ, quantize.TechniqueBiasCorrection},
+}
+
+// TechniqueTry is one technique set the accuracy control tried.
+type TechniqueTry struct {
+	Techniques []quantize.Technique `json:"techniques"`
+	Checks     []Check              `json:"checks"`
+	Pass       bool                 `json:"pass"`
+	// Kept: it measured better than what came before, so the model
+	// written (and any layer fallback after it) has it.
+	Kept bool `json:"kept"`
+}
+
+// Name is the set as the output spells it ("gptq+bias-correction").
+func (t TechniqueTry) Name() string { return joinTechniques(t.Techniques) }
+
+// joinTechniques spells a set of techniques "gptq+bias-correction".
+func joinTechniques(ts []quantize.Technique) string {
+	s := make([]string, len(ts))
+	for i, t := range ts {
+		s[i] = string(t)
+	}
+	return strings.Join(s, "+")
+}
+
+// tryTechniques measures the INT8 model with each of guardTries that adds
+// something to opts.Techniques, keeping each that measures better than
+// the best so far (see improves): opts.Quant, res.Quantize, res.Accuracy
+// and res.Techniques then say so. It stops at the first that meets the
+// guard and returns the best model kept, or nil when none helped.
+func tryTechniques(opts *Options, float graph.Serialized, plain map[string][2]float64, res *Result,
+	measure func(graph.Serialized) (*compare.Result, error)) (*graph.Model, graph.Serialized, error) {
+	var best *graph.Model
+	var bestBytes graph.Serialized
+	for _, set := range guardTries {
+		var missing []quantize.Technique
+		for _, t := range set {
+			if !slices.Contains(opts.Techniques, t) {
+				missing = append(missing, t)
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		opts.progress("the accuracy guard failed (%s): trying %s", FailedChecks(opts.checks(res.Accuracy)), joinTechniques(set))
+		try := *opts
+		rep := &TechniquesReport{}
+		if slices.Contains(missing, quantize.TechniqueGPTQ) {
+			rounded, g, err := gptqRounding(try, float, plain)
+			if err != nil {
+				return nil, graph.Serialized{}, err
+			}
+			try.Quant.Rounded, rep.GPTQ = rounded, g
+		}
+		if slices.Contains(set, quantize.TechniqueBiasCorrection) {
+			// Measured on the weights as this set rounds them.
+			shifts, b, err := biasCorrection(try, float, plain)
+			if err != nil {
+				return nil, graph.Serialized{}, err
+			}
+			try.Quant.BiasShift, rep.Bias = shifts, b
+		}
+		q, b, qrep, err := quantizeWith(float, plain, try.Quant)
+		if err != nil {
+			return nil, graph.Serialized{}, err
+		}
+		r, err := measure(b)
+		if err != nil {
+			return nil, graph.Serialized{}, err
+		}
+		t := TechniqueTry{Techniques: set, Checks: opts.checks(r), Pass: opts.meets(r), Kept: improves(r, res.Accuracy)}
+		res.Guard.Tried = append(res.Guard.Tried, t)
+		if !t.Kept {
+			continue
+		}
+		opts.Quant = try.Quant
+		res.Quantize, res.Accuracy = qrep, r
+		if res.Techniques == nil {
+			res.Techniques = &TechniquesReport{}
+		}
+		for _, m := range missing {
+			if !slices.Contains(res.Techniques.Applied, m) {
+				res.Techniques.Applied = append(res.Techniques.Applied, m)
+			}
+		}
+		slices.SortFunc(res.Techniques.Applied, func(a, b quantize.Technique) int {
+			return slices.Index(quantize.Techniques, a) - slices.Index(quantize.Techniques, b)
+		})
+		if rep.GPTQ != nil {
+			res.Techniques.GPTQ = rep.GPTQ
+		}
+		if rep.Bias != nil {
+			res.Techniques.Bias = rep.Bias
+		}
+		res.Techniques.ByGuard = true
+		best, bestBytes = q, b
+		if t.Pass {
+			break
+		}
+	}
+	return best, bestBytes, nil
+}
+
+// improves says whether b measures better than a: the headline figure
+// when there is one (the task's drop, else top-1's), else the worst
+// cosine.
+func improves(b, a *compare.Result) bool {
+	switch {
+	case b.Task != nil && a.Task != nil:
+		return b.Task.DropPoints < a.Task.DropPoints
+	case b.Accuracy != nil && a.Accuracy != nil:
+		return b.Accuracy.DropPoints < a.Accuracy.DropPoints
+	}
+	return minCosine(b) > minCosine(a)
+}
