@@ -147,7 +147,6 @@ type Guard struct {
 	Note  string         `json:"note,omitempty"`
 }
 
-
 // On says what the checks ran on, for a line of output.
 func (g *Guard) On() string {
 	switch {
