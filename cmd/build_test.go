@@ -124,9 +124,25 @@ func TestBuildCommandMNIST(t *testing.T) {
 	status, stdout, stderr := run(t, "build", testenv.Model("mnist_cnn.onnx"), "--int8", "-o", out,
 		"--calib-data", filepath.Join(dir, "train_images.npy"), "--calib-samples", "64",
 		"--eval-data", filepath.Join(dir, "test_images.npy"), "--eval-labels", filepath.Join(dir, "test_labels.npy"),
-		"--eval-samples", "256", "--latency-duration", "50ms", "--placement", "auto", "--placement-budget", "5s")
+		"--eval-samples", "256", "--latency-duration", "50ms", "--placement", "auto", "--placement-budget", "5s",
+		"--technique", "gptq,bias-correction")
 	if status != 0 {
 		t.Fatal(stderr)
+	}
+	var rep struct {
+		Quantization []struct {
+			Techniques *struct {
+				Applied []string `json:"applied"`
+			} `json:"techniques"`
+		} `json:"quantization"`
+	}
+	b, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode(t, string(b), &rep)
+	if len(rep.Quantization) == 0 || rep.Quantization[0].Techniques == nil || strings.Join(rep.Quantization[0].Techniques.Applied, ",") != "gptq,bias-correction" {
+		t.Errorf("report.json quantization %+v: want the techniques asked for applied", rep.Quantization)
 	}
 	for _, want := range []string{"model.int8.onnx", "ort/model.ort", "speed-up b8", "ort-cpu artifact: ", "placement.json"} {
 		if !strings.Contains(stdout, want) {

@@ -196,7 +196,7 @@ func batchLatency(b bench.BatchResult) BatchLatency {
 
 func quantizationOf(target, model string, q *ptq.Result) *Quantization {
 	out := &Quantization{Target: target, Model: model, Method: q.Calibration.Method,
-		CalibSamples: q.Calibration.Samples, FellBack: q.FellBack, Guard: q.Guard}
+		CalibSamples: q.Calibration.Samples, FellBack: q.FellBack, Guard: q.Guard, Techniques: q.Techniques}
 	if q.Quantize != nil {
 		out.Quantized, out.LeftFloat = len(q.Quantize.Quantized), len(q.Quantize.Skipped)
 		if q.Quantize.Dynamic {

@@ -126,6 +126,17 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		} else {
 			p.f("Calibrated with %s on %d samples; fell back to float for accuracy: %s.\n", q.Method, q.CalibSamples, fell)
 		}
+		if t := q.Techniques; t != nil && len(t.Applied) > 0 {
+			by := ""
+			if t.ByGuard {
+				by = " (some tried by the accuracy guard)"
+			}
+			var ts []string
+			for _, a := range t.Applied {
+				ts = append(ts, string(a))
+			}
+			p.f("Post-training techniques%s: %s.\n", by, strings.Join(ts, ", "))
+		}
 		if g := q.Guard; g != nil && len(g.Checks) > 0 {
 			var cs []string
 			for _, c := range g.Checks {

@@ -236,6 +236,9 @@ type Quantization struct {
 	Quantized    int      `json:"nodes_quantized"`
 	LeftFloat    int      `json:"nodes_left_float"`
 	FellBack     []string `json:"fell_back,omitempty"`
+	// Techniques are the post-training techniques applied (asked for, or
+	// tried by the accuracy guard), with what each did.
+	Techniques *ptq.TechniquesReport `json:"techniques,omitempty"`
 	// Guard is the accuracy guard's checks (metric, limit, measured) and
 	// decision.
 	Guard *ptq.Guard `json:"guard,omitempty"`
