@@ -432,6 +432,11 @@ func TestErrorsDocumented(t *testing.T) {
 			}
 			return append(runs, docRun{[]string{"convert", mnist, "-o", filepath.Join(ro, "m.onnx")}, []string{"m.onnx", "permission denied"}})
 		}},
+		"cannot write into DIR: permission denied": {func(t *testing.T, dir string) []docRun {
+			missing := filepath.Join(dir, "missing")
+			return []docRun{{[]string{"quantize", mnist, "-o", filepath.Join(missing, "q.onnx"), "--calib-data", "random"}, []string{"cannot write into " + missing + ": no such file or directory"}},
+				{[]string{"quantize", mnist, "-o", "/sys/q.onnx", "--weights", "int4"}, []string{"cannot write into /sys: permission denied"}}}
+		}},
 		"save out/m.onnx: no space left on device": {func(t *testing.T, dir string) []docRun {
 			disk := filepath.Join(dir, "disk")
 			os.Mkdir(disk, 0o755)
