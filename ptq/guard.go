@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/data"
@@ -400,8 +401,11 @@ func guard(opts *Options, float graph.Serialized, plain map[string][2]float64, r
 		return q, int8Model, nil
 	}
 	g.First = g.Checks
+	// The techniques' tries and the layer fallback share the accuracy
+	// control's budget.
+	started := time.Now()
 	if opts.CalibData != "" {
-		tq, tb, err := tryTechniques(opts, float, plain, res, measure)
+		tq, tb, err := tryTechniques(opts, float, plain, res, measure, started)
 		if err != nil {
 			return nil, graph.Serialized{}, err
 		}
@@ -415,7 +419,12 @@ func guard(opts *Options, float graph.Serialized, plain map[string][2]float64, r
 		}
 	}
 	opts.progress("the accuracy guard failed (%s): keeping the most sensitive layers float", FailedChecks(g.Checks))
-	fq, fb, err := fallBack(*opts, float, plain, res, measure, quick)
+	fo := *opts
+	if fo.FallbackBudget > 0 {
+		// At least a nanosecond: 0 would mean no bound.
+		fo.FallbackBudget = max(fo.FallbackBudget-time.Since(started), time.Nanosecond)
+	}
+	fq, fb, err := fallBack(fo, float, plain, res, measure, quick)
 	if res.Techniques != nil && res.Techniques.ByGuard && g.Fallback != "" {
 		g.Fallback = joinTechniques(res.Techniques.Applied) + ", then " + g.Fallback
 	}

@@ -1,8 +1,10 @@
 package ptq
 
 import (
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/graph"
@@ -47,7 +49,7 @@ func joinTechniques(ts []quantize.Technique) string {
 // and res.Techniques then say so. It stops at the first that meets the
 // guard and returns the best model kept, or nil when none helped.
 func tryTechniques(opts *Options, float graph.Serialized, plain map[string][2]float64, res *Result,
-	measure func(graph.Serialized) (*compare.Result, error)) (*graph.Model, graph.Serialized, error) {
+	measure func(graph.Serialized) (*compare.Result, error), started time.Time) (*graph.Model, graph.Serialized, error) {
 	var best *graph.Model
 	var bestBytes graph.Serialized
 	for _, set := range guardTries {
@@ -59,6 +61,10 @@ func tryTechniques(opts *Options, float graph.Serialized, plain map[string][2]fl
 		}
 		if len(missing) == 0 {
 			continue
+		}
+		if opts.FallbackBudget > 0 && time.Since(started) > opts.FallbackBudget {
+			res.Guard.Note = fmt.Sprintf("the accuracy control's %s budget ran out before trying %s", opts.FallbackBudget.Round(time.Second), joinTechniques(set))
+			break
 		}
 		opts.progress("the accuracy guard failed (%s): trying %s", FailedChecks(opts.checks(res.Accuracy)), joinTechniques(set))
 		try := *opts
