@@ -232,7 +232,7 @@ without labels). See docs/quantize.md.`,
 	fs.StringVar(&o.CalibCache, "calib-cache", "", "calibration file: reused when it matches the model, else written")
 	fs.StringVar(&method, "method", "percentile", "range method: "+calibrate.MethodNames()+" (auto: per tensor, the candidate with the least quantization error)")
 	fs.Float64Var(&o.Calib.Percentile, "percentile", calibrate.DefaultPercentile, "percentile for --method percentile")
-	fs.StringSliceVar(&techniques, "technique", nil, "post-training techniques, comma-separated: "+choice.Or(quantize.Techniques)+" (smoothquant: move MatMul input outliers into the weights before calibrating; gptq: round the int8 weights by GPTQ's error feedback from the layers' inputs on --calib-data instead of to nearest; bias-correction: cancel each INT8 layer's mean error per channel, measured on --calib-data)")
+	fs.StringSliceVar(&techniques, "technique", nil, "post-training techniques, comma-separated: "+choice.Or(quantize.Techniques)+" (cle: cross-layer equalization of Conv -> Relu -> Conv pairs, for --per-tensor weights; smoothquant: move MatMul input outliers into the weights before calibrating; gptq: round the int8 weights by GPTQ's error feedback from the layers' inputs on --calib-data instead of to nearest; bias-correction: cancel each INT8 layer's mean error per channel, measured on --calib-data)")
 	fs.Float64Var(&o.SmoothAlpha, "smoothquant-alpha", quantize.DefaultSmoothAlpha, "--technique smoothquant: migration strength in [0, 1] (0.5 splits the difficulty evenly between activations and weights)")
 	fs.Float64Var(&o.Calib.MovingAverage, "moving-average", 0, "minmax: blend per-batch ranges with this weight (0: plain min/max)")
 	fs.StringVar(&target, "target", string(quantize.TargetORTCPU), "numeric scheme: "+choice.Or(quantize.Targets()))
@@ -457,6 +457,17 @@ func printGuard(out io.Writer, g *ptq.Guard) {
 func printTechniques(out io.Writer, t *ptq.TechniquesReport) {
 	if t == nil {
 		return
+	}
+	if len(t.Equalized) > 0 || slices.Contains(t.Applied, quantize.TechniqueEqualize) {
+		worst, after := 1.0, 1.0
+		for _, p := range t.Equalized {
+			worst, after = max(worst, p.SpreadBefore), max(after, p.SpreadAfter)
+		}
+		if len(t.Equalized) == 0 {
+			fmt.Fprintf(out, "cle          nothing to equalize (no Conv -> Relu, LeakyRelu, PRelu or nothing -> Conv)\n")
+		} else {
+			fmt.Fprintf(out, "cle          %d conv pairs equalized; the widest spread of a layer's channel weight ranges %.1fx before, %.1fx after\n", len(t.Equalized), worst, after)
+		}
 	}
 	if s := t.SmoothQuant; s != nil {
 		if len(s.Groups) == 0 {

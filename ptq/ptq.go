@@ -247,6 +247,13 @@ func Run(opts Options) (*Result, error) {
 		res.Techniques = &TechniquesReport{}
 	}
 	smoothed := false
+	if res.Techniques != nil && slices.Contains(opts.Techniques, quantize.TechniqueEqualize) {
+		if res.Techniques.Equalized, err = quantize.Equalize(m, equalizeIterations); err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.Input, err)
+		}
+		res.Techniques.Applied = append(res.Techniques.Applied, quantize.TechniqueEqualize)
+		smoothed = len(res.Techniques.Equalized) > 0
+	}
 	if res.Techniques != nil && slices.Contains(opts.Techniques, quantize.TechniqueSmoothQuant) {
 		if opts.CalibData == "" {
 			return nil, fmt.Errorf("%s: smoothquant needs --calib-data (a calibration cache holds no per-channel ranges)", opts.Input)

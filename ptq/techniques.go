@@ -5,14 +5,20 @@ import "github.com/optc-dev/optc/quantize"
 // TechniquesReport says what the techniques asked for (Options.Techniques)
 // did.
 type TechniquesReport struct {
-	Applied     []quantize.Technique `json:"applied"`
-	SmoothQuant *SmoothReport        `json:"smoothquant,omitempty"`
-	GPTQ        *GPTQReport          `json:"gptq,omitempty"`
-	Bias        *BiasReport          `json:"bias_correction,omitempty"`
+	Applied     []quantize.Technique    `json:"applied"`
+	Equalized   []quantize.EqualizePair `json:"cle,omitempty"`
+	SmoothQuant *SmoothReport           `json:"smoothquant,omitempty"`
+	GPTQ        *GPTQReport             `json:"gptq,omitempty"`
+	Bias        *BiasReport             `json:"bias_correction,omitempty"`
 	// ByGuard: the accuracy guard added techniques that were not asked
 	// for (guardTries) when the model failed, and they helped.
 	ByGuard bool `json:"by_guard,omitempty"`
 }
+
+// equalizeIterations is how many passes cross-layer equalization makes
+// over the model: a layer in two pairs (the middle of a chain) is
+// rescaled by both, and the ranges settle over a few passes.
+const equalizeIterations = 4
 
 // SmoothReport is what SmoothQuant rescaled.
 type SmoothReport struct {

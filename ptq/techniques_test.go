@@ -105,3 +105,36 @@ func TestGPTQ(t *testing.T) {
 		t.Errorf("gptq drops %.2f points, round-to-nearest %.2f", res.Accuracy.Accuracy.DropPoints, plain.Accuracy.Accuracy.DropPoints)
 	}
 }
+
+// TestEqualize: cross-layer equalization of the MNIST CNN's two
+// conv -> Relu -> conv pairs keeps the float function (ptq checks the
+// rescaled model against the input before calibrating) and, with one
+// weight scale per tensor, does not cost cosine.
+func TestEqualize(t *testing.T) {
+	ortenv.Require(t)
+	dir := t.TempDir()
+	perTensor := false
+	opts := ptq.Options{Input: testenv.Model("mnist_cnn.onnx"), Output: filepath.Join(dir, "q.onnx"),
+		CalibData: testenv.Data(t, "mnist/train_images.npy"), CalibOpts: data.Options{Samples: 256, Batch: 64},
+		EvalData: testenv.Data(t, "mnist/test_images.npy"), EvalOpts: data.Options{Samples: 1000, Batch: 100},
+		EvalLabels: testenv.Data(t, "mnist/test_labels.npy"), NoLatency: true, NoGuard: true,
+		Quant: quantize.Options{PerChannel: &perTensor}}
+	plain, err := ptq.Run(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Techniques = []quantize.Technique{quantize.TechniqueEqualize}
+	res, err := ptq.Run(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs := res.Techniques.Equalized
+	cos := func(r *ptq.Result) float64 { return float64(r.Accuracy.Outputs[0].Cosine) }
+	t.Logf("%d pairs; cosine %.5f, per-tensor plain %.5f", len(pairs), cos(res), cos(plain))
+	if len(pairs) != 2 || pairs[0].SpreadAfter >= pairs[0].SpreadBefore {
+		t.Fatalf("pairs %+v: want the two conv -> Relu -> conv pairs, their channel ranges evened", pairs)
+	}
+	if cos(res) < cos(plain)-1e-4 {
+		t.Errorf("cosine %.5f with equalization, %.5f without", cos(res), cos(plain))
+	}
+}

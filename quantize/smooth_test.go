@@ -208,3 +208,54 @@ func TestRoundedWeights(t *testing.T) {
 		t.Errorf("codes %v, want [127 -127 32 127]", got)
 	}
 }
+
+// TestEqualize: conv -> Relu -> conv with one channel's weights 100x the
+// other's: equalized, the first conv's channel ranges meet, and the model
+// computes the same (checked by evaluating both convs by hand on 1x1
+// kernels).
+func TestEqualize(t *testing.T) {
+	b := newBuilder(t, 13)
+	x := b.Input("x", 1, 2, 1, 1)
+	c1 := b.Node("c1", "Conv", x, b.Floats("w1", []int64{2, 2, 1, 1}, 100, 50, 1, -1), b.Floats("b1", []int64{2}, 10, 0.5))
+	r := b.Node("r", "Relu", c1.Output(0))
+	c2 := b.Node("c2", "Conv", r.Output(0), b.Floats("w2", []int64{1, 2, 1, 1}, 0.01, 2))
+	b.Output(c2.Output(0), 1, 1, 1, 1)
+	eval := func(in [2]float64) float64 {
+		_, w1 := floatConst(c1.Input(1))
+		_, b1 := floatConst(c1.Input(2))
+		_, w2 := floatConst(c2.Input(1))
+		var y float64
+		for c := range 2 {
+			h := float64(w1[2*c])*in[0] + float64(w1[2*c+1])*in[1] + float64(b1[c])
+			y += float64(w2[c]) * math.Max(h, 0)
+		}
+		return y
+	}
+	ins := [][2]float64{{1, 2}, {-0.5, 3}, {0.2, -0.1}}
+	var before []float64
+	for _, in := range ins {
+		before = append(before, eval(in))
+	}
+	pairs, err := Equalize(b.Model, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pairs) != 1 || pairs[0].Activation != "r" || pairs[0].SpreadBefore < 50 || pairs[0].SpreadAfter > 1.01*math.Sqrt(pairs[0].SpreadBefore)+1e-9 {
+		t.Fatalf("pairs %+v: want c1 -> r -> c2, the spread of c1's channel ranges shrunk", pairs)
+	}
+	for i, in := range ins {
+		if got := eval(in); math.Abs(got-before[i]) > 1e-4*math.Max(1, math.Abs(before[i])) {
+			t.Errorf("input %v: %g before, %g after", in, before[i], got)
+		}
+	}
+	// A Clip (Relu6) between stops it: x/s clipped at 6 is not x clipped at 6, over s.
+	b2 := newBuilder(t, 13)
+	x2 := b2.Input("x", 1, 2, 1, 1)
+	d1 := b2.Node("d1", "Conv", x2, b2.Floats("w1", []int64{2, 2, 1, 1}, 100, 50, 1, -1))
+	cl := b2.Node("clip", "Clip", d1.Output(0), b2.Floats("lo", nil, 0), b2.Floats("hi", nil, 6))
+	d2 := b2.Node("d2", "Conv", cl.Output(0), b2.Floats("w2", []int64{1, 2, 1, 1}, 0.01, 2))
+	b2.Output(d2.Output(0), 1, 1, 1, 1)
+	if pairs, _ := Equalize(b2.Model, 1); len(pairs) != 0 {
+		t.Errorf("equalized across a Clip: %+v", pairs)
+	}
+}

@@ -13,6 +13,9 @@ import (
 type Technique string
 
 const (
+	// TechniqueEqualize is cross-layer equalization (Equalize): data-free,
+	// before calibration.
+	TechniqueEqualize Technique = "cle"
 	// TechniqueSmoothQuant moves activation outliers of MatMul/Gemm inputs
 	// into the weights (Xiao et al. 2023) before calibration
 	// (SmoothGroups, Smooth).
@@ -27,7 +30,7 @@ const (
 )
 
 // Techniques are the techniques, in the order ptq applies them.
-var Techniques = []Technique{TechniqueSmoothQuant, TechniqueGPTQ, TechniqueBiasCorrection}
+var Techniques = []Technique{TechniqueEqualize, TechniqueSmoothQuant, TechniqueGPTQ, TechniqueBiasCorrection}
 
 // DefaultSmoothAlpha is SmoothQuant's migration strength: 0.5 splits the
 // difficulty evenly between activations and weights, the paper's default.
