@@ -130,7 +130,7 @@ var buildFlagKeys = map[string]string{
 	"placement-budget": "quantize.placement_budget", "weights": "quantize.weights", "block-size": "quantize.block_size",
 	"weight-rounding": "quantize.weight_rounding", "dynamic": "quantize.dynamic",
 	"eval-data": "eval.data", "eval-labels": "eval.labels", "eval-samples": "eval.samples", "eval-batch": "eval.batch",
-	"eval-task": "eval.task", "eval-dict": "eval.dict", "eval-output": "eval.output", "eval-logits": "eval.logits", "max-perplexity-increase": "quantize.max_perplexity_increase",
+	"eval-task": "eval.task", "eval-dict": "eval.dict", "eval-output": "eval.output", "eval-param": "eval.params", "eval-logits": "eval.logits", "max-perplexity-increase": "quantize.max_perplexity_increase",
 	"level": "runtime.level", "threads": "runtime.threads", "ort-lib": "runtime.ort_lib", "nchwc": "runtime.nchwc",
 	"latency-batches": "latency.batches", "latency-seq-lengths": "latency.seq_lengths", "latency-duration": "latency.duration", "p99-budget-ms": "latency.p99_budget_ms",
 	"trt-version": "tensorrt.version", "triton-name": "triton.name",
@@ -142,6 +142,7 @@ func evalFlags(fs *pflag.FlagSet, e *config.Eval) {
 	fs.StringVar(&e.Labels, "eval-labels", e.Labels, "ground truth of --eval-data, one entry a sample: class ids (.npy) by default; with --eval-task, its own format")
 	fs.StringVar(&e.Task, "eval-task", e.Task, "what the eval data measure: "+choice.Or(tasks.Names())+" ("+tasks.Help()+")")
 	fs.StringVar(&e.Dict, "eval-dict", e.Dict, "--eval-task "+choice.Or(tasks.WithDict())+": the model's character dictionary, one character a line")
+	fs.StringToStringVar(&e.Params, "eval-param", e.Params, "--eval-task "+choice.Or(tasks.WithParams())+": a parameter of its decoding, name=value (repeatable; text-detection: "+strings.Join(tasks.Params("text-detection"), ", ")+", with PaddleOCR's defaults)")
 	fs.StringVar(&e.Output, "eval-output", e.Output, "--eval-task "+choice.Or(tasks.Plugins())+": the output to score (default: the only one of the task's shape)")
 }
 

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -29,6 +30,7 @@ func newCmdCompare(io *IO, g *globals, runF func(*CompareOptions) error) *cobra.
 	df := dataFlags{judges: true}
 	var atol, rtol []string
 	var check, taskName, dict string
+	var taskParams map[string]string
 	c := &cobra.Command{
 		Use:   "compare A B --data PATH",
 		Short: "Run two models on the same inputs and compare their outputs",
@@ -70,7 +72,7 @@ finite pair, fails like a tolerance does.`,
 			if o.Check, err = compare.ParseStat(check); err != nil {
 				return usageError{err}
 			}
-			if err := compareTask(o, taskName, dict); err != nil {
+			if err := compareTask(o, taskName, dict, taskParams); err != nil {
 				return usageError{err}
 			}
 			if o.Task == compare.TaskLM && o.Data == "random" {
@@ -88,6 +90,7 @@ finite pair, fails like a tolerance does.`,
 	c.Flags().StringVar(&opts.Compare.Labels, "labels", "", "ground truth, one entry per sample: a .npy of int64 class ids; with --task, its own format")
 	c.Flags().StringVar(&opts.Compare.LabelsOutput, "labels-output", "", "the output the labels score (default: the first [N, classes] output, or the only one of the task's shape)")
 	c.Flags().StringVar(&taskName, "task", "", "what the data measure: "+choice.Or(tasks.Names())+" ("+tasks.Help()+")")
+	c.Flags().StringToStringVar(&taskParams, "task-param", nil, "--task "+choice.Or(tasks.WithParams())+": a parameter of its decoding, name=value (repeatable)")
 	c.Flags().StringVar(&dict, "dict", "", "--task "+choice.Or(tasks.WithDict())+": the model's character dictionary, one character a line")
 	c.Flags().StringVar(&opts.Compare.Logits, "logits", "", "--task lm: the logits output (default: the only float output of rank 3)")
 	c.Flags().StringArrayVar(&atol, "atol", nil, fmt.Sprintf("absolute tolerance, X or OUTPUT:X (default %g)", compare.DefaultAtol))
@@ -102,7 +105,7 @@ finite pair, fails like a tolerance does.`,
 }
 
 // compareTask checks the task flags and gives a task plug-in the labels.
-func compareTask(o *compare.Options, name, dict string) error {
+func compareTask(o *compare.Options, name, dict string, params map[string]string) error {
 	if name != "" && !slices.Contains(tasks.Names(), name) {
 		return fmt.Errorf("--task: unknown task %q (want %s)", name, choice.Or(tasks.Names()))
 	}
@@ -119,7 +122,10 @@ func compareTask(o *compare.Options, name, dict string) error {
 	if o.Labels == "" {
 		return fmt.Errorf("--task %s needs --labels: %s", name, tasks.Labels(name))
 	}
-	spec := task.Spec{Name: name, Labels: o.Labels, Dict: dict, Output: o.LabelsOutput}
+	spec := task.Spec{Name: name, Labels: o.Labels, Dict: dict, Output: o.LabelsOutput, Params: params}
+	if ps := tasks.Validate(spec); len(ps) > 0 {
+		return errors.New(strings.NewReplacer("eval.params", "--task-param", "eval.task", "--task").Replace(ps[0]))
+	}
 	o.Labels, o.Scorer = tasks.Scoring(spec)
 	o.LabelsOutput = ""
 	return nil

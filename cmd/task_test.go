@@ -133,6 +133,16 @@ func TestEvalTaskTextDetection(t *testing.T) {
 	if f := res.Task; f == nil || f.Metric != "hmean" || f.Samples != 8 || f.A < 90 || f.A != f.B {
 		t.Fatalf("figure %+v: want float's hmean of at least 90%% on the rendered pages, the same for both", f)
 	}
+	// DB's parameters are the user's: boxes grown 4 times as far no
+	// longer match the ink-tight ground truth at IoU 0.5.
+	var grown struct {
+		Task *taskJSON `json:"task"`
+	}
+	decode(t, run2json(t, "compare", model, model, "--data", images, "--samples", "8", "--labels", boxes, "--task", "text-detection",
+		"--task-param", "unclip_ratio=6", "--json"), &grown)
+	if f := grown.Task; f == nil || f.A >= res.Task.A-20 {
+		t.Errorf("unclip_ratio=6: figure %+v, want an hmean far below the default's %.2f%%", f, res.Task.A)
+	}
 	bad := filepath.Join(t.TempDir(), "boxes.json")
 	if err := os.WriteFile(bad, []byte(`[[[1, 2, 3, 4]], [[1, 2, 3]]]`), 0o644); err != nil {
 		t.Fatal(err)

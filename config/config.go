@@ -79,7 +79,7 @@ type Config struct {
 
 // TaskSpec is the eval section as a task plug-in reads it.
 func (e Eval) TaskSpec() task.Spec {
-	return task.Spec{Name: e.Task, Labels: e.Labels, Dict: e.Dict, Output: e.Output}
+	return task.Spec{Name: e.Task, Labels: e.Labels, Dict: e.Dict, Output: e.Output, Params: e.Params}
 }
 
 // Gates are the budgets `optc diff` enforces between two builds (zero: not
@@ -206,6 +206,9 @@ type Eval struct {
 	// Output names the output a task plug-in scores (default: the one
 	// of the shape the task reads).
 	Output string `yaml:"output,omitempty" json:"output,omitempty"`
+	// Params are the task plug-in's parameters by name (text-detection:
+	// thresh, box_thresh, unclip_ratio, max_candidates, min_size).
+	Params map[string]string `yaml:"params,omitempty" json:"params,omitempty"`
 	// Logits names the LM's logits output (default: the only float
 	// output of rank 3).
 	Logits  string `yaml:"logits,omitempty" json:"logits,omitempty"`

@@ -261,7 +261,7 @@ func TestDecodeLMKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	back := Default()
-	if err := Decode(strings.NewReader(string(b)), &back); err != nil || back.Eval != c.Eval ||
+	if err := Decode(strings.NewReader(string(b)), &back); err != nil || !reflect.DeepEqual(back.Eval, c.Eval) ||
 		back.Quantize.MaxPerplexityIncrease != 2.5 || !reflect.DeepEqual(back.Latency.SeqLengths, c.Latency.SeqLengths) {
 		t.Fatalf("round trip changed the config (%v):\n%s", err, b)
 	}
@@ -272,5 +272,30 @@ func TestDecodeLMKeys(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate = %v, want %q", err, want)
 		}
+	}
+}
+
+// TestDecodeTechniquesAndTaskParams reads quantize.techniques,
+// quantize.smoothquant_alpha and eval.params, and validates them.
+func TestDecodeTechniquesAndTaskParams(t *testing.T) {
+	src := "model: m.onnx\noutput: out\nint8: true\ncalibration: {data: c.npy}\n" +
+		"quantize: {techniques: [gptq, bias-correction], smoothquant_alpha: 0.6}\n" +
+		"eval: {data: e.npy, task: text-detection, labels: b.json, params: {thresh: 0.4, min_size: 2}}\n"
+	c := Default()
+	if err := Decode(strings.NewReader(src), &c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c.Quantize.Techniques, []string{"gptq", "bias-correction"}) || c.Quantize.SmoothAlpha != 0.6 ||
+		!reflect.DeepEqual(c.Eval.Params, map[string]string{"thresh": "0.4", "min_size": "2"}) {
+		t.Fatalf("decoded quantize %+v, eval %+v", c.Quantize, c.Eval)
+	}
+	c.Quantize.Techniques = []string{"adaround"}
+	c.Eval.Params = map[string]string{"thresh": "2"}
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), `quantize.techniques: unknown technique "adaround"`) || !strings.Contains(err.Error(), "eval.params: task text-detection: thresh 2 is not in (0, 1)") {
+		t.Errorf("validate: %v", err)
 	}
 }

@@ -22,6 +22,9 @@ type Spec struct {
 	Dict string
 	// Output names the output to score; "" lets the task pick it.
 	Output string
+	// Params are the plug-in's own settings by name (eval.params,
+	// --eval-param name=value): text-detection's thresholds, for one.
+	Params map[string]string
 }
 
 // Output is one output the models share, for a Scorer to pick from.

@@ -34,13 +34,47 @@ type plugin struct {
 	about string // what the labels are, for help and errors
 	dict  bool   // it takes a character dictionary
 	new   func(task.Spec) (task.Scorer, error)
+	// params are the parameters it reads (task.Spec.Params), and check
+	// parses them (nil: it reads none).
+	params []string
+	check  func(map[string]string) error
 }
 
 var plugins = []plugin{
-	{ctc.Name, "label strings, one line a sample (.txt)", true, ctc.New},
-	{textdet.Name, "boxes [x0, y0, x1, y1] in the map's pixels, an array per sample (.json)", false,
-		func(s task.Spec) (task.Scorer, error) { return textdet.New(s, textdet.Defaults()) }},
-	{segment.Name, "class ids [N, H, W], 255 ignored (.npy)", false, segment.New},
+	{name: ctc.Name, about: "label strings, one line a sample (.txt)", dict: true, new: ctc.New},
+	{name: textdet.Name, about: "boxes [x0, y0, x1, y1] in the map's pixels, an array per sample (.json)",
+		new: func(s task.Spec) (task.Scorer, error) {
+			o, err := textdet.ParseOptions(s.Params)
+			if err != nil {
+				return nil, err
+			}
+			return textdet.New(s, o)
+		},
+		params: textdet.ParamNames,
+		check: func(p map[string]string) error {
+			_, err := textdet.ParseOptions(p)
+			return err
+		}},
+	{name: segment.Name, about: "class ids [N, H, W], 255 ignored (.npy)", new: segment.New},
+}
+
+// WithParams are the tasks that read parameters (eval.params).
+func WithParams() []string {
+	var out []string
+	for _, p := range plugins {
+		if p.params != nil {
+			out = append(out, p.name)
+		}
+	}
+	return out
+}
+
+// Params are the parameters task name reads.
+func Params(name string) []string {
+	if p := find(name); p != nil {
+		return p.params
+	}
+	return nil
 }
 
 // Help is one line on each task and its labels, for --eval-task's help.
@@ -146,6 +180,16 @@ func Validate(s task.Spec) []string {
 	if !TakesDict(s.Name) && s.Dict != "" {
 		bad = append(bad, fmt.Sprintf("eval.dict needs eval.task %s", choice.Or(WithDict())))
 	}
+	if len(s.Params) > 0 {
+		switch p := find(s.Name); {
+		case p == nil || p.check == nil:
+			bad = append(bad, fmt.Sprintf("eval.params needs eval.task %s", choice.Or(WithParams())))
+		default:
+			if err := p.check(s.Params); err != nil {
+				bad = append(bad, "eval.params: "+err.Error())
+			}
+		}
+	}
 	if s.Output != "" && !IsPlugin(s.Name) {
 		bad = append(bad, fmt.Sprintf("eval.output needs an eval.task that scores one output: %s", choice.Or(Plugins())))
 	}
@@ -154,5 +198,5 @@ func Validate(s task.Spec) []string {
 
 // FlagNames spells the eval keys in msg as the flags that set them.
 func FlagNames(msg string) string {
-	return strings.NewReplacer("eval.task", "--eval-task", "eval.labels", "--eval-labels", "eval.dict", "--eval-dict", "eval.output", "--eval-output").Replace(msg)
+	return strings.NewReplacer("eval.task", "--eval-task", "eval.labels", "--eval-labels", "eval.dict", "--eval-dict", "eval.output", "--eval-output", "eval.params", "--eval-param").Replace(msg)
 }

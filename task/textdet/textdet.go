@@ -34,9 +34,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/optc-dev/optc/task"
 )
@@ -56,6 +59,42 @@ type Options struct {
 	UnclipRatio   float64 // how far a box grows (1.5)
 	MaxCandidates int     // components decoded at most, per sample (1000)
 	MinSize       int     // drops a box with a shorter side (3)
+}
+
+// ParamNames are the parameters ParseOptions reads (task.Spec.Params),
+// named as PaddleOCR's DBPostProcess names them.
+var ParamNames = []string{"thresh", "box_thresh", "unclip_ratio", "max_candidates", "min_size"}
+
+// ParseOptions reads Options from task parameters; a parameter not given
+// keeps its default, and the values are checked.
+func ParseOptions(params map[string]string) (Options, error) {
+	o := Defaults()
+	for _, name := range slices.Sorted(maps.Keys(params)) {
+		v := params[name]
+		var err error
+		switch name {
+		case "thresh":
+			o.Thresh, err = strconv.ParseFloat(v, 64)
+		case "box_thresh":
+			o.BoxThresh, err = strconv.ParseFloat(v, 64)
+		case "unclip_ratio":
+			o.UnclipRatio, err = strconv.ParseFloat(v, 64)
+		case "max_candidates":
+			o.MaxCandidates, err = strconv.Atoi(v)
+		case "min_size":
+			o.MinSize, err = strconv.Atoi(v)
+		default:
+			return o, fmt.Errorf("task %s: unknown parameter %q (want %s)", Name, name, strings.Join(ParamNames, ", "))
+		}
+		if err != nil {
+			return o, fmt.Errorf("task %s: parameter %s=%q: not a number", Name, name, v)
+		}
+		if (name == "max_candidates" || name == "min_size") && (o.MaxCandidates == 0 || o.MinSize == 0) {
+			// 0 would mean the default: say so rather than surprise.
+			return o, fmt.Errorf("task %s: parameter %s=0: give at least 1", Name, name)
+		}
+	}
+	return o.withDefaults()
 }
 
 // Defaults are PaddleOCR's DBPostProcess defaults.

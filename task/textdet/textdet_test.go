@@ -337,3 +337,26 @@ func TestPick(t *testing.T) {
 		t.Error("Pick of a 2-channel output: no error")
 	}
 }
+
+func TestParseOptions(t *testing.T) {
+	o, err := ParseOptions(map[string]string{"thresh": "0.5", "max_candidates": "10"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Defaults()
+	if o.Thresh != 0.5 || o.MaxCandidates != 10 || o.BoxThresh != d.BoxThresh || o.UnclipRatio != d.UnclipRatio || o.MinSize != d.MinSize {
+		t.Errorf("options %+v: want thresh 0.5, max_candidates 10, the rest PaddleOCR's defaults", o)
+	}
+	for params, want := range map[string]string{
+		"unclip=2":          `unknown parameter "unclip"`,
+		"box_thresh=x":      `parameter box_thresh="x": not a number`,
+		"thresh=1.5":        "thresh 1.5 is not in (0, 1)",
+		"min_size=0":        "min_size=0: give at least 1",
+		"unclip_ratio=-1.5": "unclip ratio -1.5 is not positive",
+	} {
+		k, v, _ := strings.Cut(params, "=")
+		if _, err := ParseOptions(map[string]string{k: v}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", params, err, want)
+		}
+	}
+}
