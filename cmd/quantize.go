@@ -483,7 +483,11 @@ func printTechniques(out io.Writer, t *ptq.TechniquesReport) {
 		by = " (the accuracy guard's try)"
 	}
 	if g := t.GPTQ; g != nil {
-		fmt.Fprintf(out, "gptq         %d layers' int8 weights rounded by GPTQ (%d grouped convolutions left to nearest): output error on the calibration inputs %.2fx round-to-nearest's%s\n", g.Layers, g.Skipped, g.ErrorRatio, by)
+		left := fmt.Sprintf("%d grouped convolutions", g.Skipped-g.Large)
+		if g.Large > 0 {
+			left += fmt.Sprintf(" and %d layers of more than %d input features", g.Large, ptq.GuardGPTQMaxDim)
+		}
+		fmt.Fprintf(out, "gptq         %d layers' int8 weights rounded by GPTQ (%s left to nearest): output error on the calibration inputs %.2fx round-to-nearest's%s\n", g.Layers, left, g.ErrorRatio, by)
 	}
 	if b := t.Bias; b != nil {
 		fmt.Fprintf(out, "bias         corrected in %d layers, mean |shift| %.3g%s\n", b.Layers, b.MeanShift, by)

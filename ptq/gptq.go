@@ -13,9 +13,12 @@ import (
 // GPTQReport is what adaptive rounding of the INT8 weights did.
 type GPTQReport struct {
 	Layers int `json:"layers"`
-	// Skipped counts quantized layers it cannot round (depthwise and
-	// grouped convolutions: their input Gram is not collected).
+	// Skipped counts quantized layers it does not round: depthwise and
+	// grouped convolutions (their input Gram is not collected), and, when
+	// the accuracy guard tries it, layers with more than GuardGPTQMaxDim
+	// input features (Large).
 	Skipped int `json:"skipped"`
+	Large   int `json:"skipped_large,omitempty"`
 	// ErrorRatio is the layers' output error on the calibration inputs
 	// (the sum over layers of ΔW·H·ΔWᵀ, H the input Gram) after GPTQ over
 	// that of round-to-nearest: below 1 is better.
@@ -28,7 +31,7 @@ type GPTQReport struct {
 // over the calibration data, a Gram per layer in memory (dim² floats,
 // dim the weight's input features), nothing per sample. It returns the
 // rounded weights for quantize.Options.Rounded.
-func gptqRounding(opts Options, float graph.Serialized, ranges map[string][2]float64) (map[string][]float32, *GPTQReport, error) {
+func gptqRounding(opts Options, float graph.Serialized, ranges map[string][2]float64, maxDim int64) (map[string][]float32, *GPTQReport, error) {
 	fm, err := float.Parse()
 	if err != nil {
 		return nil, nil, err
@@ -69,6 +72,11 @@ func gptqRounding(opts Options, float graph.Serialized, ranges map[string][2]flo
 			rep.Skipped++
 			continue
 		}
+		if maxDim > 0 && gramDim(n) > maxDim {
+			rep.Skipped++
+			rep.Large++
+			continue
+		}
 		nodes = append(nodes, n)
 	}
 	rounded := map[string][]float32{}
@@ -76,83 +84,119 @@ func gptqRounding(opts Options, float graph.Serialized, ranges map[string][2]flo
 		return rounded, rep, nil
 	}
 	d := &prune.Data{Spec: opts.CalibData, Opts: opts.CalibOpts, Session: opts.Calib.Session, ORTLib: opts.ORTLib}
-	hs, err := d.InputGrams(fm, nodes)
-	if err != nil {
-		return nil, nil, fmt.Errorf("gptq: %w", err)
-	}
 	var gptqErr, nearestErr float64
-	for i, n := range nodes {
-		w := n.Input(1).Const
-		vals, err := w.Float32s()
+	// The Grams of a group of layers are collected in one run; a group
+	// holds at most gramBytes of them (a 3x3 conv over 512 channels has a
+	// 4608² Gram, 170 MB), so memory stays bounded whatever the model.
+	for len(nodes) > 0 {
+		var group []*graph.Node
+		var bytes int64
+		for len(nodes) > 0 {
+			dim := gramDim(nodes[0])
+			if len(group) > 0 && bytes+8*dim*dim > gramBytes {
+				break
+			}
+			group, nodes, bytes = append(group, nodes[0]), nodes[1:], bytes+8*dim*dim
+		}
+		hs, err := d.InputGrams(fm, group)
 		if err != nil {
-			return nil, nil, fmt.Errorf("gptq %s: %w", n.Name, err)
+			return nil, nil, fmt.Errorf("gptq: %w", err)
 		}
-		// rows: one per output, k input features each, in the Gram's order.
-		rows, k := int(w.Dims[0]), len(vals)/int(w.Dims[0])
-		transposed := isOp(n, "MatMul") || (isOp(n, "Gemm") && n.AttrInt("transB", 0) == 0)
-		if transposed {
-			k, rows = int(w.Dims[0]), int(w.Dims[1])
-		}
-		at := func(r, c int) int {
+		for i, n := range group {
+			w := n.Input(1).Const
+			vals, err := w.Float32s()
+			if err != nil {
+				return nil, nil, fmt.Errorf("gptq %s: %w", n.Name, err)
+			}
+			// rows: one per output, k input features each, in the Gram's order.
+			rows, k := int(w.Dims[0]), len(vals)/int(w.Dims[0])
+			transposed := isOp(n, "MatMul") || (isOp(n, "Gemm") && n.AttrInt("transB", 0) == 0)
 			if transposed {
-				return c*rows + r
+				k, rows = int(w.Dims[0]), int(w.Dims[1])
 			}
-			return r*k + c
-		}
-		wt := make([]float64, rows*k)
-		for r := range rows {
-			for c := range k {
-				wt[r*k+c] = float64(vals[at(r, c)])
+			at := func(r, c int) int {
+				if transposed {
+					return c*rows + r
+				}
+				return r*k + c
 			}
-		}
-		scales := make([]float64, rows)
-		for r := range rows {
-			for c := range k {
-				scales[r] = math.Max(scales[r], math.Abs(wt[r*k+c]))
+			wt := make([]float64, rows*k)
+			for r := range rows {
+				for c := range k {
+					wt[r*k+c] = float64(vals[at(r, c)])
+				}
 			}
-		}
-		if !perChannel {
-			all := slices.Max(scales)
+			scales := make([]float64, rows)
+			for r := range rows {
+				for c := range k {
+					scales[r] = math.Max(scales[r], math.Abs(wt[r*k+c]))
+				}
+			}
+			if !perChannel {
+				all := slices.Max(scales)
+				for r := range scales {
+					scales[r] = all
+				}
+			}
 			for r := range scales {
-				scales[r] = all
+				// As quantize computes them, in float32.
+				scales[r] = float64(float32(scales[r] / qmax))
+				if scales[r] == 0 {
+					scales[r] = 1
+				}
 			}
-		}
-		for r := range scales {
-			// As quantize computes them, in float32.
-			scales[r] = float64(float32(scales[r] / qmax))
-			if scales[r] == 0 {
-				scales[r] = 1
+			round := func(r int, v float64) float64 {
+				return math.Max(-qmax, math.Min(qmax, math.RoundToEven(v/scales[r]))) * scales[r]
 			}
-		}
-		round := func(r int, v float64) float64 {
-			return math.Max(-qmax, math.Min(qmax, math.RoundToEven(v/scales[r]))) * scales[r]
-		}
-		h := hs[i]
-		orig := slices.Clone(wt)
-		nearest := make([]float64, len(wt))
-		for j := range wt {
-			nearest[j] = round(j/k, wt[j])
-		}
-		if err := prune.GPTQ(wt, rows, k, slices.Clone(h), prune.DefaultDamp, func(r, col int, row []float64) float64 {
-			return round(r, row[col])
-		}); err != nil {
-			return nil, nil, fmt.Errorf("gptq %s: %w", n.Name, err)
-		}
-		gptqErr += outputError(orig, wt, h, rows, k)
-		nearestErr += outputError(orig, nearest, h, rows, k)
-		out := make([]float32, len(vals))
-		for r := range rows {
-			for c := range k {
-				out[at(r, c)] = float32(wt[r*k+c])
+			h := hs[i]
+			orig := slices.Clone(wt)
+			nearest := make([]float64, len(wt))
+			for j := range wt {
+				nearest[j] = round(j/k, wt[j])
 			}
+			if err := prune.GPTQ(wt, rows, k, slices.Clone(h), prune.DefaultDamp, func(r, col int, row []float64) float64 {
+				return round(r, row[col])
+			}); err != nil {
+				return nil, nil, fmt.Errorf("gptq %s: %w", n.Name, err)
+			}
+			gptqErr += outputError(orig, wt, h, rows, k)
+			nearestErr += outputError(orig, nearest, h, rows, k)
+			out := make([]float32, len(vals))
+			for r := range rows {
+				for c := range k {
+					out[at(r, c)] = float32(wt[r*k+c])
+				}
+			}
+			rounded[n.Name] = out
 		}
-		rounded[n.Name] = out
 	}
 	rep.Layers = len(rounded)
 	if nearestErr > 0 {
 		rep.ErrorRatio = gptqErr / nearestErr
 	}
 	return rounded, rep, nil
+}
+
+// GuardGPTQMaxDim bounds the layers the accuracy guard's GPTQ try rounds:
+// GPTQ costs the cube of a layer's input features (a 3x3 conv over 512
+// channels, 4608 of them, takes about a minute here), and a try the user
+// did not ask for should not take many. --technique gptq rounds them all.
+const GuardGPTQMaxDim = 2304
+
+// gramBytes bounds the input Grams one calibration run collects.
+const gramBytes = 256 << 20
+
+// gramDim is the size of a layer's input vectors: its weight's input
+// features (a conv's: channels times kernel positions).
+func gramDim(n *graph.Node) int64 {
+	d := n.Input(1).Const.Dims
+	switch {
+	case isOp(n, "Conv"):
+		return d[1] * d[2] * d[3]
+	case isOp(n, "Gemm") && n.AttrInt("transB", 0) != 0:
+		return d[1]
+	}
+	return d[0]
 }
 
 // outputError is Σ_r Δ_r·H·Δ_rᵀ, Δ = b − a (n×k rows, H k×k): the mean

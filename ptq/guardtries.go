@@ -70,7 +70,7 @@ func tryTechniques(opts *Options, float graph.Serialized, plain map[string][2]fl
 		try := *opts
 		rep := &TechniquesReport{}
 		if slices.Contains(missing, quantize.TechniqueGPTQ) {
-			rounded, g, err := gptqRounding(try, float, plain)
+			rounded, g, err := gptqRounding(try, float, plain, GuardGPTQMaxDim)
 			if err != nil {
 				return nil, graph.Serialized{}, err
 			}

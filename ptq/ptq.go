@@ -307,7 +307,7 @@ func Run(opts Options) (*Result, error) {
 			return nil, fmt.Errorf("%s: gptq needs --calib-data", opts.Input)
 		}
 		opts.progress("gptq: input Grams of the INT8 layers on %s", opts.CalibData)
-		if opts.Quant.Rounded, res.Techniques.GPTQ, err = gptqRounding(opts, float, plain); err != nil {
+		if opts.Quant.Rounded, res.Techniques.GPTQ, err = gptqRounding(opts, float, plain, 0); err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Input, err)
 		}
 		res.Techniques.Applied = append(res.Techniques.Applied, quantize.TechniqueGPTQ)
