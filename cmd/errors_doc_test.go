@@ -432,10 +432,10 @@ func TestErrorsDocumented(t *testing.T) {
 			}
 			return append(runs, docRun{[]string{"convert", mnist, "-o", filepath.Join(ro, "m.onnx")}, []string{"m.onnx", "permission denied"}})
 		}},
-		"cannot write into DIR: permission denied": {func(t *testing.T, dir string) []docRun {
-			missing := filepath.Join(dir, "missing")
-			return []docRun{{[]string{"quantize", mnist, "-o", filepath.Join(missing, "q.onnx"), "--calib-data", "random"}, []string{"cannot write into " + missing + ": no such file or directory"}},
-				{[]string{"quantize", mnist, "-o", "/sys/q.onnx", "--weights", "int4"}, []string{"cannot write into /sys: permission denied"}}}
+		"cannot write out/q.onnx: permission denied": {func(t *testing.T, dir string) []docRun {
+			missing := filepath.Join(dir, "missing", "q.onnx")
+			return []docRun{{[]string{"quantize", mnist, "-o", missing, "--calib-data", "random"}, []string{"cannot write " + missing + ": no such file or directory"}},
+				{[]string{"quantize", mnist, "-o", "/sys/q.onnx", "--weights", "int4"}, []string{"cannot write /sys/q.onnx: permission denied"}}}
 		}},
 		"save out/m.onnx: no space left on device": {func(t *testing.T, dir string) []docRun {
 			disk := filepath.Join(dir, "disk")

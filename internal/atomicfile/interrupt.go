@@ -155,12 +155,12 @@ func ScratchDir(pattern string) (dir string, cleanup func(), err error) {
 
 // CheckWritable makes and removes the temporary a write of dest would
 // make: a command whose work takes minutes calls it before the work, so
-// that a folder it cannot write to fails at once (naming the folder), not
+// that a folder it cannot write to fails at once (naming the file), not
 // after the work is done.
 func CheckWritable(dest string) error {
 	f, t, err := CreateTemp(dest)
 	if err != nil {
-		return fmt.Errorf("cannot write into %s: %w", filepath.Dir(dest), unwrap(err))
+		return fmt.Errorf("cannot write %s: %w", dest, unwrap(err))
 	}
 	f.Close()
 	os.Remove(f.Name())
