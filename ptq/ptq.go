@@ -246,13 +246,15 @@ func Run(opts Options) (*Result, error) {
 	if len(opts.Techniques) > 0 && !opts.Dynamic {
 		res.Techniques = &TechniquesReport{}
 	}
-	smoothed := false
+	// rescaled: a technique changed the float model's numbers (not its
+	// function), which the float check then proves.
+	rescaled := false
 	if res.Techniques != nil && slices.Contains(opts.Techniques, quantize.TechniqueEqualize) {
 		if res.Techniques.Equalized, err = quantize.Equalize(m, equalizeIterations); err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Input, err)
 		}
 		res.Techniques.Applied = append(res.Techniques.Applied, quantize.TechniqueEqualize)
-		smoothed = len(res.Techniques.Equalized) > 0
+		rescaled = len(res.Techniques.Equalized) > 0
 	}
 	if res.Techniques != nil && slices.Contains(opts.Techniques, quantize.TechniqueSmoothQuant) {
 		if opts.CalibData == "" {
@@ -263,13 +265,13 @@ func Run(opts Options) (*Result, error) {
 			return nil, fmt.Errorf("%s: %w", opts.Input, err)
 		}
 		res.Techniques.Applied = append(res.Techniques.Applied, quantize.TechniqueSmoothQuant)
-		smoothed = len(res.Techniques.SmoothQuant.Groups) > 0
+		rescaled = rescaled || len(res.Techniques.SmoothQuant.Groups) > 0
 	}
 	float, err := graph.MarshalReferencing(m)
 	if err != nil {
 		return nil, err
 	}
-	if !opts.Optimized || res.UpgradedOpset > 0 || smoothed {
+	if !opts.Optimized || res.UpgradedOpset > 0 || rescaled {
 		// Otherwise float is the input itself, already checked by the
 		// caller's passes stage.
 		if err := checkFloat(opts, float); err != nil {
