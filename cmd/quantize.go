@@ -14,6 +14,7 @@ import (
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/internal/atomicfile"
 	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
@@ -265,6 +266,11 @@ without labels). See docs/quantize.md.`,
 }
 
 func quantizeRun(opts *QuantizeOptions) error {
+	// Before minutes of work, not after (build writes into a working
+	// folder it made itself).
+	if err := atomicfile.CheckWritable(opts.PTQ.Output); err != nil {
+		return err
+	}
 	res, err := ptq.Run(opts.PTQ)
 	if opts.PTQ.Calib.Progress != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "\r%30s\r", "")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/optc-dev/optc/internal/atomicfile"
 	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/prune"
 	"github.com/optc-dev/optc/ptq"
@@ -98,6 +99,9 @@ func int8Only(fs *pflag.FlagSet) string {
 }
 
 func weightsRun(opts *QuantizeOptions) error {
+	if err := atomicfile.CheckWritable(opts.Weights.Output); err != nil {
+		return err
+	}
 	res, err := weightonly.Run(*opts.Weights)
 	if err != nil {
 		return err

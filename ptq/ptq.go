@@ -20,7 +20,6 @@ import (
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/atomicfile"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/passes"
 	"github.com/optc-dev/optc/placement"
@@ -207,12 +206,6 @@ func Run(opts Options) (*Result, error) {
 	}
 	if _, err := ort.Init(opts.ORTLib); err != nil {
 		return nil, err
-	}
-	if opts.Output != "" {
-		// Before minutes of work, not after.
-		if err := atomicfile.CheckWritable(opts.Output); err != nil {
-			return nil, err
-		}
 	}
 	m, err := graph.LoadValid(opts.Input)
 	if err != nil {
