@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // biasLayer is one quantized weighted layer bias correction measures: its
@@ -35,11 +36,7 @@ type biasLayer struct {
 // before it arrive too). Borders of padded convolutions are not modelled.
 // It returns the shifts that cancel the errors (quantize.Options.BiasShift).
 func biasCorrection(opts Options, float graph.Serialized, ranges map[string][2]float64) (map[string][]float32, *BiasReport, error) {
-	fm, err := float.Parse()
-	if err != nil {
-		return nil, nil, err
-	}
-	q, _, _, err := quantizeWith(float, ranges, opts.Quant)
+	fm, q, err := floatAndQuantized(float, ranges, opts.Quant)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -163,6 +160,17 @@ func biasCorrection(opts Options, float graph.Serialized, ranges map[string][2]f
 		rep.MeanShift = total / float64(count)
 	}
 	return shifts, rep, nil
+}
+
+// floatAndQuantized parses the float model and quantizes a copy of it: the
+// techniques that measure INT8 layers read each layer in both.
+func floatAndQuantized(float graph.Serialized, ranges map[string][2]float64, opts quantize.Options) (*graph.Model, *graph.Model, error) {
+	fm, err := float.Parse()
+	if err != nil {
+		return nil, nil, err
+	}
+	q, _, _, err := quantizeWith(float, ranges, opts)
+	return fm, q, err
 }
 
 // newBiasLayer reads a quantized layer n of the INT8 model (weight and

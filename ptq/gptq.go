@@ -32,11 +32,7 @@ type GPTQReport struct {
 // dim the weight's input features), nothing per sample. It returns the
 // rounded weights for quantize.Options.Rounded.
 func gptqRounding(opts Options, float graph.Serialized, ranges map[string][2]float64, maxDim int64) (map[string][]float32, *GPTQReport, error) {
-	fm, err := float.Parse()
-	if err != nil {
-		return nil, nil, err
-	}
-	q, _, _, err := quantizeWith(float, ranges, opts.Quant)
+	fm, q, err := floatAndQuantized(float, ranges, opts.Quant)
 	if err != nil {
 		return nil, nil, err
 	}

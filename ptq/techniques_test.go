@@ -12,6 +12,33 @@ import (
 	"github.com/optc-dev/optc/quantize"
 )
 
+// mnistTechniqueOptions quantize the MNIST CNN into dir, judged on 1,000
+// held-out test images, the guard off (each test turns it on as needed).
+func mnistTechniqueOptions(t *testing.T, dir string) ptq.Options {
+	return ptq.Options{Input: testenv.Model("mnist_cnn.onnx"), Output: filepath.Join(dir, "q.onnx"),
+		CalibData: testenv.Data(t, "mnist/train_images.npy"), CalibOpts: data.Options{Samples: 256, Batch: 64},
+		EvalData: testenv.Data(t, "mnist/test_images.npy"), EvalOpts: data.Options{Samples: 1000, Batch: 100},
+		EvalLabels: testenv.Data(t, "mnist/test_labels.npy"), NoLatency: true, NoGuard: true}
+}
+
+// TestSmoothQuant: on the zoo's ViT, SmoothQuant rescales the LayerNorm
+// outputs its qkv and first MLP layers read (through the attention's
+// Transpose); ptq runs the rescaled float model against the input in ONNX
+// Runtime before calibrating, and fails if the numbers drifted.
+func TestSmoothQuant(t *testing.T) {
+	ortenv.Require(t)
+	opts := ptq.Options{Input: testenv.Data(t, "zoo/vit_tiny/dynbatch.onnx"), Output: filepath.Join(t.TempDir(), "q.onnx"),
+		CalibData: testenv.Data(t, "zoo/vit_tiny/calib.npy"), NoLatency: true, NoGuard: true,
+		Techniques: []quantize.Technique{quantize.TechniqueSmoothQuant}}
+	res, err := ptq.Run(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Techniques.SmoothQuant; s == nil || len(s.Groups) != 4 {
+		t.Fatalf("smoothquant %+v: want the 4 LayerNorm outputs of the 2 blocks", s)
+	}
+}
+
 // TestBiasCorrection: a range forced narrow on the MNIST CNN's third conv
 // input clips it, which shifts that conv's output down on average: the
 // INT8 model loses accuracy. Bias correction, measured on the calibration
@@ -21,10 +48,8 @@ func TestBiasCorrection(t *testing.T) {
 	ortenv.Require(t)
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "calib.json")
-	opts := ptq.Options{Input: testenv.Model("mnist_cnn.onnx"), Output: filepath.Join(dir, "q.onnx"),
-		CalibData: testenv.Data(t, "mnist/train_images.npy"), CalibOpts: data.Options{Samples: 256, Batch: 64},
-		EvalData: testenv.Data(t, "mnist/test_images.npy"), EvalOpts: data.Options{Samples: 1000, Batch: 100},
-		EvalLabels: testenv.Data(t, "mnist/test_labels.npy"), CalibCache: cache, NoLatency: true, NoGuard: true}
+	opts := mnistTechniqueOptions(t, dir)
+	opts.CalibCache = cache
 	if _, err := ptq.Run(opts); err != nil {
 		t.Fatal(err)
 	}
@@ -83,10 +108,7 @@ func TestBiasCorrection(t *testing.T) {
 func TestGPTQ(t *testing.T) {
 	ortenv.Require(t)
 	dir := t.TempDir()
-	opts := ptq.Options{Input: testenv.Model("mnist_cnn.onnx"), Output: filepath.Join(dir, "q.onnx"),
-		CalibData: testenv.Data(t, "mnist/train_images.npy"), CalibOpts: data.Options{Samples: 256, Batch: 64},
-		EvalData: testenv.Data(t, "mnist/test_images.npy"), EvalOpts: data.Options{Samples: 1000, Batch: 100},
-		EvalLabels: testenv.Data(t, "mnist/test_labels.npy"), NoLatency: true, NoGuard: true}
+	opts := mnistTechniqueOptions(t, dir)
 	plain, err := ptq.Run(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -114,11 +136,8 @@ func TestEqualize(t *testing.T) {
 	ortenv.Require(t)
 	dir := t.TempDir()
 	perTensor := false
-	opts := ptq.Options{Input: testenv.Model("mnist_cnn.onnx"), Output: filepath.Join(dir, "q.onnx"),
-		CalibData: testenv.Data(t, "mnist/train_images.npy"), CalibOpts: data.Options{Samples: 256, Batch: 64},
-		EvalData: testenv.Data(t, "mnist/test_images.npy"), EvalOpts: data.Options{Samples: 1000, Batch: 100},
-		EvalLabels: testenv.Data(t, "mnist/test_labels.npy"), NoLatency: true, NoGuard: true,
-		Quant: quantize.Options{PerChannel: &perTensor}}
+	opts := mnistTechniqueOptions(t, dir)
+	opts.Quant.PerChannel = &perTensor
 	plain, err := ptq.Run(opts)
 	if err != nil {
 		t.Fatal(err)
