@@ -38,12 +38,17 @@ type Alignment struct {
 	// meet against FP32). FP32 stays the float model as given: what INT8
 	// must beat.
 	Chosen bool `json:"chosen"`
+	// Rejected says why a padded model the timing chose was not used
+	// (its all-INT8 model missed the accuracy budget).
+	Rejected string `json:"rejected,omitempty"`
 }
 
 func (a *Alignment) String() string {
 	verdict := "the INT8 candidates are quantized from the model as given"
 	if a.Chosen {
 		verdict = "the INT8 candidates are quantized from the padded model"
+	} else if a.Rejected != "" {
+		verdict += " (" + a.Rejected + ")"
 	}
 	var ts []string
 	for _, t := range a.Timings {
@@ -59,6 +64,9 @@ func (a *Alignment) String() string {
 // padded graph). When no conv needed it, or a KeepFloat node has no name
 // to find it by, it returns 0 and opts unchanged.
 func aligned(opts Options, channels int) (Options, int, error) {
+	if corrected(opts.Quant) {
+		return opts, 0, nil
+	}
 	m, err := opts.Float.Parse()
 	if err != nil {
 		return opts, 0, err
@@ -97,6 +105,13 @@ func Aligned(f *File, float graph.Serialized, ranges map[string][2]float64, quan
 	}
 	o, _, err := aligned(Options{Float: float, Ranges: ranges, Quant: quant}, f.Aligned.Channels)
 	return o.Float, o.Ranges, o.Quant, err
+}
+
+// corrected says the quantization carries per-channel corrections of the
+// model as given (GPTQ's rounded weights, bias correction's shifts): a
+// padded model's weights have other shapes, so it would lose them.
+func corrected(quant quantize.Options) bool {
+	return len(quant.Rounded) > 0 || len(quant.BiasShift) > 0
 }
 
 // alignedRanges gives the Slices the padding added (back to a tensor's
@@ -152,6 +167,10 @@ func align(opts Options, all *quantized, clk *clock) (Options, *quantized, *Alig
 	if channels == 0 {
 		return opts, all, nil, nil
 	}
+	if corrected(opts.Quant) {
+		opts.progress("placement: conv channels not padded: GPTQ's weights and bias correction are per channel of the model as given")
+		return opts, all, nil, nil
+	}
 	padded, convs, err := aligned(opts, channels)
 	if err != nil || convs == 0 {
 		return opts, all, nil, err
@@ -173,6 +192,19 @@ func align(opts Options, all *quantized, clk *clock) (Options, *quantized, *Alig
 	// A quarter of the time left at most, so that the search keeps its own.
 	if rec.Timings, rec.Chosen, err = timePair(opts, clk, all.serialized, q.serialized, time.Now().Add(time.Until(clk.deadline)/4)); err != nil {
 		return opts, all, nil, fmt.Errorf("timing the padded model: %w", err)
+	}
+	if rec.Chosen && opts.Accept != nil {
+		// The search's lazy check takes all-INT8 as known to keep the
+		// accuracy budget (it is the guard's model); the padded one is
+		// checked before it stands in for it.
+		opts.progress("placement: checking the accuracy of all-INT8 with conv channels padded")
+		var ok bool
+		if _, err := clk.step(func() (err error) { ok, err = opts.Accept(q.serialized); return err }); err != nil {
+			return opts, all, nil, fmt.Errorf("checking the padded model: %w", err)
+		}
+		if !ok {
+			rec.Chosen, rec.Rejected = false, "all-INT8 of the padded model misses the accuracy budget"
+		}
 	}
 	if !rec.Chosen {
 		return opts, all, rec, nil

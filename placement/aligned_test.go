@@ -182,6 +182,14 @@ func TestAlignedKeepFloatByName(t *testing.T) {
 	if convs == 0 || padded.Quant.KeepFloat != nil || len(padded.Quant.Exclude) != 1 || padded.Quant.Exclude[0] != want {
 		t.Errorf("padded %d convs, quantization options %+v; want KeepFloat as the exclusion %s", convs, padded.Quant, want)
 	}
+	// GPTQ's weights and bias correction's shifts are per channel of the
+	// model as given: a model carrying them is not padded (it would lose
+	// them, and the guard's accuracy with them).
+	for _, c := range []quantize.Options{{BiasShift: map[string][]float32{"x": {0}}}, {Rounded: map[string][]float32{"x": {0}}}} {
+		if _, convs, err := aligned(Options{Float: float, Quant: c}, channels); err != nil || convs != 0 {
+			t.Errorf("corrections %+v: %d convs padded, err %v", c, convs, err)
+		}
+	}
 	m.Graph.Nodes[0].Name = ""
 	if opts.Float, err = graph.MarshalReferencing(m); err != nil {
 		t.Fatal(err)
