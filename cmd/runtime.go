@@ -38,8 +38,10 @@ library into the cache folder ($OPTC_CACHE, else ~/.cache/optc on Linux and
 Commands that run models do the same on first use, with a one-line notice,
 unless OPTC_NO_DOWNLOAD=1.
 
-The registry is $OPTC_NPM_REGISTRY, else $npm_config_registry, else
-https://registry.npmjs.org/; HTTPS_PROXY, HTTP_PROXY and NO_PROXY apply.`,
+The registry is --registry, else $OPTC_NPM_REGISTRY, else
+$npm_config_registry, else the one npm is configured with (npm config get
+registry) when npm is installed; with none of them, give --tarball FILE.
+HTTPS_PROXY, HTTP_PROXY and NO_PROXY apply.`,
 		// A word that is not a subcommand is a usage error, not help.
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
@@ -89,7 +91,7 @@ Pinned: ` + pinnedHelp(),
 	fs := c.Flags()
 	fs.StringVar(&opts.Install.Version, "version", install.DefaultVersion, "onnxruntime-node version (one optc has digests for)")
 	fs.StringSliceVar(&platforms, "platform", nil, "os/arch to install, repeatable or comma-separated, or all (default: this machine's)")
-	fs.StringVar(&opts.Install.Registry, "registry", "", "npm registry URL (default: $OPTC_NPM_REGISTRY, $npm_config_registry, https://registry.npmjs.org/)")
+	fs.StringVar(&opts.Install.Registry, "registry", "", "npm registry URL (default: $OPTC_NPM_REGISTRY, $npm_config_registry, else npm's configured registry)")
 	fs.StringVar(&opts.Install.Tarball, "tarball", "", "a downloaded onnxruntime-node .tgz to install from instead of the registry (still checked)")
 	fs.BoolVar(&opts.Install.Force, "force", false, "fetch again even when the library is cached and verified")
 	fs.BoolVar(&opts.JSON, "json", false, "print the installed libraries as JSON")

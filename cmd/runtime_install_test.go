@@ -32,6 +32,16 @@ func TestRuntimeInstallRefusals(t *testing.T) {
 	failsCleanly(t, status, 1, out, errOut, "onnxruntime-node 1.23.2: optc carries no pinned sha256")
 	status, out, errOut = run(t, "runtime", "install", "--registry", "http://127.0.0.1:1/")
 	failsCleanly(t, status, 1, out, errOut, "http://127.0.0.1:1/onnxruntime-node/-/onnxruntime-node-1.24.1.tgz")
+	// No registry configured and no npm to ask: optc names none of its own.
+	for _, e := range install.RegistryEnv {
+		t.Setenv(e, "")
+	}
+	t.Setenv("PATH", t.TempDir())
+	status, out, errOut = run(t, "runtime", "install")
+	failsCleanly(t, status, 1, out, errOut, "no npm registry to fetch ONNX Runtime from: set --registry or OPTC_NPM_REGISTRY")
+	if !strings.Contains(errOut, "--tarball FILE") {
+		t.Errorf("the error names no --tarball: %q", errOut)
+	}
 	status, out, _ = run(t, "runtime", "list")
 	if status != 0 || !strings.Contains(out, "no ONNX Runtime library in ") {
 		t.Errorf("list of an empty cache: status %d, %q", status, out)

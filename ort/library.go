@@ -114,7 +114,11 @@ func initLib(flag string, fetch bool) (string, error) {
 
 // fetchLibrary installs this platform's library into the cache.
 func fetchLibrary() (string, error) {
-	u, err := install.TarballURL(install.Registry(), LibraryVersion)
+	reg, err := install.Registry()
+	if err != nil {
+		return "", err
+	}
+	u, err := install.TarballURL(reg, LibraryVersion)
 	if err != nil {
 		return "", err
 	}
@@ -122,7 +126,7 @@ func fetchLibrary() (string, error) {
 		fmt.Fprintf(Notice, "optc: ONNX Runtime %s not found; fetching it once from %s into %s (%s=1 turns this off)\n",
 			LibraryVersion, u, install.RuntimeDir(install.CacheDir()), NoDownloadEnv)
 	}
-	in, err := install.Install(context.Background(), install.Options{Version: LibraryVersion})
+	in, err := install.Install(context.Background(), install.Options{Version: LibraryVersion, Registry: reg})
 	if err != nil {
 		return "", err
 	}

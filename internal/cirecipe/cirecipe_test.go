@@ -125,7 +125,7 @@ func TestCIRecipe(t *testing.T) {
 	publish(t, root, dirs["proxy"], version)
 
 	// An npm-shaped registry with the pinned tarball (a cached copy of
-	// registry.npmjs.org's), standing in for the registry or a mirror.
+	// the public registry's), standing in for the registry or a mirror.
 	registryURL, hits := ortenv.Registry(t)
 
 	ws := modelRepository(t, root, dirs["work"], config, wfText)
@@ -149,10 +149,11 @@ func TestCIRecipe(t *testing.T) {
 	env := []string{
 		"HOME=" + dirs["home"],
 		"PATH=" + filepath.Join(dirs["home"], "go", "bin") + string(os.PathListSeparator) + dirs["stubs"] + string(os.PathListSeparator) + os.Getenv("PATH"),
-		// proxy.golang.org last: it answers the checksum database lookups
-		// for optc's dependencies (sum.golang.org itself may be out of
-		// reach); the modules come from the files before it.
-		"GOPROXY=file://" + dirs["proxy"] + ",file://" + filepath.Join(modcache, "cache", "download") + ",https://proxy.golang.org",
+		// This machine's own proxy last (go env GOPROXY): it answers the
+		// checksum database lookups for optc's dependencies (the database
+		// itself may be out of reach); the modules come from the files
+		// before it.
+		"GOPROXY=file://" + dirs["proxy"] + ",file://" + filepath.Join(modcache, "cache", "download") + "," + goEnv(t, "GOPROXY"),
 		"GONOSUMDB=github.com/optc-dev/optc",
 		"GOFLAGS=-modcacherw",
 		"GOCACHE=" + gocache,

@@ -51,7 +51,7 @@ func Tarball(t testing.TB) string {
 }
 
 // Registry serves the pinned tarball (Tarball) where an npm registry has
-// it, standing in for registry.npmjs.org or a mirror; it returns the
+// it, standing in for the public npm registry or a mirror; it returns the
 // registry's URL and a count of the requests it got. The server stops when
 // the test ends.
 func Registry(t testing.TB) (url string, hits *atomic.Int32) {

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -29,9 +30,6 @@ import (
 
 	"github.com/optc-dev/optc/internal/atomicfile"
 )
-
-// DefaultRegistry is npm's public registry.
-const DefaultRegistry = "https://registry.npmjs.org/"
 
 // RegistryEnv lists the variables that override the registry, first set wins.
 var RegistryEnv = []string{"OPTC_NPM_REGISTRY", "npm_config_registry", "NPM_CONFIG_REGISTRY"}
@@ -106,21 +104,32 @@ func LibraryPath(cache, version string, p Platform) (path string, ok bool) {
 }
 
 // Registry is the npm registry to fetch from: the first of RegistryEnv
-// that is set, else DefaultRegistry.
-func Registry() string {
+// that is set, else the registry npm itself is configured with (npm
+// config get registry) when npm is installed. optc names no registry of
+// its own: a machine without npm and without those variables gets an
+// error that says how to give one, or a tarball.
+func Registry() (string, error) {
 	for _, e := range RegistryEnv {
 		if v := os.Getenv(e); v != "" {
-			return v
+			return v, nil
 		}
 	}
-	return DefaultRegistry
+	if npm, err := exec.LookPath("npm"); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, npm, "config", "get", "registry").Output()
+		if v := strings.TrimSpace(string(out)); err == nil && v != "" && v != "undefined" {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("no npm registry to fetch ONNX Runtime from: set --registry or %s, install npm (its configured registry is used), or give --tarball FILE (onnxruntime-node's package)", strings.Join(RegistryEnv, " or "))
 }
 
 // TarballURL is where registry serves onnxruntime-node's tarball of version.
 func TarballURL(registry, version string) (string, error) {
 	u, err := url.Parse(registry)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", fmt.Errorf("npm registry %q is not an http(s) URL (set by %s or the default)", registry, strings.Join(RegistryEnv, ", "))
+		return "", fmt.Errorf("npm registry %q is not an http(s) URL (set by --registry, %s or npm's configuration)", registry, strings.Join(RegistryEnv, ", "))
 	}
 	return strings.TrimRight(registry, "/") + "/onnxruntime-node/-/onnxruntime-node-" + version + ".tgz", nil
 }
@@ -228,7 +237,10 @@ func open(ctx context.Context, o Options, rel release) (string, io.ReadCloser, e
 	}
 	reg := o.Registry
 	if reg == "" {
-		reg = Registry()
+		var err error
+		if reg, err = Registry(); err != nil {
+			return "", nil, err
+		}
 	}
 	u, err := TarballURL(reg, o.Version)
 	if err != nil {

@@ -249,22 +249,36 @@ func TestInstallRefusals(t *testing.T) {
 	}
 }
 
+// The registry comes from the variables, else from npm's own
+// configuration; with neither, an error says how to give one.
 func TestRegistryEnv(t *testing.T) {
 	for _, e := range RegistryEnv {
 		t.Setenv(e, "")
 	}
-	if r := Registry(); r != DefaultRegistry {
-		t.Errorf("registry %s, want %s", r, DefaultRegistry)
+	// No npm on PATH: no registry, and the error names the ways out.
+	t.Setenv("PATH", t.TempDir())
+	if r, err := Registry(); err == nil || !strings.Contains(err.Error(), "--tarball") || !strings.Contains(err.Error(), "OPTC_NPM_REGISTRY") {
+		t.Errorf("no npm, no variable: registry %q, error %v", r, err)
 	}
-	t.Setenv("npm_config_registry", "https://npm.example/")
-	if r := Registry(); r != "https://npm.example/" {
-		t.Errorf("registry %s, want npm's own setting", r)
+	// npm's configuration (an npm that answers config get registry).
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "npm"), []byte("#!/bin/sh\n[ \"$1 $2 $3\" = 'config get registry' ] && echo https://npm.example/\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	if r, err := Registry(); err != nil || r != "https://npm.example/" {
+		t.Errorf("registry %s (%v), want npm's configured one", r, err)
+	}
+	t.Setenv("npm_config_registry", "https://npm2.example/")
+	if r, _ := Registry(); r != "https://npm2.example/" {
+		t.Errorf("registry %s, want npm's variable", r)
 	}
 	t.Setenv("OPTC_NPM_REGISTRY", "http://mirror.local/npm")
-	if r := Registry(); r != "http://mirror.local/npm" {
+	r, err := Registry()
+	if err != nil || r != "http://mirror.local/npm" {
 		t.Errorf("registry %s, want OPTC_NPM_REGISTRY first", r)
 	}
-	u, err := TarballURL(Registry(), "1.24.1")
+	u, err := TarballURL(r, "1.24.1")
 	if err != nil || u != "http://mirror.local/npm/onnxruntime-node/-/onnxruntime-node-1.24.1.tgz" {
 		t.Errorf("tarball URL %s (%v)", u, err)
 	}

@@ -7,7 +7,7 @@ const DefaultVersion = "1.24.1"
 // release is what optc knows about one onnxruntime-node tarball: its
 // digest and size, and per platform where the library is inside it and
 // its digest. The values were measured by downloading the tarball from
-// registry.npmjs.org once and hashing it and each library.
+// the public npm registry once and hashing it and each library.
 type release struct {
 	tarballSHA256 string
 	tarballSize   int64
