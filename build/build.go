@@ -57,7 +57,7 @@ type Result struct {
 	Output   string           `json:"output"`
 	Targets  []string         `json:"targets"`
 	Optimize *optimize.Result `json:"optimize"`
-	INT8     *ptq.Result      `json:"int8,omitempty"`          // the ort-cpu quantization
+	INT8     *ptq.Result      `json:"int8,omitempty"`          // the ort quantization
 	INT8TRT  *ptq.Result      `json:"int8_tensorrt,omitempty"` // the tensorrt quantization
 	// Weights is the weight-only quantization of the ORT artifact
 	// (quantize.weights).
@@ -105,7 +105,7 @@ type Result struct {
 
 // Refusal is an INT8 model the accuracy guard refused, with its figures.
 type Refusal struct {
-	Scheme   string     `json:"scheme"`   // ort-cpu, tensorrt
+	Scheme   string     `json:"scheme"`   // ort, tensorrt
 	Artifact string     `json:"artifact"` // what was not written
 	Guard    *ptq.Guard `json:"guard"`
 }
@@ -331,10 +331,10 @@ func (b *builder) stages() []stage {
 	} else if b.c.INT8 {
 		b.note("int8: no target takes static INT8 here (the ORT artifact is dynamic INT8 or weight-only), so nothing was calibrated")
 	}
-	if b.c.Quantize.Weights != "" && b.needs(quantize.TargetORTCPU) {
+	if b.c.Quantize.Weights != "" && b.needs(quantize.TargetORT) {
 		s = append(s, stage{"weights", b.weights})
 	}
-	if b.c.Quantize.Dynamic && b.needs(quantize.TargetORTCPU) {
+	if b.c.Quantize.Dynamic && b.needs(quantize.TargetORT) {
 		s = append(s, stage{"dynamic", b.dynamic})
 	}
 	if b.wants("ort") || b.wants("triton") {
@@ -348,7 +348,7 @@ func (b *builder) stages() []stage {
 // ORT artifact does unless it is weight-only or dynamic INT8.
 func (b *builder) staticINT8() bool {
 	return b.needs(quantize.TargetTensorRT) ||
-		(b.needs(quantize.TargetORTCPU) && b.c.Quantize.Weights == "" && !b.c.Quantize.Dynamic)
+		(b.needs(quantize.TargetORT) && b.c.Quantize.Weights == "" && !b.c.Quantize.Dynamic)
 }
 
 func (b *builder) progress(format string, args ...any) {
@@ -463,7 +463,7 @@ func (b *builder) passes() error {
 }
 
 // quantize calibrates once and quantizes for each target that takes INT8:
-// ort-cpu for the ORT and Triton targets, tensorrt for TensorRT. The
+// ort for the ORT and Triton targets, tensorrt for TensorRT. The
 // second quantization reuses the calibration file the first wrote.
 func (b *builder) quantize() error {
 	var err error
@@ -484,7 +484,7 @@ func (b *builder) quantize() error {
 	}
 	b.add("calibration.json", "all", "calibration", "", "")
 	b.quantized = map[quantize.Target]string{}
-	if b.needs(quantize.TargetORTCPU) && b.c.Quantize.Weights == "" && !b.c.Quantize.Dynamic {
+	if b.needs(quantize.TargetORT) && b.c.Quantize.Weights == "" && !b.c.Quantize.Dynamic {
 		if err := b.quantizeORT(); err != nil {
 			return err
 		}
@@ -495,22 +495,22 @@ func (b *builder) quantize() error {
 	return nil
 }
 
-// quantizeORT makes model.int8.onnx, the ort-cpu scheme's model, and
+// quantizeORT makes model.int8.onnx, the ort scheme's model, and
 // decides whether the ORT and Triton artifacts deploy it.
 func (b *builder) quantizeORT() error {
 	out, err := b.dir.path("model.int8.onnx")
 	if err != nil {
 		return err
 	}
-	o, err := b.ptqOptions(quantize.TargetORTCPU, out)
+	o, err := b.ptqOptions(quantize.TargetORT, out)
 	if err != nil {
 		return err
 	}
 	if b.res.INT8, err = ptq.Run(o); err != nil {
-		return b.refused(quantize.TargetORTCPU, "model.int8.onnx", err)
+		return b.refused(quantize.TargetORT, "model.int8.onnx", err)
 	}
 	b.ortModel, b.ortPrecision = out, "int8"
-	b.quantized[quantize.TargetORTCPU] = out
+	b.quantized[quantize.TargetORT] = out
 	b.add("model.int8.onnx", "ort", "model", "int8", "")
 	b.disqualifyNonFinite()
 	if err := b.writePlacement(); err != nil {
@@ -519,7 +519,7 @@ func (b *builder) quantizeORT() error {
 	if g := b.res.INT8.Guard; g != nil && g.Allowed {
 		b.res.NotRecommended = append(b.res.NotRecommended, "model.int8.onnx")
 		b.ortModel = b.float
-		b.note(fmt.Sprintf("ort-cpu: model.int8.onnx misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended: the ORT and Triton artifacts are FP32", ptq.FailedChecks(g.Checks)))
+		b.note(fmt.Sprintf("ort: model.int8.onnx misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended: the ORT and Triton artifacts are FP32", ptq.FailedChecks(g.Checks)))
 	}
 	return nil
 }
@@ -730,7 +730,7 @@ func copyFile(from, to string) error {
 	return os.WriteFile(to, b, 0o644)
 }
 
-// writePlacement writes placement.json (where the ort-cpu INT8 model is
+// writePlacement writes placement.json (where the ort INT8 model is
 // quantized and why) and deploys the float model for ORT when INT8 does not
 // pay on this CPU.
 func (b *builder) writePlacement() error {
@@ -740,7 +740,7 @@ func (b *builder) writePlacement() error {
 	}
 	if p.Recommended == placement.RecommendFP32 && b.ortModel != b.float {
 		b.ortModel = b.float
-		b.res.Notes = append(b.res.Notes, "ort-cpu: INT8 does not pay on this CPU, so the ORT and Triton artifacts are FP32; model.int8.onnx holds the fastest INT8 placement (placement.json)")
+		b.res.Notes = append(b.res.Notes, "ort: INT8 does not pay on this CPU, so the ORT and Triton artifacts are FP32; model.int8.onnx holds the fastest INT8 placement (placement.json)")
 	}
 	js, err := p.Marshal()
 	if err != nil {
@@ -778,5 +778,5 @@ func (b *builder) disqualifyNonFinite() {
 	if p := b.res.INT8.Placement; p != nil {
 		p.Recommended, p.Reason = placement.RecommendFP32, "FP32: "+why
 	}
-	b.note("ort-cpu: " + why + ", so it is not deployed: the ORT and Triton artifacts are FP32; model.int8.onnx is kept for inspection")
+	b.note("ort: " + why + ", so it is not deployed: the ORT and Triton artifacts are FP32; model.int8.onnx is kept for inspection")
 }

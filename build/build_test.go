@@ -254,7 +254,7 @@ func TestBuildPlacement(t *testing.T) {
 	if err := WriteTable(&table, auto); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(table.String(), "ort-cpu artifact: ") || !strings.Contains(table.String(), file.Reason) {
+	if !strings.Contains(table.String(), "ort artifact: ") || !strings.Contains(table.String(), file.Reason) {
 		t.Errorf("the table does not give the recommendation %q:\n%s", file.Reason, table.String())
 	}
 

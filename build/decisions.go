@@ -39,8 +39,8 @@ type Decisions struct {
 	// Model is the optimized float model (model.fp32.onnx) the choices
 	// were made for: a replay refuses a build whose model differs.
 	Model FileDigest `json:"model"`
-	// Placement is where INT8 goes for ort-cpu (placement.json, beside
-	// this file; nil without an INT8 ort-cpu model).
+	// Placement is where INT8 goes for ort (placement.json, beside
+	// this file; nil without an INT8 ort model).
 	Placement *PlacementDecision `json:"placement,omitempty"`
 	// NCHWc is the nchwc stage's choice (nil without an ORT or Triton
 	// target).
@@ -153,12 +153,12 @@ func (b *builder) recordModel() error {
 	return nil
 }
 
-// replayedPlacement is the placement.json the ort-cpu quantization
+// replayedPlacement is the placement.json the ort quantization
 // replays.
 func (b *builder) replayedPlacement() (string, error) {
 	r := b.replay
 	if r.rec.Placement == nil {
-		return "", r.missing("placement", "had no INT8 ort-cpu model in QDQ format")
+		return "", r.missing("placement", "had no INT8 ort model in QDQ format")
 	}
 	r.used = append(r.used, "placement")
 	return r.placementFile(), nil

@@ -13,14 +13,14 @@ import (
 // become int8 and their activations are quantized at run time. ptq
 // measures it against float and holds it to the accuracy guard; like
 // every artifact it is then checked and timed against the input in the
-// verify stage. It takes the place of the static ort-cpu INT8 model.
+// verify stage. It takes the place of the static ort INT8 model.
 func (b *builder) dynamic() error {
 	const rel = "model.int8.dynamic.onnx"
 	out, err := b.dir.path(rel)
 	if err != nil {
 		return err
 	}
-	o, err := b.ptqOptions(quantize.TargetORTCPU, out)
+	o, err := b.ptqOptions(quantize.TargetORT, out)
 	if err != nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func (b *builder) dynamic() error {
 	b.add(rel, "ort", "model", "int8-dynamic", "")
 	if g := b.res.Dynamic.Guard; g != nil && g.Allowed {
 		b.ortModel = b.float
-		b.note(fmt.Sprintf("ort-cpu: %s misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended: the ORT and Triton artifacts are FP32", rel, ptq.FailedChecks(g.Checks)))
+		b.note(fmt.Sprintf("ort: %s misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended: the ORT and Triton artifacts are FP32", rel, ptq.FailedChecks(g.Checks)))
 	}
 	return nil
 }

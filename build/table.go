@@ -142,7 +142,7 @@ func WriteTable(w io.Writer, r *Result) error {
 	for _, q := range []struct {
 		name string
 		res  *ptq.Result
-	}{{"int8 ort-cpu", r.INT8}, {"int8 tensorrt", r.INT8TRT}} {
+	}{{"int8 ort", r.INT8}, {"int8 tensorrt", r.INT8TRT}} {
 		if q.res == nil || q.res.Quantize == nil {
 			continue
 		}
@@ -198,7 +198,7 @@ func refusedFigures(g *ptq.Guard) (cos, rel string) {
 // writePlacement says what the ORT CPU artifact is and why, and what the
 // placement search cost (nothing when it was replayed from the file from).
 func writePlacement(w io.Writer, p *placement.File, from string) {
-	fmt.Fprintf(w, "ort-cpu artifact: %s\n", p.Reason)
+	fmt.Fprintf(w, "ort artifact: %s\n", p.Reason)
 	if a := p.Aligned; a != nil {
 		fmt.Fprintf(w, "int8 conv channels: %s\n", a)
 	}

@@ -15,7 +15,7 @@ import (
 // float model's MatMul/Gemm weights become MatMulNBits codes
 // (quantize.weights), measured against float by weightonly.Run and, like
 // every artifact, checked and timed against the input in the verify
-// stage. It takes the place of the ort-cpu INT8 model.
+// stage. It takes the place of the ort INT8 model.
 func (b *builder) weights() error {
 	c := b.c
 	typ := weightonly.Type(c.Quantize.Weights)
@@ -72,7 +72,7 @@ func (b *builder) perplexityGuard(rel string) error {
 	}
 	b.res.WeightsGuard.Allowed = true
 	b.ortModel = b.float
-	b.note(fmt.Sprintf("ort-cpu: %s misses the perplexity guard (%s); kept because of allow_accuracy_loss, not recommended: the ORT and Triton artifacts are FP32", rel, why))
+	b.note(fmt.Sprintf("ort: %s misses the perplexity guard (%s); kept because of allow_accuracy_loss, not recommended: the ORT and Triton artifacts are FP32", rel, why))
 	return nil
 }
 

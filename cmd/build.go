@@ -261,7 +261,7 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.BoolVar(&c.Quantize.NoGuard, "no-guard", c.Quantize.NoGuard, "turn the accuracy guard off: its figures are reported, no INT8 artifact is refused for them")
 	fs.Float64Var(&c.Quantize.MaxPerplexityIncrease, "max-perplexity-increase", c.Quantize.MaxPerplexityIncrease, fmt.Sprintf("--eval-task lm: the most the weight-only model's perplexity may rise over float's, in percent (0: %g)", config.DefaultMaxPerplexityIncrease))
 	fs.BoolVar(&c.Quantize.AllowAccuracyLoss, "allow-accuracy-loss", c.Quantize.AllowAccuracyLoss, "keep the INT8 artifacts when they miss the accuracy guard (the ORT artifact is then FP32)")
-	fs.StringVar(&c.Quantize.Placement, "placement", c.Quantize.Placement, "where INT8 goes for ort-cpu: auto (measured), all-int8, or a placement.json to replay")
+	fs.StringVar(&c.Quantize.Placement, "placement", c.Quantize.Placement, "where INT8 goes for ort: auto (measured), all-int8, or a placement.json to replay")
 	fs.DurationVar(&c.Quantize.PlacementBudget.Duration, "placement-budget", c.Quantize.PlacementBudget.Duration, "time bound of --placement auto's measurements")
 	fs.StringVar(&c.Quantize.Weights, "weights", c.Quantize.Weights, "ORT/Triton artifact with weight-only "+choice.Or(weightonly.Types)+" MatMul/Gemm weights (MatMulNBits) instead of INT8")
 	fs.BoolVar(&c.Quantize.Dynamic, "dynamic", c.Quantize.Dynamic, "ORT/Triton artifact with dynamic INT8 instead of static: MatMul/Gemm weights int8, activations quantized at run time (no calibration needed)")

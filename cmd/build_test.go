@@ -144,7 +144,7 @@ func TestBuildCommandMNIST(t *testing.T) {
 	if len(rep.Quantization) == 0 || rep.Quantization[0].Techniques == nil || strings.Join(rep.Quantization[0].Techniques.Applied, ",") != "gptq,bias-correction" {
 		t.Errorf("report.json quantization %+v: want the techniques asked for applied", rep.Quantization)
 	}
-	for _, want := range []string{"model.int8.onnx", "ort/model.ort", "speed-up b8", "ort-cpu artifact: ", "placement.json"} {
+	for _, want := range []string{"model.int8.onnx", "ort/model.ort", "speed-up b8", "ort artifact: ", "placement.json"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}

@@ -26,7 +26,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"build", "--reduce-range", ""}, []string{"auto", "on", "off"}},
 		{[]string{"build", "--placement", ""}, []string{"auto", "all-int8"}},
 		{[]string{"build", "--image-color", ""}, []string{"rgb", "bgr", "gray"}},
-		{[]string{"quantize", "--target", ""}, []string{"ort-cpu", "tensorrt"}},
+		{[]string{"quantize", "--target", ""}, []string{"ort", "tensorrt"}},
 		{[]string{"quantize", "--method", ""}, []string{"minmax", "percentile", "entropy", "mse", "auto"}},
 		{[]string{"quantize", "--format", ""}, []string{"qdq", "qoperator"}},
 		{[]string{"quantize", "--weights", ""}, []string{"int4", "int3"}},

@@ -172,7 +172,7 @@ func TestErrorsDocumented(t *testing.T) {
 			q := []string{"quantize", mnist, "-o", filepath.Join(dir, "q.onnx")}
 			return []docRun{{append(q, "--dynamic", "--method", "entropy"), []string{"--method is for static INT8, not --dynamic"}},
 				{append(q, "--dynamic", "--weights", "int4"), []string{"--weights and --dynamic are two kinds of quantization: give one"}},
-				{append(q, "--dynamic", "--target", "tensorrt"), []string{"--dynamic is for --target ort-cpu"}},
+				{append(q, "--dynamic", "--target", "tensorrt"), []string{"--dynamic is for --target ort"}},
 				{append(q, "--calib-data", "random", "--ort-contrib"), []string{"--ort-contrib is for --dynamic"}}}
 		}},
 		"no MatMul or Gemm with a constant float weight to quantize dynamically": {func(t *testing.T, dir string) []docRun {

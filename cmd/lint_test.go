@@ -114,14 +114,14 @@ func TestLintTensorRT(t *testing.T) {
 
 // TestLintQuantizedMNIST: what `optc quantize --target tensorrt` writes
 // passes `optc lint --target tensorrt` (warnings allowed, no errors); the
-// ort-cpu artifact does not.
+// ort artifact does not.
 func TestLintQuantizedMNIST(t *testing.T) {
 	ortenv.Require(t)
 	train := testenv.Data(t, "mnist/train_images.npy")
 	for _, c := range []struct {
 		target string
 		status int
-	}{{"tensorrt", 0}, {"ort-cpu", 1}} {
+	}{{"tensorrt", 0}, {"ort", 1}} {
 		out := filepath.Join(t.TempDir(), c.target+".onnx")
 		run2json(t, "quantize", testenv.Model("mnist_cnn.onnx"), "-o", out, "--target", c.target,
 			"--calib-data", train, "--calib-samples", "128", "--json")

@@ -77,7 +77,7 @@ func TestBuildNonFiniteINT8IsFlaggedAndNotDeployed(t *testing.T) {
 	}
 	t.Logf("\n%s", stdout)
 	for _, want := range []string{"NaN/Inf", "NEW!", "NaN/Inf: model.int8.onnx is NaN or infinite where the input model is finite",
-		"ort-cpu: the INT8 model is NaN/Inf at", "so it is not deployed", "accuracy guard FAILED, kept by allow_accuracy_loss",
+		"ort: the INT8 model is NaN/Inf at", "so it is not deployed", "accuracy guard FAILED, kept by allow_accuracy_loss",
 		// 16 calibration samples: 12 calibrate, 4 check (held out, thin).
 		"warning: checked on only 4 samples (fewer than 32)"} {
 		if !strings.Contains(stdout, want) {

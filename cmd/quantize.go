@@ -58,13 +58,13 @@ against the float model: accuracy and top-1 agreement on --eval-data
 (--eval-labels for accuracy), and latency at batch 1 and 8 at the ORT level
 the artifact runs at (--level, default all).
 
-Targets: ort-cpu (uint8 asymmetric activations, int8 per-channel weights,
+Targets: ort (uint8 asymmetric activations, int8 per-channel weights,
 int32 bias; 7-bit weights on x86 CPUs without VNNI unless --reduce-range off)
 and tensorrt (int8 symmetric, zero points 0, Q/DQ only on weighted-op inputs
 and residual Adds, float bias).
 
 Formats (--format): qdq (default) keeps Q/DQ around float ops for the
-runtime to fuse; qoperator (ort-cpu) writes QLinearConv and QLinearMatMul
+runtime to fuse; qoperator (ort) writes QLinearConv and QLinearMatMul
 where that computes exactly what the Q/DQ group does, and lists the groups
 left in QDQ form with the reason.
 
@@ -77,7 +77,7 @@ needed) or gptq (error compensation from the layers' inputs on
 kernel). The result is compared with float on --eval-data (default the
 calibration data). See docs/transformers.md.
 
-Dynamic INT8 (--dynamic, ort-cpu): the constant weights of MatMul and Gemm
+Dynamic INT8 (--dynamic, ort): the constant weights of MatMul and Gemm
 layers become int8 (per column, or --per-tensor; 7-bit where
 --reduce-range applies) and each layer's activation is quantized at run
 time by DynamicQuantizeLinear, then MatMulInteger, in standard ONNX that
@@ -90,6 +90,10 @@ without labels). See docs/quantize.md.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
 			o.Input, o.ORTLib = args[0], g.ortLib
+			if t, former := quantize.CurrentName(quantize.Target(target)); former {
+				fmt.Fprintf(io.ErrOut, "optc: --target %s is deprecated: the target is now spelled %s, as in optc build\n", target, t)
+				target = string(t)
+			}
 			if o.Output == "" {
 				return usageError{fmt.Errorf("quantize: -o OUT is required")}
 			}
@@ -109,8 +113,8 @@ without labels). See docs/quantize.md.`,
 				if f := staticOnly(cmd.Flags()); f != "" {
 					return usageError{fmt.Errorf("--%s is for static INT8, not --dynamic", f)}
 				}
-				if target != string(quantize.TargetORTCPU) {
-					return usageError{fmt.Errorf("--dynamic is for --target %s (ONNX Runtime's CPU kernels), not %q", quantize.TargetORTCPU, target)}
+				if target != string(quantize.TargetORT) {
+					return usageError{fmt.Errorf("--dynamic is for --target %s (ONNX Runtime's CPU kernels), not %q", quantize.TargetORT, target)}
 				}
 				o.Dynamic = true
 			}
@@ -236,9 +240,9 @@ without labels). See docs/quantize.md.`,
 	fs.StringSliceVar(&techniques, "technique", nil, "post-training techniques, comma-separated: "+choice.Or(quantize.Techniques)+" (cle: cross-layer equalization of Conv -> Relu -> Conv pairs, for --per-tensor weights; smoothquant: move MatMul input outliers into the weights before calibrating; gptq: round the int8 weights by GPTQ's error feedback from the layers' inputs on --calib-data instead of to nearest; bias-correction: cancel each INT8 layer's mean error per channel, measured on --calib-data)")
 	fs.Float64Var(&o.SmoothAlpha, "smoothquant-alpha", quantize.DefaultSmoothAlpha, "--technique smoothquant: migration strength in [0, 1] (0.5 splits the difficulty evenly between activations and weights)")
 	fs.Float64Var(&o.Calib.MovingAverage, "moving-average", 0, "minmax: blend per-batch ranges with this weight (0: plain min/max)")
-	fs.StringVar(&target, "target", string(quantize.TargetORTCPU), "numeric scheme: "+choice.Or(quantize.Targets()))
+	fs.StringVar(&target, "target", string(quantize.TargetORT), "numeric scheme: "+choice.Or(quantize.Targets()))
 	fs.StringVar(&reduceRange, "reduce-range", "auto", "7-bit weights: "+choice.Or(quantize.ReduceRangeModes)+" (auto: on for x86 without VNNI)")
-	fs.StringVar(&format, "format", "qdq", choice.Or(quantize.Formats)+": Q/DQ around float ops, or QLinearConv/QLinearMatMul (ort-cpu)")
+	fs.StringVar(&format, "format", "qdq", choice.Or(quantize.Formats)+": Q/DQ around float ops, or QLinearConv/QLinearMatMul (ort)")
 	fs.BoolVar(&perTensor, "per-tensor", false, "one weight scale per tensor instead of per output channel")
 	fs.StringArrayVar(&o.Quant.Exclude, "exclude", nil, "keep nodes float: a regexp on node name or op type (repeatable)")
 	fs.BoolVar(&o.Quant.KeepFirstLast, "keep-first-last", false, "keep the first and last weighted layers float")

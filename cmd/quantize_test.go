@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/optc-dev/optc/data"
@@ -68,6 +69,13 @@ func TestQuantizeMNIST(t *testing.T) {
 	b, _ := os.ReadFile(second)
 	if !bytes.Equal(a, b) {
 		t.Error("the same model and ranges gave different INT8 bytes")
+	}
+	// The target's former spelling still works, says so, and means ort.
+	third := filepath.Join(tmp, "q3.onnx")
+	status, _, stderr := run(t, append([]string{"quantize"}, append(args(third), "--target", "ort-cpu")...)...)
+	c, _ := os.ReadFile(third)
+	if status != 0 || !strings.Contains(stderr, "--target ort-cpu is deprecated: the target is now spelled ort") || !bytes.Equal(a, c) {
+		t.Errorf("--target ort-cpu: status %d, same bytes as ort %v, stderr %q", status, bytes.Equal(a, c), stderr)
 	}
 	m, err := graph.LoadFile(first)
 	if err != nil {

@@ -65,7 +65,7 @@ var usageCases = []struct {
 	{[]string{"quantize", "m.onnx", "-o", "q.onnx", "--dynamic", "--weights", "int4"}, "--weights and --dynamic are two kinds of quantization"},
 	{[]string{"build", "m.onnx", "-o", "out", "--dynamic", "--weights", "int4"}, "--dynamic and quantize.weights are two kinds of quantization: give one"},
 	{[]string{"quantize", "m.onnx", "-o", "q.onnx", "--dynamic", "--method", "entropy"}, "--method is for static INT8, not --dynamic"},
-	{[]string{"quantize", "m.onnx", "-o", "q.onnx", "--dynamic", "--target", "tensorrt"}, `--dynamic is for --target ort-cpu`},
+	{[]string{"quantize", "m.onnx", "-o", "q.onnx", "--dynamic", "--target", "tensorrt"}, `--dynamic is for --target ort`},
 	{[]string{"quantize", "m.onnx", "-o", "q.onnx", "--calib-data", "random", "--ort-contrib"}, "--ort-contrib is for --dynamic"},
 	{[]string{"build"}, "give MODEL"},
 	{[]string{"build", "a.onnx", "b.onnx"}, "at most one model"},

@@ -140,7 +140,7 @@ type Prune struct {
 // Quantize is the INT8 scheme.
 type Quantize struct {
 	ReduceRange     string   `yaml:"reduce_range" json:"reduce_range"` // auto, on or off
-	Format          string   `yaml:"format" json:"format"`             // qdq or qoperator (ort-cpu only)
+	Format          string   `yaml:"format" json:"format"`             // qdq or qoperator (ort only)
 	PerChannel      bool     `yaml:"per_channel" json:"per_channel"`
 	Exclude         []string `yaml:"exclude" json:"exclude"` // regular expressions on node names and op types
 	KeepFirstLast   bool     `yaml:"keep_first_last" json:"keep_first_last"`
@@ -160,7 +160,7 @@ type Quantize struct {
 	// accuracy guard (ptq.Guard) after the fallback; the ORT artifact is
 	// then FP32. Without it such a build fails.
 	AllowAccuracyLoss bool `yaml:"allow_accuracy_loss" json:"allow_accuracy_loss"`
-	// Placement is where INT8 goes for ort-cpu: auto (measured),
+	// Placement is where INT8 goes for ort: auto (measured),
 	// all-int8, or a placement.json to replay; PlacementBudget bounds auto.
 	Placement       string   `yaml:"placement" json:"placement"`
 	PlacementBudget Duration `yaml:"placement_budget" json:"placement_budget"`

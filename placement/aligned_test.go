@@ -31,7 +31,7 @@ func TestAlignedChannels(t *testing.T) {
 	float, ranges := preparedOn(t, m, spec)
 	sess := ort.DefaultOptions()
 	sess.IntraOpThreads = 1
-	opts := Options{Float: float, Ranges: ranges, Quant: quantize.Options{Target: quantize.TargetORTCPU},
+	opts := Options{Float: float, Ranges: ranges, Quant: quantize.Options{Target: quantize.TargetORT},
 		Session: sess, Inputs: spec, Budget: 20 * time.Second, Batches: []int{1, 8}}
 	fm, err := float.Parse()
 	if err != nil {

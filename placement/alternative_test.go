@@ -30,7 +30,7 @@ func TestSearchDynamicCandidate(t *testing.T) {
 	float, ranges := preparedOn(t, m, spec)
 	sess := ort.DefaultOptions()
 	sess.IntraOpThreads = 1
-	opts := Options{Float: float, Ranges: ranges, Quant: quantize.Options{Target: quantize.TargetORTCPU},
+	opts := Options{Float: float, Ranges: ranges, Quant: quantize.Options{Target: quantize.TargetORT},
 		Session: sess, Inputs: spec, Budget: 30 * time.Second}
 	f, model, err := Search(opts)
 	if err != nil {

@@ -91,7 +91,7 @@ func placementRow(b *testing.B, dir string, c placementCase) {
 	opts := func(placementMode, out string) ptq.Options {
 		o := ptq.Options{Input: c.model, Output: out, CalibData: c.calib, CalibCache: cache,
 			CalibOpts: data.Options{Batch: 8, Samples: c.samples, Seed: 1, Shuffle: c.samples > 0},
-			Method:    calibrate.Percentile, Quant: quantize.Options{Target: quantize.TargetORTCPU},
+			Method:    calibrate.Percentile, Quant: quantize.Options{Target: quantize.TargetORT},
 			EvalData: c.eval, EvalOpts: data.Options{Batch: 8, Samples: 500}, EvalLabels: c.label,
 			Session: sess, Inputs: data.Spec{Shapes: shapes}, NoLatency: true, Placement: placementMode, PlacementBudget: time.Minute}
 		return o

@@ -23,7 +23,7 @@ import (
 // mobilenet_v3_large and shufflenet_v2_x1_0 (zoo, random weights) and the
 // PaddleOCR cls model,
 // the FP32 input and its all-INT8 model (`optc quantize` defaults,
-// ort-cpu) profiled in ORT at level all, 1 thread, batch 1 and 8: time
+// ort) profiled in ORT at level all, 1 thread, batch 1 and 8: time
 // per kernel as ORT ran it, and the Q/DQ conversions ORT left running,
 // by the float op on their other side.
 //
@@ -60,7 +60,7 @@ func opProfile(b *testing.B, dir string, c placementCase) {
 	sess.IntraOpThreads = 1
 	out := filepath.Join(dir, c.name+".int8.onnx")
 	res, err := ptq.Run(ptq.Options{Input: c.model, Output: out, CalibData: c.calib,
-		CalibOpts: data.Options{Batch: 8}, Method: calibrate.Percentile, Quant: quantize.Options{Target: quantize.TargetORTCPU},
+		CalibOpts: data.Options{Batch: 8}, Method: calibrate.Percentile, Quant: quantize.Options{Target: quantize.TargetORT},
 		EvalData: c.eval, EvalOpts: data.Options{Batch: 8, Samples: 300}, EvalLabels: c.label,
 		Session: sess, Inputs: spec, NoLatency: true, AllowAccuracyLoss: true})
 	if err != nil {

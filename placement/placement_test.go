@@ -71,7 +71,7 @@ func mnistOptions(t testing.TB) Options {
 	float, ranges := prepared(t, m)
 	sess := ort.DefaultOptions()
 	sess.IntraOpThreads = 1
-	return Options{Float: float, Ranges: ranges, Quant: quantize.Options{Target: quantize.TargetORTCPU}, Session: sess}
+	return Options{Float: float, Ranges: ranges, Quant: quantize.Options{Target: quantize.TargetORT}, Session: sess}
 }
 
 // run runs a model on one random batch at level disable (so that ORT's

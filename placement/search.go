@@ -52,7 +52,7 @@ type Options struct {
 	Float  graph.Serialized
 	Ranges map[string][2]float64
 	// Quant are the accuracy-valid INT8 settings (the layers accuracy
-	// control kept float already excluded); Target must be ort-cpu.
+	// control kept float already excluded); Target must be ort.
 	Quant quantize.Options
 	// Session is the artifact's level and threads: decisions are made there.
 	Session ort.Options

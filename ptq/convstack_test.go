@@ -17,7 +17,7 @@ import (
 )
 
 // BenchmarkConvStackInt8 quantizes the conv stack (128 channels, 28x28)
-// for ort-cpu and reports float/INT8 p50 at batch 1 and 8, level all,
+// for ort and reports float/INT8 p50 at batch 1 and 8, level all,
 // measured by optc quantize itself.
 //
 //	go test -run='^$' -bench=ConvStackInt8 -benchtime=1x ./ptq
@@ -38,7 +38,7 @@ func BenchmarkConvStackInt8(b *testing.B) {
 			sess.IntraOpThreads = threads
 			res, err := ptq.Run(ptq.Options{Input: in, Output: filepath.Join(dir, "q.onnx"),
 				CalibData: "random", CalibOpts: data.Options{High: 1, Samples: 32, Batch: 8},
-				Method: calibrate.Percentile, Quant: quantize.Options{Target: quantize.TargetORTCPU},
+				Method: calibrate.Percentile, Quant: quantize.Options{Target: quantize.TargetORT},
 				Session: sess})
 			if err != nil {
 				b.Fatal(err)
@@ -73,7 +73,7 @@ func TestStaticBatchOne(t *testing.T) {
 	}
 	res, err := ptq.Run(ptq.Options{Input: in, Output: filepath.Join(dir, "q.onnx"),
 		CalibData: "random", CalibOpts: data.Options{High: 1, Samples: 8, Seed: 1},
-		Method: calibrate.Percentile, Quant: quantize.Options{Target: quantize.TargetORTCPU}, Session: ort.DefaultOptions(),
+		Method: calibrate.Percentile, Quant: quantize.Options{Target: quantize.TargetORT}, Session: ort.DefaultOptions(),
 		Placement: "auto", PlacementBudget: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ func TestPlacementAllINT8IsToday(t *testing.T) {
 		res, err := ptq.Run(ptq.Options{Input: testenv.Model("mnist_cnn.onnx"), Output: filepath.Join(dir, out),
 			CalibData: testenv.Data(t, "mnist/train_images.npy"), CalibOpts: data.Options{Samples: 64, Batch: 16},
 			CalibCache: filepath.Join(dir, "calib.json"), Method: calibrate.Percentile,
-			Quant: quantize.Options{Target: quantize.TargetORTCPU}, Session: ort.DefaultOptions(), NoLatency: true, Placement: mode})
+			Quant: quantize.Options{Target: quantize.TargetORT}, Session: ort.DefaultOptions(), NoLatency: true, Placement: mode})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestPlacementReplaysAlignedChannels(t *testing.T) {
 		res, err := ptq.Run(ptq.Options{Input: in, Output: filepath.Join(dir, out),
 			CalibData: testenv.Data(t, "zoo/mobilenet_v3_small/calib.npy"), CalibOpts: data.Options{Batch: 8},
 			CalibCache: filepath.Join(dir, "calib.json"), Method: calibrate.Percentile, AllowAccuracyLoss: true,
-			Quant: quantize.Options{Target: quantize.TargetORTCPU}, Session: ort.DefaultOptions(), NoLatency: true, Placement: mode})
+			Quant: quantize.Options{Target: quantize.TargetORT}, Session: ort.DefaultOptions(), NoLatency: true, Placement: mode})
 		if err != nil {
 			t.Fatal(err)
 		}

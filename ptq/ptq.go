@@ -86,7 +86,7 @@ type Options struct {
 	// accuracy guard after the accuracy control (Result.Guard says so);
 	// without it Run writes nothing and returns a *GuardError.
 	AllowAccuracyLoss bool
-	// Placement is where INT8 goes for the ort-cpu target: "" or
+	// Placement is where INT8 goes for the ort target: "" or
 	// "all-int8" (every quantizable node, as before), "auto" (measured,
 	// see package placement) or a placement.json to replay.
 	Placement string
@@ -145,7 +145,7 @@ type Result struct {
 	// QualityLevel is the ORT level accuracy, cosine and SQNR were
 	// measured at (see qualitySession).
 	QualityLevel string `json:"quality_level"`
-	// Placement is the latency-aware placement (placement.json; ort-cpu
+	// Placement is the latency-aware placement (placement.json; ort
 	// with Options.Placement set).
 	Placement *placement.File `json:"placement,omitempty"`
 	// PlacementFrom is the placement.json Placement was replayed from
@@ -456,7 +456,7 @@ func shapesFromData(opts *Options, res *Result, inputs []data.Input) error {
 // opts.Session, but at level basic at most for a scheme meant for another
 // runtime (tensorrt). Above basic ORT fuses the Q/DQ groups into its CPU
 // integer kernels, which on x86 without AVX-512 VNNI or AVX-VNNI saturate
-// with full-range int8 weights (ort-cpu keeps its weights within ±63 there;
+// with full-range int8 weights (ort keeps its weights within ±63 there;
 // TensorRT rightly does not), so the figures would be ORT's CPU kernels',
 // not the target's: PP-OCRv4 det's tensorrt model measured cosine 0.06 at
 // level all on an AVX2 machine and 0.64 at basic, where the Q/DQ pairs run

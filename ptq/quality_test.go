@@ -8,7 +8,7 @@ import (
 )
 
 // The tensorrt model's quality is measured at level basic at most (its Q/DQ
-// as float arithmetic, not ORT's CPU integer kernels); ort-cpu's at the
+// as float arithmetic, not ORT's CPU integer kernels); ort's at the
 // level asked for. The deployment's threads are for timing: a check's are
 // compare's to choose (0).
 func TestQualitySession(t *testing.T) {
@@ -19,7 +19,7 @@ func TestQualitySession(t *testing.T) {
 		{quantize.TargetTensorRT, ort.LevelAll, ort.LevelBasic},
 		{quantize.TargetTensorRT, ort.LevelExtended, ort.LevelBasic},
 		{quantize.TargetTensorRT, ort.LevelDisable, ort.LevelDisable},
-		{quantize.TargetORTCPU, ort.LevelAll, ort.LevelAll},
+		{quantize.TargetORT, ort.LevelAll, ort.LevelAll},
 		{"", ort.LevelAll, ort.LevelAll},
 	} {
 		opts := Options{Session: ort.Options{Level: c.level, IntraOpThreads: 3}, Quant: quantize.Options{Target: c.target}}

@@ -34,7 +34,7 @@ func TestTensorSQNRSplitIdentical(t *testing.T) {
 		res, err := Run(Options{Input: in, Output: filepath.Join(dir, "q.onnx"),
 			CalibData: "random", CalibOpts: data.Options{High: 1, Samples: 8, Seed: 1},
 			EvalData: "random", EvalOpts: data.Options{High: 1, Seed: 2},
-			Method: calibrate.Percentile, Quant: quantize.Options{Target: quantize.TargetORTCPU},
+			Method: calibrate.Percentile, Quant: quantize.Options{Target: quantize.TargetORT},
 			Session: ort.DefaultOptions(), NoLatency: true})
 		if err != nil {
 			t.Fatal(err)

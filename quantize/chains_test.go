@@ -102,7 +102,7 @@ func floatHardSigmoids(t *testing.T, model []byte) []byte {
 	return marshal(t, m)
 }
 
-// TestIntegerChains: ort-cpu keeps chainNet's activations integer from
+// TestIntegerChains: ort keeps chainNet's activations integer from
 // the first conv to the last: every conv reads and writes uint8
 // (QuantizeOutputs), both HardSigmoids become Clips of uint8 tensors
 // (IntegerHardSigmoid) that ORT's QLinearMul reads, and the shuffle runs

@@ -6,11 +6,11 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// autoReduceRange decides reduce-range for the ort-cpu target from the CPU
+// autoReduceRange decides reduce-range for the ort target from the CPU
 // this runs on: ORT's U8S8 integer kernels saturate their intermediate sums
 // with full-range int8 weights on x86 without VNNI (AVX2's vpmaddubsw adds
 // pairs of u8*s8 products into int16), so weights are kept to 7 bits there.
-// AutoReduceRange is what a nil Options.ReduceRange decides for ort-cpu on
+// AutoReduceRange is what a nil Options.ReduceRange decides for ort on
 // this CPU.
 func AutoReduceRange() bool {
 	r, _ := autoReduceRange()

@@ -35,14 +35,14 @@ const DynamicMinOpset = 11
 
 // ApplyDynamic rewrites m's eligible MatMul and Gemm nodes (main graph) to
 // dynamic INT8 for ORT's CPU provider. It uses opts.Exclude, KeepFloat,
-// PerChannel, ReduceRange and ORTContrib; the target is ort-cpu.
+// PerChannel, ReduceRange and ORTContrib; the target is ort.
 func ApplyDynamic(m *graph.Model, opts Options) (*Report, error) {
-	sc, err := SchemeFor(TargetORTCPU)
+	sc, err := SchemeFor(TargetORT)
 	if err != nil {
 		return nil, err
 	}
-	if opts.Target != "" && opts.Target != TargetORTCPU {
-		return nil, fmt.Errorf("quantize: dynamic INT8 is for target %s (ONNX Runtime's CPU kernels), not %s", TargetORTCPU, opts.Target)
+	if opts.Target != "" && opts.Target != TargetORT {
+		return nil, fmt.Errorf("quantize: dynamic INT8 is for target %s (ONNX Runtime's CPU kernels), not %s", TargetORT, opts.Target)
 	}
 	if v := m.OpsetVersion(""); v < DynamicMinOpset {
 		return nil, fmt.Errorf("quantize: the model imports default-domain opset %d; DynamicQuantizeLinear needs opset >= %d", v, DynamicMinOpset)
@@ -66,7 +66,7 @@ func ApplyDynamic(m *graph.Model, opts Options) (*Report, error) {
 		}
 		keep[g.Nodes[i]] = true
 	}
-	rep := &Report{Target: TargetORTCPU, PerChannel: opts.PerChannel == nil || *opts.PerChannel, Dynamic: true}
+	rep := &Report{Target: TargetORT, PerChannel: opts.PerChannel == nil || *opts.PerChannel, Dynamic: true}
 	rep.ReduceRange, rep.ReduceRangeReason = reduceRange(sc, opts)
 	d := &dynamic{g: g, rep: rep, qmax: 127, contrib: opts.ORTContrib, weights: map[dynKey]dynWeight{}}
 	if rep.ReduceRange {

@@ -94,8 +94,8 @@ func TestMNIST(t *testing.T) {
 		level  ort.Level
 	}
 	rows := []row{
-		{TargetORTCPU, true, ort.LevelAll}, {TargetORTCPU, false, ort.LevelAll},
-		{TargetORTCPU, true, ort.LevelDisable}, {TargetORTCPU, false, ort.LevelDisable},
+		{TargetORT, true, ort.LevelAll}, {TargetORT, false, ort.LevelAll},
+		{TargetORT, true, ort.LevelDisable}, {TargetORT, false, ort.LevelDisable},
 		{TargetTensorRT, false, ort.LevelDisable}, {TargetTensorRT, false, ort.LevelAll},
 	}
 	var table []string
@@ -128,7 +128,7 @@ func TestMNIST(t *testing.T) {
 		if r.level == ort.LevelAll {
 			ops := ortOps(t, q)
 			kernels = opList(ops)
-			if r.target == TargetORTCPU && ops["QLinearConv"] == 0 {
+			if r.target == TargetORT && ops["QLinearConv"] == 0 {
 				t.Errorf("ORT did not turn the QDQ convs into QLinearConv: %s", kernels)
 			}
 		}
@@ -142,10 +142,10 @@ func TestMNIST(t *testing.T) {
 		// make on the reference (non-VNNI) machine; the rest must not
 		// collapse.
 		limit := 2.0
-		if r.target == TargetORTCPU && r.rr {
+		if r.target == TargetORT && r.rr {
 			limit = 0.5
 		}
-		if r.target == TargetORTCPU && !r.rr && r.level == ort.LevelAll && auto {
+		if r.target == TargetORT && !r.rr && r.level == ort.LevelAll && auto {
 			// The INT8 trap: without VNNI, ORT's U8S8 kernels
 			// saturate with full-range weights. Measured, not judged.
 			limit = 100

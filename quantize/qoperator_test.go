@@ -14,7 +14,7 @@ import (
 
 // qopNet: x[4,3,8,8] -> conv1 (bias) -> relu1 -> conv2 (bias) -> clip2
 // [0, 6] -> conv3 (bias, stride 2) -> flatten -> matmul1 -> matmul2 -> z.
-// Quantized for ort-cpu, conv1..3 and matmul1 are QDQ groups with their
+// Quantized for ort, conv1..3 and matmul1 are QDQ groups with their
 // output quantized (after relu1, after clip2, directly, directly); matmul2
 // computes the float graph output.
 func qopNet(t testing.TB) *builder {
@@ -37,7 +37,7 @@ func qopNet(t testing.TB) *builder {
 // compute instead.
 var quantizedNames = []string{"relu1_out_quantized", "clip2_out_quantized", "conv3_out_quantized", "matmul1_out_quantized"}
 
-// quantizeReduceRange quantizes m for ort-cpu with reduce-range at these
+// quantizeReduceRange quantizes m for ort with reduce-range at these
 // activation ranges.
 func quantizeReduceRange(t testing.TB, m *graph.Model, ranges map[string][2]float64) {
 	t.Helper()
@@ -304,7 +304,7 @@ func TestApplyFormat(t *testing.T) {
 		want string
 	}{
 		{Options{Format: "qlinear"}, `unknown format "qlinear"`},
-		{Options{Format: FormatQOperator, Target: TargetTensorRT}, `format "qoperator" is for target "ort-cpu"`},
+		{Options{Format: FormatQOperator, Target: TargetTensorRT}, `format "qoperator" is for target "ort"`},
 	} {
 		if _, err := Apply(qopNet(t).Model, nil, c.opts); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.opts, err, c.want)

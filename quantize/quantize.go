@@ -5,7 +5,7 @@
 //
 // Targets:
 //
-//   - ort-cpu (ONNX Runtime's CPU provider): activations uint8 asymmetric,
+//   - ort (ONNX Runtime's CPU provider): activations uint8 asymmetric,
 //     weights int8 symmetric (per-channel by default), Conv/Gemm biases
 //     int32 with scale input_scale*weight_scale. Q/DQ sits on the
 //     activation inputs of the quantized ops, so that each op's output is
@@ -42,15 +42,15 @@ type Target string
 
 // The targets.
 const (
-	TargetORTCPU   Target = "ort-cpu"
+	TargetORT      Target = "ort"
 	TargetTensorRT Target = "tensorrt"
 )
 
 // Options configure Apply.
 type Options struct {
-	Target Target // default ort-cpu
+	Target Target // default ort
 	// ReduceRange keeps weights within ±63 (7 bits). nil decides
-	// automatically for ort-cpu: true on x86 without AVX-512 VNNI or
+	// automatically for ort: true on x86 without AVX-512 VNNI or
 	// AVX-VNNI, false elsewhere; tensorrt never reduces.
 	ReduceRange *bool
 	// Exclude lists regular expressions; a node whose name or op type
@@ -65,7 +65,7 @@ type Options struct {
 	// PerChannel quantizes weights per output channel; nil means true.
 	// false uses one scale per weight tensor.
 	PerChannel *bool
-	// Format is FormatQDQ (default) or FormatQOperator (ort-cpu only):
+	// Format is FormatQDQ (default) or FormatQOperator (ort only):
 	// the QDQ groups rewritten into QLinearConv/QLinearMatMul.
 	Format Format
 	// SignedActivations quantizes activations as symmetric int8 (s8s8)
@@ -127,7 +127,7 @@ type Entry struct {
 
 var (
 	weightedOps = []string{"Conv", "ConvTranspose", "Gemm", "MatMul"}
-	// passThroughOps are quantized at their inputs for ort-cpu, so that
+	// passThroughOps are quantized at their inputs for ort, so that
 	// INT8 runs across them: ORT has integer kernels for each (QLinearAdd,
 	// QLinearSigmoid, QLinearLeakyRelu, ...) or moves them into the int8
 	// domain (Reshape, Transpose, Slice, Resize: where the scales on both
@@ -168,7 +168,7 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 	case opts.Format != FormatQDQ && opts.Format != FormatQOperator:
 		return nil, fmt.Errorf("quantize: unknown format %q (want %q or %q)", opts.Format, FormatQDQ, FormatQOperator)
 	case opts.Format == FormatQOperator && !sc.QOperator:
-		return nil, fmt.Errorf("quantize: format %q is for target %q; %s takes QDQ", FormatQOperator, TargetORTCPU, opts.Target)
+		return nil, fmt.Errorf("quantize: format %q is for target %q; %s takes QDQ", FormatQOperator, TargetORT, opts.Target)
 	}
 	if v := m.OpsetVersion(""); v < 13 {
 		return nil, fmt.Errorf("quantize: the model imports default-domain opset %d; per-channel QuantizeLinear/DequantizeLinear needs opset >= 13, and upgrading a model's opset is not done here (convert it first and check the result against the original)", v)
@@ -503,7 +503,7 @@ func (q *quantizer) activationMatMulPlan(n *graph.Node) (*plan, string) {
 	return &plan{n: n, acts: []int{0, 1}, axis: -1, detail: "both activation inputs int8 per-tensor"}, ""
 }
 
-// passThroughPlan: ort-cpu quantizes every float activation input of an
+// passThroughPlan: ort quantizes every float activation input of an
 // Add/Mul/Concat/pooling/shape op (for Reshape and Resize only the data).
 func (q *quantizer) passThroughPlan(n *graph.Node) (*plan, string) {
 	if len(n.Outputs()) != 1 || n.Output(0) == nil {
@@ -565,7 +565,7 @@ func (q *quantizer) residualPlan(n *graph.Node, chosen map[*graph.Node]*plan) (*
 }
 
 // needRanges returns why n cannot be quantized for lack of a range: of an
-// activation input, and with output set (ort-cpu) of the tensor its
+// activation input, and with output set (ort) of the tensor its
 // quantized output will be, after a Relu/Clip it feeds alone.
 func (q *quantizer) needRanges(n *graph.Node, acts []int, output bool) string {
 	for _, i := range acts {

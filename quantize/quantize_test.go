@@ -60,7 +60,7 @@ var convNetRanges = map[string][2]float64{
 	"flatten_out": {-3, 4}, "y": {-6, 5}, "matmul_out": {-2, 7},
 }
 
-// uint8Params is the ort-cpu activation scheme, written out independently.
+// uint8Params is the ort activation scheme, written out independently.
 func uint8Params(r [2]float64) (float32, byte) {
 	lo, hi := min(r[0], 0), max(r[1], 0)
 	s := float32((hi - lo) / 255)
@@ -176,7 +176,7 @@ func TestORTCPUPlacementAndValues(t *testing.T) {
 		g := b.Graph
 		orig := originals(t, g, "W1", "b1", "W2", "b2", "B", "C", "M")
 		x, r1, c2, fl, y := v(t, g, "x"), v(t, g, "relu1_out"), v(t, g, "conv2_out"), v(t, g, "flatten_out"), v(t, g, "y")
-		rep, err := Apply(b.Model, convNetRanges, Options{Target: TargetORTCPU, ReduceRange: boolp(rr)})
+		rep, err := Apply(b.Model, convNetRanges, Options{Target: TargetORT, ReduceRange: boolp(rr)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -405,9 +405,9 @@ func TestTensorRTResidualPlacement(t *testing.T) {
 
 // An attention-style MatMul of two activations: tensorrt quantizes both
 // inputs (TensorRT runs it in INT8 then, and optc lint asks for it);
-// ort-cpu leaves it float.
+// ort leaves it float.
 func TestActivationMatMul(t *testing.T) {
-	for _, target := range []Target{TargetTensorRT, TargetORTCPU} {
+	for _, target := range []Target{TargetTensorRT, TargetORT} {
 		b := newBuilder(t, 13)
 		x := b.Input("x", 2, 3)
 		k := b.Node("k", "MatMul", x, b.weight("Wk", 0.5, 3, 4))
@@ -440,7 +440,7 @@ func TestSchemeFor(t *testing.T) {
 	for _, c := range []struct {
 		target Target
 		want   graph.DataType
-	}{{"", graph.Uint8}, {TargetORTCPU, graph.Uint8}, {TargetTensorRT, graph.Int8}} {
+	}{{"", graph.Uint8}, {TargetORT, graph.Uint8}, {TargetTensorRT, graph.Int8}} {
 		s, err := SchemeFor(c.target)
 		if err != nil || s.ActivationType != c.want {
 			t.Errorf("SchemeFor(%q) = %+v, %v", c.target, s, err)
@@ -615,18 +615,18 @@ func TestRunsInORT(t *testing.T) {
 		build func(testing.TB) *builder
 		opts  Options
 	}{
-		{"convnet ort-cpu", convNet, Options{ReduceRange: boolp(false)}},
-		{"convnet ort-cpu reduce-range", convNet, Options{ReduceRange: boolp(true)}},
+		{"convnet ort", convNet, Options{ReduceRange: boolp(false)}},
+		{"convnet ort reduce-range", convNet, Options{ReduceRange: boolp(true)}},
 		{"convnet tensorrt", convNet, Options{Target: TargetTensorRT}},
-		{"residual ort-cpu", residualNet, Options{ReduceRange: boolp(true)}},
+		{"residual ort", residualNet, Options{ReduceRange: boolp(true)}},
 		{"residual tensorrt", residualNet, Options{Target: TargetTensorRT}},
-		{"more ops ort-cpu", moreOpsNet, Options{ReduceRange: boolp(true)}},
+		{"more ops ort", moreOpsNet, Options{ReduceRange: boolp(true)}},
 		{"more ops tensorrt", moreOpsNet, Options{Target: TargetTensorRT}},
-		{"gates ort-cpu", gatesNet, Options{ReduceRange: boolp(false)}},
+		{"gates ort", gatesNet, Options{ReduceRange: boolp(false)}},
 		// s8s8: what the placement search's s8s8 candidate makes.
-		{"convnet ort-cpu s8s8", convNet, Options{ReduceRange: boolp(true), SignedActivations: true}},
-		{"more ops ort-cpu s8s8", moreOpsNet, Options{ReduceRange: boolp(true), SignedActivations: true}},
-		{"gates ort-cpu s8s8", gatesNet, Options{ReduceRange: boolp(true), SignedActivations: true}},
+		{"convnet ort s8s8", convNet, Options{ReduceRange: boolp(true), SignedActivations: true}},
+		{"more ops ort s8s8", moreOpsNet, Options{ReduceRange: boolp(true), SignedActivations: true}},
+		{"gates ort s8s8", gatesNet, Options{ReduceRange: boolp(true), SignedActivations: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := c.build(t)

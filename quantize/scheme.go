@@ -74,7 +74,7 @@ type Scheme struct {
 
 // schemes lists the targets' schemes.
 var schemes = []Scheme{
-	{Target: TargetORTCPU, ActivationType: graph.Uint8, Int32Bias: true, PassThroughOps: passThroughOps,
+	{Target: TargetORT, ActivationType: graph.Uint8, Int32Bias: true, PassThroughOps: passThroughOps,
 		QuantizeOutputs: true, ShareScaleOps: []string{"Reshape", "Transpose", "Flatten", "Slice"}, IntegerHardSigmoid: true,
 		AutoReduceRange: true, QOperator: true},
 	{Target: TargetTensorRT, ActivationType: graph.Int8, ResidualAdds: true, ActivationMatMul: true, OtherRuntime: true},
@@ -89,11 +89,27 @@ func Targets() []Target {
 	return out
 }
 
-// SchemeFor returns target's scheme ("" is ort-cpu).
+// formerNames are targets' earlier spellings (optc quantize called the
+// ORT target ort-cpu until build and quantize shared one name): still
+// read, from commands and from files written then.
+var formerNames = map[Target]Target{"ort-cpu": TargetORT}
+
+// CurrentName returns target's current spelling, and whether target was
+// a former one.
+func CurrentName(target Target) (Target, bool) {
+	if t, ok := formerNames[target]; ok {
+		return t, true
+	}
+	return target, false
+}
+
+// SchemeFor returns target's scheme ("" is ort; a former spelling is
+// read as the target's current name).
 func SchemeFor(target Target) (Scheme, error) {
 	if target == "" {
-		target = TargetORTCPU
+		target = TargetORT
 	}
+	target, _ = CurrentName(target)
 	var names []string
 	for _, s := range schemes {
 		if s.Target == target {

@@ -77,7 +77,7 @@ func FromBuild(res *build.Result, dir string) (*Report, error) {
 	for _, q := range []struct {
 		target, model string
 		res           *ptq.Result
-	}{{"ort-cpu", "model.int8.onnx", res.INT8}, {"ort-cpu", "model.int8.dynamic.onnx", res.Dynamic}, {"tensorrt", "tensorrt/model.int8.qdq.onnx", res.INT8TRT}} {
+	}{{"ort", "model.int8.onnx", res.INT8}, {"ort", "model.int8.dynamic.onnx", res.Dynamic}, {"tensorrt", "tensorrt/model.int8.qdq.onnx", res.INT8TRT}} {
 		if q.res != nil && q.res.Quantize != nil {
 			r.Quantization = append(r.Quantization, quantizationOf(q.target, q.model, q.res))
 		}

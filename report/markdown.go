@@ -211,7 +211,7 @@ func writePruning(p *printer, pr *Pruning) {
 // writePlacement is the ORT CPU artifact's choice: what it is and why,
 // how many regions stayed int8, and the whole-model timings behind it.
 func writePlacement(p *printer, f *placement.File, from string) {
-	p.f("\n<details><summary>ort-cpu artifact: %s</summary>\n\n", f.Reason)
+	p.f("\n<details><summary>ort artifact: %s</summary>\n\n", f.Reason)
 	p.f("INT8 placement (`placement.json`, %s): %s, candidate %q; ", f.Mode, f.Summary(), f.Chosen)
 	if from != "" {
 		p.f("replayed from `%s`, not measured by this build; as recorded, ", from)

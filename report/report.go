@@ -38,7 +38,7 @@ type Report struct {
 	// Pruning is what pruning did to the float model every artifact grew
 	// from (a build with prune:), and what it cost.
 	Pruning *Pruning `json:"pruning,omitempty"`
-	// Placement is where the ort-cpu INT8 model is int8 and what the ORT
+	// Placement is where the ort INT8 model is int8 and what the ORT
 	// CPU artifact is, with the timings behind it (placement.json).
 	Placement *placement.File `json:"placement,omitempty"`
 	// PlacementFrom is the placement.json Placement was replayed from

@@ -41,7 +41,7 @@ func sample(inRuns, artRuns []float64, task, cosine float64) *Report {
 	art.Delta = delta(in, art)
 	return &Report{Schema: Schema, Kind: "build", Input: in.Name, Models: []*Model{in, art},
 		Passes:       []Pass{{Name: "fuse-conv-bn", Runs: 2, Removed: 4, Rewritten: 4}},
-		Quantization: []*Quantization{{Target: "ort-cpu", Model: "model.int8.onnx", Method: "percentile", CalibSamples: 200, Quantized: 4, SQNR: []TensorSQNR{{"a", 21.5}, {"b", 33}, {"c", 40}}}},
+		Quantization: []*Quantization{{Target: "ort", Model: "model.int8.onnx", Method: "percentile", CalibSamples: 200, Quantized: 4, SQNR: []TensorSQNR{{"a", 21.5}, {"b", 33}, {"c", 40}}}},
 		Placement: &placement.File{Schema: placement.SchemaVersion, Mode: placement.ModeAuto, Recommended: placement.RecommendFP32,
 			Chosen: placement.CandidateAllINT8, Reason: "FP32 (INT8 was 1.70x slower at batch 1)", CPU: "Test CPU", Level: "all",
 			Regions:       []placement.Region{{ID: "r0", Op: "Conv", Decision: placement.Float}, {ID: "r1", Op: "Conv", Decision: placement.INT8}},
@@ -118,7 +118,7 @@ func TestDeltasAndMarkdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"1200 B (-70.0%)", "14 (+4)", "97.50% (-1.00 pt)", "2.00x", "| `a` | 21.5 dB |", "median of 5 runs",
-		"ort-cpu artifact: FP32 (INT8 was 1.70x slower at batch 1)", "1 of 2 regions int8", "measured in 4.2 s of a 60 s budget", "| 1 | 1 | 1.700 ms | 1.000 ms |",
+		"ort artifact: FP32 (INT8 was 1.70x slower at batch 1)", "1 of 2 regions int8", "measured in 4.2 s of a 60 s budget", "| 1 | 1 | 1.700 ms | 1.000 ms |",
 		"Pruning channels:auto: 1 of 2 layers pruned (refit on the calibration data: 1 least squares); parameters 900 -> 600 (-33.3%)",
 		"| `conv1` | Conv | 144 | 0.5 | 8 | 0.0% -> 0.0% | least squares | - |", "pruned alone at 0.5 it breaks the budget",
 		"accuracy 98.50% -> 98.20% (drop 0.30 points)", "p50 1.000 ms -> 0.800 ms (0.80x)"} {

@@ -22,7 +22,7 @@ func (Target) Doc() string {
 	return "ONNX Runtime on CPU: the deployed model (INT8 where it pays), its .ort twin and session settings"
 }
 func (Target) Section() string                   { return "runtime" }
-func (Target) Scheme() quantize.Target           { return quantize.TargetORTCPU }
+func (Target) Scheme() quantize.Target           { return quantize.TargetORT }
 func (Target) Artifacts() []string               { return []string{"ort/model.ort", "ort/session.json"} }
 func (Target) Export(h target.Host) (any, error) { return nil, export(h) }
 

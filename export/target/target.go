@@ -72,7 +72,7 @@ type Host interface {
 	// Float is the optimized float model every artifact grows from.
 	Float() string
 	// Deployed is the model the ORT-based targets deploy: the INT8
-	// ort-cpu model, or Float when INT8 does not pay or was not asked for.
+	// ort model, or Float when INT8 does not pay or was not asked for.
 	Deployed() string
 	// DeployedPrecision is Deployed's precision in the manifest (fp32,
 	// int8).

@@ -25,7 +25,7 @@ func (Target) Doc() string {
 	return "Triton Inference Server: a model repository serving the ORT model, profiles from a batch/thread sweep"
 }
 func (Target) Section() string         { return "triton" }
-func (Target) Scheme() quantize.Target { return quantize.TargetORTCPU }
+func (Target) Scheme() quantize.Target { return quantize.TargetORT }
 func (Target) Artifacts() []string {
 	return []string{"triton/model_repository/NAME/1/model.onnx", "triton/model_repository/NAME/config.pbtxt",
 		"triton/model_repository/NAME/configs/low_latency.pbtxt"}

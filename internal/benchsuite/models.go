@@ -257,7 +257,7 @@ func (s *suite) variants(m benchModel) ([]variant, error) {
 	int8 := filepath.Join(dir, "model.int8.onnx")
 	perChannel := true
 	if _, err := ptq.Run(ptq.Options{Input: opt, Output: int8, CalibData: m.calib, CalibOpts: m.calibOpts,
-		Method: calibrate.Percentile, Quant: quantize.Options{Target: quantize.TargetORTCPU, Format: quantize.FormatQDQ, PerChannel: &perChannel},
+		Method: calibrate.Percentile, Quant: quantize.Options{Target: quantize.TargetORT, Format: quantize.FormatQDQ, PerChannel: &perChannel},
 		EvalData: m.eval, EvalOpts: m.evalOpts, EvalLabels: m.labels, Session: timingSession(ort.LevelAll),
 		Inputs: check.Spec, NoLatency: true}); err != nil {
 		return nil, fmt.Errorf("quantize: %w", err)

@@ -91,7 +91,7 @@ func (s *suite) ocrVariants(m ocrTaskModel) ([]variant, error) {
 		s.progress("%s: quantize (%s)", m.name, t.name)
 		out := filepath.Join(dir, fmt.Sprintf("model.int8.%d.onnx", i))
 		if _, err := ptq.Run(ptq.Options{Input: opt, Output: out, CalibData: m.calib, CalibOpts: m.calibOpts,
-			Method: calibrate.Percentile, Quant: quantize.Options{Target: quantize.TargetORTCPU, PerChannel: &perChannel},
+			Method: calibrate.Percentile, Quant: quantize.Options{Target: quantize.TargetORT, PerChannel: &perChannel},
 			EvalData: m.eval, EvalOpts: m.evalOpts, EvalLabels: labels, EvalTask: factory, Techniques: t.techniques,
 			Session: timingSession(ort.LevelAll), Inputs: m.checkData().Spec, NoLatency: true, NoGuard: true}); err != nil {
 			return nil, fmt.Errorf("quantize (%s): %w", t.name, err)

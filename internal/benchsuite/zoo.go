@@ -55,7 +55,7 @@ func (s *suite) zooInt8Models() []benchModel {
 
 // zooInt8 is the zoo section of the full suite: for each model, the FP32
 // input, optc's -O2 FP32 model, the all-INT8 model (`optc quantize`'s
-// defaults, ort-cpu) and the ORT artifact `optc build --int8` ships (the
+// defaults, ort) and the ORT artifact `optc build --int8` ships (the
 // placement search's choice: the -O2 model, or its fastest INT8 placement
 // when that is faster), timed round-robin at batch 1 and 8, one thread,
 // level all. Random weights miss the accuracy guard, so their INT8 models
@@ -102,7 +102,7 @@ func (s *suite) zooModel(m benchModel) error {
 	quant := func(mode, out string) (*ptq.Result, error) {
 		s.progress("%s: quantize (placement %s)", name, mode)
 		return ptq.Run(ptq.Options{Input: m.path, Output: out, CalibData: m.calib, CalibOpts: m.calibOpts,
-			Method: calibrate.Percentile, Quant: quantize.Options{Target: quantize.TargetORTCPU},
+			Method: calibrate.Percentile, Quant: quantize.Options{Target: quantize.TargetORT},
 			EvalData: m.eval, EvalOpts: m.evalOpts, Session: timingSession(ort.LevelAll), Inputs: spec,
 			EvalLabels: m.labels, NoLatency: true, AllowAccuracyLoss: m.labels == "", Placement: mode, PlacementBudget: time.Minute})
 	}

@@ -17,7 +17,7 @@ import (
 
 // TestTensorRTOnQuantizedMNIST lints what optc's quantizer makes of the
 // MNIST CNN (BN folded by -O2, min/max ranges from 256 training images):
-// the tensorrt target passes without findings, the ort-cpu target (uint8
+// the tensorrt target passes without findings, the ort target (uint8
 // activations, int32 biases) fails on its types.
 func TestTensorRTOnQuantizedMNIST(t *testing.T) {
 	ortenv.Require(t)
@@ -54,7 +54,7 @@ func TestTensorRTOnQuantizedMNIST(t *testing.T) {
 	if fs := Check(base); len(fs) != 0 {
 		t.Errorf("the float model: %s", rules(fs))
 	}
-	for _, target := range []quantize.Target{quantize.TargetTensorRT, quantize.TargetORTCPU} {
+	for _, target := range []quantize.Target{quantize.TargetTensorRT, quantize.TargetORT} {
 		m, err := graph.LoadFile(fp32)
 		if err != nil {
 			t.Fatal(err)
@@ -82,7 +82,7 @@ func TestTensorRTOnQuantizedMNIST(t *testing.T) {
 		// Every activation Q and DQ is uint8 and every bias DQ int32.
 		// (Their zero points are 0 here: MNIST's activations are >= 0.)
 		if got[RuleQDQType] != 2*rep.QDQPairs+rep.Biases || rep.Biases == 0 {
-			t.Errorf("ort-cpu (%d Q/DQ pairs, %d int32 biases): %v", rep.QDQPairs, rep.Biases, got)
+			t.Errorf("ort (%d Q/DQ pairs, %d int32 biases): %v", rep.QDQPairs, rep.Biases, got)
 		}
 	}
 }
