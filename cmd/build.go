@@ -94,6 +94,7 @@ override the file; --print-config prints the effective configuration.`,
 			if err := checkBuildConfig(cmd.Flags(), configPath, eff); err != nil {
 				return err
 			}
+
 			opts.Config = eff
 			if runF != nil {
 				return runF(opts)
@@ -408,6 +409,9 @@ func buildRun(opts *BuildOptions) error {
 			return err
 		}
 		_, err = opts.IO.Out.Write(b)
+		return err
+	}
+	if err := opts.Config.CheckPaths(); err != nil {
 		return err
 	}
 	ctx := opts.Context

@@ -397,6 +397,10 @@ func TestErrorsDocumented(t *testing.T) {
 			cfg := writeFile(t, filepath.Join(dir, "optc.yaml"), []byte("model: m.onnx\ncalibraton: {data: x}\n"))
 			return []docRun{{[]string{"build", "--config", cfg}, []string{"optc.yaml: line 2: unknown key calibraton at the top level"}}}
 		}},
+		"config optc.yaml: line 5: calibration.data: stat PATH: no such file or directory (relative paths in a config resolve against its folder)": {func(t *testing.T, dir string) []docRun {
+			cfg := writeFile(t, filepath.Join(dir, "optc.yaml"), []byte("model: "+mnist+"\noutput: out\nint8: true\ncalibration:\n  data: calib.npy\n"))
+			return []docRun{{[]string{"build", "--config", cfg}, []string{"optc.yaml: line 5: calibration.data: stat ", "calib.npy: no such file or directory (relative paths in a config resolve against its folder)"}}}
+		}},
 		"config optc.yaml: more than one YAML document; a config is one": {func(t *testing.T, dir string) []docRun {
 			cfg := writeFile(t, filepath.Join(dir, "optc.yaml"), []byte("model: m.onnx\n---\nmodel: n.onnx\n"))
 			return []docRun{{[]string{"build", "--config", cfg}, []string{"optc.yaml: more than one YAML document; a config is one"}}}

@@ -143,9 +143,11 @@ func TestPruneCalibMissing(t *testing.T) {
 // artifacts against the unpruned input.
 func TestBuildPruneConfig(t *testing.T) {
 	ortenv.Require(t)
-	root := filepath.Join("..", "testdata", "mnist")
+	// The config sits in a temporary folder: its paths are absolute (a
+	// relative one would be read from that folder).
+	root := filepath.Join(testenv.RepoRoot(), "testdata", "mnist")
 	cfg := filepath.Join(t.TempDir(), "optc.yaml")
-	yaml := `model: ` + filepath.Join("..", "testdata", "models", "mnist_cnn.onnx") + `
+	yaml := `model: ` + testenv.Model("mnist_cnn.onnx") + `
 image: {color: gray, scale: 0.00392156862745098}
 calibration: {data: ` + filepath.Join(root, "calib") + `}
 eval: {data: ` + filepath.Join(root, "eval") + `, labels: ` + filepath.Join(root, "eval_labels.npy") + `}

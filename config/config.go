@@ -75,6 +75,8 @@ type Config struct {
 	TensorRT    TensorRT             `yaml:"tensorrt" json:"tensorrt"`
 	Triton      Triton               `yaml:"triton" json:"triton"`
 	Gates       Gates                `yaml:"gates" json:"gates"`
+
+	src *source // where Load read the paths from (paths.go)
 }
 
 // TaskSpec is the eval section as a task plug-in reads it.
@@ -346,6 +348,7 @@ func Load(path string) (Config, error) {
 	if err := Decode(bytes.NewReader(b), &c); err != nil {
 		return c, fmt.Errorf("config %s: %w", path, err)
 	}
+	c.resolvePaths(path, b)
 	return c, nil
 }
 

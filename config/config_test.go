@@ -107,6 +107,46 @@ func TestDecodeIsStrict(t *testing.T) {
 	}
 }
 
+// Paths in a config resolve against its folder; an absolute path, a word
+// that is not a path, and a path given by a flag stay as they are; a
+// missing input path is an error naming the file, line and key.
+func TestLoadResolvesPaths(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "conf")
+	if err := os.MkdirAll(filepath.Join(sub, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	abs := filepath.Join(dir, "abs.onnx")
+	for _, f := range []string{abs, filepath.Join(sub, "data", "labels.npy")} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := filepath.Join(sub, "optc.yaml")
+	doc := "model: " + abs + "\noutput: ../out\ncalibration:\n  data: random\nquantize:\n  placement: auto\neval:\n  data: data/eval.npy\n  labels: data/labels.npy\n"
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Model != abs || c.Output != filepath.Join(dir, "out") || c.Calibration.Data != "random" || c.Quantize.Placement != "auto" ||
+		c.Eval.Data != filepath.Join(sub, "data", "eval.npy") || c.Eval.Labels != filepath.Join(sub, "data", "labels.npy") {
+		t.Errorf("resolved: model %s, output %s, calibration %s, placement %s, eval %s, labels %s",
+			c.Model, c.Output, c.Calibration.Data, c.Quantize.Placement, c.Eval.Data, c.Eval.Labels)
+	}
+	err = c.CheckPaths()
+	want := "config " + p + ": line 8: eval.data: stat " + filepath.Join(sub, "data", "eval.npy") + ": no such file or directory (relative paths in a config resolve against its folder)"
+	if err == nil || err.Error() != want {
+		t.Errorf("CheckPaths: %v\nwant %s", err, want)
+	}
+	c.Eval.Data = "elsewhere.npy" // a flag's value is the stage's to check
+	if err := c.CheckPaths(); err != nil {
+		t.Errorf("CheckPaths with eval.data from a flag: %v", err)
+	}
+}
+
 func TestLoadKeepsDefaultsAndNamesTheFile(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "optc.yaml")
@@ -117,7 +157,7 @@ func TestLoadKeepsDefaultsAndNamesTheFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.INT8 || c.Calibration.Data != "c.npy" || c.Calibration.Method != "percentile" || c.Calibration.Batch != 8 {
+	if !c.INT8 || c.Calibration.Data != filepath.Join(dir, "c.npy") || c.Calibration.Method != "percentile" || c.Calibration.Batch != 8 {
 		t.Fatalf("unset keys lost their defaults: %+v", c.Calibration)
 	}
 	if err := os.WriteFile(p, []byte("bogus: 1\n"), 0o644); err != nil {
