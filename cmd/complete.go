@@ -1,7 +1,11 @@
 package cmd
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/compare"
@@ -10,8 +14,10 @@ import (
 	"github.com/optc-dev/optc/export/target"
 	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/ort/install"
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/task/tasks"
 	"github.com/optc-dev/optc/weightonly"
 )
 
@@ -33,6 +39,8 @@ var flagChoices = map[string][]string{
 	"block-size":      weightonly.BlockSizeNames(),
 	// Post-training techniques (quantize and build).
 	"technique": choice.Strings(quantize.Techniques),
+	"eval-task": tasks.Names(),
+	"nchwc":     config.NCHWcChoices,
 }
 
 // commandFlagChoices are the flags whose names mean different things in
@@ -43,7 +51,17 @@ var commandFlagChoices = map[string]map[string][]string{
 	"quantize": {"target": choice.Strings(quantize.Targets())},
 	"lint":     {"target": target.Linters()},
 	"diff":     {"percentile": config.GatePercentiles, "undecided": undecidedChoices},
-	"compare":  {"check": choice.Strings(compare.Stats)},
+	"compare":  {"check": choice.Strings(compare.Stats), "task": tasks.Names()},
+	"install":  {"platform": platformChoices()},
+}
+
+// platformChoices are what runtime install --platform takes.
+func platformChoices() []string {
+	var out []string
+	for _, p := range install.Supported(install.DefaultVersion) {
+		out = append(out, p.String())
+	}
+	return append(out, "all")
 }
 
 // fileOrChoices are flags that take a file as well as the names listed
@@ -52,9 +70,11 @@ var fileOrChoices = map[string]map[string][]string{
 	"build": {"placement": placement.Modes},
 }
 
-// registerCompletions gives every command's choice flags their values.
+// registerCompletions gives every command's choice flags their values,
+// subcommands' (runtime install) included.
 func registerCompletions(root *cobra.Command) {
 	for _, c := range root.Commands() {
+		registerCompletions(c)
 		for name, values := range flagChoices {
 			complete(c, name, values, cobra.ShellCompDirectiveNoFileComp)
 		}
@@ -68,11 +88,32 @@ func registerCompletions(root *cobra.Command) {
 }
 
 func complete(c *cobra.Command, flag string, values []string, d cobra.ShellCompDirective) {
-	if c.Flags().Lookup(flag) == nil {
+	f := c.Flags().Lookup(flag)
+	if f == nil {
 		return
 	}
+	list := isList(f)
 	// Registering twice is the only error; the tables name each flag once.
-	_ = c.RegisterFlagCompletionFunc(flag, func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return values, d
+	_ = c.RegisterFlagCompletionFunc(flag, func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		i := strings.LastIndex(toComplete, ",")
+		if !list || i < 0 {
+			return values, d
+		}
+		// After a comma in a list flag (--target ort,): the values not
+		// given yet, each after what is typed so far.
+		given := strings.Split(toComplete[:i], ",")
+		var out []string
+		for _, v := range values {
+			if !slices.Contains(given, v) {
+				out = append(out, toComplete[:i+1]+v)
+			}
+		}
+		return out, d | cobra.ShellCompDirectiveNoSpace
 	})
 }
+
+// isList says the flag takes several values, comma-separated.
+func isList(f *pflag.Flag) bool {
+	return strings.HasSuffix(f.Value.Type(), "Slice")
+}
+

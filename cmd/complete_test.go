@@ -41,6 +41,14 @@ func TestCompletion(t *testing.T) {
 		{[]string{"optimize", "--opt-level", ""}, []string{"0", "1", "2"}},
 		{[]string{"lint", "--target", ""}, []string{"tensorrt"}},
 		{[]string{"diff", "--percentile", ""}, []string{"p50", "p90", "p99"}},
+		{[]string{"build", "--eval-task", ""}, []string{"default", "classification", "lm", "ctc", "text-detection", "segmentation"}},
+		{[]string{"compare", "--task", ""}, []string{"default", "classification", "lm", "ctc", "text-detection", "segmentation"}},
+		{[]string{"build", "--nchwc", ""}, []string{"auto", "on", "off", "8", "16"}},
+		{[]string{"runtime", "install", "--platform", ""}, []string{"darwin/arm64", "linux/amd64", "linux/arm64", "all"}},
+		// After a comma in a list flag: the values not given yet.
+		{[]string{"build", "--target", "ort,triton,"}, []string{"ort,triton,tensorrt", "ort,triton,openvino", "ort,triton,all"}},
+		{[]string{"quantize", "--technique", "gptq,"}, []string{"gptq,cle", "gptq,smoothquant", "gptq,bias-correction"}},
+		{[]string{"runtime", "install", "--platform", "linux/amd64,"}, []string{"linux/amd64,darwin/arm64", "linux/amd64,linux/arm64", "linux/amd64,all"}},
 	}
 	for _, c := range cases {
 		status, out, errOut := run(t, append([]string{"__complete"}, c.args...)...)
