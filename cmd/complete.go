@@ -116,4 +116,3 @@ func complete(c *cobra.Command, flag string, values []string, d cobra.ShellCompD
 func isList(f *pflag.Flag) bool {
 	return strings.HasSuffix(f.Value.Type(), "Slice")
 }
-
