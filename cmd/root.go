@@ -85,6 +85,7 @@ func NewRoot(io *IO) *cobra.Command {
 			return usageError{fmt.Errorf("completion: unknown shell %q (want %s)", args[0], choice.Or(shells))}
 		}
 	}
+	setExamples(root)
 	return root
 }
 
