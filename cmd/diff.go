@@ -166,10 +166,11 @@ func diffRun(opts *DiffOptions) error {
 	}
 	if opts.JSON {
 		err = writeJSON(opts.IO.Out, struct {
+			Changes   []report.Change           `json:"changes"`
 			Models    []report.ModelDiff        `json:"models"`
 			Gates     []report.GateResult       `json:"gates"`
 			Remeasure *report.RemeasureSettings `json:"remeasure,omitempty"`
-		}{d.Models, d.Gates, d.Remeasure})
+		}{d.Changes, d.Models, d.Gates, d.Remeasure})
 	} else {
 		err = d.Write(opts.IO.Out)
 	}

@@ -62,11 +62,11 @@ func TestDiffBuilds(t *testing.T) {
 	damaged := filepath.Join(dir, "damaged.onnx")
 	damageFirstConv(t, model, damaged, -1)
 	mnist := "../testdata/mnist"
-	build := func(name, model string) string {
+	build := func(name, model string, extra ...string) string {
 		out := filepath.Join(dir, name)
-		status, _, stderr := run(t, "build", model, "-o", out, "--image-color", "gray", "--image-scale", "0.00392156862745098",
-			"--eval-data", mnist+"/eval", "--eval-labels", mnist+"/eval_labels.npy", "--eval-samples", "200",
-			"--latency-batches", "1", "--latency-duration", "50ms")
+		status, _, stderr := run(t, append([]string{"build", model, "-o", out, "--image-color", "gray", "--image-scale", "0.00392156862745098",
+			"--eval-data", mnist + "/eval", "--eval-labels", mnist + "/eval_labels.npy", "--eval-samples", "200",
+			"--latency-batches", "1", "--latency-duration", "50ms"}, extra...)...)
 		if status != 0 {
 			t.Fatalf("build %s: %s", name, stderr)
 		}
@@ -77,7 +77,7 @@ func TestDiffBuilds(t *testing.T) {
 		}
 		return out
 	}
-	a, b, bad := build("a", model), build("b", model), build("bad", damaged)
+	a, b, bad := build("a", model), build("b", model, "--threads", "1"), build("bad", damaged)
 	page, err := os.ReadFile(filepath.Join(a, "report.html"))
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,10 @@ func TestDiffBuilds(t *testing.T) {
 	if status != 0 {
 		t.Fatalf("same model: status %d: %s\n%s", status, stderr, stdout)
 	}
-	for _, want := range []string{"pass max-accuracy-drop model.fp32.onnx", "pass min-cosine", "pass max-size", "p50 b1", " runs (CV "} {
+	// What changed between the builds comes first: the option, and the
+	// input model's content when it changed.
+	for _, want := range []string{"changed (options, inputs, versions, decisions):\n  runtime.threads  0 -> 1\n\n",
+		"pass max-accuracy-drop model.fp32.onnx", "pass min-cosine", "pass max-size", "p50 b1", " runs (CV "} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("diff output lacks %q:\n%s", want, stdout)
 		}
@@ -105,7 +108,8 @@ func TestDiffBuilds(t *testing.T) {
 		!strings.Contains(stderr, "max-accuracy-drop (model.fp32.onnx): task accuracy 98.50% -> ") {
 		t.Errorf("damaged model: status %d, stderr %q", status, stderr)
 	}
-	if !strings.Contains(stdout, "FAIL max-accuracy-drop input model") {
+	if !strings.Contains(stdout, "FAIL max-accuracy-drop input model") || !strings.Contains(stdout, "  input model  sha256 ") ||
+		!strings.Contains(stdout, "  model        "+model+" -> "+damaged+"\n") {
 		t.Errorf("diff output:\n%s", stdout)
 	}
 	t.Logf("%s", stderr)

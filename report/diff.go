@@ -24,7 +24,10 @@ const (
 type Diff struct {
 	Old, New   *Report
 	Percentile string
-	Models     []ModelDiff
+	// Changes are the options, inputs, versions and decisions that differ
+	// between the two builds (Changes), shown before the figures.
+	Changes []Change
+	Models  []ModelDiff
 	Gates      []GateResult
 	// Remeasure, when set, says the latency gate judged a remeasure of
 	// both builds (CompareRemeasured), and how it ran.
@@ -94,7 +97,7 @@ func Compare(old, new *Report, g config.Gates) *Diff {
 // compareModels pairs the models of old and new and compares their
 // recorded latency at percentile.
 func compareModels(old, new *Report, percentile string) *Diff {
-	d := &Diff{Old: old, New: new, Percentile: percentile, Gates: []GateResult{}}
+	d := &Diff{Old: old, New: new, Percentile: percentile, Gates: []GateResult{}, Changes: Changes(old, new)}
 	for _, n := range new.Models {
 		o := old.model(n.Role, n.Name)
 		name := n.Name
@@ -274,6 +277,7 @@ func (d *Diff) Write(w io.Writer) error {
 			p.f("%s: %s\n", side.name, strings.ReplaceAll(l, "`", ""))
 		}
 	}
+	d.writeChanges(p)
 	for _, m := range d.Models {
 		if m.Old == nil {
 			p.f("\n%s: new (%d bytes)\n", m.Name, m.New.Bytes)
@@ -344,6 +348,23 @@ func (d *Diff) Write(w io.Writer) error {
 }
 
 // percent is the change as a signed percentage with its interval.
+// writeChanges lists what differs between the builds, aligned, before
+// the figures it explains.
+func (d *Diff) writeChanges(p *printer) {
+	if len(d.Changes) == 0 {
+		p.f("\nchanged: nothing (the same options, inputs, versions and decisions)\n")
+		return
+	}
+	width := 0
+	for _, c := range d.Changes {
+		width = max(width, len(c.What))
+	}
+	p.f("\nchanged (options, inputs, versions, decisions):\n")
+	for _, c := range d.Changes {
+		p.f("  %-*s  %s -> %s\n", width, c.What, c.Old, c.New)
+	}
+}
+
 func (i Interval) percent() string {
 	return fmt.Sprintf("%+.1f%% [%+.1f%%, %+.1f%%]", 100*(i.Median-1), 100*(i.Low-1), 100*(i.High-1))
 }

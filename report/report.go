@@ -63,6 +63,8 @@ type Report struct {
 	// Details is the command's own result, everything it measured
 	// (build.Result for a build), for tools that need more than the above.
 	Details any `json:"details,omitempty"`
+
+	path string // the file Load read it from ("" when parsed from bytes)
 }
 
 // Verdict is a build's outcome as the accuracy guard judged it.
@@ -317,6 +319,7 @@ func Parse(b []byte, path string) (*Report, error) {
 	if err := r.check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	r.path = path
 	return &r, nil
 }
 
