@@ -28,7 +28,7 @@ type Diff struct {
 	// between the two builds (Changes), shown before the figures.
 	Changes []Change
 	Models  []ModelDiff
-	Gates      []GateResult
+	Gates   []GateResult
 	// Remeasure, when set, says the latency gate judged a remeasure of
 	// both builds (CompareRemeasured), and how it ran.
 	Remeasure *RemeasureSettings
