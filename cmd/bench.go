@@ -90,6 +90,9 @@ func parseBatches(s string) ([]int, error) {
 }
 
 func benchRun(opts *BenchOptions) error {
+	if err := checkOutputs(nil, []string{opts.Report}); err != nil {
+		return err
+	}
 	res, err := bench.Run(opts.Bench)
 	if err != nil {
 		return err

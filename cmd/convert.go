@@ -58,6 +58,9 @@ func convertRun(opts *ConvertOptions) error {
 	if opts.SizeThreshold < 0 {
 		return usageError{fmt.Errorf("convert: --size-threshold must not be negative")}
 	}
+	if err := checkOutputs([]string{opts.Output}, nil); err != nil {
+		return err
+	}
 	m, err := graph.LoadValid(opts.Input)
 	if err != nil {
 		return err

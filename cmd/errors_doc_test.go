@@ -436,6 +436,9 @@ func TestErrorsDocumented(t *testing.T) {
 			}
 			return append(runs, docRun{[]string{"convert", mnist, "-o", filepath.Join(ro, "m.onnx")}, []string{"m.onnx", "permission denied"}})
 		}},
+		"cannot write into /sys/out: permission denied": {func(t *testing.T, dir string) []docRun {
+			return []docRun{{[]string{"run", mnist, "--data", "random", "-o", "/sys/out"}, []string{"cannot write into /sys/out: permission denied"}}}
+		}},
 		"cannot write out/q.onnx: permission denied": {func(t *testing.T, dir string) []docRun {
 			missing := filepath.Join(dir, "missing", "q.onnx")
 			return []docRun{{[]string{"quantize", mnist, "-o", missing, "--calib-data", "random"}, []string{"cannot write " + missing + ": no such file or directory"}},

@@ -490,3 +490,25 @@ func TestDeepChain(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputsCheckedFirst: every command that writes a file or folder
+// checks it can before the work starts (/sys refuses writes even to
+// root), and fails with one line naming it.
+func TestOutputsCheckedFirst(t *testing.T) {
+	ortenv.Require(t)
+	mnist := testenv.Model("mnist_cnn.onnx")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"optimize", mnist, "-o", "/sys/m.onnx"}, "cannot write /sys/m.onnx: permission denied"},
+		{[]string{"convert", mnist, "-o", "/sys/m.onnx"}, "cannot write /sys/m.onnx: permission denied"},
+		{[]string{"run", mnist, "--data", "random", "-o", "/sys/out"}, "cannot write into /sys/out: permission denied"},
+		{[]string{"bench", mnist, "--data", "random", "--report", "/sys/r/a"}, "cannot write into /sys/r/a: permission denied"},
+		{[]string{"quantize", mnist, "-o", filepath.Join(t.TempDir(), "q.onnx"), "--calib-data", "random", "--report", "/sys/r"}, "cannot write into /sys/r: permission denied"},
+		{[]string{"quantize", mnist, "-o", filepath.Join(t.TempDir(), "q.onnx"), "--calib-data", "random", "--calib-cache", "/sys/c.json"}, "cannot write /sys/c.json: permission denied"},
+	} {
+		status, out, stderr := run(t, tc.args...)
+		failsCleanly(t, status, 1, out, stderr, tc.want)
+	}
+}

@@ -197,6 +197,9 @@ before/after table and per-pass statistics.`,
 }
 
 func optimizeRun(opts *OptimizeOptions) error {
+	if err := checkOutputs([]string{opts.Optimize.Output}, nil); err != nil {
+		return err
+	}
 	opts.Optimize.Progress = opts.IO.Progress
 	res, err := optimize.Run(opts.Optimize)
 	if errors.Is(err, optimize.ErrCheck) {

@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"os"
 	"io"
 	"slices"
 	"strings"
@@ -14,7 +15,6 @@ import (
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/data"
-	"github.com/optc-dev/optc/internal/atomicfile"
 	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
@@ -272,7 +272,12 @@ without labels). See docs/quantize.md.`,
 func quantizeRun(opts *QuantizeOptions) error {
 	// Before minutes of work, not after (build writes into a working
 	// folder it made itself).
-	if err := atomicfile.CheckWritable(opts.PTQ.Output); err != nil {
+	files := []string{opts.PTQ.Output}
+	if _, err := os.Stat(opts.PTQ.CalibCache); err != nil {
+		// A cache that exists may be only read (a shared, read-only one).
+		files = append(files, opts.PTQ.CalibCache)
+	}
+	if err := checkOutputs(files, []string{opts.Report}); err != nil {
 		return err
 	}
 	res, err := ptq.Run(opts.PTQ)

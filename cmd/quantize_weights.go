@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/optc-dev/optc/internal/atomicfile"
 	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/prune"
 	"github.com/optc-dev/optc/ptq"
@@ -99,7 +98,7 @@ func int8Only(fs *pflag.FlagSet) string {
 }
 
 func weightsRun(opts *QuantizeOptions) error {
-	if err := atomicfile.CheckWritable(opts.Weights.Output); err != nil {
+	if err := checkOutputs([]string{opts.Weights.Output}, nil); err != nil {
 		return err
 	}
 	res, err := weightonly.Run(*opts.Weights)

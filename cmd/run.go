@@ -62,6 +62,9 @@ is not touched). Files appear in DIR only when all are complete.`,
 }
 
 func runRun(opts *RunOptions) error {
+	if err := checkOutputs(nil, []string{opts.Infer.OutDir}); err != nil {
+		return err
+	}
 	res, err := infer.Run(opts.Infer)
 	if err != nil {
 		return err
