@@ -3,8 +3,8 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"os"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
