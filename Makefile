@@ -5,10 +5,14 @@ EXAMPLE := testdata/models/mnist_cnn.onnx
 
 .PHONY: build install demo test race testdata ort release release-check ci-recipe gate-rates fuzz bench bench-quick bench-ocr bench-io bench-big bench-passes bench-int8 bench-prune bench-lm bench-dynamic lm vet sweep zoo zoo-models
 
-# The commit optc is built from, for `optc version`: the go command records
-# it itself only in a plain clone (not in a git worktree, nor with
-# -buildvcs=false).
-LDFLAGS := -X github.com/optc-dev/optc/cmd.Commit=$(shell git rev-parse HEAD 2>/dev/null) \
+# The version and commit optc is built from, for `optc version` and every
+# report: one version string (scripts/version.sh: the tag at HEAD, else
+# HEAD's Go pseudo-version) for make build, install and release; the go
+# command records the commit itself only in a plain clone (not in a git
+# worktree, nor with -buildvcs=false).
+VERSION ?= $(shell scripts/version.sh)
+LDFLAGS := -X github.com/optc-dev/optc/cmd.Version=$(VERSION) \
+	-X github.com/optc-dev/optc/cmd.Commit=$(shell git rev-parse HEAD 2>/dev/null) \
 	-X github.com/optc-dev/optc/cmd.Modified=$(shell git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo true || echo false)
 
 build:
@@ -120,10 +124,11 @@ apt_install = sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; export DEBIAN_FRONTEND=no
 # Release binaries into dist/: optc-VERSION-linux-amd64 and -linux-arm64
 # (cgo on; arm64 cross-compiled with Debian's gcc-aarch64-linux-gnu, which
 # is installed when missing), SHA256SUMS and the Dockerfile
-# (scripts/release.sh). VERSION=v0.1.0 make release; the default is the
-# tag at HEAD, else v0.0.0-dev.
+# (scripts/release.sh). VERSION=v0.1.0 make release; the default is
+# scripts/version.sh's. It says before it installs the cross compiler
+# (about 160 MB of packages) and stops instead with RELEASE_NO_INSTALL=1.
 release:
-	scripts/release.sh
+	VERSION=$(VERSION) scripts/release.sh
 
 # Runs the release binaries: linux/amd64 here, linux/arm64 under
 # qemu-user-static with Debian's arm64 libraries (installed when missing):

@@ -5,17 +5,19 @@
 # (scripts/Dockerfile), written to $DIST (default dist/) as a whole: a
 # failed build leaves the previous dist/ untouched.
 #
-# VERSION defaults to the tag at HEAD (v*), else v0.0.0-dev; it must be a
-# semantic version. The commit and whether the tree had uncommitted changes
+# VERSION defaults to scripts/version.sh's (the tag at HEAD, else HEAD's Go
+# pseudo-version); it must be a semantic version. The copied Dockerfile
+# takes it as its VERSION default. The commit and whether the tree had uncommitted changes
 # are linked in too, as the go command records no vcs information from a git
 # worktree. -trimpath and the fixed flags make the build reproducible: two
 # builds of one commit gave the same SHA256SUMS. Installs the cross
-# compiler with apt when it is missing (as root, or with sudo).
+# compiler with apt when it is missing (as root, or with sudo), saying so
+# first; RELEASE_NO_INSTALL=1 stops instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 
-version=${VERSION:-$(git describe --tags --match 'v[0-9]*' --exact-match 2>/dev/null || echo v0.0.0-dev)}
+version=${VERSION:-$(scripts/version.sh)}
 semver='^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$'
 if ! [[ $version =~ $semver ]]; then
 	echo "release: VERSION=$version is not a semantic version (vMAJOR.MINOR.PATCH[-pre][+build])" >&2
@@ -32,6 +34,17 @@ host=$($GO env GOHOSTARCH)
 declare -A gnu=([amd64]=x86_64-linux-gnu [arm64]=aarch64-linux-gnu)
 declare -A pkg=([amd64]=gcc-x86-64-linux-gnu [arm64]="gcc-aarch64-linux-gnu libc6-dev-arm64-cross")
 cc_for() { if [ "$1" = "$host" ]; then echo "${CC:-gcc}"; else echo "${gnu[$1]}-gcc"; fi; }
+missing=()
+for arch in amd64 arm64; do
+	command -v "$(cc_for $arch)" >/dev/null || missing+=("${pkg[$arch]}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "release: the cross compiler is missing: installing ${missing[*]} with apt-get (about 160 MB with their dependencies); RELEASE_NO_INSTALL=1 stops here instead" >&2
+	if [ -n "${RELEASE_NO_INSTALL:-}" ]; then
+		echo "release: not installing (RELEASE_NO_INSTALL is set): install ${missing[*]}, then run make release again" >&2
+		exit 1
+	fi
+fi
 for arch in amd64 arm64; do
 	cc=$(cc_for $arch)
 	command -v "$cc" >/dev/null && continue
@@ -54,7 +67,7 @@ for arch in amd64 arm64; do
 	CGO_ENABLED=1 GOOS=linux GOARCH=$arch CC=$(cc_for $arch) \
 		$GO build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp/$bin" ./cmd/optc
 done
-cp scripts/Dockerfile "$tmp/Dockerfile"
+sed "s/^ARG VERSION$/ARG VERSION=$version/" scripts/Dockerfile >"$tmp/Dockerfile"
 (cd "$tmp" && sha256sum optc-* >SHA256SUMS)
 rm -rf "$out"
 mv "$tmp" "$out"
