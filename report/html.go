@@ -99,9 +99,9 @@ func (r *Report) charts() []chart {
 		for i, s := range worst {
 			labels[i], ys[i] = s.Tensor, finiteOrNaN(s.SQNRdB)
 		}
-		cs = append(cs, chart{"sqnr-" + q.Target, template.HTML(barChart(
-			fmt.Sprintf("SQNR of quantized activations, worst first (%s)", q.Target), "dB", labels,
-			[]series{{q.Model, ys, r.modelIndex(q.Model)}}))})
+		cs = append(cs, chart{"sqnr-" + q.Target, template.HTML(hbarChart(
+			fmt.Sprintf("SQNR of quantized activations, worst first (%s, %s)", q.Target, q.Model), "dB", labels,
+			series{q.Model, ys, r.modelIndex(q.Model)}))})
 	}
 	if ops := r.opChart(); ops != "" {
 		cs = append(cs, chart{"ops", template.HTML(ops)})

@@ -17,26 +17,29 @@ const sqnrRows = 10
 
 // WriteMarkdown writes report.md: short enough for a merge-request
 // comment, with every delta signed and in its unit.
+// modelCell names a model in the tables: its path, (input), and a NaN/Inf
+// flag.
+func modelCell(m *Model) string {
+	name := "`" + m.Name + "`"
+	if m.Role == "input" {
+		name += " (input)"
+	}
+	if m.nonFinite() > 0 {
+		name += " **NaN/Inf**"
+	}
+	return name
+}
+
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	p := &printer{w: w}
 	p.f("## optc %s: %s\n\n", r.Kind, r.Input)
 	in := r.Models[0]
 	batches := latencyBatches(in)
-	head := "| model | precision | size | nodes | task accuracy | min cosine | cold start |"
-	rule := "|---|---|---:|---:|---:|---:|---:|"
-	for _, b := range batches {
-		head += fmt.Sprintf(" p50 b%d | p99 b%d | speed-up b%d |", b, b, b)
-		rule += "---:|---:|---:|"
-	}
-	p.f("%s\n%s\n", head, rule)
+	// Two tables, what each model is and how fast it runs, so that each
+	// reads without scrolling sideways (a page or a PR comment).
+	p.f("| model | precision | size | nodes | task accuracy | min cosine | cold start |\n|---|---|---:|---:|---:|---:|---:|\n")
 	for _, m := range r.Models {
-		name := "`" + m.Name + "`"
-		if m.Role == "input" {
-			name += " (input)"
-		}
-		if m.nonFinite() > 0 {
-			name += " **NaN/Inf**"
-		}
+		name := modelCell(m)
 		d := m.Delta
 		size, nodes, acc := kib(m.Bytes), dash(m.Nodes > 0, fmt.Sprint(m.Nodes)), "-"
 		if d != nil {
@@ -55,16 +58,27 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if m.Accuracy != nil && len(m.Accuracy.Outputs) > 0 {
 			cos = minCosine(m).Text("%.5f")
 		}
-		line := fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |", name, m.Precision, size, nodes, acc, cos, coldStart(m))
+		p.f("| %s | %s | %s | %s | %s | %s | %s |\n", name, m.Precision, size, nodes, acc, cos, coldStart(m))
+	}
+	if len(batches) > 0 {
+		head, rule := "\n| model |", "|---|"
 		for _, b := range batches {
-			bl := m.Latency.batch(b)
-			if bl == nil {
-				line += " - | - | - |"
-				continue
-			}
-			line += fmt.Sprintf(" %s | %s | %s |", msCell(bl.P50), msCell(bl.P99), speedup(m, b))
+			head += fmt.Sprintf(" p50 b%d | p99 b%d | speed-up b%d |", b, b, b)
+			rule += "---:|---:|---:|"
 		}
-		p.f("%s\n", line)
+		p.f("%s\n%s\n", head, rule)
+		for _, m := range r.Models {
+			line := "| " + modelCell(m) + " |"
+			for _, b := range batches {
+				bl := m.Latency.batch(b)
+				if bl == nil {
+					line += " - | - | - |"
+					continue
+				}
+				line += fmt.Sprintf(" %s | %s | %s |", msCell(bl.P50), msCell(bl.P99), speedup(m, b))
+			}
+			p.f("%s\n", line)
+		}
 	}
 	p.lmTable(r)
 	p.taskTable(r)

@@ -288,18 +288,17 @@ func TestNiceTicks(t *testing.T) {
 	}{
 		{0, 0.965, "0 0.2 0.4 0.6 0.8 1"},
 		{0, 4.64, "0 1 2 3 4 5"},
-		{0, 18800, "0 5000 10000 15000 20000"},
-		{0, 37600, "0 1e4 2e4 3e4 4e4"},
+		{0, 18800, "0 5k 10k 15k 20k"},
+		{0, 37600, "0 10k 20k 30k 40k"},
+		{0, 4800, "0 1000 2000 3000 4000 5000"},
+		{0, 2.4e6, "0 0.5M 1M 1.5M 2M 2.5M"},
 		{0, 13.6, "0 5 10 15"},
 		{0, 0.00042, "0 1e-4 2e-4 3e-4 4e-4 5e-4"},
 		{-3.7, 51.4, "-20 0 20 40 60"},
 		{0, 0, "0 0.2 0.4 0.6 0.8 1"},
 	} {
 		ticks, step := niceTicks(c.lo, c.hi)
-		var got []string
-		for _, v := range ticks {
-			got = append(got, tickLabel(v, step))
-		}
+		got := tickLabels(ticks, step)
 		if strings.Join(got, " ") != c.want {
 			t.Errorf("ticks of [%g, %g]: %q, want %q", c.lo, c.hi, strings.Join(got, " "), c.want)
 		}

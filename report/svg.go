@@ -61,10 +61,9 @@ func newFrame(title string, w, band float64, lo, hi float64, names []string) fra
 	var step float64
 	f.ticks, step = niceTicks(lo, hi)
 	f.lo, f.hi = f.ticks[0], f.ticks[len(f.ticks)-1]
+	f.labels = tickLabels(f.ticks, step)
 	widest := 0
-	for _, t := range f.ticks {
-		l := tickLabel(t, step)
-		f.labels = append(f.labels, l)
+	for _, l := range f.labels {
 		widest = max(widest, len(l))
 	}
 	// The unit, turned, in [4, 4+fontH]; then the tick labels; then the axis.
@@ -111,20 +110,48 @@ func niceTicks(lo, hi float64) ([]float64, float64) {
 	return ticks, step
 }
 
-// tickLabel writes v, a multiple of step, with no more digits than the
-// step needs: 0.2, 1.5, 250, 2e4, 1.5e4, 5e-4.
-func tickLabel(v, step float64) string {
+// tickLabels writes ticks, multiples of step, as people read an axis:
+// with no more digits than the step needs, and from 10,000 up in
+// thousands, millions or billions (5k, 10k, 1.5M); tiny steps as powers
+// of ten (5e-4).
+func tickLabels(ticks []float64, step float64) []string {
+	top := 0.0
+	for _, v := range ticks {
+		top = math.Max(top, math.Abs(v))
+	}
+	unit, suffix := 1.0, ""
+	for _, u := range []struct {
+		at     float64
+		suffix string
+	}{{1e9, "G"}, {1e6, "M"}, {1e4, "k"}} {
+		if top >= u.at {
+			unit, suffix = u.at, u.suffix
+			if u.suffix == "k" {
+				unit = 1e3
+			}
+			break
+		}
+	}
+	out := make([]string, len(ticks))
+	for i, v := range ticks {
+		out[i] = tickLabel(v, step, unit, suffix)
+	}
+	return out
+}
+
+func tickLabel(v, step, unit float64, suffix string) string {
 	if v == 0 {
 		return "0"
 	}
-	if step >= 1e4 || step < 1e-3 {
+	if step < 1e-3 {
 		e := math.Floor(math.Log10(math.Abs(v)))
 		m := v / math.Pow(10, e)
 		return strconv.FormatFloat(math.Round(m*10)/10, 'f', -1, 64) + "e" + strconv.Itoa(int(e))
 	}
+	v, step = v/unit, step/unit
 	dec := max(0, int(-math.Floor(math.Log10(step)+1e-9)))
 	p := math.Pow(10, float64(dec))
-	return strconv.FormatFloat(math.Round(v*p)/p, 'f', -1, 64)
+	return strconv.FormatFloat(math.Round(v*p)/p, 'f', -1, 64) + suffix
 }
 
 // lineChart draws series over categorical x labels, y from 0.
@@ -333,4 +360,57 @@ func shorten(s string, n int) string {
 		return s
 	}
 	return "…" + string(r[len(r)-n+1:])
+}
+
+// hbarChart draws one horizontal bar per label, worst first as given:
+// each label in full on its own line above its bar (long tensor names are
+// neither cut nor turned), the bars across the chart's width from 0, the
+// value at each bar's end, the scale under the last bar.
+func hbarChart(title, unit string, labels []string, s series) string {
+	const (
+		barH   = 10.0
+		gap    = 5.0 // between a label and its bar
+		pitch  = fontH + gap + barH + 8
+		valueW = 64.0 // room right of the longest bar for its value
+	)
+	var b strings.Builder
+	longest := 0
+	for _, l := range labels {
+		longest = max(longest, len([]rune(l)))
+	}
+	lo, hi := extent([]series{s})
+	ticks, step := niceTicks(lo, hi)
+	f := frame{ticks: ticks, labels: tickLabels(ticks, step), lo: ticks[0], hi: ticks[len(ticks)-1]}
+	// The first tick label is centred on the plot's left edge.
+	f.left = 8 + charW*float64(len(f.labels[0]))/2
+	f.w = math.Max(chartW, math.Max(f.left+charW*float64(longest)+padR, titleWidth(title)+f.left+padR))
+	f.plotW = f.w - f.left - padR - valueW
+	top := float64(padT) + 4
+	f.bottom = top + pitch*float64(len(labels))
+	f.h = f.bottom + fontH + 12
+	x := func(v float64) float64 { return f.left + f.plotW*(v-f.lo)/(f.hi-f.lo) }
+	open(&b, title, f)
+	for i, v := range f.ticks {
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" class="grid"/>`, x(v), x(v), top, f.bottom)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" class="tick">%s</text>`, x(v), f.bottom+fontH+4, f.labels[i])
+	}
+	last := f.labels[len(f.labels)-1]
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" class="unit">%s</text>`,
+		x(f.hi)+charW*float64(len(last))/2+8, f.bottom+fontH+4, html.EscapeString(unit))
+	for i, l := range labels {
+		y := top + pitch*float64(i)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" class="xlabel">%s</text>`, f.left, y+fontH, html.EscapeString(l))
+		v := s.ys[i]
+		if math.IsNaN(v) {
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" class="unreported">- (not reported)</text>`, x(0)+4, y+fontH+gap+barH)
+			continue
+		}
+		x0, x1 := x(math.Min(v, 0)), x(math.Max(v, 0))
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %.4g %s</title></rect>`,
+			x0, y+fontH+gap, math.Max(x1-x0, 1), barH, s.fill(), html.EscapeString(l), v, html.EscapeString(unit))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" class="value">%.3g</text>`, x(math.Max(v, 0))+4, y+fontH+gap+barH, v)
+	}
+	fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" class="axis"/>`, x(0), x(0), top, f.bottom)
+	b.WriteString("</svg>")
+	return b.String()
 }
