@@ -629,39 +629,13 @@ func (b *builder) ptqOptions(target quantize.Target, out string) (ptq.Options, e
 	return o, nil
 }
 
-// calibrationProgress prints, every progressEvery, how many calibration
-// samples have run and, when the number to run is known, an estimate of
-// the time left: calibrating a large model is the longest step of a build.
-// After the first batch it prints what the samples will take (the first
-// batch, cold, errs long), and says so before going on when that is more
-// than the plan leaves for what the budget does not bound.
+// calibrationProgress is ptq.CalibrationProgress on the build's stage
+// lines. After the first batch it prints what the samples will take (the
+// first batch, cold, errs long), and says so before going on when that is
+// more than the plan leaves for what the budget does not bound.
 func (b *builder) calibrationProgress(total int64) func(int64) {
-	start, last := time.Now(), time.Now()
-	first := true
-	return func(n int64) {
-		if n == 0 { // the session is ready: time the batches alone
-			start, last = time.Now(), time.Now()
-			return
-		}
-		if first {
-			first = false
-			b.checkCalibrationFits(n, total, time.Since(start))
-		}
-		if time.Since(last) < progressEvery {
-			return
-		}
-		last = time.Now()
-		if total <= 0 || n >= total {
-			b.progress("calibrating: %d samples in %s", n, elapsed(start))
-			return
-		}
-		left := time.Since(start).Seconds() / float64(n) * float64(total-n)
-		b.progress("calibrating: %d of %d samples in %s, about %s left", n, total, elapsed(start), secs(left))
-	}
+	return ptq.CalibrationProgress(total, b.progress, func(n int64, took time.Duration) { b.checkCalibrationFits(n, total, took) })
 }
-
-// progressEvery spaces the progress lines of a long step.
-const progressEvery = 10 * time.Second
 
 // dataOptions reads a data file: shapes only fix random data (files carry
 // their own), samples bound what is read.

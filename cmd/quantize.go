@@ -41,7 +41,7 @@ func newCmdQuantize(io *IO, g *globals, runF func(*QuantizeOptions) error) *cobr
 	var sf sessionFlags
 	calib, eval := dataFlags{judges: true}, dataFlags{judges: true}
 	var method, target, reduceRange, format string
-	var perTensor bool
+	var perTensor, quiet bool
 	var weights, rounding string
 	var blockSize int
 	var dynamic bool
@@ -220,8 +220,13 @@ without labels). See docs/quantize.md.`,
 			if calib.spec != "random" {
 				o.CalibOpts.Shapes = nil
 			}
-			if isTerminal(io.ErrOut) {
-				o.Calib.Progress = func(n int64) { fmt.Fprintf(io.ErrOut, "\rcalibrating: %d samples", n) }
+			if io.Progress != nil && !quiet {
+				// Lines, as build prints them: on a terminal and in a CI
+				// log alike, at least every ptq.ProgressEvery while
+				// calibrating, and as each later step starts.
+				say := func(format string, args ...any) { fmt.Fprintf(io.Progress, "quantize: "+format+"\n", args...) }
+				o.Progress = say
+				o.Calib.Progress = ptq.CalibrationProgress(int64(calib.samples), say, nil)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -233,6 +238,7 @@ without labels). See docs/quantize.md.`,
 	fs.StringVarP(&o.Output, "output", "o", "", "where to write the INT8 model (required)")
 	fs.StringVar(&calib.spec, "calib-data", "", "calibration data: .npy, .npz, .pb folder(s), a folder of PNG/JPEG images (see --image-*), or random (not advised)")
 	calib.batchVar(fs, "calib-batch", 32, "calibration batch size (a model with a static batch runs at that size)")
+	fs.BoolVarP(&quiet, "quiet", "q", false, "print no progress lines on stderr (errors still are)")
 	fs.IntVar(&calib.samples, "calib-samples", 0, "calibrate on N samples drawn at random (seeded by --seed) from --calib-data")
 	fs.StringVar(&o.CalibCache, "calib-cache", "", "calibration file: reused when it matches the model, else written")
 	fs.StringVar(&method, "method", "percentile", "range method: "+calibrate.MethodNames()+" (auto: per tensor, the candidate with the least quantization error)")
@@ -281,9 +287,6 @@ func quantizeRun(opts *QuantizeOptions) error {
 		return err
 	}
 	res, err := ptq.Run(opts.PTQ)
-	if opts.PTQ.Calib.Progress != nil {
-		fmt.Fprintf(opts.IO.ErrOut, "\r%30s\r", "")
-	}
 	if ptq.IsGuardError(err) && res != nil {
 		// What was measured, then the error: nothing was written.
 		if opts.JSON {

@@ -279,3 +279,33 @@ func TestQuantizePaddleOCRCls(t *testing.T) {
 		t.Errorf("agreement %.4f (want >= 0.99), cosine %.5f (want >= 0.999), upgraded %d nodes", o.Top1Agree, o.Cosine, res.UpgradedOpset)
 	}
 }
+
+// TestQuantizeProgress: optc quantize says what it is doing on stderr, a
+// line per step as build does (on a terminal and in a CI log alike), and
+// nothing with --quiet.
+func TestQuantizeProgress(t *testing.T) {
+	ortenv.Require(t)
+	dir := t.TempDir()
+	mnist := testenv.Data(t, "mnist")
+	args := []string{"quantize", testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(dir, "q.onnx"), "--calib-data", filepath.Join(mnist, "train_images.npy"),
+		"--calib-samples", "64", "--eval-data", filepath.Join(mnist, "test_images.npy"), "--eval-labels", filepath.Join(mnist, "test_labels.npy")}
+	var out, errOut, progress bytes.Buffer
+	if status := Main(args, &IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, Progress: &progress}); status != 0 {
+		t.Fatalf("status %d: %s", status, errOut.String())
+	}
+	for _, want := range []string{"quantize: checking the INT8 model against float on ", "quantize: per-tensor SQNR on "} {
+		if !strings.Contains(progress.String(), want) {
+			t.Errorf("no %q line:\n%s", want, progress.String())
+		}
+	}
+	for _, l := range strings.Split(strings.TrimSpace(progress.String()), "\n") {
+		if !strings.HasPrefix(l, "quantize: ") {
+			t.Errorf("a progress line %q", l)
+		}
+	}
+	progress.Reset()
+	os.Remove(filepath.Join(dir, "q.onnx"))
+	if status := Main(append(args, "-q"), &IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, Progress: &progress}); status != 0 || progress.Len() > 0 {
+		t.Errorf("--quiet: status %d, progress %q", status, progress.String())
+	}
+}
