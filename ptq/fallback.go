@@ -106,7 +106,9 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 			return nil, graph.Serialized{}, errNoRecovery
 		}
 	}
+	tick := opts.counter("fallback: sensitivity, layers quantized alone", len(layers))
 	for i, l := range layers {
+		tick(i)
 		if late() {
 			res.Guard.Fallback = fmt.Sprintf("stopped at its %s share of the budget after measuring %d of %d weighted layers alone, before any model met the guard", opts.FallbackBudget.Round(time.Second), i, len(layers))
 			return nil, graph.Serialized{}, errNoRecovery

@@ -84,6 +84,7 @@ func gptqRounding(opts Options, float graph.Serialized, ranges map[string][2]flo
 	// The Grams of a group of layers are collected in one run; a group
 	// holds at most gramBytes of them (a 3x3 conv over 512 channels has a
 	// 4608² Gram, 170 MB), so memory stays bounded whatever the model.
+	tick, done := opts.counter("gptq: layers rounded", len(nodes)), 0
 	for len(nodes) > 0 {
 		var group []*graph.Node
 		var bytes int64
@@ -99,6 +100,8 @@ func gptqRounding(opts Options, float graph.Serialized, ranges map[string][2]flo
 			return nil, nil, fmt.Errorf("gptq: %w", err)
 		}
 		for i, n := range group {
+			tick(done)
+			done++
 			w := n.Input(1).Const
 			vals, err := w.Float32s()
 			if err != nil {

@@ -119,6 +119,24 @@ func (o Options) progress(format string, args ...any) {
 	}
 }
 
+// counter returns a function to call as each of total items of a long
+// loop is done: it says "what: i of total" (total <= 0: "i so far") at
+// most every ProgressEvery, so that no step is silent for long.
+func (o Options) counter(what string, total int) func(done int) {
+	last := time.Now()
+	return func(done int) {
+		if time.Since(last) < ProgressEvery || total > 0 && done >= total {
+			return
+		}
+		last = time.Now()
+		if total <= 0 { // not known beforehand
+			o.progress("%s: %d so far", what, done)
+			return
+		}
+		o.progress("%s: %d of %d", what, done, total)
+	}
+}
+
 // Result is what `optc quantize` reports.
 type Result struct {
 	Input       string           `json:"input"`
@@ -506,6 +524,7 @@ func calibrationRanges(opts Options, m *graph.Model) (map[string]calibrate.Range
 	}
 	defer src.Close()
 	tensors := calibrate.DefaultTensors(m)
+	opts.progress("calibrating on %s: %d tensors", opts.CalibData, len(tensors))
 	stats, err := calibrate.Collect(m, src, tensors, opts.Calib)
 	if err != nil {
 		return nil, nil, fmt.Errorf("calibrating on %s: %w", opts.CalibData, err)

@@ -120,10 +120,13 @@ func tensorSQNR(opts Options, float, int8Model graph.Serialized, spec string, do
 	for _, x := range xs {
 		accs[x] = compare.NewAccumulator(x, math.Inf(1), 0, compare.StatMax)
 	}
+	tick, samples := opts.counter("per-tensor SQNR: samples", 0), 0
 	for ; !errors.Is(err, io.EOF); batch, err = src.Next() {
 		if err != nil {
 			return nil, err
 		}
+		tick(samples)
+		samples += batch.Samples
 		for i, g := range groups {
 			fv, err := fp.Run(i, batch.Tensors)
 			if err != nil {
