@@ -49,7 +49,11 @@ func newFolder(dest string, force bool, report func(msg string)) (*folder, error
 	// stages from making sub-folders in it again.
 	temp, err := atomicfile.Create(func() (func(), func(), error) {
 		tmp, unlock, err := atomicfile.LockedDir(dest)
-		f.tmp = tmp
+		// Clean, as the paths joined under it are: errors name files
+		// in it without it (inBuild), "./.out.tmp-1/" included.
+		if f.tmp = tmp; tmp != "" {
+			f.tmp = filepath.Clean(tmp)
+		}
 		return f.remove, unlock, err
 	})
 	if err != nil {

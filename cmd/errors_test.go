@@ -512,3 +512,21 @@ func TestOutputsCheckedFirst(t *testing.T) {
 		failsCleanly(t, status, 1, out, stderr, tc.want)
 	}
 }
+
+// TestBuildErrorsNameNoTemporary: a build's error names the files the
+// user knows, never its working folder, whether -o has a folder part or
+// not (a bare "-o out" made "./.out.tmp-N", which was not stripped), and
+// says no prefix twice.
+func TestBuildErrorsNameNoTemporary(t *testing.T) {
+	ortenv.Require(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	writeFile(t, "bad.json", []byte("{}"))
+	for _, out := range []string{"o1", filepath.Join("sub", "o2"), filepath.Join(dir, "o3")} {
+		status, stdout, stderr := run(t, "build", testenv.Model("mnist_cnn.onnx"), "-o", out, "--int8", "--calib-data", "random", "--placement", "bad.json")
+		failsCleanly(t, status, 1, stdout, stderr, "quantize: model.fp32.onnx: placement: replaying bad.json: placement file schema 0, want 1")
+		if strings.Contains(stderr, ".tmp-") || strings.Contains(stderr, "placement: placement") {
+			t.Errorf("-o %s: %s", out, stderr)
+		}
+	}
+}

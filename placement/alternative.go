@@ -94,7 +94,7 @@ func Build(name string, float graph.Serialized, ranges map[string][2]float64, op
 			return a.build(float, ranges, opts)
 		}
 	}
-	return nil, nil, fmt.Errorf("placement: %q is not a whole-model candidate", name)
+	return nil, nil, fmt.Errorf("%q is not a whole-model candidate", name)
 }
 
 // buildDynamic is dynamic INT8 on the layers static INT8 would quantize
