@@ -622,10 +622,8 @@ func (b *builder) ptqOptions(target quantize.Target, out string) (ptq.Options, e
 			}
 		}
 	}
-	if c.Quantize.ReduceRange != "auto" {
-		on := c.Quantize.ReduceRange == "on"
-		o.Quant.ReduceRange = &on
-	}
+	// Validated with the config: an unknown mode cannot reach here.
+	o.Quant.ReduceRange, _ = quantize.ParseReduceRange(c.Quantize.ReduceRange)
 	return o, nil
 }
 

@@ -656,3 +656,7 @@ func mseThreshold(h *histogram, signed bool) float64 {
 	}
 	return float64(best) * w
 }
+
+// DefaultMethod is the range method when none is asked for (optc quantize
+// and the build config).
+const DefaultMethod = Percentile

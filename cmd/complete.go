@@ -16,6 +16,7 @@ import (
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/ort/install"
 	"github.com/optc-dev/optc/placement"
+	"github.com/optc-dev/optc/prune"
 	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/task/tasks"
 	"github.com/optc-dev/optc/weightonly"
@@ -38,9 +39,10 @@ var flagChoices = map[string][]string{
 	"weight-rounding": choice.Strings(weightonly.Roundings),
 	"block-size":      weightonly.BlockSizeNames(),
 	// Post-training techniques (quantize and build).
-	"technique": choice.Strings(quantize.Techniques),
-	"eval-task": tasks.Names(),
-	"nchwc":     config.NCHWcChoices,
+	"technique":   choice.Strings(quantize.Techniques),
+	"eval-task":   tasks.Names(),
+	"prune-scope": prune.Scopes,
+	"nchwc":       config.NCHWcChoices,
 }
 
 // commandFlagChoices are the flags whose names mean different things in

@@ -44,6 +44,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"build", "--eval-task", ""}, []string{"default", "classification", "lm", "ctc", "text-detection", "segmentation"}},
 		{[]string{"compare", "--task", ""}, []string{"default", "classification", "lm", "ctc", "text-detection", "segmentation"}},
 		{[]string{"build", "--nchwc", ""}, []string{"auto", "on", "off", "8", "16"}},
+		{[]string{"optimize", "--prune-scope", ""}, []string{"layer", "global"}},
 		{[]string{"runtime", "install", "--platform", ""}, []string{"darwin/arm64", "linux/amd64", "linux/arm64", "all"}},
 		// After a comma in a list flag: the values not given yet.
 		{[]string{"build", "--target", "ort,triton,"}, []string{"ort,triton,tensorrt", "ort,triton,openvino", "ort,triton,all"}},

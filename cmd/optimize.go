@@ -15,6 +15,7 @@ import (
 
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/passes"
@@ -96,10 +97,10 @@ before/after table and per-pass statistics.`,
 				}
 				o.Prune = append(o.Prune, meth)
 			}
-			if o.PruneOpts.Scope != "layer" && o.PruneOpts.Scope != "global" {
-				return usageError{fmt.Errorf("--prune-scope must be layer or global")}
+			if !slices.Contains(prune.Scopes, o.PruneOpts.Scope) {
+				return usageError{fmt.Errorf("--prune-scope %q: want %s", o.PruneOpts.Scope, choice.Or(prune.Scopes))}
 			}
-			if o.PruneOpts.Scope == "global" && calib.spec == "" && slices.ContainsFunc(o.Prune, func(m prune.Method) bool { return m.Kind == "channels" }) {
+			if o.PruneOpts.Scope == prune.ScopeGlobal && calib.spec == "" && slices.ContainsFunc(o.Prune, func(m prune.Method) bool { return m.Kind == "channels" }) {
 				return usageError{fmt.Errorf("--prune-scope global for channels:R allocates by measured cost: give --calib-data")}
 			}
 			if pruneExclude != "" {
@@ -176,7 +177,7 @@ before/after table and per-pass statistics.`,
 	fs.BoolVar(&external, "external-data", false, "write tensors of 1 KiB or more to OUT.data")
 	fs.BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
 	fs.StringArrayVar(&pruneSpecs, "prune", nil, "prune after optimizing: magnitude:S, 2:4, channels:R or channels:auto (repeatable); data-driven with --calib-data")
-	fs.StringVar(&o.PruneOpts.Scope, "prune-scope", "layer", "layer or global: magnitude:S with one global threshold; channels:R with --calib-data: R's parameters allocated across channel groups by what each costs")
+	fs.StringVar(&o.PruneOpts.Scope, "prune-scope", prune.ScopeLayer, choice.Or(prune.Scopes)+": magnitude:S with one global threshold; channels:R with --calib-data: R's parameters allocated across channel groups by what each costs")
 	fs.StringVar(&pruneExclude, "prune-exclude", "", "nodes (or weights) not to prune, comma-separated")
 	fs.Int64Var(&o.PruneOpts.MinElements, "prune-min-elements", 0, "leave weights with fewer elements alone (0: 1024 for magnitude and 2:4, no minimum for channels)")
 	fs.Int64Var(&o.PruneOpts.ChannelMultiple, "prune-channel-multiple", 8, "channels:R keeps a multiple of this many channels per layer (ORT's kernels block by 8; 1 for exact counts)")

@@ -152,12 +152,8 @@ without labels). See docs/quantize.md.`,
 				return usageError{fmt.Errorf("--format %q: want %s", format, choice.Or(quantize.Formats))}
 			}
 			o.Quant.Format = quantize.Format(format)
-			if !slices.Contains(quantize.ReduceRangeModes, reduceRange) {
-				return usageError{fmt.Errorf("--reduce-range %q: want %s", reduceRange, choice.Or(quantize.ReduceRangeModes))}
-			}
-			if reduceRange != "auto" {
-				on := reduceRange == "on"
-				o.Quant.ReduceRange = &on
+			if o.Quant.ReduceRange, err = quantize.ParseReduceRange(reduceRange); err != nil {
+				return usageError{fmt.Errorf("--reduce-range %w", err)}
 			}
 			if err := quantizeTask(o, evalTask); err != nil {
 				return err
@@ -241,7 +237,7 @@ without labels). See docs/quantize.md.`,
 	fs.BoolVarP(&quiet, "quiet", "q", false, "print no progress lines on stderr (errors still are)")
 	fs.IntVar(&calib.samples, "calib-samples", 0, "calibrate on N samples drawn at random (seeded by --seed) from --calib-data")
 	fs.StringVar(&o.CalibCache, "calib-cache", "", "calibration file: reused when it matches the model, else written")
-	fs.StringVar(&method, "method", "percentile", "range method: "+calibrate.MethodNames()+" (auto: per tensor, the candidate with the least quantization error)")
+	fs.StringVar(&method, "method", string(calibrate.DefaultMethod), "range method: "+calibrate.MethodNames()+" (auto: per tensor, the candidate with the least quantization error)")
 	fs.Float64Var(&o.Calib.Percentile, "percentile", calibrate.DefaultPercentile, "percentile for --method percentile")
 	fs.StringSliceVar(&techniques, "technique", nil, "post-training techniques, comma-separated: "+choice.Or(quantize.Techniques)+" (cle: cross-layer equalization of Conv -> Relu -> Conv pairs, for --per-tensor weights; smoothquant: move MatMul input outliers into the weights before calibrating; gptq: round the int8 weights by GPTQ's error feedback from the layers' inputs on --calib-data instead of to nearest; bias-correction: cancel each INT8 layer's mean error per channel, measured on --calib-data)")
 	fs.Float64Var(&o.SmoothAlpha, "smoothquant-alpha", quantize.DefaultSmoothAlpha, "--technique smoothquant: migration strength in [0, 1] (0.5 splits the difficulty evenly between activations and weights)")

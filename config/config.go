@@ -325,9 +325,9 @@ func Default() Config {
 		Budget:   Duration{5 * time.Minute},
 		Image:    Image{Layout: "NCHW", Color: "rgb"},
 		Calibration: Calibration{
-			Batch: 8, Seed: 1, Method: "percentile", Percentile: 99.999,
+			Batch: 8, Seed: 1, Method: string(calibrate.DefaultMethod), Percentile: calibrate.DefaultPercentile,
 		},
-		Prune: Prune{Reconstruct: true, Scope: "layer"},
+		Prune: Prune{Reconstruct: true, Scope: prune.ScopeLayer},
 		Quantize: Quantize{ReduceRange: "auto", Format: "qdq", PerChannel: true, Placement: "auto", PlacementBudget: Duration{time.Minute},
 			BlockSize: weightonly.DefaultBlockSize, WeightRounding: string(weightonly.RTN)},
 		Eval:     Eval{Batch: 8},
@@ -572,8 +572,8 @@ func (c Config) Validate() error {
 	if slices.Contains(c.Prune.Methods, "channels:auto") && c.Prune.MaxAccuracyDrop <= 0 && c.Prune.MinCosine <= 0 {
 		bad("prune.methods: channels:auto needs a budget: prune.max_accuracy_drop (with eval.labels) or prune.min_cosine")
 	}
-	if !slices.Contains(quantize.ReduceRangeModes, c.Quantize.ReduceRange) {
-		bad("quantize.reduce_range: %q (want %s)", c.Quantize.ReduceRange, choice.Or(quantize.ReduceRangeModes))
+	if _, err := quantize.ParseReduceRange(c.Quantize.ReduceRange); err != nil {
+		bad("quantize.reduce_range: %v", err)
 	}
 	if c.Quantize.Placement == "" {
 		bad("quantize.placement: empty (want %s or a placement.json)", strings.Join(placement.Modes, ", "))
@@ -657,10 +657,10 @@ func (c Config) Validate() error {
 	if !slices.Contains(ort.Levels, c.Runtime.Level) {
 		bad("runtime.level: %q (want %s)", c.Runtime.Level, choice.Or(ort.Levels))
 	}
-	if c.Prune.Scope != "layer" && c.Prune.Scope != "global" {
-		bad("prune.scope: %q (want layer or global)", c.Prune.Scope)
+	if !slices.Contains(prune.Scopes, c.Prune.Scope) {
+		bad("prune.scope: %q (want %s)", c.Prune.Scope, choice.Or(prune.Scopes))
 	}
-	if dataDriven := c.Prune.Reconstruct && c.Calibration.Data != "" && c.Calibration.Data != "random"; c.Prune.Scope == "global" && dataDriven &&
+	if dataDriven := c.Prune.Reconstruct && c.Calibration.Data != "" && c.Calibration.Data != "random"; c.Prune.Scope == prune.ScopeGlobal && dataDriven &&
 		(len(c.Prune.Methods) != 1 || !strings.HasPrefix(c.Prune.Methods[0], "channels:") || c.Prune.Methods[0] == "channels:auto") {
 		bad("prune.scope global with reconstruction is for one channels:R (it allocates R's parameters across the channel groups): methods %v", c.Prune.Methods)
 	}

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/choice"
 )
 
 // Magnitude zeroes the smallest-magnitude weights of every Conv,
@@ -38,10 +39,10 @@ func Magnitude(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 	}
 	scope := opts.Scope
 	if scope == "" {
-		scope = "layer"
+		scope = ScopeLayer
 	}
-	if scope != "layer" && scope != "global" {
-		return nil, fmt.Errorf("prune scope %q: want layer or global", opts.Scope)
+	if !slices.Contains(Scopes, scope) {
+		return nil, fmt.Errorf("prune scope %q: want %s", opts.Scope, choice.Or(Scopes))
 	}
 	rep := &Report{Method: Method{Kind: "magnitude", Ratio: ratio}.String(), ParamsBefore: totalParams(m)}
 
@@ -78,7 +79,7 @@ func Magnitude(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 	changed := make([]bool, len(jobs))
 	var pool []*job // the global ranking
 	for i, j := range jobs {
-		if scope == "global" && !j.own {
+		if scope == ScopeGlobal && !j.own {
 			pool = append(pool, j)
 			continue
 		}

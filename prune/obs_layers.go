@@ -25,7 +25,7 @@ func OBS(m *graph.Model, meth Method, opts Options, d *Data) (*Report, error) {
 		if err := checkRatio(meth.Ratio, "magnitude"); err != nil {
 			return nil, err
 		}
-		if opts.Scope == "global" {
+		if opts.Scope == ScopeGlobal {
 			return nil, fmt.Errorf("magnitude pruning with calibration data is per layer: --prune-scope global has no data-driven form")
 		}
 	}

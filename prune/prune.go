@@ -56,7 +56,7 @@ func ParseMethod(s string) (Method, error) {
 
 // Options shape what is pruned.
 type Options struct {
-	// Scope is "layer" (each layer to the ratio) or "global" (one
+	// Scope is ScopeLayer (each layer to the ratio) or ScopeGlobal (one
 	// magnitude threshold over all prunable weights); magnitude only here
 	// (optimize resolves channels:R's global form into PerLayer).
 	Scope string
@@ -154,3 +154,13 @@ func (r *Report) How() string {
 	}
 	return "refit on the calibration data: " + strings.Join(parts, ", ")
 }
+
+// The prune scopes: the one list flags, the config, completion and
+// messages use.
+const (
+	ScopeLayer  = "layer"
+	ScopeGlobal = "global"
+)
+
+// Scopes lists them, the default first.
+var Scopes = []string{ScopeLayer, ScopeGlobal}

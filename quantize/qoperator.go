@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/internal/choice"
 )
 
 // Format is how Apply writes the quantized model.
@@ -29,6 +30,19 @@ var Formats = []Format{FormatQDQ, FormatQOperator}
 // ReduceRangeModes are the values of the reduce-range setting: auto (7-bit
 // weights on x86 CPUs without VNNI), on and off.
 var ReduceRangeModes = []string{"auto", "on", "off"}
+
+// ParseReduceRange turns a reduce-range setting into Options.ReduceRange:
+// nil for auto (decided from the CPU), else on or off.
+func ParseReduceRange(mode string) (*bool, error) {
+	if !slices.Contains(ReduceRangeModes, mode) {
+		return nil, fmt.Errorf("%q: want %s", mode, choice.Or(ReduceRangeModes))
+	}
+	if mode == "auto" {
+		return nil, nil
+	}
+	on := mode == "on"
+	return &on, nil
+}
 
 // QOperatorReport says what ToQOperator did: the quantized operators it
 // made, and the QDQ groups it left alone and why.
