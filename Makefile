@@ -62,7 +62,9 @@ testdata:
 	scripts/fetch-testdata.sh
 
 # The model zoo (docs/zoo.md): torchvision architectures, a BERT-like
-# encoder, LSTM, GRU, an If model and a small causal LM (lm_tiny: trained
+# encoder, LSTM, GRU, an If model, a U-Net, a Conv3d video net, a raw-audio
+# Conv1d encoder, a recommender with int64 ids, a decoder with a KV cache
+# and a small causal LM (lm_tiny: trained
 # with scripts/lm/train.py's code, about 2 CPU minutes), exported to ONNX by
 # scripts/zoo/gen.py into the cache folder (zoo/, with zoo/models.json).
 # Needs Debian's python3-torch, python3-torchvision and python3-onnx and

@@ -1,7 +1,10 @@
 #!/usr/bin/python3
-"""Generates optc's model zoo: real architectures (torchvision 0.14) and
-sequence models with random, seeded weights, exported to ONNX the ways
-models are found in the wild.
+"""Generates optc's model zoo: real architectures (torchvision 0.14),
+sequence models and the next ring of families users bring (a U-Net, a
+Conv3d video net, a raw-audio encoder, a recommender with int64 ids, a
+decoder with a KV cache) with
+random, seeded weights, exported to ONNX the ways models are found in the
+wild.
 
 Run with Debian's python (python3-torch 1.13, python3-torchvision 0.14,
 python3-onnx 1.12):
@@ -398,6 +401,198 @@ def gen_if(name, out):
     return entry
 
 
+# ---------------------------------------------------------------- the next ring
+
+# Families users bring that the classifiers above do not cover: a U-Net
+# (segmentation: GroupNorm, InstanceNorm, ConvTranspose, skip concats, a
+# per-pixel class map), a video net (Conv3d), an audio encoder over the
+# raw waveform (Conv1d with strides), a recommender (int64 ids into
+# embeddings beside float features) and a decoder with a KV cache.
+
+
+class UNet(nn.Module):
+    """Two levels down and up, 3 classes per pixel."""
+
+    def __init__(self, c=8, classes=3):
+        super().__init__()
+
+        def block(i, o, norm):
+            return nn.Sequential(nn.Conv2d(i, o, 3, padding=1), norm(o), nn.ReLU(), nn.Conv2d(o, o, 3, padding=1), nn.ReLU())
+
+        gn = lambda o: nn.GroupNorm(4, o)  # noqa: E731
+        inorm = lambda o: nn.InstanceNorm2d(o, affine=True)  # noqa: E731
+        self.d1, self.d2 = block(3, c, gn), block(c, 2 * c, gn)
+        self.mid = block(2 * c, 4 * c, inorm)
+        self.u2 = nn.ConvTranspose2d(4 * c, 2 * c, 2, stride=2)
+        self.c2 = block(4 * c, 2 * c, gn)
+        self.u1 = nn.ConvTranspose2d(2 * c, c, 2, stride=2)
+        self.c1 = block(2 * c, c, gn)
+        self.head = nn.Conv2d(c, classes, 1)
+
+    def forward(self, x):
+        a = self.d1(x)
+        b = self.d2(nn.functional.max_pool2d(a, 2))
+        m = self.mid(nn.functional.max_pool2d(b, 2))
+        b = self.c2(torch.cat([self.u2(m), b], 1))
+        a = self.c1(torch.cat([self.u1(b), a], 1))
+        return self.head(a)
+
+
+class Video(nn.Module):
+    """Conv3d over [batch, 3, frames, H, W], pooled into 5 classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.f = nn.Sequential(
+            nn.Conv3d(3, 8, 3, padding=1), nn.BatchNorm3d(8), nn.ReLU(),
+            nn.Conv3d(8, 16, 3, stride=2, padding=1), nn.BatchNorm3d(16), nn.ReLU(),
+        )
+        self.fc = nn.Linear(16, 5)
+
+    def forward(self, x):
+        return self.fc(self.f(x).mean(dim=[2, 3, 4]))
+
+
+class Audio(nn.Module):
+    """A raw 16 kHz waveform [batch, samples] through strided Conv1d (a
+    wav2vec-style front end), then per-frame features and a clip score."""
+
+    def __init__(self):
+        super().__init__()
+        self.f = nn.Sequential(
+            nn.Conv1d(1, 16, 10, stride=5), nn.GroupNorm(16, 16), nn.GELU(),
+            nn.Conv1d(16, 32, 3, stride=2), nn.GELU(),
+            nn.Conv1d(32, 32, 3, stride=2), nn.GELU(),
+        )
+        self.proj = nn.Linear(32, 24)
+        self.head = nn.Linear(24, 4)
+
+    def forward(self, wav):
+        h = self.proj(self.f(wav.unsqueeze(1)).transpose(1, 2))
+        return h, self.head(h.mean(1))
+
+
+class Recommender(nn.Module):
+    """User and item ids (int64) into embeddings, dense float features,
+    an MLP: a click probability."""
+
+    def __init__(self, users=1000, items=5000, d=16, dense=8):
+        super().__init__()
+        self.users, self.items = nn.Embedding(users, d), nn.Embedding(items, d)
+        self.mlp = nn.Sequential(nn.Linear(2 * d + dense, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 1))
+
+    def forward(self, user_id, item_id, dense):
+        h = torch.cat([self.users(user_id), self.items(item_id), dense], 1)
+        return torch.sigmoid(self.mlp(h))
+
+
+class DecoderKV(nn.Module):
+    """A two-layer causal decoder with a KV cache, as generation exports
+    it: token ids [batch, seq], a mask over past and new tokens [batch,
+    past+seq], each layer's past keys and values [batch, heads, past, dim]
+    in; logits and the present keys and values (past+seq) out."""
+
+    def __init__(self, vocab=256, d=32, heads=2, layers=2):
+        super().__init__()
+        self.h, self.dh = heads, d // heads
+        self.emb = nn.Embedding(vocab, d)
+        self.qkv = nn.ModuleList(nn.Linear(d, 3 * d) for _ in range(layers))
+        self.o = nn.ModuleList(nn.Linear(d, d) for _ in range(layers))
+        self.ln = nn.ModuleList(nn.LayerNorm(d) for _ in range(layers))
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, input_ids, attention_mask, pk0, pv0, pk1, pv1):
+        b, t = input_ids.shape
+        x = self.emb(input_ids)
+        past = pk0.shape[2]
+        # Causal over the new tokens, all past visible; the mask's 0s
+        # (padding) are pushed down, not to -inf, so that an all-zero mask
+        # (random data) still gives numbers.
+        causal = (torch.arange(past + t)[None, :] <= torch.arange(t)[:, None] + past).to(x.dtype)
+        bias = (1.0 - causal) * -1e4 + (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * -1e4
+        presents = []
+        for i, (pk, pv) in enumerate([(pk0, pv0), (pk1, pv1)]):
+            q, k, v = self.qkv[i](self.ln[i](x)).split(self.h * self.dh, dim=2)
+            q, k, v = (z.reshape(b, t, self.h, self.dh).transpose(1, 2) for z in (q, k, v))
+            k, v = torch.cat([pk, k], 2), torch.cat([pv, v], 2)
+            presents += [k, v]
+            a = torch.softmax(q @ k.transpose(2, 3) / self.dh**0.5 + bias, -1) @ v
+            x = x + self.o[i](a.transpose(1, 2).reshape(b, t, self.h * self.dh))
+        return (self.head(x), *presents)
+
+
+def gen_next(name, out):
+    """One model of the next ring, static and with a dynamic batch, with
+    its calibration data (.npy for one input, .npz for several)."""
+    torch.manual_seed(seed_for(name))
+    g = torch.Generator().manual_seed(seed_for(name) + 1)
+    rng = np.random.default_rng(seed_for(name) + 2)
+    if name == "unet_small":
+        model, kind = UNet(), "segmentation"
+        shapes = {"input": [1, 3, SIZE, SIZE]}
+        names_in, names_out = ["input"], ["mask_logits"]
+        calib = {"input": rng.standard_normal((CALIB_SAMPLES, 3, SIZE, SIZE)).astype(np.float32)}
+    elif name == "video_conv3d":
+        model, kind = Video(), "video"
+        shapes = {"input": [1, 3, 8, 32, 32]}
+        names_in, names_out = ["input"], ["logits"]
+        recalibrate_bn(model, lambda: (torch.randn(4, 3, 8, 32, 32, generator=g),))
+        calib = {"input": rng.standard_normal((CALIB_SAMPLES, 3, 8, 32, 32)).astype(np.float32)}
+    elif name == "audio_conv1d":
+        model, kind = Audio(), "audio"
+        shapes = {"wav": [1, 16000]}
+        names_in, names_out = ["wav"], ["features", "logits"]
+        calib = {"wav": (0.1 * rng.standard_normal((CALIB_SAMPLES, 16000))).astype(np.float32)}
+    elif name == "recommender":
+        model, kind = Recommender(), "recommender"
+        shapes = {"user_id": [1], "item_id": [1], "dense": [1, 8]}
+        names_in, names_out = ["user_id", "item_id", "dense"], ["score"]
+        calib = {
+            "user_id": rng.integers(0, 1000, CALIB_SAMPLES).astype(np.int64),
+            "item_id": rng.integers(0, 5000, CALIB_SAMPLES).astype(np.int64),
+            "dense": rng.standard_normal((CALIB_SAMPLES, 8)).astype(np.float32),
+        }
+    elif name == "decoder_kv":
+        model, kind = DecoderKV(), "decoder"
+        t, past, kv = 8, 4, [CALIB_SAMPLES, 2, 4, 16]
+        kvn = ["past_key_0", "past_value_0", "past_key_1", "past_value_1"]
+        shapes = {"input_ids": [1, t], "attention_mask": [1, past + t]}
+        shapes.update({n: [1] + kv[1:] for n in kvn})
+        names_in, names_out = ["input_ids", "attention_mask"] + kvn, ["logits"] + [n.replace("past", "present") for n in kvn]
+        calib = {"input_ids": rng.integers(0, 256, (CALIB_SAMPLES, t)).astype(np.int64), "attention_mask": np.ones((CALIB_SAMPLES, past + t), np.int64)}
+        calib.update({n: rng.standard_normal(kv).astype(np.float32) for n in kvn})
+    else:
+        raise SystemExit("gen.py: no generator for %s" % name)
+    model.eval()
+    args = tuple(torch.from_numpy(calib[n][:1]) for n in names_in)
+    entry = {"name": name, "kind": kind, "opset": 13, "variants": []}
+    dyn = {n: {0: "batch"} for n in names_in + names_out}
+    if name == "decoder_kv":
+        dyn = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "total"}, "logits": {0: "batch", 1: "seq"}}
+        for n in names_in[2:]:
+            dyn[n] = {0: "batch", 2: "past"}
+        for n in names_out[1:]:
+            dyn[n] = {0: "batch", 2: "total"}
+    dynamic = "dynamic" if name == "decoder_kv" else "dynbatch"  # batch, seq and past dynamic
+    for vname, axes in [("static", None), (dynamic, dyn)]:
+        p = os.path.join(out, vname + ".onnx")
+        export(model, args, p, names_in, names_out, axes, 13)
+        inputs, outputs = value_info(p)
+        entry["variants"].append(
+            {"name": vname, "file": vname + ".onnx", "inputs": inputs, "outputs": outputs, "shape_flags": shape_flags(inputs, shapes)}
+        )
+    if len(calib) == 1:
+        np.save(os.path.join(out, "calib.npy"), next(iter(calib.values())))
+        entry["calib"] = "calib.npy"
+    else:
+        np.savez(os.path.join(out, "calib.npz"), **calib)
+        entry["calib"] = "calib.npz"
+    return entry
+
+
+NEXT = ["recommender", "audio_conv1d", "unet_small", "video_conv3d", "decoder_kv"]
+
+
 # ---------------------------------------------------------------- language model
 
 # lm_tiny: scripts/lm/train.py's decoder (causal self-attention, LayerNorm,
@@ -476,6 +671,8 @@ def all_models():
         ("lm_tiny", lambda o: gen_lm("lm_tiny", o)),
         ("vit_tiny", lambda o: gen_image("vit_tiny", {}, 17, o, dynhw=False)),
     ]
+    for name in NEXT:
+        ms.append((name, (lambda n: lambda o: gen_next(n, o))(name)))
     for name, kw, opset in IMAGE:
         ms.append((name, (lambda n, k, op: lambda o: gen_image(n, k, op, o))(name, kw, opset)))
     return ms
