@@ -233,7 +233,10 @@ without labels). See docs/quantize.md.`,
 	fs := c.Flags()
 	fs.StringVarP(&o.Output, "output", "o", "", "where to write the INT8 model (required)")
 	fs.StringVar(&calib.spec, "calib-data", "", "calibration data: .npy, .npz, .pb folder(s), a folder of PNG/JPEG images (see --image-*), or random (not advised)")
-	calib.batchVar(fs, "calib-batch", 32, "calibration batch size (a model with a static batch runs at that size)")
+	// The batch sizes are build's (config.Default), one home for both: a
+	// batch of 64 U-Net activations at 128x128 held 2.2 GB in the check.
+	defaults := config.Default()
+	calib.batchVar(fs, "calib-batch", defaults.Calibration.Batch, "calibration batch size (a model with a static batch runs at that size)")
 	fs.BoolVarP(&quiet, "quiet", "q", false, "print no progress lines on stderr (errors still are)")
 	fs.IntVar(&calib.samples, "calib-samples", 0, "calibrate on N samples drawn at random (seeded by --seed) from --calib-data")
 	fs.StringVar(&o.CalibCache, "calib-cache", "", "calibration file: reused when it matches the model, else written")
@@ -249,7 +252,7 @@ without labels). See docs/quantize.md.`,
 	fs.StringArrayVar(&o.Quant.Exclude, "exclude", nil, "keep nodes float: a regexp on node name or op type (repeatable)")
 	fs.BoolVar(&o.Quant.KeepFirstLast, "keep-first-last", false, "keep the first and last weighted layers float")
 	fs.StringVar(&eval.spec, "eval-data", "", "evaluation data (default: the calibration data, reported as not held out)")
-	eval.batchVar(fs, "eval-batch", 64, "evaluation batch size (a model with a static batch runs at that size)")
+	eval.batchVar(fs, "eval-batch", defaults.Eval.Batch, "evaluation batch size (a model with a static batch runs at that size)")
 	fs.IntVar(&eval.samples, "eval-samples", 0, "measure on at most the first N evaluation samples (0: all)")
 	evalFlags(fs, &evalTask)
 	fs.Float64Var(&o.MaxAccuracyDrop, "max-accuracy-drop", 0, "accuracy guard in points (needs --eval-labels; default 1): the most sensitive layers fall back to float until it holds")
