@@ -110,12 +110,3 @@ func keyLines(doc []byte) map[string]int {
 	walk(root.Content[0], "")
 	return lines
 }
-
-// PathKeys lists the keys that hold paths (docs and tests read it).
-func PathKeys() []string {
-	out := make([]string, len(pathKeys))
-	for i, k := range pathKeys {
-		out[i] = k.key
-	}
-	return out
-}
