@@ -30,7 +30,6 @@
 package textdet
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,9 +45,6 @@ import (
 
 // Name is the task's name (config eval.task, --eval-task).
 const Name = "text-detection"
-
-// MatchIoU is the IoU at which a predicted box matches a ground-truth box.
-const MatchIoU = 0.5
 
 // Options are DBPostProcess's parameters. A zero field takes its default
 // (Defaults, PaddleOCR's published values); to keep every box whatever
@@ -135,24 +131,6 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// Box is an axis-aligned box, in the probability map's pixels.
-type Box struct {
-	X0, Y0, X1, Y1 float64
-}
-
-func (b Box) area() float64 { return max(b.X1-b.X0, 0) * max(b.Y1-b.Y0, 0) }
-
-// IoU is the boxes' intersection over their union (0 when the union is
-// empty).
-func IoU(a, b Box) float64 {
-	inter := Box{max(a.X0, b.X0), max(a.Y0, b.Y0), min(a.X1, b.X1), min(a.Y1, b.Y1)}.area()
-	union := a.area() + b.area() - inter
-	if union <= 0 {
-		return 0
-	}
-	return inter / union
-}
-
 // New makes a Scorer of a text detector's probability map against the
 // boxes of spec.Labels (a JSON file: see readLabels).
 func New(spec task.Spec, opts Options) (task.Scorer, error) {
@@ -174,7 +152,7 @@ func New(spec task.Spec, opts Options) (task.Scorer, error) {
 // sample, each an array of boxes, each [x0, y0, x1, y1] or a
 // quadrilateral [x1, y1, x2, y2, x3, y3, x4, y4] (its bounding rectangle
 // is taken).
-func readLabels(path string) ([][]Box, error) {
+func readLabels(path string) ([][]task.Box, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		var pe *os.PathError
@@ -187,23 +165,23 @@ func readLabels(path string) ([][]Box, error) {
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return nil, fmt.Errorf("%s: want a JSON array with one list of boxes per sample: %w", path, err)
 	}
-	out := make([][]Box, len(raw))
+	out := make([][]task.Box, len(raw))
 	for i, r := range raw {
 		var boxes [][]float64
 		if err := json.Unmarshal(r, &boxes); err != nil {
 			return nil, fmt.Errorf("%s: sample %d: want a list of boxes, each a list of numbers: %w", path, i, err)
 		}
-		out[i] = make([]Box, len(boxes))
+		out[i] = make([]task.Box, len(boxes))
 		for j, v := range boxes {
-			var bx Box
+			var bx task.Box
 			switch len(v) {
 			case 4:
-				bx = Box{v[0], v[1], v[2], v[3]}
+				bx = task.Box{X0: v[0], Y0: v[1], X1: v[2], Y1: v[3]}
 				if bx.X1 < bx.X0 || bx.Y1 < bx.Y0 {
 					return nil, fmt.Errorf("%s: sample %d, box %d: %v ends before it starts (want [x0, y0, x1, y1])", path, i, j, v)
 				}
 			case 8:
-				bx = Box{math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)}
+				bx = task.Box{X0: math.Inf(1), Y0: math.Inf(1), X1: math.Inf(-1), Y1: math.Inf(-1)}
 				for k := 0; k < 8; k += 2 {
 					bx.X0, bx.X1 = min(bx.X0, v[k]), max(bx.X1, v[k])
 					bx.Y0, bx.Y1 = min(bx.Y0, v[k+1]), max(bx.Y1, v[k+1])
@@ -221,16 +199,13 @@ func readLabels(path string) ([][]Box, error) {
 type scorer struct {
 	spec   task.Spec
 	opts   Options
-	labels [][]Box
+	labels [][]task.Box
 	output string
 
 	samples int64 // samples scored
 	gt      int64 // ground-truth boxes of the samples scored
-	a, b    counts
+	a, b    task.Counts
 }
-
-// counts are one model's boxes, summed over samples.
-type counts struct{ matched, found int64 }
 
 func (s *scorer) Pick(outs []task.Output) (string, error) {
 	fits := func(o task.Output) bool {
@@ -263,11 +238,11 @@ func (s *scorer) Add(first int64, a, b []float32, dims []int64) error {
 		s.gt += int64(len(gt))
 		for _, side := range []struct {
 			vals []float32
-			c    *counts
+			c    *task.Counts
 		}{{a, &s.a}, {b, &s.b}} {
 			found := Decode(side.vals[i*size:(i+1)*size], int(h), int(w), s.opts)
-			side.c.found += int64(len(found))
-			side.c.matched += int64(Match(found, gt))
+			side.c.Found += int64(len(found))
+			side.c.Matched += int64(task.Match(found, gt))
 		}
 	}
 	s.samples += n
@@ -281,63 +256,19 @@ func (s *scorer) Result(samples int64, limited bool) (*task.Figure, error) {
 	if s.samples == 0 {
 		return nil, fmt.Errorf("task %s: no samples scored", Name)
 	}
-	pa, ra, ha := s.a.figures(s.gt)
-	pb, rb, hb := s.b.figures(s.gt)
+	pa, ra, ha := s.a.Figures(s.gt)
+	pb, rb, hb := s.b.Figures(s.gt)
 	return task.NewFigure(Name, s.output, s.samples, "hmean", ha, hb,
 		task.Metric{Name: "precision", A: pa, B: pb},
 		task.Metric{Name: "recall", A: ra, B: rb},
-		task.Metric{Name: "boxes found (count)", A: float64(s.a.found), B: float64(s.b.found)},
+		task.Metric{Name: "boxes found (count)", A: float64(s.a.Found), B: float64(s.b.Found)},
 	), nil
-}
-
-// figures are precision, recall and hmean in percent; each is 0 where it
-// would divide by 0.
-func (c counts) figures(gt int64) (p, r, h float64) {
-	if c.found > 0 {
-		p = float64(c.matched) / float64(c.found)
-	}
-	if gt > 0 {
-		r = float64(c.matched) / float64(gt)
-	}
-	if p+r > 0 {
-		h = 2 * p * r / (p + r)
-	}
-	return 100 * p, 100 * r, 100 * h
-}
-
-// Match pairs found boxes with ground-truth boxes one to one, greedily
-// by IoU, highest first, among the pairs at IoU >= MatchIoU, and returns
-// how many pairs it made.
-func Match(found, gt []Box) int {
-	type pair struct {
-		iou  float64
-		f, g int
-	}
-	var pairs []pair
-	for i, f := range found {
-		for j, g := range gt {
-			if iou := IoU(f, g); iou >= MatchIoU {
-				pairs = append(pairs, pair{iou, i, j})
-			}
-		}
-	}
-	slices.SortStableFunc(pairs, func(x, y pair) int { return cmp.Compare(y.iou, x.iou) })
-	usedF := make([]bool, len(found))
-	usedG := make([]bool, len(gt))
-	n := 0
-	for _, p := range pairs {
-		if !usedF[p.f] && !usedG[p.g] {
-			usedF[p.f], usedG[p.g] = true, true
-			n++
-		}
-	}
-	return n
 }
 
 // Decode is DBPostProcess over one sample's probability map, h rows of w
 // (see the package comment). opts' zero fields take their defaults; an
 // invalid option decodes nothing.
-func Decode(prob []float32, h, w int, opts Options) []Box {
+func Decode(prob []float32, h, w int, opts Options) []task.Box {
 	opts, err := opts.withDefaults()
 	if err != nil || h <= 0 || w <= 0 || len(prob) != h*w {
 		return nil
@@ -350,7 +281,7 @@ func Decode(prob []float32, h, w int, opts Options) []Box {
 			label[i] = -1
 		}
 	}
-	var out []Box
+	var out []task.Box
 	var stack []int
 	candidates := 0
 	for start := range label {
@@ -397,10 +328,10 @@ func Decode(prob []float32, h, w int, opts Options) []Box {
 
 // candidate filters, scores and unclips the rectangle of a component
 // over columns x0..x1 and rows y0..y1.
-func candidate(prob []float32, w, h, x0, y0, x1, y1 int, opts Options) (Box, bool) {
+func candidate(prob []float32, w, h, x0, y0, x1, y1 int, opts Options) (task.Box, bool) {
 	bw, bh := float64(x1-x0), float64(y1-y0)
 	if min(bw, bh) < float64(opts.MinSize) {
-		return Box{}, false
+		return task.Box{}, false
 	}
 	// The fast score: the mean probability over the rectangle's pixels.
 	var sum float64
@@ -410,17 +341,17 @@ func candidate(prob []float32, w, h, x0, y0, x1, y1 int, opts Options) (Box, boo
 		}
 	}
 	if sum/float64((x1-x0+1)*(y1-y0+1)) < opts.BoxThresh {
-		return Box{}, false
+		return task.Box{}, false
 	}
 	d := 0.0
 	if per := 2 * (bw + bh); per > 0 {
 		d = bw * bh * opts.UnclipRatio / per
 	}
 	if min(bw, bh)+2*d < float64(opts.MinSize+2) {
-		return Box{}, false
+		return task.Box{}, false
 	}
 	clip := func(v float64, hi int) float64 { return min(max(math.Round(v), 0), float64(hi)) }
-	return Box{
+	return task.Box{
 		X0: clip(float64(x0)-d, w), Y0: clip(float64(y0)-d, h),
 		X1: clip(float64(x1)+d, w), Y1: clip(float64(y1)+d, h),
 	}, true

@@ -34,10 +34,10 @@ func probMap(h, w int, rs ...rect) []float32 {
 }
 
 // unclipped is the box Decode makes of a solid rect with the defaults.
-func unclipped(r rect) Box {
+func unclipped(r rect) task.Box {
 	bw, bh := float64(r.x1-r.x0), float64(r.y1-r.y0)
 	d := bw * bh * 1.5 / (2 * (bw + bh))
-	return Box{math.Round(float64(r.x0) - d), math.Round(float64(r.y0) - d), math.Round(float64(r.x1) + d), math.Round(float64(r.y1) + d)}
+	return task.Box{X0: math.Round(float64(r.x0) - d), Y0: math.Round(float64(r.y0) - d), X1: math.Round(float64(r.x1) + d), Y1: math.Round(float64(r.y1) + d)}
 }
 
 func writeLabels(t *testing.T, body string) string {
@@ -59,7 +59,7 @@ var (
 )
 
 func TestDecode(t *testing.T) {
-	if got, want := unclipped(word1), (Box{5, 5, 35, 25}); got != want {
+	if got, want := unclipped(word1), (task.Box{X0: 5, Y0: 5, X1: 35, Y1: 25}); got != want {
 		t.Fatalf("unclipped(word1) = %v, want %v", got, want)
 	}
 	m := probMap(h, w, word1, word2,
@@ -70,7 +70,7 @@ func TestDecode(t *testing.T) {
 	got := Decode(m, h, w, Options{})
 	// The corner rect: 7×5, d = 35*1.5/24 = 2.1875: [85.8, 55.8, 97.2, 65.2],
 	// rounded and clipped to the map.
-	want := []Box{{5, 5, 35, 25}, {44, 34, 86, 56}, {86, 56, 96, 64}}
+	want := []task.Box{box(5, 5, 35, 25), box(44, 34, 86, 56), box(86, 56, 96, 64)}
 	if !slices.Equal(got, want) {
 		t.Fatalf("Decode = %v, want %v", got, want)
 	}
@@ -94,7 +94,7 @@ func TestDecodeEightConnected(t *testing.T) {
 	}
 	// A large component does not recurse: a full map is one box.
 	full := probMap(1000, 1000, rect{0, 0, 999, 999, 0.9})
-	if got := Decode(full, 1000, 1000, Options{}); !slices.Equal(got, []Box{{0, 0, 1000, 1000}}) {
+	if got := Decode(full, 1000, 1000, Options{}); !slices.Equal(got, []task.Box{box(0, 0, 1000, 1000)}) {
 		t.Errorf("Decode(full map) = %v", got)
 	}
 }
@@ -230,24 +230,24 @@ func TestQuadLabels(t *testing.T) {
 }
 
 func TestMatchOneToOne(t *testing.T) {
-	gt := []Box{{0, 0, 10, 10}, {1, 0, 11, 10}}
+	gt := []task.Box{box(0, 0, 10, 10), box(1, 0, 11, 10)}
 	// One found box overlaps both labels: it matches one (the closer).
-	if n := Match([]Box{{1, 0, 11, 10}}, gt); n != 1 {
+	if n := task.Match([]task.Box{box(1, 0, 11, 10)}, gt); n != 1 {
 		t.Errorf("Match = %d, want 1", n)
 	}
 	// Two found boxes on one label: one match.
-	if n := Match([]Box{{0, 0, 10, 10}, {0, 0, 10, 9}}, gt[:1]); n != 1 {
+	if n := task.Match([]task.Box{box(0, 0, 10, 10), box(0, 0, 10, 9)}, gt[:1]); n != 1 {
 		t.Errorf("Match = %d, want 1", n)
 	}
 	// Greedy by IoU: the best pair first, then the next best.
-	if n := Match([]Box{{0, 0, 10, 10}, {1, 0, 11, 10}}, gt); n != 2 {
+	if n := task.Match([]task.Box{box(0, 0, 10, 10), box(1, 0, 11, 10)}, gt); n != 2 {
 		t.Errorf("Match = %d, want 2", n)
 	}
 	// IoU 0.5 matches; under 0.5 does not: [0,10] and [5,15] meet at 1/3.
-	if n := Match([]Box{{0, 0, 20, 10}}, gt[:1]); n != 1 {
+	if n := task.Match([]task.Box{box(0, 0, 20, 10)}, gt[:1]); n != 1 {
 		t.Errorf("Match at IoU 0.5 = %d, want 1", n)
 	}
-	if n := Match([]Box{{5, 0, 15, 10}}, gt[:1]); n != 0 {
+	if n := task.Match([]task.Box{box(5, 0, 15, 10)}, gt[:1]); n != 0 {
 		t.Errorf("Match = %d, want 0", n)
 	}
 }
@@ -360,3 +360,6 @@ func TestParseOptions(t *testing.T) {
 		}
 	}
 }
+
+// box is a task.Box from its corners.
+func box(x0, y0, x1, y1 float64) task.Box { return task.Box{X0: x0, Y0: y0, X1: x1, Y1: y1} }
