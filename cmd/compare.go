@@ -119,7 +119,7 @@ func compareTask(o *compare.Options, name, dict string, params map[string]string
 	if !tasks.IsPlugin(name) {
 		return nil
 	}
-	if o.Labels == "" {
+	if o.Labels == "" && tasks.NeedsLabels(name) {
 		return fmt.Errorf("--task %s needs --labels: %s", name, tasks.Labels(name))
 	}
 	spec := task.Spec{Name: name, Labels: o.Labels, Dict: dict, Output: o.LabelsOutput, Params: params}

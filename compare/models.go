@@ -11,6 +11,7 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/task"
+	"github.com/optc-dev/optc/task/detect"
 )
 
 // Options say which models to compare on which data, and how to judge.
@@ -169,12 +170,26 @@ func Models(opts Options) (*Result, error) {
 	var lm *LMScorer
 	lmIn, lmPair := -1, -1
 	taskPair := -1
+	var taskPairs []int // a task.Multi's outputs, in its order
 	var ts task.Scorer
-	if opts.Scorer != nil {
+	scorerOf := opts.Scorer
+	if scorerOf == nil && opts.Task != TaskLM && opts.Labels == "" && detect.Looks(taskOutputs(pairs, outsA)) {
+		// A detector's outputs after NMS: no elementwise comparison can
+		// judge boxes whose number depends on the data, so they are
+		// scored as detections, B's against A's.
+		scorerOf = func() (task.Scorer, error) {
+			o, err := detect.ParseOptions(nil)
+			if err != nil {
+				return nil, err
+			}
+			return detect.New(task.Spec{Name: detect.Name}, o)
+		}
+	}
+	if scorerOf != nil {
 		if opts.Labels != "" {
 			return nil, fmt.Errorf("%s: a task plug-in reads its own ground truth, not class labels", opts.Labels)
 		}
-		if ts, taskPair, err = pickTaskOutput(opts.Scorer, pairs, outsA); err != nil {
+		if ts, taskPair, taskPairs, err = pickTaskOutput(scorerOf, pairs, outsA); err != nil {
 			return nil, err
 		}
 	}
@@ -284,6 +299,15 @@ func Models(opts Options) (*Result, error) {
 			rec.add(j.ya)
 		}
 		ya, yb := j.ya, j.yb
+		if len(taskPairs) > 0 {
+			va, vb, err := taskValues(taskPairs, pairs, ya, yb)
+			if err != nil {
+				return err
+			}
+			if err := ts.(task.Multi).AddAll(res.Samples, j.batch.Samples, va, vb); err != nil {
+				return err
+			}
+		}
 		for i, p := range pairs {
 			a, b := ya[p.a], yb[p.b]
 			if !slices.Equal(a.Dims, b.Dims) {
@@ -310,7 +334,7 @@ func Models(opts Options) (*Result, error) {
 			if err := scorer.add(p.name, fa, fb, a.Dims); err != nil {
 				return fmt.Errorf("%s: %w", opts.Labels, err)
 			}
-			if i == taskPair {
+			if i == taskPair && len(taskPairs) == 0 {
 				if err := ts.Add(res.Samples, fa, fb, a.Dims); err != nil {
 					return err
 				}
@@ -387,22 +411,59 @@ func Models(opts Options) (*Result, error) {
 }
 
 // pickTaskOutput makes the task's scorer and lets it pick the output it
-// scores among those the models share.
-func pickTaskOutput(f task.Factory, pairs []outputPair, outsA []ort.IO) (task.Scorer, int, error) {
-	ts, err := f()
-	if err != nil {
-		return nil, -1, err
+// scores among those the models share: one (pair), or several for a
+// task.Multi (pairs, in its order; pair is the first).
+func pickTaskOutput(f task.Factory, pairs []outputPair, outsA []ort.IO) (ts task.Scorer, pair int, multi []int, err error) {
+	if ts, err = f(); err != nil {
+		return nil, -1, nil, err
 	}
+	outs := taskOutputs(pairs, outsA)
+	index := func(name string) int { return slices.IndexFunc(pairs, func(p outputPair) bool { return p.name == name }) }
+	if m, ok := ts.(task.Multi); ok {
+		names, err := m.PickAll(outs)
+		if err != nil {
+			return nil, -1, nil, err
+		}
+		for _, n := range names {
+			multi = append(multi, index(n))
+		}
+		return ts, multi[0], multi, nil
+	}
+	name, err := ts.Pick(outs)
+	if err != nil {
+		return nil, -1, nil, err
+	}
+	return ts, index(name), nil, nil
+}
+
+// taskOutputs describes the outputs the models share, for a task to
+// pick from.
+func taskOutputs(pairs []outputPair, outsA []ort.IO) []task.Output {
 	outs := make([]task.Output, len(pairs))
 	for i, p := range pairs {
 		o := outsA[p.a]
 		outs[i] = task.Output{Name: p.name, Shape: o.Shape, Float: isFloat(o.DType)}
 	}
-	name, err := ts.Pick(outs)
-	if err != nil {
-		return nil, -1, err
+	return outs
+}
+
+// taskValues are A's and B's values of a task.Multi's outputs, as
+// float32 whatever their type (class ids included), with their own dims.
+func taskValues(idx []int, pairs []outputPair, ya, yb []*graph.Tensor) (va, vb []task.Value, err error) {
+	for _, i := range idx {
+		p := pairs[i]
+		for _, side := range []struct {
+			t   *graph.Tensor
+			out *[]task.Value
+		}{{ya[p.a], &va}, {yb[p.b], &vb}} {
+			f, err := side.t.Float32s()
+			if err != nil {
+				return nil, nil, fmt.Errorf("output %q: %w", p.name, err)
+			}
+			*side.out = append(*side.out, task.Value{Data: f, Dims: side.t.Dims})
+		}
 	}
-	return ts, slices.IndexFunc(pairs, func(p outputPair) bool { return p.name == name }), nil
+	return va, vb, nil
 }
 
 // load reads a model from its file, or from b when given.

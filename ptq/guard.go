@@ -274,11 +274,13 @@ func Judge(r *compare.Result, l Limits) []Check {
 			// NaN/Inf where float is finite fails whatever else holds.
 			cs = append(cs, Check{Metric: MetricNonFinite, Output: s.Name, Measured: jsonfloat.Float(s.NewNonFinite)})
 		}
-		if s.ShapeMismatches > 0 {
-			// A data-dependent dim (boxes kept) differs from float's.
+		byTask := r.Task != nil && r.Task.Judges(s.Name)
+		if s.ShapeMismatches > 0 && !byTask {
+			// A data-dependent dim differs from float's, and no task
+			// metric (detections matched by IoU) judges the output.
 			cs = append(cs, Check{Metric: MetricShape, Output: s.Name, Measured: jsonfloat.Float(s.ShapeMismatches), Detail: "first: " + s.FirstMismatch})
 		}
-		if s.Name == labelled || s.Total == 0 {
+		if s.Name == labelled || byTask || s.Total == 0 {
 			continue // judged by its task metric; or empty in both models (compare checks the shapes agree)
 		}
 		if s.SampleElements >= compare.SmallOutput {

@@ -457,7 +457,11 @@ func (p *printer) taskTable(r *Report) {
 		return
 	}
 	first := rows[0].Accuracy
-	p.f("\nTask: %s on %d samples of the evaluation data against its labels (the accuracy column above):\n\n", first.TaskMetric, first.Samples)
+	against := "against its labels"
+	if strings.Contains(first.TaskMetric, "against") {
+		against = "(no labels: the input model's results are the reference)"
+	}
+	p.f("\nTask: %s on %d samples of the evaluation data %s (the accuracy column above):\n\n", first.TaskMetric, first.Samples, against)
 	head, rule := "| model | "+first.TaskMetric+" |", "|---|---:|"
 	for _, o := range first.TaskOthers {
 		head += " " + o.Name + " |"

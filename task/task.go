@@ -10,7 +10,10 @@
 // task/segment); task/tasks is the one list of them.
 package task
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Spec is what the user gives for a task (config eval.*, --eval-*).
 type Spec struct {
@@ -48,6 +51,29 @@ type Scorer interface {
 	Result(samples int64, limited bool) (*Figure, error)
 }
 
+// Value is one output's values for one batch, with its dims (batch
+// first where the output has a batch dim).
+type Value struct {
+	Data []float32
+	Dims []int64
+}
+
+// Multi is a Scorer that reads several outputs together, whose dims may
+// differ between A and B: a detector's boxes, scores and classes after
+// NMS, where the models keep different numbers of boxes. The comparison
+// calls PickAll and AddAll instead of Pick and Add, and judges those
+// outputs by the task's figure alone (Figure.Outputs), not by their
+// shapes or elementwise errors.
+type Multi interface {
+	Scorer
+	// PickAll chooses the outputs to score, in the order AddAll gets
+	// their values.
+	PickAll(outs []Output) ([]string, error)
+	// AddAll scores one batch of samples (n of them, from sample first):
+	// A's and B's values of the picked outputs.
+	AddAll(first int64, n int, a, b []Value) error
+}
+
 // Factory makes a fresh Scorer for one comparison.
 type Factory func() (Scorer, error)
 
@@ -62,6 +88,14 @@ type Figure struct {
 	B          float64  `json:"b"`
 	DropPoints float64  `json:"drop_points"`
 	Others     []Metric `json:"others,omitempty"`
+	// Outputs are every output the figure judges, when a Multi scorer
+	// read more than Output.
+	Outputs []string `json:"outputs,omitempty"`
+}
+
+// Judges says whether the figure stands for output name's verdict.
+func (f *Figure) Judges(name string) bool {
+	return name == f.Output || slices.Contains(f.Outputs, name)
 }
 
 // Text is the figure in one line: the headline of A and B and the drop,

@@ -26,7 +26,7 @@ var layers = map[string]int{
 	// the IR, and the runtime's installer (no cgo)
 	"graph": 1, "ort/install": 1,
 	// over the IR: analyses, kernels, Q/DQ insertion, the ORT binding, data
-	"kernels": 2, "shapes": 2, "quantize": 2, "ort": 2, "data": 2,
+	"kernels": 2, "shapes": 2, "task/detect": 2, "quantize": 2, "ort": 2, "data": 2,
 	"internal/testgraph": 2, "internal/synth": 2, "internal/convstack": 2, "internal/testenv": 2,
 	// rewrites and measurements
 	"passes": 3, "export/tensorrt/trtlint": 3, "bench": 3, "calibrate": 3, "compare": 3, "infer": 3,

@@ -12,6 +12,7 @@ import (
 	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/task"
 	"github.com/optc-dev/optc/task/ctc"
+	"github.com/optc-dev/optc/task/detect"
 	"github.com/optc-dev/optc/task/segment"
 	"github.com/optc-dev/optc/task/textdet"
 )
@@ -33,7 +34,9 @@ type plugin struct {
 	name  string
 	about string // what the labels are, for help and errors
 	dict  bool   // it takes a character dictionary
-	new   func(task.Spec) (task.Scorer, error)
+	// optionalLabels: it scores B against A when no labels are given.
+	optionalLabels bool
+	new            func(task.Spec) (task.Scorer, error)
 	// params are the parameters it reads (task.Spec.Params), and check
 	// parses them (nil: it reads none).
 	params []string
@@ -56,6 +59,20 @@ var plugins = []plugin{
 			return err
 		}},
 	{name: segment.Name, about: "class ids [N, H, W], 255 ignored (.npy)", new: segment.New},
+	{name: detect.Name, about: `objects per sample, [{"box": [x0, y0, x1, y1], "label": k}, ...] (.json); without labels, A's detections`,
+		optionalLabels: true,
+		new: func(s task.Spec) (task.Scorer, error) {
+			o, err := detect.ParseOptions(s.Params)
+			if err != nil {
+				return nil, err
+			}
+			return detect.New(s, o)
+		},
+		params: detect.ParamNames,
+		check: func(p map[string]string) error {
+			_, err := detect.ParseOptions(p)
+			return err
+		}},
 }
 
 // WithParams are the tasks that read parameters (eval.params).
@@ -125,6 +142,12 @@ func find(name string) *plugin {
 // in its own format) through a task.Scorer.
 func IsPlugin(name string) bool { return find(name) != nil }
 
+// NeedsLabels says whether the task cannot score without ground truth.
+func NeedsLabels(name string) bool {
+	p := find(name)
+	return p != nil && !p.optionalLabels
+}
+
 // TakesDict says whether the task reads a character dictionary.
 func TakesDict(name string) bool {
 	p := find(name)
@@ -171,7 +194,7 @@ func Validate(s task.Spec) []string {
 	if s.Name != "" && !slices.Contains(Names(), s.Name) {
 		return []string{fmt.Sprintf("eval.task: %q (want %s)", s.Name, choice.Or(Names()))}
 	}
-	if IsPlugin(s.Name) && s.Labels == "" {
+	if NeedsLabels(s.Name) && s.Labels == "" {
 		bad = append(bad, fmt.Sprintf("eval.task %s needs eval.labels: %s", s.Name, Labels(s.Name)))
 	}
 	if TakesDict(s.Name) && s.Dict == "" {
