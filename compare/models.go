@@ -418,7 +418,9 @@ func pickTaskOutput(f task.Factory, pairs []outputPair, outsA []ort.IO) (ts task
 		return nil, -1, nil, err
 	}
 	outs := taskOutputs(pairs, outsA)
-	index := func(name string) int { return slices.IndexFunc(pairs, func(p outputPair) bool { return p.name == name }) }
+	index := func(name string) int {
+		return slices.IndexFunc(pairs, func(p outputPair) bool { return p.name == name })
+	}
 	if m, ok := ts.(task.Multi); ok {
 		names, err := m.PickAll(outs)
 		if err != nil {
