@@ -67,9 +67,10 @@ type variant struct {
 
 // quick is the subset plain `go test ./...` runs: one of each input kind
 // (static batch 1, dynamic H/W, token ids with a mask, recurrent state, If,
-// a per-pixel class map, int64 ids beside float features, a KV cache).
+// a per-pixel class map, int64 ids beside float features, a KV cache, a
+// detector whose number of boxes depends on the image).
 var quick = []string{"resnet18/static", "mobilenet_v3_small/dynhw", "bert_tiny/dynamic", "lstm/dynamic", "if_branch/static",
-	"unet_small/dynbatch", "recommender/dynbatch", "decoder_kv/dynamic"}
+	"unet_small/dynbatch", "recommender/dynbatch", "decoder_kv/dynamic", "detector/static"}
 
 var (
 	quickSteps = []string{"inspect", "optimize", "quantize-random"}

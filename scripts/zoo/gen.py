@@ -2,7 +2,7 @@
 """Generates optc's model zoo: real architectures (torchvision 0.14),
 sequence models and the next ring of families users bring (a U-Net, a
 Conv3d video net, a raw-audio encoder, a recommender with int64 ids, a
-decoder with a KV cache) with
+decoder with a KV cache, a detector with NMS in its graph) with
 random, seeded weights, exported to ONNX the ways models are found in the
 wild.
 
@@ -593,6 +593,129 @@ def gen_next(name, out):
 NEXT = ["recommender", "audio_conv1d", "unet_small", "video_conv3d", "decoder_kv"]
 
 
+# ---------------------------------------------------------------- a detector
+
+# detector: a single-stage detector whose graph ends in its own
+# post-processing, as torchvision's SSD and RetinaNet export: a score
+# threshold (NonZero, Gather), per-class NMS (NonMaxSuppression) and a
+# top-k, so its outputs boxes [K,4], scores [K] and labels [K] have a K that
+# depends on the image (0 on an empty one). It is trained (about 10 s) on
+# synthetic scenes of 0-3 coloured rectangles, the colour the class, so
+# that its detections mean something; eval.npy's 64 scenes come with
+# their ground truth (eval_labels.json: per image, {"box", "label"}).
+DET_SIZE, DET_STRIDE, DET_CLASSES = 64, 8, 3
+DET_STEPS = 400
+DET_COLORS = np.array([[1, 0.2, 0.2], [0.2, 1, 0.2], [0.2, 0.2, 1]], np.float32)
+
+
+def det_scenes(rng, n):
+    """n images [3, S, S] of noise with 0-3 non-overlapping rectangles, and
+    their objects (box x0, y0, x1, y1 in pixels; label the colour)."""
+    s = DET_SIZE
+    imgs = (0.15 * rng.standard_normal((n, 3, s, s))).astype(np.float32)
+    labels = []
+    for i in range(n):
+        objs = []
+        for _ in range(rng.integers(0, 4)):
+            w, h = (int(v) for v in rng.integers(10, 28, 2))
+            x0, y0 = int(rng.integers(0, s - w)), int(rng.integers(0, s - h))
+            k = int(rng.integers(0, DET_CLASSES))
+            box = [x0, y0, x0 + w, y0 + h]
+            if any(min(box[2], o["box"][2]) > max(box[0], o["box"][0]) and min(box[3], o["box"][3]) > max(box[1], o["box"][1]) for o in objs):
+                continue
+            imgs[i, :, y0 : y0 + h, x0 : x0 + w] += DET_COLORS[k][:, None, None]
+            objs.append({"box": [float(v) for v in box], "label": k})
+        labels.append(objs)
+    return imgs, labels
+
+
+class Detector(nn.Module):
+    """An anchor-free (FCOS-style) head on an 8x8 grid: per cell, class
+    scores and the distances to the box's sides; decoded, thresholded at
+    0.3, NMS per class at IoU 0.5, at most 20 boxes."""
+
+    def __init__(self):
+        super().__init__()
+        g = DET_SIZE // DET_STRIDE
+        self.f = nn.Sequential(
+            nn.Conv2d(3, 16, 3, 2, 1), nn.ReLU(), nn.Conv2d(16, 32, 3, 2, 1), nn.ReLU(),
+            nn.Conv2d(32, 32, 3, 2, 1), nn.ReLU(), nn.Conv2d(32, 32, 3, 1, 1), nn.ReLU(),
+        )
+        self.cls, self.box = nn.Conv2d(32, DET_CLASSES, 1), nn.Conv2d(32, 4, 1)
+        ys, xs = torch.meshgrid(torch.arange(g), torch.arange(g), indexing="ij")
+        self.register_buffer("centers", torch.stack([xs, ys], -1).reshape(-1, 2).float() * DET_STRIDE + DET_STRIDE / 2)
+
+    def heads(self, x):
+        f = self.f(x)
+        return self.cls(f).flatten(2).transpose(1, 2), self.box(f).flatten(2).transpose(1, 2)
+
+    def forward(self, x):
+        logits, d = self.heads(x)
+        scores, labels = torch.sigmoid(logits[0]).max(1)
+        ltrb = torch.exp(d[0]) * DET_STRIDE
+        boxes = torch.cat([self.centers - ltrb[:, :2], self.centers + ltrb[:, 2:]], 1)
+        keep = torch.nonzero(scores > 0.3).squeeze(1)
+        boxes, scores, labels = boxes[keep], scores[keep], labels[keep]
+        keep = torchvision.ops.batched_nms(boxes, scores, labels, 0.5)[:20]
+        return boxes[keep], scores[keep], labels[keep]
+
+
+def det_targets(labels):
+    """Per grid cell: the class of the object whose centre falls in it and
+    the log distances from the cell's centre to the box's sides."""
+    g = DET_SIZE // DET_STRIDE
+    cls = torch.zeros(len(labels), g * g, DET_CLASSES)
+    box = torch.zeros(len(labels), g * g, 4)
+    pos = torch.zeros(len(labels), g * g, dtype=torch.bool)
+    for i, objs in enumerate(labels):
+        for o in objs:
+            x0, y0, x1, y1 = o["box"]
+            j = int((y0 + y1) / 2 // DET_STRIDE) * g + int((x0 + x1) / 2 // DET_STRIDE)
+            cx, cy = (j % g) * DET_STRIDE + DET_STRIDE / 2, (j // g) * DET_STRIDE + DET_STRIDE / 2
+            cls[i, j, o["label"]], pos[i, j] = 1, True
+            box[i, j] = torch.log(torch.tensor([cx - x0, cy - y0, x1 - cx, y1 - cy]).clamp(min=1) / DET_STRIDE)
+    return cls, box, pos
+
+
+def gen_detector(name, out):
+    torch.manual_seed(seed_for(name))
+    rng = np.random.default_rng(seed_for(name))
+    model = Detector()
+    opt = torch.optim.Adam(model.parameters(), 3e-3)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, 5e-3, total_steps=DET_STEPS)
+    for _ in range(DET_STEPS):
+        imgs, labels = det_scenes(rng, 32)
+        cls, box, pos = det_targets(labels)
+        lc, lb = model.heads(torch.from_numpy(imgs))
+        # Positive cells are few: weighted up so that scores reach 0.5.
+        loss = 3 * nn.functional.binary_cross_entropy_with_logits(lc, cls, pos_weight=torch.tensor(30.0))
+        if pos.any():
+            loss = loss + nn.functional.l1_loss(lb[pos], box[pos])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+    model.eval()
+    calib, _ = det_scenes(np.random.default_rng(seed_for(name) + 1), CALIB_SAMPLES)
+    evals, truth = det_scenes(np.random.default_rng(seed_for(name) + 2), 64)
+    np.save(os.path.join(out, "calib.npy"), calib)
+    np.save(os.path.join(out, "eval.npy"), evals)
+    with open(os.path.join(out, "eval_labels.json"), "w") as f:
+        json.dump(truth, f)
+    p = os.path.join(out, "static.onnx")
+    export(model, (torch.from_numpy(calib[:1]),), p, ["image"], ["boxes", "scores", "labels"], None, 13)
+    # batched_nms exports its NMS inside an If (skipped when no box is left).
+    ops = {n.op_type for n in onnx.load(p).graph.node}
+    ops |= {b.op_type for n in onnx.load(p).graph.node for a in n.attribute if a.g is not None for b in a.g.node}
+    if "NonMaxSuppression" not in ops:
+        raise SystemExit("gen.py: %s: the export has no NonMaxSuppression node" % name)
+    inputs, outputs = value_info(p)
+    variant = {"name": "static", "file": "static.onnx", "inputs": inputs, "outputs": outputs,
+               "shape_flags": shape_flags(inputs, {"image": [1, 3, DET_SIZE, DET_SIZE]})}
+    return {"name": name, "kind": "detection", "opset": 13, "variants": [variant], "calib": "calib.npy",
+            "eval": "eval.npy", "eval_labels": "eval_labels.json"}
+
+
 # ---------------------------------------------------------------- language model
 
 # lm_tiny: scripts/lm/train.py's decoder (causal self-attention, LayerNorm,
@@ -673,6 +796,7 @@ def all_models():
     ]
     for name in NEXT:
         ms.append((name, (lambda n: lambda o: gen_next(n, o))(name)))
+    ms.append(("detector", lambda o: gen_detector("detector", o)))
     for name, kw, opset in IMAGE:
         ms.append((name, (lambda n, k, op: lambda o: gen_image(n, k, op, o))(name, kw, opset)))
     return ms
