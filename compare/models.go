@@ -270,7 +270,7 @@ func Models(opts Options) (*Result, error) {
 	defer first.close()
 
 	var labels []int64
-	if (opts.Labels != "" || ts != nil) && opts.DataOpts.Shuffle {
+	if (opts.Labels != "" || ts != nil && task.ReadsLabels(ts)) && opts.DataOpts.Shuffle {
 		return nil, fmt.Errorf("labels cannot follow samples drawn in a shuffled order")
 	}
 	if opts.Labels != "" {

@@ -74,6 +74,22 @@ type Multi interface {
 	AddAll(first int64, n int, a, b []Value) error
 }
 
+// Optional is a Scorer whose ground truth may be absent (it then scores B
+// against A): Labelled says whether it reads labels, which samples drawn
+// in a shuffled order cannot follow. A Scorer without it always reads
+// labels.
+type Optional interface {
+	Labelled() bool
+}
+
+// ReadsLabels says whether s scores against labels in the data's order.
+func ReadsLabels(s Scorer) bool {
+	if o, ok := s.(Optional); ok {
+		return o.Labelled()
+	}
+	return true
+}
+
 // Factory makes a fresh Scorer for one comparison.
 type Factory func() (Scorer, error)
 

@@ -305,6 +305,10 @@ func Looks(outs []task.Output) bool {
 	return shape[len(shape)-2] <= 0
 }
 
+// Labelled says whether the scorer reads labels (else A's detections are
+// the truth, and the samples may come in any order).
+func (s *scorer) Labelled() bool { return s.labels != nil }
+
 func (s *scorer) Pick(outs []task.Output) (string, error) {
 	names, err := s.PickAll(outs)
 	if err != nil {
