@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/optc-dev/optc/calibrate"
+	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/prune"
 	"github.com/optc-dev/optc/quantize"
@@ -83,14 +85,22 @@ func gptqRounding(opts Options, float graph.Serialized, ranges map[string][2]flo
 	var gptqErr, nearestErr float64
 	// The Grams of a group of layers are collected in one run; a group
 	// holds at most gramBytes of them (a 3x3 conv over 512 channels has a
-	// 4608² Gram, 170 MB), so memory stays bounded whatever the model.
+	// 4608² Gram, 170 MB), and its layers read activations that one run
+	// may fetch within half the calibration's per-run limit (a ResNet-50's
+	// first 40 layers read 1 GB a batch of 8 at 224x224; each becomes
+	// patches of float64 as it is read), so memory stays bounded whatever
+	// the model.
+	run, err := activationRuns(opts, fm, nodes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gptq: %w", err)
+	}
 	tick, done := opts.counter("gptq: layers rounded", len(nodes)), 0
 	for len(nodes) > 0 {
 		var group []*graph.Node
 		var bytes int64
 		for len(nodes) > 0 {
 			dim := gramDim(nodes[0])
-			if len(group) > 0 && bytes+8*dim*dim > gramBytes {
+			if len(group) > 0 && (bytes+8*dim*dim > gramBytes || run[nodes[0].Input(0).Name] != run[group[0].Input(0).Name]) {
 				break
 			}
 			group, nodes, bytes = append(group, nodes[0]), nodes[1:], bytes+8*dim*dim
@@ -176,6 +186,42 @@ func gptqRounding(opts Options, float graph.Serialized, ranges map[string][2]flo
 	return rounded, rep, nil
 }
 
+// activationRuns numbers the runs that fetch the layers' inputs within
+// half the calibration's per-run byte limit, sized on the calibration
+// data's first batch: each input's run.
+func activationRuns(opts Options, fm *graph.Model, nodes []*graph.Node) (map[string]int, error) {
+	var values []string
+	for _, n := range nodes {
+		if v := n.Input(0).Name; !slices.Contains(values, v) {
+			values = append(values, v)
+		}
+	}
+	src, err := data.Open(opts.CalibData, data.GraphInputs(fm.Graph), opts.CalibOpts)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	batch, err := src.Next()
+	if err != nil {
+		return nil, fmt.Errorf("calibration data %s: batch 0: %w", opts.CalibData, err)
+	}
+	limit := opts.Calib.MaxRunBytes
+	if limit <= 0 {
+		limit = calibrate.DefaultMaxRunBytes
+	}
+	groups, err := calibrate.SplitByBytes(fm, values, batch.Tensors, limit/2)
+	if err != nil {
+		return nil, err
+	}
+	run := map[string]int{}
+	for i, g := range groups {
+		for _, v := range g {
+			run[v] = i
+		}
+	}
+	return run, nil
+}
+
 // GuardGPTQMaxDim bounds the layers the accuracy guard's GPTQ try rounds:
 // GPTQ costs the cube of a layer's input features (a 3x3 conv over 512
 // channels, 4608 of them, takes about a minute here), and a try the user
@@ -183,7 +229,7 @@ func gptqRounding(opts Options, float graph.Serialized, ranges map[string][2]flo
 const GuardGPTQMaxDim = 2304
 
 // gramBytes bounds the input Grams one calibration run collects.
-const gramBytes = 256 << 20
+const gramBytes = 128 << 20
 
 // gramDim is the size of a layer's input vectors: its weight's input
 // features (a conv's: channels times kernel positions).

@@ -2,11 +2,8 @@ package ptq
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
-	"io"
 	"math"
-	"runtime"
 	"slices"
 
 	"github.com/optc-dev/optc/calibrate"
@@ -79,19 +76,13 @@ func tensorSQNR(opts Options, float, int8Model graph.Serialized, spec string, do
 		// A model with a fixed batch size gets one batch of that size.
 		dopts.Samples, dopts.Batch = b, b
 	}
-	src, err := data.Open(spec, data.GraphInputs(fm.Graph), dopts)
-	if err != nil {
-		return nil, err
-	}
-	defer src.Close()
-	batch, err := src.Next()
-	if errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: no samples", spec)
-	}
-	if err != nil {
-		return nil, err
-	}
-	groups, err := calibrate.SplitByBytes(fm, xs, batch.Tensors, sqnrRunBytes)
+	var groups [][]string
+	err = forBatches(spec, data.GraphInputs(fm.Graph), dopts, func(b int, batch *data.Batch) error {
+		if b == 0 {
+			groups, err = calibrate.SplitByBytes(fm, xs, batch.Tensors, sqnrRunBytes)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("float model: %w", err)
 	}
@@ -99,65 +90,44 @@ func tensorSQNR(opts Options, float, int8Model graph.Serialized, spec string, do
 	for i, x := range xs {
 		pair[x] = dqs[i]
 	}
-	qgroups := make([][]string, len(groups))
+	// Per group, the float model's tensors and the INT8 model's at the
+	// same places.
+	both := make([][][]string, len(groups))
 	for i, g := range groups {
+		var q []string
 		for _, x := range g {
-			qgroups[i] = append(qgroups[i], pair[x])
+			q = append(q, pair[x])
 		}
+		both[i] = [][]string{g, q}
 	}
-	fp, err := calibrate.OpenParts(fm, groups, opts.Session)
-	if err != nil {
-		return nil, fmt.Errorf("float model: %w", err)
-	}
-	defer fp.Close()
-	qp, err := calibrate.OpenParts(qm, qgroups, opts.Session)
-	if err != nil {
-		return nil, fmt.Errorf("INT8 model: %w", err)
-	}
-	defer qp.Close()
 	// compare's SNR is the same ratio, over the finite pairs.
 	accs := map[string]*compare.Accumulator{}
 	for _, x := range xs {
 		accs[x] = compare.NewAccumulator(x, math.Inf(1), 0, compare.StatMax)
 	}
-	tick, samples := opts.counter("per-tensor SQNR: samples", 0), 0
-	for ; !errors.Is(err, io.EOF); batch, err = src.Next() {
-		if err != nil {
-			return nil, err
-		}
-		tick(samples)
-		samples += batch.Samples
-		for i, g := range groups {
-			fv, err := fp.Run(i, batch.Tensors)
+	tick := opts.counter("per-tensor SQNR: groups of tensors", len(groups))
+	err = runGroups(spec, dopts, opts.Session, []*graph.Model{fm, qm}, both, func(i, _ int, outs [][]*graph.Tensor) error {
+		tick(i)
+		g, fv, qv := groups[i], outs[0], outs[1]
+		// Each tensor has its own accumulator: they are filled side by
+		// side, each taking its batches in order.
+		return parallel.For(len(g), func(j int) error {
+			f, err := fv[j].Float32s()
 			if err != nil {
-				return nil, fmt.Errorf("float model: %w", err)
+				return fmt.Errorf("%s: %w", g[j], err)
 			}
-			qv, err := qp.Run(i, batch.Tensors)
+			q, err := qv[j].Float32s()
 			if err != nil {
-				return nil, fmt.Errorf("INT8 model: %w", err)
+				return fmt.Errorf("%s: %w", both[i][1][j], err)
 			}
-			// Each tensor has its own accumulator: they are filled side
-			// by side, each taking its batches in order.
-			err = parallel.For(len(g), func(j int) error {
-				f, err := fv[j].Float32s()
-				if err != nil {
-					return fmt.Errorf("%s: %w", g[j], err)
-				}
-				q, err := qv[j].Float32s()
-				if err != nil {
-					return fmt.Errorf("%s: %w", qgroups[i][j], err)
-				}
-				// The float32 copies are per tensor; the runs' values go
-				// as soon as they are read.
-				fv[j], qv[j] = nil, nil
-				return accs[g[j]].Add(f, q, nil)
-			})
-			if err != nil {
-				return nil, err
-			}
-			fv, qv = nil, nil
-			runtime.GC() // as in calibration: one group's values at a time
-		}
+			// The float32 copies are per tensor; the runs' values go as
+			// soon as they are read.
+			fv[j], qv[j] = nil, nil
+			return accs[g[j]].Add(f, q, nil)
+		})
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]TensorSQNR, len(xs))
 	for i, x := range xs {
