@@ -96,7 +96,7 @@ func (b *builder) plan() *Plan {
 			p.SweepSeconds = round2(share(w.sweep))
 			sweepS = min(sweepS, share(w.sweep)/float64(p.SweepPoints)/2)
 		}
-		p.Lines = append(p.Lines, fmt.Sprintf("budget %s: placement, timing and the Triton sweep get shares; loading, passes, calibration, checks and exports are not bounded by time", c.Budget.Duration))
+		p.Lines = append(p.Lines, fmt.Sprintf("budget %s: placement, timing and the Triton sweep get shares, the accuracy control (its tries, GPTQ included, and fallback) and the per-tensor SQNR stop at theirs; loading, passes, calibration, checks and exports are not bounded by time", c.Budget.Duration))
 		if p.FallbackSeconds > 0 {
 			p.Lines = append(p.Lines, fmt.Sprintf("accuracy guard's fallback: at most %s per INT8 model (then the best passing model found, or a refusal)", secs(p.FallbackSeconds)))
 		}
@@ -126,6 +126,17 @@ func (b *builder) plan() *Plan {
 		}
 	}
 	return p
+}
+
+// quantizeDeadline is when the quantize stage's optional steps stop
+// within a budget: three quarters of the rest's share after the build
+// began (the last quarter is left to exports and checks); zero without a
+// budget.
+func (b *builder) quantizeDeadline() time.Time {
+	if b.res.Plan.RestSeconds == 0 {
+		return time.Time{}
+	}
+	return b.started.Add(time.Duration(0.75 * b.res.Plan.RestSeconds * float64(time.Second)))
 }
 
 // timedModels counts the models verify times: the input, the float

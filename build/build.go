@@ -224,6 +224,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 // and one when it ends, with its wall time, so that a log shows where a
 // long build is.
 func (b *builder) runStages() error {
+	b.started = time.Now()
 	stages := b.stages()
 	b.prof = startMemProfile(b.progress)
 	prof := b.prof
@@ -283,6 +284,7 @@ func elapsed(start time.Time) string {
 // builder carries one build's state from stage to stage.
 type builder struct {
 	ctx     context.Context
+	started time.Time // when the stages began
 	opts    Options
 	c       config.Config
 	dir     *folder
@@ -586,6 +588,7 @@ func (b *builder) ptqOptions(target quantize.Target, out string) (ptq.Options, e
 		Batches: c.Latency.Batches, ORTLib: c.Runtime.ORTLib, MaxAccuracyDrop: c.Quantize.MaxAccuracyDrop, MinCosine: c.Quantize.MinCosine,
 		MaxRelError: c.Quantize.MaxRelError, NoGuard: c.Quantize.NoGuard, AllowAccuracyLoss: c.Quantize.AllowAccuracyLoss,
 		FallbackBudget: time.Duration(b.res.Plan.FallbackSeconds * float64(time.Second)),
+		Deadline:       b.quantizeDeadline(),
 		SmoothAlpha:    c.Quantize.SmoothAlpha,
 	}
 	// config.Validate checked the names.

@@ -509,6 +509,9 @@ func printTechniques(out io.Writer, t *ptq.TechniquesReport) {
 		if g.Large > 0 {
 			left += fmt.Sprintf(" and %d layers of more than %d input features", g.Large, ptq.GuardGPTQMaxDim)
 		}
+		if g.OutOfTime > 0 {
+			left += fmt.Sprintf(" and %d layers the budget left no time for", g.OutOfTime)
+		}
 		fmt.Fprintf(out, "gptq         %d layers' int8 weights rounded by GPTQ (%s left to nearest): output error on the calibration inputs %.2fx round-to-nearest's%s\n", g.Layers, left, g.ErrorRatio, by)
 	}
 	if b := t.Bias; b != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/data"
@@ -21,6 +22,9 @@ type GPTQReport struct {
 	// input features (Large).
 	Skipped int `json:"skipped"`
 	Large   int `json:"skipped_large,omitempty"`
+	// OutOfTime counts the layers left to nearest rounding because the
+	// accuracy control's share of the budget ran out while GPTQ rounded.
+	OutOfTime int `json:"skipped_out_of_time,omitempty"`
 	// ErrorRatio is the layers' output error on the calibration inputs
 	// (the sum over layers of ΔW·H·ΔWᵀ, H the input Gram) after GPTQ over
 	// that of round-to-nearest: below 1 is better.
@@ -33,7 +37,10 @@ type GPTQReport struct {
 // over the calibration data, a Gram per layer in memory (dim² floats,
 // dim the weight's input features), nothing per sample. It returns the
 // rounded weights for quantize.Options.Rounded.
-func gptqRounding(opts Options, float graph.Serialized, ranges map[string][2]float64, maxDim int64) (map[string][]float32, *GPTQReport, error) {
+//
+// A non-zero deadline stops it between groups of layers: the layers not
+// reached keep nearest rounding (GPTQReport.OutOfTime).
+func gptqRounding(opts Options, float graph.Serialized, ranges map[string][2]float64, maxDim int64, deadline time.Time) (map[string][]float32, *GPTQReport, error) {
 	fm, q, err := floatAndQuantized(float, ranges, opts.Quant)
 	if err != nil {
 		return nil, nil, err
@@ -96,6 +103,11 @@ func gptqRounding(opts Options, float graph.Serialized, ranges map[string][2]flo
 	}
 	tick, done := opts.counter("gptq: layers rounded", len(nodes)), 0
 	for len(nodes) > 0 {
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			rep.OutOfTime = len(nodes)
+			opts.progress("gptq: the accuracy control's share of the budget ran out: %d of %d layers rounded, the rest to nearest", done, done+len(nodes))
+			break
+		}
 		var group []*graph.Node
 		var bytes int64
 		for len(nodes) > 0 {

@@ -70,7 +70,11 @@ func tryTechniques(opts *Options, float graph.Serialized, plain map[string][2]fl
 		try := *opts
 		rep := &TechniquesReport{}
 		if slices.Contains(missing, quantize.TechniqueGPTQ) {
-			rounded, g, err := gptqRounding(try, float, plain, GuardGPTQMaxDim)
+			var deadline time.Time
+			if opts.FallbackBudget > 0 {
+				deadline = started.Add(opts.FallbackBudget)
+			}
+			rounded, g, err := gptqRounding(try, float, plain, GuardGPTQMaxDim, deadline)
 			if err != nil {
 				return nil, graph.Serialized{}, err
 			}

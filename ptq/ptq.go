@@ -78,6 +78,10 @@ type Options struct {
 	// out the fallback keeps the best passing model found so far, or
 	// refuses (optc build: the budget's share).
 	FallbackBudget time.Duration
+	// Deadline, when set, is when the quantization's share of a budget
+	// ends (optc build --budget): the per-tensor SQNR, a diagnostic, is
+	// skipped after it, and Result.SQNRSkipped says so.
+	Deadline time.Time
 	// NoGuard turns the accuracy guard off (--no-guard): its checks are
 	// measured and reported, but nothing falls back and nothing is
 	// refused.
@@ -160,6 +164,8 @@ type Result struct {
 	Guard *Guard `json:"guard"`
 	// TensorSQNR is each quantized activation's SQNR, worst first.
 	TensorSQNR []TensorSQNR `json:"tensor_sqnr,omitempty"`
+	// SQNRSkipped says why the per-tensor SQNR was not measured.
+	SQNRSkipped string `json:"sqnr_skipped,omitempty"`
 	// QualityLevel is the ORT level accuracy, cosine and SQNR were
 	// measured at (see qualitySession).
 	QualityLevel string `json:"quality_level"`
@@ -320,7 +326,7 @@ func Run(opts Options) (*Result, error) {
 			return nil, fmt.Errorf("%s: gptq needs --calib-data", opts.Input)
 		}
 		opts.progress("gptq: input Grams of the INT8 layers on %s", opts.CalibData)
-		if opts.Quant.Rounded, res.Techniques.GPTQ, err = gptqRounding(opts, float, plain, 0); err != nil {
+		if opts.Quant.Rounded, res.Techniques.GPTQ, err = gptqRounding(opts, float, plain, 0, time.Time{}); err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Input, err)
 		}
 		res.Techniques.Applied = append(res.Techniques.Applied, quantize.TechniqueGPTQ)
@@ -397,7 +403,10 @@ func Run(opts Options) (*Result, error) {
 		}
 	}
 	res.FloatBytes, res.Int8Bytes = int64(len(float.Bytes)), int64(len(int8Model.Bytes))
-	if eval != "" {
+	if eval != "" && !opts.Deadline.IsZero() && time.Now().After(opts.Deadline) {
+		res.SQNRSkipped = "the quantization's share of the budget was spent"
+		opts.progress("per-tensor SQNR skipped: %s", res.SQNRSkipped)
+	} else if eval != "" {
 		opts.progress("per-tensor SQNR on %s", eval)
 		sq := opts
 		sq.Session = quality
