@@ -33,62 +33,69 @@ var hardSigmoidConvBridge = &Pass{
 }
 
 func runHardSigmoidConvBridge(c *Context) (Stats, error) {
-	g := c.Model.Graph
-	if c.ChannelBlock < 2 || !g.HasOp("HardSigmoid", "HardSwish") || hasSubgraphs(c.Model) {
+	if c.ChannelBlock < 2 || hasSubgraphs(c.Model) {
 		return Stats{}, nil
 	}
+	block := int64(c.ChannelBlock)
+	return Rule[*graph.Node]{
+		OpTypes: []string{"HardSigmoid", "HardSwish"},
+		Match: func(_ *graphEdit, n *graph.Node) (*graph.Node, bool) {
+			_, ok := bridgeable(n, block)
+			return n, ok
+		},
+		Apply: func(_ *graphEdit, n *graph.Node) (Stats, error) {
+			channels, _ := bridgeable(n, block)
+			return bridgeHardSigmoid(n, channels)
+		},
+	}.apply(c.Model)
+}
+
+// bridgeHardSigmoid reads n's x through an identity depthwise conv of its
+// channels: a HardSigmoid in place, a HardSwish by becoming
+// Mul(x, HardSigmoid(Conv_id(x))), the Mul taking over its output.
+func bridgeHardSigmoid(n *graph.Node, channels int64) (Stats, error) {
+	g := n.Graph()
 	var st Stats
-	for _, n := range append([]*graph.Node(nil), g.Nodes...) {
-		if n.Domain != "" && n.Domain != "ai.onnx" {
-			continue
-		}
-		channels, ok := bridgeable(n, int64(c.ChannelBlock))
-		if !ok {
-			continue
-		}
-		x := n.Input(0)
-		id, err := identityConv(g, n, x, channels)
-		if err != nil {
-			return st, fmt.Errorf("node %s: %w", n, err)
-		}
-		st.Added++
-		if n.OpType == "HardSigmoid" {
-			n.SetInput(0, id)
-			st.Rewritten++
-			continue
-		}
-		// HardSwish(x) -> Mul(x, HardSigmoid(Conv_id(x))), the Mul taking
-		// over the HardSwish's output value.
-		hs, err := g.NewValue(g.UniqueName(x.Name + "_hardsigmoid"))
-		if err != nil {
-			return st, err
-		}
-		sig, err := g.InsertNodeBefore(n, "HardSigmoid", []*graph.Value{id}, []*graph.Value{hs})
-		if err != nil {
-			return st, err
-		}
-		sig.SetAttr(&graph.Attr{Name: "alpha", Type: graph.AttrFloat, Float: 1.0 / 6})
-		sig.SetAttr(&graph.Attr{Name: "beta", Type: graph.AttrFloat, Float: 0.5})
-		out, err := takeOutput(n)
-		if err != nil {
-			return st, err
-		}
-		if _, err := g.InsertNodeBefore(n, "Mul", []*graph.Value{x, hs}, []*graph.Value{out}); err != nil {
-			return st, err
-		}
-		if err := g.RemoveNode(n); err != nil {
-			return st, err
-		}
-		st.Added += 2
-		st.Removed++
+	x := n.Input(0)
+	id, err := identityConv(g, n, x, channels)
+	if err != nil {
+		return st, fmt.Errorf("node %s: %w", n, err)
 	}
+	st.Added++
+	if n.OpType == "HardSigmoid" {
+		n.SetInput(0, id)
+		st.Rewritten++
+		return st, nil
+	}
+	hs, err := g.NewValue(g.UniqueName(x.Name + "_hardsigmoid"))
+	if err != nil {
+		return st, err
+	}
+	sig, err := g.InsertNodeBefore(n, "HardSigmoid", []*graph.Value{id}, []*graph.Value{hs})
+	if err != nil {
+		return st, err
+	}
+	sig.SetAttr(&graph.Attr{Name: "alpha", Type: graph.AttrFloat, Float: 1.0 / 6})
+	sig.SetAttr(&graph.Attr{Name: "beta", Type: graph.AttrFloat, Float: 0.5})
+	out, err := takeOutput(n)
+	if err != nil {
+		return st, err
+	}
+	if _, err := g.InsertNodeBefore(n, "Mul", []*graph.Value{x, hs}, []*graph.Value{out}); err != nil {
+		return st, err
+	}
+	if err := g.RemoveNode(n); err != nil {
+		return st, err
+	}
+	st.Added += 2
+	st.Removed++
 	return st, nil
 }
 
 // bridgeable reports whether n is a HardSigmoid or HardSwish to bridge,
 // and the channels of its input.
 func bridgeable(n *graph.Node, block int64) (int64, bool) {
-	if (n.OpType != "HardSigmoid" && n.OpType != "HardSwish") || len(n.Inputs()) != 1 || n.Input(0) == nil {
+	if !isOp(n, "HardSigmoid", "HardSwish") || len(n.Inputs()) != 1 || n.Input(0) == nil {
 		return 0, false
 	}
 	x := n.Input(0)
