@@ -34,6 +34,11 @@ import (
 // convs whose weight is a float32 initializer of rank 4 and whose bias,
 // if any, is a float32 initializer; grouped convs that are not depthwise
 // are left as they are (their padded inputs are sliced).
+//
+// It is a graph-wide pass, not a Rule: what it does at a node depends on
+// how every input of that node was padded before it (channelPadding
+// carries that forward in node order), which no match at one anchor can
+// see.
 var padConvChannels = &Pass{
 	Name:   "pad-conv-channels",
 	Doc:    "ORT CPU: pad conv channels with zero filters to a multiple of the NCHWc block (--nchwc-block) or of the INT8 kernels' alignment",
