@@ -167,46 +167,12 @@ func Models(opts Options) (*Result, error) {
 			return nil, fmt.Errorf("--rtol names output %q, which the models do not share", name)
 		}
 	}
-	var lm *LMScorer
-	lmIn, lmPair := -1, -1
-	taskPair := -1
-	var taskPairs []int // a task.Multi's outputs, in its order
-	var ts task.Scorer
-	scorerOf := opts.Scorer
-	if scorerOf == nil && opts.Task != TaskLM && opts.Labels == "" && detect.Looks(taskOutputs(pairs, outsA)) {
-		// A detector's outputs after NMS: no elementwise comparison can
-		// judge boxes whose number depends on the data, so they are
-		// scored as detections, B's against A's.
-		scorerOf = func() (task.Scorer, error) {
-			o, err := detect.ParseOptions(nil)
-			if err != nil {
-				return nil, err
-			}
-			return detect.New(task.Spec{Name: detect.Name}, o)
-		}
+	sc, err := pickScorers(opts, pairs, insA, outsA)
+	if err != nil {
+		return nil, err
 	}
-	if scorerOf != nil {
-		if opts.Labels != "" {
-			return nil, fmt.Errorf("%s: a task plug-in reads its own ground truth, not class labels", opts.Labels)
-		}
-		if ts, taskPair, taskPairs, err = pickTaskOutput(scorerOf, pairs, outsA); err != nil {
-			return nil, err
-		}
-	}
-	if opts.Task == TaskLM {
-		if opts.Labels != "" {
-			return nil, fmt.Errorf("%s: task lm scores the next token of the data, not labels", opts.Labels)
-		}
-		in, out, err := LMIO(insA, outsA, opts.Logits)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", opts.ModelA, err)
-		}
-		if lmPair = slices.IndexFunc(pairs, func(p outputPair) bool { return p.a == out }); lmPair < 0 {
-			return nil, fmt.Errorf("%s: task lm: the logits %q are not an output of %s", opts.ModelA, outsA[out].Name, opts.ModelB)
-		}
-		lmIn = in
-		lm = NewLMScorer(insA[in].Name, outsA[out].Name)
-	}
+	lm, lmIn, lmPair := sc.lm, sc.lmIn, sc.lmPair
+	ts, taskPair, taskPairs := sc.task, sc.taskPair, sc.taskPairs
 	outNames := make([]string, len(outsA))
 	for i, o := range outsA {
 		outNames[i] = o.Name
@@ -408,6 +374,62 @@ func Models(opts Options) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// scorers are what scores a comparison beyond its per-output statistics:
+// a task plug-in (one output, or a task.Multi's several) and the language
+// model's scorer, with the pairs they read.
+type scorers struct {
+	task      task.Scorer
+	taskPair  int   // the pair a one-output task scores; -1: none
+	taskPairs []int // a task.Multi's pairs, in its order
+	lm        *LMScorer
+	lmIn      int // the token ids input
+	lmPair    int
+}
+
+// pickScorers makes the task's scorer (opts.Scorer, or the detection task
+// for a detector's outputs when no task is given) and the LM's, and finds
+// the outputs they read.
+func pickScorers(opts Options, pairs []outputPair, insA, outsA []ort.IO) (scorers, error) {
+	sc := scorers{taskPair: -1, lmIn: -1, lmPair: -1}
+	scorerOf := opts.Scorer
+	if scorerOf == nil && opts.Task != TaskLM && opts.Labels == "" && detect.Looks(taskOutputs(pairs, outsA)) {
+		// A detector's outputs after NMS: no elementwise comparison can
+		// judge boxes whose number depends on the data, so they are
+		// scored as detections, B's against A's.
+		scorerOf = func() (task.Scorer, error) {
+			o, err := detect.ParseOptions(nil)
+			if err != nil {
+				return nil, err
+			}
+			return detect.New(task.Spec{Name: detect.Name}, o)
+		}
+	}
+	var err error
+	if scorerOf != nil {
+		if opts.Labels != "" {
+			return sc, fmt.Errorf("%s: a task plug-in reads its own ground truth, not class labels", opts.Labels)
+		}
+		if sc.task, sc.taskPair, sc.taskPairs, err = pickTaskOutput(scorerOf, pairs, outsA); err != nil {
+			return sc, err
+		}
+	}
+	if opts.Task == TaskLM {
+		if opts.Labels != "" {
+			return sc, fmt.Errorf("%s: task lm scores the next token of the data, not labels", opts.Labels)
+		}
+		in, out, err := LMIO(insA, outsA, opts.Logits)
+		if err != nil {
+			return sc, fmt.Errorf("%s: %w", opts.ModelA, err)
+		}
+		if sc.lmPair = slices.IndexFunc(pairs, func(p outputPair) bool { return p.a == out }); sc.lmPair < 0 {
+			return sc, fmt.Errorf("%s: task lm: the logits %q are not an output of %s", opts.ModelA, outsA[out].Name, opts.ModelB)
+		}
+		sc.lmIn = in
+		sc.lm = NewLMScorer(insA[in].Name, outsA[out].Name)
+	}
+	return sc, nil
 }
 
 // pickTaskOutput makes the task's scorer and lets it pick the output it
