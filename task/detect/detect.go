@@ -95,6 +95,9 @@ type Object struct {
 // spec.Labels (a JSON file: see readLabels), or against A's detections
 // when spec.Labels is "". opts come from ParseOptions.
 func New(spec task.Spec, opts Options) (task.Scorer, error) {
+	if opts.Boxes == "" {
+		opts.Boxes = spec.Output // --eval-output names the boxes
+	}
 	s := &scorer{spec: spec, opts: opts}
 	if spec.Labels != "" {
 		labels, err := readLabels(spec.Labels)
