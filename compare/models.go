@@ -253,6 +253,9 @@ func Models(opts Options) (*Result, error) {
 	for i, p := range pairs {
 		accs[i] = NewAccumulator(p.name, tol(opts.Atol, p.name, DefaultAtol), tol(opts.Rtol, p.name, DefaultRtol), opts.Check)
 	}
+	for _, i := range taskPairs {
+		accs[i].JudgedByTask()
+	}
 	res := &Result{ModelA: opts.ModelA, ModelB: opts.ModelB, Data: opts.Data, Skipped: skipped}
 	scorer := newScorer(labels, opts.LabelsOutput)
 	// take adds a batch's outputs to the statistics, in batch order.

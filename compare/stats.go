@@ -162,7 +162,14 @@ type Accumulator struct {
 	samples []sampleAcc
 	// mismatched counts the samples of batches whose shapes differed.
 	mismatched int64
+	// byTask: a task plug-in judges the output (a detector's boxes), so
+	// its rows are not a classifier's and get no top-k agreement.
+	byTask bool
 }
+
+// JudgedByTask marks the output as one a task plug-in scores with others
+// (task.Multi): rows of boxes [K, 4] are not class scores.
+func (acc *Accumulator) JudgedByTask() { acc.byTask = true }
 
 // NewAccumulator starts the statistics of one output.
 func NewAccumulator(name string, atol, rtol float64, check Stat) *Accumulator {
@@ -231,7 +238,7 @@ func (acc *Accumulator) AddSamples(a, b []float32, shape []int64, samples int) e
 		s.sumSqDiff += (x - y) * (x - y)
 	}
 	acc.addSamples(a, b, shape, samples)
-	if r := len(shape); (r == 2 || r == 3) && shape[r-1] >= 2 && int64(len(a)) == product(shape) {
+	if r := len(shape); !acc.byTask && (r == 2 || r == 3) && shape[r-1] >= 2 && int64(len(a)) == product(shape) {
 		if s.Top1 == nil {
 			s.Top1 = &Top1{Per: "sample"}
 			if r == 3 {
@@ -240,7 +247,7 @@ func (acc *Accumulator) AddSamples(a, b []float32, shape []int64, samples int) e
 		}
 		s.Top1.addRows(a, b, int(shape[r-1]))
 	}
-	if len(shape) == 2 && shape[1] >= 2 && int64(len(a)) == shape[0]*shape[1] {
+	if !acc.byTask && len(shape) == 2 && shape[1] >= 2 && int64(len(a)) == shape[0]*shape[1] {
 		s.Classifier = true
 		c := int(shape[1])
 		for n := 0; n < int(shape[0]); n++ {
