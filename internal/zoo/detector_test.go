@@ -37,7 +37,10 @@ func TestDetectorTask(t *testing.T) {
 		}
 		return stdout.String(), stderr.String()
 	}
-	labelled := []string{"--calib-data", "calib.npy", "--eval-data", "eval.npy", "--eval-task", "detection", "--eval-labels", "eval_labels.json"}
+	// --allow-accuracy-loss: INT8's drop depends on the CPU's kernels (a
+	// box or two of 74 is a point); what this test checks is that the
+	// figures are there and sound, which a refusal would not write.
+	labelled := []string{"--calib-data", "calib.npy", "--eval-data", "eval.npy", "--eval-task", "detection", "--eval-labels", "eval_labels.json", "--allow-accuracy-loss"}
 
 	out, _ := run(append([]string{"quantize", "static.onnx", "-o", filepath.Join(work, "q.onnx")}, labelled...)...)
 	// The float detector finds the scenes' rectangles (its training data's
@@ -59,7 +62,7 @@ func TestDetectorTask(t *testing.T) {
 	}
 
 	// No labels: the comparison picks the task itself.
-	out, _ = run("quantize", "static.onnx", "-o", filepath.Join(work, "q2.onnx"), "--calib-data", "calib.npy", "--eval-data", "eval.npy")
+	out, _ = run("quantize", "static.onnx", "-o", filepath.Join(work, "q2.onnx"), "--calib-data", "calib.npy", "--eval-data", "eval.npy", "--allow-accuracy-loss")
 	if !strings.Contains(out, "hmean against A's detections") {
 		t.Errorf("no agreement figure without labels:\n%s", out)
 	}
