@@ -160,19 +160,25 @@ func CheckCount(path string, n int, samples int64, limited bool) error {
 	return nil
 }
 
+// PickNamed is the output the user named, when the models share it and it
+// fits; what describes what fits, for the error.
+func PickNamed(task, named string, outs []Output, fits func(Output) bool, what string) (string, error) {
+	for _, o := range outs {
+		if o.Name == named {
+			if !fits(o) {
+				return "", fmt.Errorf("task %s: output %q is not %s", task, named, what)
+			}
+			return named, nil
+		}
+	}
+	return "", fmt.Errorf("task %s: the models share no output %q", task, named)
+}
+
 // PickOne is the only output of outs that fits, or the one named; what
 // describes what fits, for the error.
 func PickOne(task, named string, outs []Output, fits func(Output) bool, what string) (string, error) {
 	if named != "" {
-		for _, o := range outs {
-			if o.Name == named {
-				if !fits(o) {
-					return "", fmt.Errorf("task %s: output %q is not %s", task, named, what)
-				}
-				return named, nil
-			}
-		}
-		return "", fmt.Errorf("task %s: the models share no output %q", task, named)
+		return PickNamed(task, named, outs, fits, what)
 	}
 	pick := ""
 	for _, o := range outs {

@@ -218,15 +218,7 @@ func (s *scorer) judge(t float64) judged {
 func pickAll(outs []task.Output, o Options) (names []string, err error) {
 	find := func(named, what string, fits func(task.Output) bool, hints ...string) (string, error) {
 		if named != "" {
-			for _, x := range outs {
-				if x.Name == named {
-					if !fits(x) {
-						return "", fmt.Errorf("task %s: output %q is not %s", Name, named, what)
-					}
-					return named, nil
-				}
-			}
-			return "", fmt.Errorf("task %s: the models share no output %q", Name, named)
+			return task.PickNamed(Name, named, outs, fits, what)
 		}
 		var cands []string
 		for _, x := range outs {
@@ -237,7 +229,7 @@ func pickAll(outs []task.Output, o Options) (names []string, err error) {
 		if len(cands) > 1 {
 			var hinted []string
 			for _, c := range cands {
-				if slices.ContainsFunc(hints, func(h string) bool { return strings.Contains(strings.ToLower(c), h) }) {
+				if hasAny(c, hints...) {
 					hinted = append(hinted, c)
 				}
 			}
