@@ -10,6 +10,7 @@ import (
 	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/export"
 	"github.com/optc-dev/optc/placement"
+	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
 )
 
@@ -41,6 +42,11 @@ type Plan struct {
 	// RestSeconds is the share left to what the budget does not bound
 	// (loading, passes, calibration, checks, exports); 0 without a budget.
 	RestSeconds float64 `json:"rest_seconds,omitempty"`
+	// CalibrationSeconds is when calibration stops, counted from the
+	// build's start (0 without a budget): at the first batch after it,
+	// once ptq.MinBudgetSamples have run; the samples used are recorded
+	// (decisions.json) so that a replay calibrates on the same ones.
+	CalibrationSeconds float64 `json:"calibration_seconds,omitempty"`
 	// FallbackSeconds bounds the accuracy guard's fallback of each INT8
 	// quantization: half the rest's share (0 without a budget). When it
 	// runs out the fallback keeps the best passing model found, or the
@@ -86,6 +92,7 @@ func (b *builder) plan() *Plan {
 		p.RestSeconds = round2(share(w.rest))
 		if c.INT8 {
 			p.FallbackSeconds = round2(p.RestSeconds / 2)
+			p.CalibrationSeconds = round2(calibrationShare * p.RestSeconds)
 		}
 		placementS = min(placementS, share(w.placement))
 		windowS = min(windowS, share(w.timing)/float64(p.TimingWindows))
@@ -96,7 +103,10 @@ func (b *builder) plan() *Plan {
 			p.SweepSeconds = round2(share(w.sweep))
 			sweepS = min(sweepS, share(w.sweep)/float64(p.SweepPoints)/2)
 		}
-		p.Lines = append(p.Lines, fmt.Sprintf("budget %s: placement, timing and the Triton sweep get shares, the accuracy control (its tries, GPTQ included, and fallback) and the per-tensor SQNR stop at theirs; loading, passes, calibration, checks and exports are not bounded by time", c.Budget.Duration))
+		p.Lines = append(p.Lines, fmt.Sprintf("budget %s: placement, timing and the Triton sweep get shares, calibration, the accuracy control (its tries, GPTQ included, and fallback) and the per-tensor SQNR stop at theirs; loading, passes, checks and exports are not bounded by time", c.Budget.Duration))
+		if p.CalibrationSeconds > 0 {
+			p.Lines = append(p.Lines, fmt.Sprintf("calibration: stops %s after the build began, once it has %d samples (the samples used are recorded for --replay)", secs(p.CalibrationSeconds), ptq.MinBudgetSamples))
+		}
 		if p.FallbackSeconds > 0 {
 			p.Lines = append(p.Lines, fmt.Sprintf("accuracy guard's fallback: at most %s per INT8 model (then the best passing model found, or a refusal)", secs(p.FallbackSeconds)))
 		}
@@ -126,6 +136,20 @@ func (b *builder) plan() *Plan {
 		}
 	}
 	return p
+}
+
+// calibrationShare is the part of the rest's share calibration may take
+// (from the build's start, loading and the passes included): the rest is
+// left to the accuracy checks, the guard's tries and the exports.
+const calibrationShare = 0.3
+
+// calibrationDeadline is when calibration stops within a budget; zero
+// without one.
+func (b *builder) calibrationDeadline() time.Time {
+	if b.res.Plan.CalibrationSeconds == 0 {
+		return time.Time{}
+	}
+	return b.started.Add(time.Duration(b.res.Plan.CalibrationSeconds * float64(time.Second)))
 }
 
 // quantizeDeadline is when the quantize stage's optional steps stop
@@ -218,23 +242,27 @@ func (b *builder) checkTimingFits(baseline *Timing) {
 }
 
 // checkCalibrationFits prints, after the first calibration batch (n
-// samples in took), what the planned samples will take; when that is more
-// than the plan's share for what the budget does not bound, it says so
-// before going on, and notes it. With every sample of the data
-// (calibration.samples 0) the number is not known beforehand: the line
-// gives the rate.
+// samples in took), what the planned samples will take, and, within a
+// budget, when calibration will stop at its share before them. With every
+// sample of the data (calibration.samples 0) the number is not known
+// beforehand: the line gives the rate, and the stop, if it comes, says
+// so itself.
 func (b *builder) checkCalibrationFits(n, total int64, took time.Duration) {
 	perSample := took.Seconds() / float64(n)
+	est := perSample * float64(total)
 	if total <= 0 {
 		b.progress("calibrating: the first batch (%d samples) took %s, %s per sample; every sample of the data is used (calibration.samples bounds them)",
 			n, secs(took.Seconds()), time.Duration(perSample*float64(time.Second)).Round(time.Millisecond))
+	} else {
+		b.progress("calibrating: the first batch (%d samples) took %s: about %s for the %d planned samples", n, secs(took.Seconds()), secs(est), total)
+	}
+	stop := b.calibrationDeadline()
+	if stop.IsZero() {
 		return
 	}
-	est := perSample * float64(total)
-	b.progress("calibrating: the first batch (%d samples) took %s: about %s for the %d planned samples", n, secs(took.Seconds()), secs(est), total)
-	if rest := b.res.Plan.RestSeconds; rest > 0 && est > rest {
-		b.progress("calibrating: about %s is more than the %s the plan leaves for loading, passes, calibration, checks and exports; fewer calibration.samples (--calib-samples) shorten it", secs(est), secs(rest))
-		b.note(fmt.Sprintf("calibration took more than the budget's share: %d samples at the first batch's rate take about %s, the plan left %s for everything the budget does not bound", total, secs(est), secs(rest)))
+	if left := time.Until(stop).Seconds(); total > 0 && est > left {
+		b.progress("calibrating: it stops at its share of the budget in about %s, after about %d samples (at least %d)",
+			secs(max(left, 0)), max(int64(left/perSample), ptq.MinBudgetSamples), ptq.MinBudgetSamples)
 	}
 }
 

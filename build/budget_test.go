@@ -44,10 +44,14 @@ func TestPlanShares(t *testing.T) {
 		t.Errorf("sweep point %v s, want %.2f", p.SweepPointSeconds, want)
 	}
 	// The guard's fallback gets half the rest's share.
-	if want := 20 * 3 / 10.5 / 2; p.FallbackSeconds != round2(round2(20*3/10.5)/2) || !strings.Contains(p.Lines[1], "fallback: at most") {
+	if want := 20 * 3 / 10.5 / 2; p.FallbackSeconds != round2(round2(20*3/10.5)/2) || !strings.Contains(p.Lines[2], "fallback: at most") {
 		t.Errorf("fallback %v s, want %.2f (lines %q)", p.FallbackSeconds, want, p.Lines)
 	}
-	if len(p.Lines) != 5 || !strings.Contains(p.Lines[0], "budget 20s") {
+	// Calibration stops at 0.3 of the rest's share after the build began.
+	if want := round2(0.3 * round2(20*3/10.5)); p.CalibrationSeconds != want || !strings.Contains(p.Lines[1], "calibration: stops 1.7s after the build began, once it has 16 samples") {
+		t.Errorf("calibration %v s, want %.2f (lines %q)", p.CalibrationSeconds, want, p.Lines)
+	}
+	if len(p.Lines) != 6 || !strings.Contains(p.Lines[0], "budget 20s") {
 		t.Errorf("plan lines %q", p.Lines)
 	}
 	// The default budget keeps the configured lengths.
@@ -154,16 +158,17 @@ func TestTailsOverPooledRuns(t *testing.T) {
 }
 
 // TestCalibrationEstimate: after the first batch the build prints what the
-// planned samples take at its rate, and says so (line and note) when that
-// is over the plan's share for what the budget does not bound.
+// planned samples take at its rate, and, within a budget, says when
+// calibration will stop at its share before them (no note: the note comes
+// when it did stop).
 func TestCalibrationEstimate(t *testing.T) {
 	for _, c := range []struct {
 		total int64
-		rest  float64
-		over  bool
-	}{{64, 100, false}, {640, 100, true}, {640, 0, false}, {0, 100, false}} {
+		share float64 // seconds to the calibration's stop
+		stops bool
+	}{{64, 100, false}, {640, 100, true}, {640, 0, false}, {0, 100, false}, {0, 0, false}} {
 		var out strings.Builder
-		b := &builder{res: &Result{Plan: &Plan{RestSeconds: c.rest}}, opts: Options{Progress: &out}}
+		b := &builder{started: time.Now(), res: &Result{Plan: &Plan{CalibrationSeconds: c.share}}, opts: Options{Progress: &out}}
 		b.checkCalibrationFits(8, c.total, 2*time.Second) // 0.25 s a sample
 		log := out.String()
 		switch {
@@ -172,8 +177,11 @@ func TestCalibrationEstimate(t *testing.T) {
 		case c.total == 0 && !strings.Contains(log, "250ms per sample"):
 			t.Errorf("every sample: %q has no rate", log)
 		}
-		if over := strings.Contains(log, "more than the") && len(b.res.Notes) == 1; over != c.over {
-			t.Errorf("%d samples, rest %v s: said over %v (%q, notes %q), want %v", c.total, c.rest, over, log, b.res.Notes, c.over)
+		if stops := strings.Contains(log, "stops at its share of the budget in about 1m40s, after about "); stops != c.stops {
+			t.Errorf("%d samples, share %v s: said it stops %v (%q), want %v", c.total, c.share, stops, log, c.stops)
+		}
+		if len(b.res.Notes) != 0 {
+			t.Errorf("notes %q", b.res.Notes)
 		}
 	}
 }

@@ -294,8 +294,11 @@ type builder struct {
 	// checking each artifact does not run the input again.
 	ref *compare.Reference
 
-	float    string // the optimized float model, in the working folder
-	ortModel string // what the ORT target deploys (float, INT8 or weight-only)
+	// calibStoppedAt is the samples INT8 calibration read when the
+	// budget stopped it (0: it read them all).
+	calibStoppedAt int
+	float          string // the optimized float model, in the working folder
+	ortModel       string // what the ORT target deploys (float, INT8 or weight-only)
 	// ortPrecision is ortModel's precision when it is not the float model.
 	ortPrecision string
 	calibFile    string // optc's calibration file, when quantizing
@@ -508,7 +511,9 @@ func (b *builder) quantizeORT() error {
 	if err != nil {
 		return err
 	}
-	if b.res.INT8, err = ptq.Run(o); err != nil {
+	b.res.INT8, err = ptq.Run(o)
+	b.recordStops(quantize.TargetORT, stopsOf(b.res.INT8, err))
+	if err != nil {
 		return b.refused(quantize.TargetORT, "model.int8.onnx", err)
 	}
 	b.ortModel, b.ortPrecision = out, "int8"
@@ -537,7 +542,9 @@ func (b *builder) quantizeTensorRT() error {
 	if err != nil {
 		return err
 	}
-	if b.res.INT8TRT, err = ptq.Run(o); err != nil {
+	b.res.INT8TRT, err = ptq.Run(o)
+	b.recordStops(quantize.TargetTensorRT, stopsOf(b.res.INT8TRT, err))
+	if err != nil {
 		return b.refused(quantize.TargetTensorRT, "tensorrt/model.int8.qdq.onnx", err)
 	}
 	b.quantized[quantize.TargetTensorRT] = out
@@ -587,9 +594,10 @@ func (b *builder) ptqOptions(target quantize.Target, out string) (ptq.Options, e
 		EvalData: b.eval.spec, EvalOpts: b.eval.opts, Session: b.session(), Inputs: c.Inputs(), NoLatency: true,
 		Batches: c.Latency.Batches, ORTLib: c.Runtime.ORTLib, MaxAccuracyDrop: c.Quantize.MaxAccuracyDrop, MinCosine: c.Quantize.MinCosine,
 		MaxRelError: c.Quantize.MaxRelError, NoGuard: c.Quantize.NoGuard, AllowAccuracyLoss: c.Quantize.AllowAccuracyLoss,
-		FallbackBudget: time.Duration(b.res.Plan.FallbackSeconds * float64(time.Second)),
-		Deadline:       b.quantizeDeadline(),
-		SmoothAlpha:    c.Quantize.SmoothAlpha,
+		FallbackBudget:      time.Duration(b.res.Plan.FallbackSeconds * float64(time.Second)),
+		Deadline:            b.quantizeDeadline(),
+		CalibrationDeadline: b.calibrationDeadline(),
+		SmoothAlpha:         c.Quantize.SmoothAlpha,
 	}
 	// config.Validate checked the names.
 	o.Techniques, _ = quantize.ParseTechniques(c.Quantize.Techniques)
@@ -627,7 +635,20 @@ func (b *builder) ptqOptions(target quantize.Target, out string) (ptq.Options, e
 	}
 	// Validated with the config: an unknown mode cannot reach here.
 	o.Quant.ReduceRange, _ = quantize.ParseReduceRange(c.Quantize.ReduceRange)
+	b.replayedStops(target, &o)
 	return o, nil
+}
+
+// stopsOf is where the budget ended a quantization, refused or not.
+func stopsOf(res *ptq.Result, err error) ptq.Stops {
+	var ge *ptq.GuardError
+	if errors.As(err, &ge) {
+		return ge.Stops
+	}
+	if res != nil {
+		return res.Stops
+	}
+	return nil
 }
 
 // calibrationProgress is ptq.CalibrationProgress on the build's stage

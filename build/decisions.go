@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/optc-dev/optc/placement"
+	"github.com/optc-dev/optc/ptq"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // decisionsFile is the record of a build's measured choices, in its
@@ -45,6 +47,12 @@ type Decisions struct {
 	// NCHWc is the nchwc stage's choice (nil without an ORT or Triton
 	// target).
 	NCHWc *NCHWcDecision `json:"nchwc,omitempty"`
+	// QuantizeStops are, by quantization scheme (ort, tensorrt), where
+	// the budget ended its bounded loops (calibration's samples, the
+	// guard's tries, GPTQ, the fallback): a replay ends them at the same
+	// counts instead of timing them. A scheme that stopped nowhere is
+	// absent.
+	QuantizeStops map[string]ptq.Stops `json:"quantize_stops,omitempty"`
 	// Targets are the targets' own choices by target name (triton: the
 	// sweep's profiles and how the configs serve them), each as the
 	// target recorded it (target.Host.Record).
@@ -177,6 +185,34 @@ func (b *builder) recordPlacement(path string, p *placement.File) error {
 		return fmt.Errorf("replaying %s: this build's placement.json differs from %s (sha256 %.12s..., recorded %.12s...)", r.path, r.placementFile(), d.SHA256, r.rec.Placement.SHA256)
 	}
 	return nil
+}
+
+// replayedStops sets o to end the budget's loops where the replayed
+// build's quantization for scheme ended them.
+func (b *builder) replayedStops(scheme quantize.Target, o *ptq.Options) {
+	r := b.replay
+	if r == nil {
+		return
+	}
+	o.Replaying, o.ReplayStops = true, r.rec.QuantizeStops[string(scheme)]
+	if len(o.ReplayStops) > 0 {
+		r.used = append(r.used, string(scheme)+" quantization's budget stops")
+	}
+}
+
+// recordStops records where the budget ended scheme's quantization.
+func (b *builder) recordStops(scheme quantize.Target, stops ptq.Stops) {
+	if len(stops) == 0 {
+		return
+	}
+	if n, ok := stops[ptq.CalibrationLoop]; ok && b.calibStoppedAt == 0 {
+		b.calibStoppedAt = n
+		b.note(fmt.Sprintf("calibration stopped at its share of the budget after %d samples (the first of the calibration data's order): the INT8 ranges, bias correction, GPTQ and the float16 ranges come from them; decisions.json records the count for --replay", n))
+	}
+	if b.decisions.QuantizeStops == nil {
+		b.decisions.QuantizeStops = map[string]ptq.Stops{}
+	}
+	b.decisions.QuantizeStops[string(scheme)] = stops
 }
 
 // Record keeps a target's decision (target.Host.Record).

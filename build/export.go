@@ -117,6 +117,11 @@ func (b *builder) fp16Data() (string, data.Options) {
 	case c.Calibration.Data != "":
 		o := b.dataOptions(c.Calibration.Data, c.Calibration.Batch, c.Calibration.Samples)
 		o.Shuffle = c.Calibration.Samples > 0
+		if b.calibStoppedAt > 0 {
+			// The samples the budget let INT8 calibration read (the
+			// same first ones of the same order): as bounded.
+			o.Samples = b.calibStoppedAt
+		}
 		return c.Calibration.Data, o
 	case c.Eval.Data != "":
 		return c.Eval.Data, b.dataOptions(c.Eval.Data, c.Eval.Batch, c.Eval.Samples)

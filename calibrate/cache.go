@@ -23,6 +23,9 @@ type Cache struct {
 	Model   string `json:"model"` // hex SHA-256 of the model bytes (Stats.ModelDigest)
 	Data    string `json:"data"`  // Stats.DataDigest
 	Samples int64  `json:"samples"`
+	// Stopped: calibration ended before the data did (Options.Stop), so
+	// what reuses the data must stop at Samples too.
+	Stopped bool   `json:"stopped,omitempty"`
 	Method  string `json:"method"`
 	// Options of the method; 0 when not used.
 	Percentile    float64      `json:"percentile,omitempty"`
@@ -46,7 +49,7 @@ func (s *Stats) Cache(method Method, opts Options) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{Version: CacheVersion, Model: s.ModelDigest, Data: s.DataDigest, Samples: s.Samples, Method: string(method)}
+	c := &Cache{Version: CacheVersion, Model: s.ModelDigest, Data: s.DataDigest, Samples: s.Samples, Stopped: s.Stopped, Method: string(method)}
 	switch method {
 	case Percentile:
 		c.Percentile = opts.Percentile

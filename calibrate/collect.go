@@ -114,6 +114,10 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
 		}
+		if stats.Batches > 0 && opts.Stop != nil && opts.Stop(stats.Samples) {
+			stats.Stopped = true
+			break
+		}
 		if err := digest.add(batch.Tensors); err != nil {
 			return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
 		}

@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -223,5 +224,31 @@ func TestCollectModelInfinities(t *testing.T) {
 	}
 	if s.NonFinite == 0 {
 		t.Error("the infinities were not counted")
+	}
+}
+
+// TestCollectStop: Stop is asked before every batch after the first with
+// the samples so far; collection ends where it says so, only between
+// batches, and Stopped says so. A Stop that never fires leaves Stopped
+// false even at the data's end.
+func TestCollectStop(t *testing.T) {
+	ortenv.Require(t)
+	m := loadMNIST(t)
+	var asked []int64
+	opts := Options{Stop: func(n int64) bool { asked = append(asked, n); return n >= 100 }}
+	s := collectMNIST(t, m, "mnist/train_images.npy", 64, 512, DefaultTensors(m), opts)
+	if !s.Stopped || s.Samples != 128 || s.Batches != 2 || !slices.Equal(asked, []int64{64, 128}) {
+		t.Errorf("stopped %v after %d samples, %d batches; asked at %v", s.Stopped, s.Samples, s.Batches, asked)
+	}
+	full := collectMNIST(t, m, "mnist/train_images.npy", 64, 128, DefaultTensors(m), Options{Stop: func(int64) bool { return false }})
+	if full.Stopped || full.Samples != 128 {
+		t.Errorf("a stop that never fired: stopped %v after %d samples", full.Stopped, full.Samples)
+	}
+	// The first 128 samples, stopped or read to the end, give the same
+	// statistics.
+	a, _ := s.Cache(MinMax, Options{})
+	b, _ := full.Cache(MinMax, Options{})
+	if a.Data != b.Data || !slices.Equal(a.Tensors, b.Tensors) {
+		t.Errorf("a stopped collection differs from one over the same samples")
 	}
 }

@@ -106,6 +106,11 @@ type Options struct {
 	// that a caller can time the first batch alone), then after each batch
 	// with the number of samples seen so far.
 	Progress func(samples int64)
+	// Stop, when set, is asked before each batch after the first with the
+	// samples seen so far; when it says true, collection ends there and
+	// Stats.Stopped says so (a build's budget, or a replay of a build it
+	// stopped: the count decides which samples, so the ranges replay).
+	Stop func(samples int64) bool
 	// SkipNonFinite makes NaN and infinities be left out of the
 	// statistics (and counted: Stats.NonFinite) instead of an error: for
 	// measuring where values are, as the float16 variant does, where a
@@ -160,6 +165,8 @@ type Stats struct {
 	// Samples and Batches count the data that was run.
 	Samples int64
 	Batches int
+	// Stopped: Options.Stop ended the collection before the data did.
+	Stopped bool
 	// Runs is how many times each batch was run (1 unless its activations
 	// passed Options.MaxRunBytes).
 	Runs int

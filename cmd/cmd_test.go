@@ -41,6 +41,15 @@ func run(t *testing.T, args ...string) (int, string, string) {
 	return status, out.String(), errOut.String()
 }
 
+// runProgress is run with the progress lines on stderr too, as a
+// terminal shows them.
+func runProgress(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	status := Main(args, &IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, Progress: &errOut})
+	return status, out.String(), errOut.String()
+}
+
 // failsCleanly checks the failure contract: the given status, exactly one
 // line on stderr that mentions want, and nothing on stdout.
 func failsCleanly(t *testing.T, status int, wantStatus int, stdout, stderr, want string) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -192,5 +193,73 @@ func readJSONFile(t *testing.T, path string, v any) {
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// TestBuildReplayBudgetStops: within a small budget calibration stops at
+// its share, on a batch boundary after at least 16 samples; the build says
+// so, records the count in decisions.json, and a replay of it, which times
+// nothing, calibrates on the same samples and writes the same calibration
+// and INT8 model, byte for byte.
+func TestBuildReplayBudgetStops(t *testing.T) {
+	ortenv.Require(t)
+	mnist := testenv.Data(t, "mnist")
+	root := t.TempDir()
+	build := func(out string, extra ...string) (int, string, string) {
+		args := []string{"build", testenv.Model("mnist_cnn.onnx"), "--int8", "--target", "ort", "-o", out,
+			"--calib-data", filepath.Join(mnist, "train_images.npy"), "--calib-samples", "20000", "--calib-batch", "16",
+			"--eval-data", filepath.Join(mnist, "test_images.npy"), "--eval-labels", filepath.Join(mnist, "test_labels.npy"),
+			"--eval-samples", "128", "--budget", "3s"}
+		return runProgress(t, append(args, extra...)...)
+	}
+	first, second := filepath.Join(root, "first"), filepath.Join(root, "second")
+	status, stdout, stderr := build(first)
+	if status != 0 {
+		t.Fatal(stderr)
+	}
+	var rec struct {
+		QuantizeStops map[string]map[string]int `json:"quantize_stops"`
+	}
+	readJSONFile(t, filepath.Join(first, "decisions.json"), &rec)
+	n := rec.QuantizeStops["ort"]["calibration samples"]
+	if n < 16 || n >= 20000 || n%16 != 0 {
+		t.Fatalf("decisions.json: quantize stops %v, want calibration stopped on a batch of 16 after at least 16 samples", rec.QuantizeStops)
+	}
+	if want := fmt.Sprintf("calibration stopped after %d samples: its share of the budget was spent", n); !strings.Contains(stderr, want) {
+		t.Errorf("stderr does not say %q:\n%s", want, stderr)
+	}
+	if want := fmt.Sprintf("calibration stopped at its share of the budget after %d samples", n); !strings.Contains(stdout, want) {
+		t.Errorf("the notes do not say %q:\n%s", want, stdout)
+	}
+	var report struct {
+		Details struct {
+			INT8 struct {
+				Calibration struct {
+					Samples int  `json:"samples"`
+					Stopped bool `json:"stopped_by_budget"`
+				} `json:"calibration"`
+			} `json:"int8"`
+		} `json:"details"`
+	}
+	readJSONFile(t, filepath.Join(first, "report.json"), &report)
+	if c := report.Details.INT8.Calibration; c.Samples != n || !c.Stopped {
+		t.Errorf("report.json calibration %+v, want %d samples, stopped", c, n)
+	}
+
+	status, stdout, stderr = build(second, "--replay", first)
+	if status != 0 {
+		t.Fatal(stderr)
+	}
+	if want := fmt.Sprintf("calibration stopped after %d samples: as the replayed build's did", n); !strings.Contains(stderr, want) {
+		t.Errorf("the replay's stderr does not say %q:\n%s", want, stderr)
+	}
+	if !strings.Contains(stdout, "ort quantization's budget stops") {
+		t.Errorf("the replay's table does not name the replayed stops:\n%s", stdout)
+	}
+	a, b := folderFiles(t, first), folderFiles(t, second)
+	for _, path := range []string{"calibration.json", "model.int8.onnx", "decisions.json"} {
+		if a[path] == nil || !bytes.Equal(a[path], b[path]) {
+			t.Errorf("%s differs between the build and its replay (or is missing)", path)
+		}
 	}
 }

@@ -88,7 +88,7 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 	if opts.FallbackBudget > 0 {
 		deadline = time.Now().Add(opts.FallbackBudget)
 	}
-	late := func() bool { return !deadline.IsZero() && time.Now().After(deadline) }
+	sensitivityStop, searchStop := opts.stops.loop("fallback sensitivity"), opts.stops.loop("fallback search")
 	// When even every weighted layer kept float misses the criteria, the
 	// loss is in the ranges of the ops between them (pass-through Q/DQ):
 	// no choice of layers can recover it, so say so at the cost of one run.
@@ -109,8 +109,8 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 	tick := opts.counter("fallback: sensitivity, layers quantized alone", len(layers))
 	for i, l := range layers {
 		tick(i)
-		if late() {
-			res.Guard.Fallback = fmt.Sprintf("stopped at its %s share of the budget after measuring %d of %d weighted layers alone, before any model met the guard", opts.FallbackBudget.Round(time.Second), i, len(layers))
+		if sensitivityStop(i, deadline) {
+			res.Guard.Fallback = fmt.Sprintf("%s after measuring %d of %d weighted layers alone, before any model met the guard", opts.stopReason(fmt.Sprintf("stopped at its %s share of the budget", opts.FallbackBudget.Round(time.Second))), i, len(layers))
 			return nil, graph.Serialized{}, errNoRecovery
 		}
 		_, b, _, err := quantizeWith(float, ranges, exclude(without(layers, l)))
@@ -179,9 +179,9 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 	// found when the budget's share runs out.
 	lo, hi := 0, len(order)-1
 	stopped := ""
-	for hi-lo > 1 {
-		if late() {
-			stopped = fmt.Sprintf(" (the search stopped at its %s share of the budget: fewer may do)", opts.FallbackBudget.Round(time.Second))
+	for step := 0; hi-lo > 1; step++ {
+		if searchStop(step, deadline) {
+			stopped = fmt.Sprintf(" (%s: fewer may do)", opts.stopReason(fmt.Sprintf("the search stopped at its %s share of the budget", opts.FallbackBudget.Round(time.Second))))
 			break
 		}
 		mid := (lo + hi) / 2

@@ -102,10 +102,11 @@ func gptqRounding(opts Options, float graph.Serialized, ranges map[string][2]flo
 		return nil, nil, fmt.Errorf("gptq: %w", err)
 	}
 	tick, done := opts.counter("gptq: layers rounded", len(nodes)), 0
+	stop := opts.stops.loop("gptq layers")
 	for len(nodes) > 0 {
-		if !deadline.IsZero() && time.Now().After(deadline) {
+		if stop(done, deadline) {
 			rep.OutOfTime = len(nodes)
-			opts.progress("gptq: the accuracy control's share of the budget ran out: %d of %d layers rounded, the rest to nearest", done, done+len(nodes))
+			opts.progress("gptq: %s: %d of %d layers rounded, the rest to nearest", opts.stopReason("the accuracy control's share of the budget ran out"), done, done+len(nodes))
 			break
 		}
 		var group []*graph.Node

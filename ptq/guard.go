@@ -196,6 +196,8 @@ type GuardError struct {
 	Guard *Guard
 	// Dynamic: the model was dynamic INT8, which has no accuracy control.
 	Dynamic bool
+	// Stops is where the budget ended the quantization (Result.Stops).
+	Stops Stops
 }
 
 func (e *GuardError) Error() string {

@@ -52,6 +52,11 @@ func tryTechniques(opts *Options, float graph.Serialized, plain map[string][2]fl
 	measure func(graph.Serialized) (*compare.Result, error), started time.Time) (*graph.Model, graph.Serialized, error) {
 	var best *graph.Model
 	var bestBytes graph.Serialized
+	stop, tries := opts.stops.loop("guard tries"), 0
+	var deadline time.Time
+	if opts.FallbackBudget > 0 {
+		deadline = started.Add(opts.FallbackBudget)
+	}
 	for _, set := range guardTries {
 		var missing []quantize.Technique
 		for _, t := range set {
@@ -62,18 +67,15 @@ func tryTechniques(opts *Options, float graph.Serialized, plain map[string][2]fl
 		if len(missing) == 0 {
 			continue
 		}
-		if opts.FallbackBudget > 0 && time.Since(started) > opts.FallbackBudget {
-			res.Guard.Note = fmt.Sprintf("the accuracy control's %s budget ran out before trying %s", opts.FallbackBudget.Round(time.Second), joinTechniques(set))
+		if stop(tries, deadline) {
+			res.Guard.Note = fmt.Sprintf("%s before trying %s", opts.stopReason(fmt.Sprintf("the accuracy control's %s budget ran out", opts.FallbackBudget.Round(time.Second))), joinTechniques(set))
 			break
 		}
+		tries++
 		opts.progress("the accuracy guard failed (%s): trying %s", FailedChecks(opts.checks(res.Accuracy)), joinTechniques(set))
 		try := *opts
 		rep := &TechniquesReport{}
 		if slices.Contains(missing, quantize.TechniqueGPTQ) {
-			var deadline time.Time
-			if opts.FallbackBudget > 0 {
-				deadline = started.Add(opts.FallbackBudget)
-			}
 			rounded, g, err := gptqRounding(try, float, plain, GuardGPTQMaxDim, deadline)
 			if err != nil {
 				return nil, graph.Serialized{}, err

@@ -82,6 +82,17 @@ type Options struct {
 	// ends (optc build --budget): the per-tensor SQNR, a diagnostic, is
 	// skipped after it, and Result.SQNRSkipped says so.
 	Deadline time.Time
+	// CalibrationDeadline, when set, ends calibration at the first batch
+	// after it once MinBudgetSamples have run (optc build --budget); what
+	// reuses the calibration data (bias correction, GPTQ) then reads the
+	// same samples, and Result.Calibration says where it stopped.
+	CalibrationDeadline time.Time
+	// Replaying ends the loops a budget bounds (calibration, the guard's
+	// tries, GPTQ, the fallback) where a recorded Run ended them
+	// (ReplayStops, its Result.Stops) and times none of them: a replayed
+	// build writes the same model whatever the machine's speed.
+	Replaying   bool
+	ReplayStops Stops
 	// NoGuard turns the accuracy guard off (--no-guard): its checks are
 	// measured and reported, but nothing falls back and nothing is
 	// refused.
@@ -114,7 +125,14 @@ type Options struct {
 	// strength (0: quantize.DefaultSmoothAlpha).
 	Techniques  []quantize.Technique
 	SmoothAlpha float64
+
+	// stops ends the bounded loops (set by Run).
+	stops *stopper
 }
+
+// MinBudgetSamples is the fewest samples a budget lets calibration stop
+// at: fewer give ranges of a handful of inputs.
+const MinBudgetSamples = 16
 
 // progress says what Run does next, when someone listens.
 func (o Options) progress(format string, args ...any) {
@@ -182,14 +200,20 @@ type Result struct {
 	// not tell, taken from the first sample of the calibration (else
 	// evaluation) data, as --shape values (data.ShapesFromData).
 	ShapesFromData []string `json:"shapes_from_data,omitempty"`
+	// Stops is where the budget ended the quantization's bounded loops
+	// (nil: nowhere); a replay gives it back as Options.ReplayStops.
+	Stops Stops `json:"stopped_at,omitempty"`
 	// Techniques is what Options.Techniques did.
 	Techniques *TechniquesReport `json:"techniques,omitempty"`
 }
 
 // CalibrationInfo says where the ranges came from.
 type CalibrationInfo struct {
-	Method    string `json:"method"`
-	Samples   int64  `json:"samples"`
+	Method  string `json:"method"`
+	Samples int64  `json:"samples"`
+	// Stopped: the budget (or a replay of it) ended calibration after
+	// Samples, before the data's end.
+	Stopped   bool   `json:"stopped_by_budget,omitempty"`
 	Tensors   int    `json:"tensors"`
 	Cache     string `json:"cache,omitempty"`
 	FromCache bool   `json:"from_cache"`
@@ -218,6 +242,22 @@ const QuantizeLevel = 2
 
 // Run quantizes opts.Input into opts.Output.
 func Run(opts Options) (*Result, error) {
+	opts.stops = newStopper(opts.Replaying, opts.ReplayStops)
+	res, err := run(opts)
+	// Where the budget stopped is recorded with a refusal too: a replay
+	// that did not stop there might pass.
+	stops := opts.stops.stops()
+	var ge *GuardError
+	if errors.As(err, &ge) {
+		ge.Stops = stops
+	}
+	if res != nil {
+		res.Stops = stops
+	}
+	return res, err
+}
+
+func run(opts Options) (*Result, error) {
 	if opts.CalibData == "" && opts.CalibCache == "" && !opts.Dynamic {
 		return nil, errors.New("no calibration data: give --calib-data (or a --calib-cache made for this model)")
 	}
@@ -312,6 +352,10 @@ func Run(opts Options) (*Result, error) {
 		return nil, err
 	}
 	res.Calibration = *info
+	if info.Stopped {
+		// Bias correction and GPTQ read the samples calibration read.
+		opts.CalibOpts.Samples = int(info.Samples)
+	}
 	if info.FromCache && res.HeldOut && opts.EvalData == "" && info.Samples != int64(opts.CalibOpts.Samples) {
 		// A cache made on other samples than this split's.
 		res.HeldOut = false
@@ -520,7 +564,7 @@ func calibrationRanges(opts Options, m *graph.Model) (map[string]calibrate.Range
 			if c.Method != string(opts.Method) {
 				return nil, nil, fmt.Errorf("calibration cache %s holds %s ranges, --method is %s", opts.CalibCache, c.Method, opts.Method)
 			}
-			info.FromCache, info.Samples, info.Tensors, info.Choices = true, c.Samples, len(c.Tensors), c.Choices()
+			info.FromCache, info.Samples, info.Stopped, info.Tensors, info.Choices = true, c.Samples, c.Stopped, len(c.Tensors), c.Choices()
 			return c.Ranges(), info, nil
 		}
 		if opts.CalibData == "" {
@@ -534,9 +578,22 @@ func calibrationRanges(opts Options, m *graph.Model) (map[string]calibrate.Range
 	defer src.Close()
 	tensors := calibrate.DefaultTensors(m)
 	opts.progress("calibrating on %s: %d tensors", opts.CalibData, len(tensors))
+	if !opts.CalibrationDeadline.IsZero() || opts.Replaying {
+		stop := opts.stops.loop(CalibrationLoop)
+		opts.Calib.Stop = func(n int64) bool {
+			return n >= MinBudgetSamples && stop(int(n), opts.CalibrationDeadline)
+		}
+	}
 	stats, err := calibrate.Collect(m, src, tensors, opts.Calib)
 	if err != nil {
 		return nil, nil, fmt.Errorf("calibrating on %s: %w", opts.CalibData, err)
+	}
+	if stats.Stopped {
+		what := "its share of the budget was spent"
+		if opts.Replaying {
+			what = "as the replayed build's did"
+		}
+		opts.progress("calibration stopped after %d samples: %s", stats.Samples, what)
 	}
 	cache, err := stats.Cache(opts.Method, opts.Calib)
 	if err != nil {
@@ -547,7 +604,7 @@ func calibrationRanges(opts Options, m *graph.Model) (map[string]calibrate.Range
 			return nil, nil, err
 		}
 	}
-	info.Samples, info.Tensors, info.Choices = stats.Samples, len(tensors), cache.Choices()
+	info.Samples, info.Stopped, info.Tensors, info.Choices = stats.Samples, stats.Stopped, len(tensors), cache.Choices()
 	return cache.Ranges(), info, nil
 }
 
