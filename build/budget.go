@@ -1,7 +1,10 @@
 package build
 
 import (
+	"cmp"
 	"fmt"
+	"github.com/optc-dev/optc/data"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -18,10 +21,12 @@ import (
 // whose length optc chooses are planned: the placement search, the timing
 // windows of verify and the Triton sweep. Each gets a share of the budget
 // by weight (budgetWeights) and keeps its configured length when that is
-// shorter; the rest of the budget is left to what is not bounded by time
-// (loading, the passes and their check, calibration, the accuracy checks,
-// exports), whose cost the model's size and the data decide. The plan is
-// printed when the build starts and recorded in report.json.
+// shorter; the rest of the budget is left to the rest of the build, of
+// which calibration, the accuracy control and the SQNR stop at parts of it
+// (loading, the passes, the checks and the exports are not bounded: the
+// model's size and the data decide their cost, and checkBudgetPossible
+// refuses a budget they alone would overrun). The plan is printed when
+// the build starts and recorded in report.json.
 type Plan struct {
 	BudgetSeconds float64 `json:"budget_seconds"` // 0: no budget
 	// PlacementSeconds bounds the placement search (0 when there is none).
@@ -313,4 +318,101 @@ func windowSeconds(x float64) float64 {
 		return 0
 	}
 	return max(float64(int64(x*1000+0.5))/1000, 0.001)
+}
+
+// BudgetError is a budget the model's own speed makes impossible: the
+// least the build must run takes longer (checkBudgetPossible).
+type BudgetError struct {
+	Budget, Least, Suggest time.Duration
+	Why                    string
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("budget %s is too short for this model on this machine: the least the build runs (%s) takes %s; give --budget %s or more (or --budget 0 for none)",
+		e.Budget, e.Why, e.Least.Round(100*time.Millisecond), e.Suggest)
+}
+
+// probeRuns is how many timed runs (after one warm-up) the budget's probe
+// makes of the float model at each latency batch size.
+const probeRuns = 2
+
+// checkBudgetPossible times the optimized float model at each latency
+// batch size (one warm-up, probeRuns runs) and refuses the build before
+// anything else runs when the least it must do does not fit the budget:
+// every timing window's minWindowRuns runs and one warm-up, the checks of
+// every artifact on the evaluation samples and, with INT8, the fewest
+// calibration samples and the guard's checks. Sessions, exports and
+// passes are left out, so the figure is a floor: a refused budget cannot
+// be met.
+func (b *builder) checkBudgetPossible() error {
+	p := b.res.Plan
+	if p.BudgetSeconds == 0 {
+		return nil
+	}
+	perRun := map[int]float64{} // seconds a run at each batch size
+	for _, batch := range b.latencyBatches {
+		r, err := bench.Run(bench.Options{Model: b.float, Data: "random", DataOpts: TimingData(b.c), Batches: []int{batch},
+			Session: b.session(), Iterations: probeRuns, Warmup: 1, ORTLib: b.c.Runtime.ORTLib})
+		if err != nil {
+			// Timing will say what is wrong, with its context.
+			b.progress("budget: not checked up front: timing model.fp32.onnx failed: %v", err)
+			return nil
+		}
+		perRun[batch] = r.Batches[0].Latency.P50 / 1000
+	}
+	perSample := math.Inf(1)
+	for batch, s := range perRun {
+		perSample = min(perSample, s/float64(batch))
+	}
+	var timing float64
+	for _, batch := range b.latencyBatches {
+		timing += float64(minWindowRuns+1) * perRun[batch]
+	}
+	timing *= float64(p.TimedModels * max(b.c.Latency.Repeats, 1))
+	checked := p.TimedModels // the input's reference run, and each artifact ORT deploys but the .ort (the same float model)
+	if b.wants("tensorrt") {
+		checked += 2 // its Q/DQ and float16 models
+	}
+	evalSamples := b.checkSamples()
+	checks := float64(checked*evalSamples) * perSample
+	why := fmt.Sprintf("%d artifact checks on %d samples, %d timing windows of %d runs", checked, evalSamples, p.TimingWindows, minWindowRuns)
+	least := timing + checks
+	if b.c.INT8 && b.staticINT8() {
+		schemes := 0
+		for _, s := range []quantize.Target{quantize.TargetORT, quantize.TargetTensorRT} {
+			if b.needs(s) {
+				schemes++
+			}
+		}
+		least += float64(ptq.MinBudgetSamples+2*schemes*evalSamples) * perSample
+		why = fmt.Sprintf("%d calibration samples, the INT8 guard's checks, %s", ptq.MinBudgetSamples, why)
+	}
+	why = fmt.Sprintf("%s a sample: %s", time.Duration(perSample*float64(time.Second)).Round(time.Microsecond), why)
+	b.progress("budget: the least this build runs (%s) takes about %s of the %s budget", why, secs(least), secs(p.BudgetSeconds))
+	if least <= p.BudgetSeconds {
+		return nil
+	}
+	// Sessions, exports and the stages' own work come on top: ask for
+	// half as much again, in whole seconds (tens past ten).
+	step := 1.0
+	if 1.5*least > 10 {
+		step = 10
+	}
+	suggest := time.Duration(math.Ceil(1.5*least/step)*step) * time.Second
+	return &BudgetError{Budget: b.c.Budget.Duration, Least: time.Duration(least * float64(time.Second)), Suggest: suggest, Why: why}
+}
+
+// checkSamples is how many samples each artifact is checked on: the
+// evaluation data's (its samples, or what the file holds), else the
+// fewest random ones.
+func (b *builder) checkSamples() int {
+	spec, opts := b.eval.spec, b.eval.opts
+	if spec == "" || spec == "random" {
+		return cmp.Or(opts.Samples, ptq.RandomSamples)
+	}
+	n, err := data.CountSamples(spec, b.inputs, opts)
+	if err != nil || n == 0 {
+		return max(opts.Samples, 1)
+	}
+	return n
 }

@@ -247,6 +247,11 @@ func (b *builder) runStages() error {
 		prof.stageDone(i, st.name)
 		b.progress("[%d/%d] %s done in %s (peak RSS %.0f MiB)", i+1, len(stages), st.name, elapsed(start), peak)
 		b.res.Stages = append(b.res.Stages, Stage{Name: st.name, Seconds: time.Since(start).Seconds(), PeakRSSMiB: peak})
+		if st.then != nil {
+			if err := st.then(); err != nil {
+				return inBuild{err, b.dir.tmp}
+			}
+		}
 	}
 	return nil
 }
@@ -318,34 +323,38 @@ type builder struct {
 		spec string
 		opts data.Options
 	}
+	inputs []data.Input // the input model's
 }
 
 type stage struct {
 	name string
 	run  func() error
+	// then, when set, runs after the stage's done line; its error is the
+	// build's as it is, not the stage's.
+	then func() error
 }
 
 // stages is the build in order; each names itself in errors.
 func (b *builder) stages() []stage {
 	s := []stage{
-		{"load", b.load},
-		{"passes", b.passes},
+		{name: "load", run: b.load},
+		{name: "passes", run: b.passes, then: b.checkBudgetPossible},
 	}
 	if b.c.INT8 && b.staticINT8() {
-		s = append(s, stage{"quantize", b.quantize})
+		s = append(s, stage{name: "quantize", run: b.quantize})
 	} else if b.c.INT8 {
 		b.note("int8: no target takes static INT8 here (the ORT artifact is dynamic INT8 or weight-only), so nothing was calibrated")
 	}
 	if b.c.Quantize.Weights != "" && b.needs(quantize.TargetORT) {
-		s = append(s, stage{"weights", b.weights})
+		s = append(s, stage{name: "weights", run: b.weights})
 	}
 	if b.c.Quantize.Dynamic && b.needs(quantize.TargetORT) {
-		s = append(s, stage{"dynamic", b.dynamic})
+		s = append(s, stage{name: "dynamic", run: b.dynamic})
 	}
 	if b.wants("ort") || b.wants("triton") {
-		s = append(s, stage{"nchwc", b.layout})
+		s = append(s, stage{name: "nchwc", run: b.layout})
 	}
-	s = append(s, stage{"export", b.export}, stage{"verify", b.verify}, stage{"report", b.report})
+	s = append(s, stage{name: "export", run: b.export}, stage{name: "verify", run: b.verify}, stage{name: "report", run: b.report})
 	return s
 }
 
@@ -379,7 +388,8 @@ func (b *builder) load() error {
 	if err := b.shapesFromData(data.GraphInputs(m.Graph)); err != nil {
 		return err
 	}
-	b.splitCalibration(data.GraphInputs(m.Graph))
+	b.inputs = data.GraphInputs(m.Graph)
+	b.splitCalibration(b.inputs)
 	b.latencyBatches = b.c.Latency.Batches
 	if s := data.StaticBatch(data.GraphInputs(m.Graph), b.c.Inputs()); s > 0 && !slices.Equal(b.latencyBatches, []int{s}) {
 		b.latencyBatches = []int{s}

@@ -263,3 +263,24 @@ func TestBuildReplayBudgetStops(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildRefusesImpossibleBudget: a budget shorter than the least the
+// build must run at the model's own speed (here every check on 2,004
+// evaluation images) is refused before calibration, in one line that
+// names the budget it would need; nothing is written.
+func TestBuildRefusesImpossibleBudget(t *testing.T) {
+	ortenv.Require(t)
+	mnist := testenv.Data(t, "mnist")
+	out := filepath.Join(t.TempDir(), "out")
+	status, stdout, stderr := run(t, "build", testenv.Model("mnist_cnn.onnx"), "--int8", "--target", "all", "-o", out,
+		"--calib-data", filepath.Join(mnist, "train_images.npy"),
+		"--eval-data", filepath.Join(mnist, "test_images.npy"), "--eval-labels", filepath.Join(mnist, "test_labels.npy"),
+		"--eval-samples", "0", "--budget", "100ms")
+	failsCleanly(t, status, 1, stdout, stderr, "budget 100ms is too short for this model on this machine")
+	if !strings.Contains(stderr, "6 artifact checks on 2004 samples") || !strings.Contains(stderr, "or more (or --budget 0 for none)") {
+		t.Errorf("the refusal does not say why or what budget would do: %s", stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("a refused build wrote %s", out)
+	}
+}
