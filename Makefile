@@ -88,7 +88,7 @@ zoo-models:
 # step fails. Takes hours on 2 cores (see docs/zoo.md); ZOO_MODELS=a,b/v
 # runs a subset.
 zoo: zoo-models ort
-	ZOO=full ZOO_REPORT=$(CURDIR)/docs/zoo.md $(GO) test -count=1 -timeout=0 -run='^TestZoo$$' -v ./internal/zoo
+	ZOO=full ZOO_REPORT=$(CURDIR)/docs/zoo.md $(GO) test -count=1 -timeout=0 -run='^TestZoo$$' -v ./tools/zoo
 
 # The ONNX Runtime 1.24.1 CPU library for this machine, fetched by optc
 # itself from the npm package onnxruntime-node and checked against the
@@ -97,12 +97,12 @@ ort: build
 	./$(BIN) runtime install >/dev/null
 
 # docs/ci.md's recipe for a model repository, end to end
-# (internal/cirecipe): go install of optc from a local module proxy into an
+# (tools/cirecipe): go install of optc from a local module proxy into an
 # empty HOME, optc runtime install from a local npm-shaped registry, both
 # builds, optc diff, the comment (gh stubbed) and the gate. A few minutes;
 # not part of make test.
 ci-recipe:
-	OPTC_CI_RECIPE=1 $(GO) test -count=1 -timeout=30m -run='^TestCIRecipe$$' -v ./internal/cirecipe
+	OPTC_CI_RECIPE=1 $(GO) test -count=1 -timeout=30m -run='^TestCIRecipe$$' -v ./tools/cirecipe
 
 # optc diff --remeasure's false-alarm and detection rates against a 10%
 # gate (docs/ci.md): GATE_RATES_N rounds of five builds of a conv stack
@@ -143,7 +143,7 @@ release-check: release
 	@{ command -v qemu-aarch64-static || command -v qemu-aarch64; } >/dev/null && \
 		test -e /usr/aarch64-linux-gnu/lib/libstdc++.so.6 || { \
 		echo "release-check: installing $(QEMU_PKGS)" >&2; $(call apt_install,$(QEMU_PKGS)); }
-	OPTC_RELEASE_DIR=$(CURDIR)/dist $(GO) test -count=1 -timeout=20m -run='^TestReleaseBinaries$$' -v ./internal/release
+	OPTC_RELEASE_DIR=$(CURDIR)/dist $(GO) test -count=1 -timeout=20m -run='^TestReleaseBinaries$$' -v ./tools/release
 
 vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
@@ -173,13 +173,13 @@ fuzz:
 # post-training technique, scored by their task metric on the rendered
 # ground truth, and timed) about 15.
 bench: testdata ort
-	$(GO) run ./internal/benchsuite/run -o out/bench
+	$(GO) run ./tools/benchsuite/run -o out/bench
 
 bench-ocr: testdata ort
-	$(GO) run ./internal/benchsuite/run -only "ocr task" -o out/bench-ocr
+	$(GO) run ./tools/benchsuite/run -only "ocr task" -o out/bench-ocr
 
 bench-quick: testdata ort
-	$(GO) run ./internal/benchsuite/run -quick -o out/bench
+	$(GO) run ./tools/benchsuite/run -quick -o out/bench
 
 # Load+save throughput and peak memory on a 512 MiB synthetic model.
 bench-io:

@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // TestConcurrentRequests runs requests from several goroutines sharing one

@@ -24,13 +24,13 @@ import (
 	"github.com/optc-dev/optc/export"
 	exportort "github.com/optc-dev/optc/export/ort"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
-	"github.com/optc-dev/optc/internal/testgraph"
 	"github.com/optc-dev/optc/lint"
 	"github.com/optc-dev/optc/passes"
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // mnistConfig is an INT8 build of the committed MNIST CNN: calibration on

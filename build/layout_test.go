@@ -9,9 +9,9 @@ import (
 
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // TestBuildNCHWc builds PaddleOCR cls (FP32) with the nchwc stage at a

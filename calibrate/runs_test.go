@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/tools/ortenv"
 )
 
 func TestPlanRuns(t *testing.T) {

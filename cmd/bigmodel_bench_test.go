@@ -15,8 +15,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/optc-dev/optc/internal/ortenv"
 	"github.com/optc-dev/optc/onnxpb"
+	"github.com/optc-dev/optc/tools/ortenv"
 )
 
 // bigModelColumns makes w1 float32[1024, 557056]: 2.125 GiB, over

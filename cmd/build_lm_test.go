@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/report"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // TestBuildLMTiny is what a user does with a causal language model:

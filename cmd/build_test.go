@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/optc-dev/optc/config"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // parseBuild runs `optc build args` up to the options it would build with.

@@ -12,8 +12,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/onnxpb"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // protoModel serializes a model with graph input x and output y whose nodes

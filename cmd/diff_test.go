@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/report"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // damageFirstConv writes a copy of src whose first Conv has its weights

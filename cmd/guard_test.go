@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // guardJSON is the part of quantize's --json the guard tests read.

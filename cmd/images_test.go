@@ -7,9 +7,9 @@ import (
 
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/mnist"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/tools/mnist"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 var imageArgs = []string{"--image-resize", "256", "--image-size", "224x200", "--image-layout", "NHWC", "--image-color", "bgr",

@@ -9,9 +9,9 @@ import (
 
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testgraph"
 	"github.com/optc-dev/optc/report"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // reciprocalModel saves y = 1 / (x @ w) for x [1, 64, 1] and a 1x1 w: in

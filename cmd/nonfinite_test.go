@@ -8,8 +8,8 @@ import (
 
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testgraph"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // cubeOverSquare saves a model computing y = x*x*x / (x*x), which is x,

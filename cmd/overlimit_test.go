@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/tools/ortenv"
 )
 
 // TestBuildOverProtobufLimit builds a model whose weights are in a side

@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/build"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/prune"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // The user's path: optc optimize --prune channels:0.25 with calibration

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/optimize"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // optimizeJSON runs optc optimize --json and decodes the result.

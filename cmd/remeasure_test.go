@@ -14,9 +14,9 @@ import (
 
 	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/convstack"
-	"github.com/optc-dev/optc/internal/ortenv"
 	"github.com/optc-dev/optc/report"
+	"github.com/optc-dev/optc/tools/convstack"
+	"github.com/optc-dev/optc/tools/ortenv"
 )
 
 // convStackFile writes a conv stack of n 3x3 convolutions at 32 channels

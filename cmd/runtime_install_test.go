@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/optc-dev/optc/internal/ortenv"
 	"github.com/optc-dev/optc/ort/install"
+	"github.com/optc-dev/optc/tools/ortenv"
 )
 
 func TestRuntimeInstallFlags(t *testing.T) {

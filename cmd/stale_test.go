@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/optc-dev/optc/internal/atomicfile"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // TestKilledBuildLeftovers: a build killed with SIGKILL (no handler runs)

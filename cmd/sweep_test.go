@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/conformance"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testgraph"
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/tools/conformance"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // Outcomes of `optc optimize` with its default check on one backend test

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // usageCases are mistakes in how optc is called, in every command: each

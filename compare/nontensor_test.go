@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/compare"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
-	"github.com/optc-dev/optc/internal/testgraph"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // TestOutputsTheBindingCannotFetch: test_if_opt returns an empty optional

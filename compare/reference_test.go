@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/data"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // TestReferenceReplaysA: a second comparison against the same A on the

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // writePB writes t as a TensorProto file.

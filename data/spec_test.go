@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/testgraph"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // seqModel declares inputs the way sequence models do: token ids into an

@@ -8,8 +8,8 @@ import (
 
 	"github.com/optc-dev/optc/export"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // A real, short sweep of the MNIST CNN in ORT, and the profiles chosen

@@ -12,9 +12,9 @@ import (
 
 	"github.com/optc-dev/optc/export"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 var mnistHigh = export.Profile{Name: export.HighThroughput, Batch: 8, Threads: 1,

@@ -34,7 +34,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 const (

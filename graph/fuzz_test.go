@@ -2,7 +2,7 @@ package graph
 
 // This file is in package graph (not graph_test) so that the fuzz body can
 // run the decoder without Parse's recover, which would turn a crash into
-// an ordinary-looking error. It does not import internal/testenv: it finds
+// an ordinary-looking error. It does not import tools/testenv: it finds
 // its seeds by path itself.
 
 import (
@@ -16,7 +16,7 @@ import (
 	"github.com/optc-dev/optc/onnxpb"
 )
 
-// fuzzCacheDir is internal/testenv's CacheDir.
+// fuzzCacheDir is tools/testenv's CacheDir.
 func fuzzCacheDir() string {
 	if d := os.Getenv("OPTC_CACHE"); d != "" {
 		return d

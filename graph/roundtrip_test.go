@@ -10,8 +10,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/onnxpb"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // conformanceModels lists every model of the ONNX backend test data.

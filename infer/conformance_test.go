@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/conformance"
-	"github.com/optc-dev/optc/internal/ortenv"
+	"github.com/optc-dev/optc/tools/conformance"
+	"github.com/optc-dev/optc/tools/ortenv"
 )
 
 // TestConformance runs every model of the ONNX backend test data the way

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/conformance"
 	"github.com/optc-dev/optc/kernels"
+	"github.com/optc-dev/optc/tools/conformance"
 )
 
 // TestNodeConformance runs every single-node model of the ONNX backend

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/ortenv"
 	"github.com/optc-dev/optc/kernels"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/tools/ortenv"
 )
 
 // tensorOf builds a tensor of any integer, bool or float type from

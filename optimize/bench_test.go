@@ -9,10 +9,10 @@ import (
 
 	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/data"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // BenchmarkOptimizedVsOriginal measures, in one run, each real model and

@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/conformance"
-	"github.com/optc-dev/optc/internal/ortenv"
 	"github.com/optc-dev/optc/passes"
+	"github.com/optc-dev/optc/tools/conformance"
+	"github.com/optc-dev/optc/tools/ortenv"
 )
 
 // TestPipelineConformance runs the default (-O2) pipeline over every

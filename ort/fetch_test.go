@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/optc-dev/optc/internal/ortenv"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/ort/install"
+	"github.com/optc-dev/optc/tools/ortenv"
 )
 
 // TestInitFetchesOnFirstUse runs Init in fresh processes with an empty

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // TestNonTensorOutputIsRefused: test_if_opt returns an empty optional,

@@ -8,11 +8,11 @@ import (
 
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/conformance"
-	"github.com/optc-dev/optc/internal/difftest"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/tools/conformance"
+	"github.com/optc-dev/optc/tools/difftest"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // ints adds an int64 initializer.

@@ -8,10 +8,10 @@ import (
 
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/difftest"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testgraph"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/tools/difftest"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // fusionFixture is testgraph's builder with what the fusion tests add:

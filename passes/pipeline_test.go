@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/synth"
 	"github.com/optc-dev/optc/passes"
+	"github.com/optc-dev/optc/tools/synth"
 )
 
 // chain builds x -> Relu -> ... (n nodes) -> y, plus dead side branches

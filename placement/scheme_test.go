@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/ortenv"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/tools/ortenv"
 )
 
 // rmsError is the root mean square of model's output minus the float

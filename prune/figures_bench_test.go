@@ -16,9 +16,9 @@ import (
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/testenv"
-	"github.com/optc-dev/optc/internal/textlines"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/tools/testenv"
+	"github.com/optc-dev/optc/tools/textlines"
 )
 
 // BenchmarkPruneFigures measures docs/prune.md's table (make bench-prune):

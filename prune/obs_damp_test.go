@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/data"
-	"github.com/optc-dev/optc/internal/ortenv"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/tools/ortenv"
 )
 
 // dampProblem is an OBS problem on cols features (identity layout, no

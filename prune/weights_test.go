@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/testgraph"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // weightModel is a hand-built model with one of every kind of weight the

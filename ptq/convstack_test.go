@@ -9,11 +9,11 @@ import (
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/convstack"
-	"github.com/optc-dev/optc/internal/ortenv"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/tools/convstack"
+	"github.com/optc-dev/optc/tools/ortenv"
 )
 
 // BenchmarkConvStackInt8 quantizes the conv stack (128 channels, 28x28)

@@ -6,10 +6,10 @@ import (
 
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/convstack"
-	"github.com/optc-dev/optc/internal/ortenv"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/tools/convstack"
+	"github.com/optc-dev/optc/tools/ortenv"
 )
 
 // GPTQ under a deadline (the accuracy control's share of a budget) stops

@@ -9,13 +9,13 @@ import (
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/passes"
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // --placement all-int8 writes byte for byte what optc quantize wrote

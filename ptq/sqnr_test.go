@@ -7,10 +7,10 @@ import (
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/convstack"
-	"github.com/optc-dev/optc/internal/ortenv"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/tools/convstack"
+	"github.com/optc-dev/optc/tools/ortenv"
 )
 
 // The per-tensor SQNR in one run per batch and in one run per tensor (each

@@ -10,14 +10,14 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/export/tensorrt/trtlint"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/convstack"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
-	"github.com/optc-dev/optc/internal/testgraph"
-	"github.com/optc-dev/optc/internal/textlines"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/tools/convstack"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
+	"github.com/optc-dev/optc/tools/testgraph"
+	"github.com/optc-dev/optc/tools/textlines"
 )
 
 // TestTensorRTLintClean quantizes every kind of model optc quantizes with

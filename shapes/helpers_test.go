@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/testgraph"
 	"github.com/optc-dev/optc/shapes"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // A small builder for hand-made graphs: inputs with symbolic dims,

@@ -9,10 +9,10 @@ import (
 
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testgraph"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/prune"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // mlp is x[·, 128] -> MatMul 128x256 -> Relu -> MatMul 256x64, seeded.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/optc-dev/optc/build"
 	"github.com/optc-dev/optc/config"
-	"github.com/optc-dev/optc/internal/ortenv"
-	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // TestBuildMNIST builds the MNIST CNN for openvino alone with the build's

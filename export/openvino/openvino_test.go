@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/optc-dev/optc/internal/testgraph"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // TestStandardRefusesOtherDomains: a com.microsoft node is refused by

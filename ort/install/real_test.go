@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/optc-dev/optc/internal/ortenv"
 	"github.com/optc-dev/optc/ort/install"
+	"github.com/optc-dev/optc/tools/ortenv"
 )
 
 // TestPinnedRelease installs every pinned platform of the real

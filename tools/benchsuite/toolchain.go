@@ -13,9 +13,9 @@ import (
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/synth"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/passes"
+	"github.com/optc-dev/optc/tools/synth"
 )
 
 // mnistConfig is the bundled demo build (testdata/mnist/optc.yaml), for

@@ -16,8 +16,8 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/infer"
-	"github.com/optc-dev/optc/internal/testenv"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // Tolerances of the ONNX backend test runner.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // registryHosts are package registries' and model hubs' domains (npm's,

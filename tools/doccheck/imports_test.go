@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 const module = "github.com/optc-dev/optc/"
@@ -19,21 +19,21 @@ const module = "github.com/optc-dev/optc/"
 var layers = map[string]int{
 	// leaves: no optc imports (lint: the Finding every target's checks report)
 	"onnxpb": 0, "internal/atomicfile": 0, "internal/choice": 0, "internal/jsonfloat": 0, "internal/parallel": 0, "internal/procmem": 0, "lint": 0,
-	"internal/mnist": 0, "internal/textlines": 0, "internal/zoo": 0, "internal/release": 0,
-	"internal/cirecipe": 0, "internal/doccheck": 0,
+	"tools/mnist": 0, "tools/textlines": 0, "tools/zoo": 0, "tools/release": 0,
+	"tools/cirecipe": 0, "tools/doccheck": 0,
 	// task: what a task metric plug-in implements
 	"task": 0,
 	// the IR, and the runtime's installer (no cgo)
 	"graph": 1, "ort/install": 1,
 	// over the IR: analyses, kernels, Q/DQ insertion, the ORT binding, data
 	"kernels": 2, "shapes": 2, "task/detect": 2, "quantize": 2, "ort": 2, "data": 2,
-	"internal/testgraph": 2, "internal/synth": 2, "internal/convstack": 2, "internal/testenv": 2,
+	"tools/testgraph": 2, "tools/synth": 2, "tools/convstack": 2, "tools/testenv": 2,
 	// rewrites and measurements
 	"passes": 3, "export/tensorrt/trtlint": 3, "bench": 3, "calibrate": 3, "compare": 3, "infer": 3,
-	"prune": 3, "internal/ortenv": 3, "internal/mnist/tonpy": 3, "internal/textlines/tonpy": 3,
+	"prune": 3, "tools/ortenv": 3, "tools/mnist/tonpy": 3, "tools/textlines/tonpy": 3,
 	"task/ctc": 3, "task/textdet": 3, "task/segment": 3,
 	// stages
-	"export": 4, "placement": 4, "optimize": 4, "weightonly": 4, "internal/difftest": 4, "internal/conformance": 4,
+	"export": 4, "placement": 4, "optimize": 4, "weightonly": 4, "tools/difftest": 4, "tools/conformance": 4,
 	"task/tasks": 4,
 	"ptq":        5, "config": 5,
 	// deployment targets: the registry, the plug-ins, the list of them
@@ -41,8 +41,8 @@ var layers = map[string]int{
 	"export/ort":    7, "export/tensorrt": 7, "export/triton": 7, "export/openvino": 7,
 	"export/targets": 8,
 	// drivers
-	"build": 9, "report": 10, "cmd": 11, "internal/benchsuite": 11,
-	"cmd/optc": 12, "internal/benchsuite/run": 12,
+	"build": 9, "report": 10, "cmd": 11, "tools/benchsuite": 11,
+	"cmd/optc": 12, "tools/benchsuite/run": 12,
 }
 
 // only are packages whose optc imports are limited further than their
@@ -58,12 +58,12 @@ var only = map[string][]string{
 	"export/target": {"config", "data", "graph", "internal/atomicfile", "lint", "ort", "quantize"},
 }
 
-// testOnly are internal packages for tests and tools; the optc binary
-// must not contain them.
-var testOnly = []string{"internal/testenv", "internal/testgraph", "internal/difftest", "internal/ortenv",
-	"internal/conformance", "internal/convstack", "internal/synth", "internal/zoo", "internal/cirecipe",
-	"internal/doccheck", "internal/release", "internal/benchsuite", "internal/benchsuite/run",
-	"internal/mnist", "internal/mnist/tonpy", "internal/textlines", "internal/textlines/tonpy"}
+// The tree says what a package is for: internal/ holds the production
+// leaves the optc binary is made of, tools/ the test and tool harnesses
+// (test helpers, the zoo and bench suites, the release and CI recipes,
+// the data generators). No production package imports a tools/ package,
+// and every internal/ package is in the optc binary.
+const harnesses, productionLeaves = "tools/", "internal/"
 
 // TestImportDirection fails when an import arrow points the wrong way:
 // up or across the layers of DESIGN.md, past a package's own limit, or
@@ -105,7 +105,7 @@ func TestImportDirection(t *testing.T) {
 	for pkg, imps := range imports {
 		layer, ok := layers[pkg]
 		if !ok {
-			t.Errorf("package %s is not in the layer table (internal/doccheck/imports_test.go, docs/DESIGN.md): where does it belong?", pkg)
+			t.Errorf("package %s is not in the layer table (tools/doccheck/imports_test.go, docs/DESIGN.md): where does it belong?", pkg)
 			continue
 		}
 		for _, imp := range imps {
@@ -122,6 +122,13 @@ func TestImportDirection(t *testing.T) {
 			t.Errorf("the layer table lists %s, which does not exist", pkg)
 		}
 	}
+	for pkg, imps := range imports {
+		for _, imp := range imps {
+			if strings.HasPrefix(imp, harnesses) && !strings.HasPrefix(pkg, harnesses) {
+				t.Errorf("%s imports the harness %s: production code never imports tools/ (only tests do)", pkg, imp)
+			}
+		}
+	}
 	// What the optc binary is made of.
 	seen := map[string]bool{}
 	var visit func(p string)
@@ -130,8 +137,8 @@ func TestImportDirection(t *testing.T) {
 			return
 		}
 		seen[p] = true
-		if slices.Contains(testOnly, p) {
-			t.Errorf("the optc binary contains the test-only package %s", p)
+		if strings.HasPrefix(p, harnesses) {
+			t.Errorf("the optc binary contains the harness %s", p)
 		}
 		for _, imp := range imports[p] {
 			visit(imp)
@@ -140,5 +147,10 @@ func TestImportDirection(t *testing.T) {
 	visit("cmd/optc")
 	if !seen["export/targets"] || !seen["graph"] {
 		t.Errorf("cmd/optc's closure misses packages: %v", seen)
+	}
+	for pkg := range imports {
+		if strings.HasPrefix(pkg, productionLeaves) && !seen[pkg] {
+			t.Errorf("%s is not in the optc binary: a harness belongs under tools/, internal/ is for the binary's own leaves", pkg)
+		}
 	}
 }

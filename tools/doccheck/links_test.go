@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // pages returns every Markdown file of the repository, relative to root.

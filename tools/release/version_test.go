@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // pseudoVersion is a Go pseudo-version: base, UTC commit time, 12 hex

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/testgraph"
 	"github.com/optc-dev/optc/lint"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // builder makes small models node by node, with the Q/DQ helpers the

@@ -2,7 +2,7 @@
 // bench-quick`): it prints the tables and writes them, and the results as
 // JSON, into the -o folder.
 //
-//	go run ./internal/benchsuite/run [-quick] [-repeats N] [-o out/bench]
+//	go run ./tools/benchsuite/run [-quick] [-repeats N] [-o out/bench]
 package main
 
 import (
@@ -15,8 +15,8 @@ import (
 	"strings"
 
 	"github.com/optc-dev/optc/internal/atomicfile"
-	"github.com/optc-dev/optc/internal/benchsuite"
-	"github.com/optc-dev/optc/internal/testenv"
+	"github.com/optc-dev/optc/tools/benchsuite"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 func main() {

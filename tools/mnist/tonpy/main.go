@@ -6,8 +6,8 @@
 // (500 held-out digits) as PNG class folders, and eval_labels.npy in the
 // order an image-folder reader walks eval/.
 //
-//	go run ./internal/mnist/tonpy DIGITS_DIR OUT_DIR
-//	go run ./internal/mnist/tonpy -bundle DIGITS_DIR testdata/mnist
+//	go run ./tools/mnist/tonpy DIGITS_DIR OUT_DIR
+//	go run ./tools/mnist/tonpy -bundle DIGITS_DIR testdata/mnist
 package main
 
 import (
@@ -19,7 +19,7 @@ import (
 
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/mnist"
+	"github.com/optc-dev/optc/tools/mnist"
 )
 
 func main() {

@@ -21,7 +21,7 @@
 // right; the detector's (v/255-mean)/std with ImageNet's mean and std.
 // The flags change the recognizer's and detector's counts.
 //
-//	go run ./internal/textlines/tonpy [-rec N] [-rec-calib N] [-det N] [-det-calib N] OUT_DIR [N [CALIB_N]]
+//	go run ./tools/textlines/tonpy [-rec N] [-rec-calib N] [-det N] [-det-calib N] OUT_DIR [N [CALIB_N]]
 package main
 
 import (
@@ -38,7 +38,7 @@ import (
 
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/internal/textlines"
+	"github.com/optc-dev/optc/tools/textlines"
 )
 
 func main() {
