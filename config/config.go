@@ -508,7 +508,8 @@ type Problems []string
 func (p Problems) Error() string { return strings.Join(p, "; ") }
 
 // Validate checks values the types cannot: names, ranges, combinations.
-// Messages name the key; the error is Problems.
+// Messages name the key; the error is Problems. Each section checks its
+// own keys (validate); the rules that join sections are here.
 func (c Config) Validate() error {
 	var errs Problems
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
@@ -528,107 +529,223 @@ func (c Config) Validate() error {
 	if !slices.Contains(OptLevels, strconv.Itoa(c.OptLevel)) {
 		bad("opt_level: %d (want %s)", c.OptLevel, choice.Or(OptLevels))
 	}
-	if _, err := quantize.ParseTechniques(c.Quantize.Techniques); err != nil {
-		bad("quantize.techniques: %v", err)
+	if c.Budget.Duration < 0 {
+		bad("budget: %v (want a positive duration, or 0 for none)", c.Budget)
 	}
-	if c.Quantize.SmoothAlpha < 0 || c.Quantize.SmoothAlpha > 1 {
-		bad("quantize.smoothquant_alpha: %g (want a value in [0, 1])", c.Quantize.SmoothAlpha)
+	c.Calibration.validate(bad)
+	c.Eval.validate(bad)
+	c.Prune.validate(bad)
+	c.Quantize.validate(bad)
+	c.Runtime.validate(bad)
+	c.Latency.validate(bad)
+	c.TensorRT.validate(bad)
+	c.Triton.validate(bad)
+	c.crossSections(bad)
+	if err := c.Gates.Validate(); err != nil {
+		bad("%v", err)
 	}
-	if _, err := calibrate.ParseMethod(c.Calibration.Method); err != nil {
-		bad("calibration.method: %q (want %s)", c.Calibration.Method, calibrate.MethodNames())
+	if n := len(c.Image.Size); n != 0 && n != 2 {
+		bad("image.size: want [height, width]")
+	} else if err := c.ImageOptions().Validate(); err != nil {
+		bad("%v", err)
 	}
-	if p := c.Calibration.Percentile; p <= 0 || p > 100 {
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// problem is how a section's validate reports one (Validate's bad).
+type problem func(format string, args ...any)
+
+func (c Calibration) validate(bad problem) {
+	if _, err := calibrate.ParseMethod(c.Method); err != nil {
+		bad("calibration.method: %q (want %s)", c.Method, calibrate.MethodNames())
+	}
+	if p := c.Percentile; p <= 0 || p > 100 {
 		bad("calibration.percentile: %g (want 0 < p <= 100)", p)
 	}
-	if a := c.Calibration.MovingAverage; a < 0 || a >= 1 {
+	if a := c.MovingAverage; a < 0 || a >= 1 {
 		bad("calibration.moving_average: %g (want 0 <= a < 1)", a)
 	}
-	if c.Calibration.Batch < 1 {
-		bad("calibration.batch: %d (want at least 1)", c.Calibration.Batch)
+	if c.Batch < 1 {
+		bad("calibration.batch: %d (want at least 1)", c.Batch)
 	}
-	if c.Eval.Batch < 1 {
-		bad("eval.batch: %d (want at least 1)", c.Eval.Batch)
+	if c.Samples < 0 {
+		bad("calibration.samples: %d must not be negative", c.Samples)
 	}
-	if c.Calibration.Samples < 0 {
-		bad("calibration.samples: %d must not be negative", c.Calibration.Samples)
+}
+
+func (e Eval) validate(bad problem) {
+	if e.Batch < 1 {
+		bad("eval.batch: %d (want at least 1)", e.Batch)
 	}
-	if c.Eval.Samples < 0 {
-		bad("eval.samples: %d must not be negative", c.Eval.Samples)
+	if e.Samples < 0 {
+		bad("eval.samples: %d must not be negative", e.Samples)
 	}
-	for _, m := range c.Prune.Methods {
+	if e.Labels != "" && e.Data == "" {
+		bad("eval.labels needs eval.data")
+	}
+	for _, p := range tasks.Validate(e.TaskSpec()) {
+		bad("%s", p)
+	}
+}
+
+func (p Prune) validate(bad problem) {
+	for _, m := range p.Methods {
 		if _, err := prune.ParseMethod(m); err != nil {
 			bad("prune.methods: %v", strings.TrimPrefix(err.Error(), "--prune "))
 		}
 	}
-	if c.Prune.MaxAccuracyDrop < 0 {
+	if p.MaxAccuracyDrop < 0 {
 		bad("prune.max_accuracy_drop must not be negative")
 	}
-	if c.Prune.MaxAccuracyDrop > 0 && (c.Eval.Labels == "" || len(c.Prune.Methods) == 0) {
-		bad("prune.max_accuracy_drop needs prune.methods and eval.labels")
+	if p.MinCosine < 0 || p.MinCosine > 1 {
+		bad("prune.min_cosine: %g (want 0 to 1)", p.MinCosine)
 	}
-	if c.Prune.MinCosine < 0 || c.Prune.MinCosine > 1 {
-		bad("prune.min_cosine: %g (want 0 to 1)", c.Prune.MinCosine)
-	}
-	if slices.Contains(c.Prune.Methods, "channels:auto") && c.Prune.MaxAccuracyDrop <= 0 && c.Prune.MinCosine <= 0 {
+	if slices.Contains(p.Methods, "channels:auto") && p.MaxAccuracyDrop <= 0 && p.MinCosine <= 0 {
 		bad("prune.methods: channels:auto needs a budget: prune.max_accuracy_drop (with eval.labels) or prune.min_cosine")
 	}
-	if _, err := quantize.ParseReduceRange(c.Quantize.ReduceRange); err != nil {
+	if !slices.Contains(prune.Scopes, p.Scope) {
+		bad("prune.scope: %q (want %s)", p.Scope, choice.Or(prune.Scopes))
+	}
+}
+
+func (q Quantize) validate(bad problem) {
+	if _, err := quantize.ParseTechniques(q.Techniques); err != nil {
+		bad("quantize.techniques: %v", err)
+	}
+	if q.SmoothAlpha < 0 || q.SmoothAlpha > 1 {
+		bad("quantize.smoothquant_alpha: %g (want a value in [0, 1])", q.SmoothAlpha)
+	}
+	if _, err := quantize.ParseReduceRange(q.ReduceRange); err != nil {
 		bad("quantize.reduce_range: %v", err)
 	}
-	if c.Quantize.Placement == "" {
+	if q.Placement == "" {
 		bad("quantize.placement: empty (want %s or a placement.json)", strings.Join(placement.Modes, ", "))
 	}
-	if c.Budget.Duration < 0 {
-		bad("budget: %v (want a positive duration, or 0 for none)", c.Budget)
+	if q.PlacementBudget.Duration <= 0 {
+		bad("quantize.placement_budget: %v (want a positive duration)", q.PlacementBudget)
 	}
-	if c.Quantize.PlacementBudget.Duration <= 0 {
-		bad("quantize.placement_budget: %v (want a positive duration)", c.Quantize.PlacementBudget)
+	if !slices.Contains(quantize.Formats, quantize.Format(q.Format)) {
+		bad("quantize.format: %q (want %s)", q.Format, choice.Or(quantize.Formats))
 	}
-	if !slices.Contains(quantize.Formats, quantize.Format(c.Quantize.Format)) {
-		bad("quantize.format: %q (want %s)", c.Quantize.Format, choice.Or(quantize.Formats))
-	}
-	for _, e := range c.Quantize.Exclude {
+	for _, e := range q.Exclude {
 		if _, err := regexp.Compile(e); err != nil {
 			bad("quantize.exclude: %q: %v", e, err)
 		}
 	}
-	if c.Quantize.MaxAccuracyDrop < 0 {
-		bad("quantize.max_accuracy_drop: %g must not be negative", c.Quantize.MaxAccuracyDrop)
+	if q.MaxAccuracyDrop < 0 {
+		bad("quantize.max_accuracy_drop: %g must not be negative", q.MaxAccuracyDrop)
 	}
-	if c.Quantize.MaxRelError < 0 {
-		bad("quantize.max_rel_error: %g must not be negative", c.Quantize.MaxRelError)
+	if q.MaxRelError < 0 {
+		bad("quantize.max_rel_error: %g must not be negative", q.MaxRelError)
 	}
-	if c.Quantize.NoGuard && c.Quantize.AllowAccuracyLoss {
+	if q.NoGuard && q.AllowAccuracyLoss {
 		bad("quantize.no_guard and quantize.allow_accuracy_loss: give one (with the guard off nothing is refused)")
 	}
-	if c.Quantize.MinCosine < 0 || c.Quantize.MinCosine > 1 {
-		bad("quantize.min_cosine: %g (want 0 to 1)", c.Quantize.MinCosine)
+	if q.MinCosine < 0 || q.MinCosine > 1 {
+		bad("quantize.min_cosine: %g (want 0 to 1)", q.MinCosine)
+	}
+	if w := q.Weights; w != "" && !slices.Contains(weightonly.Types, weightonly.Type(w)) {
+		bad("quantize.weights: %q (want %s)", w, choice.Or(weightonly.Types))
+	}
+	if q.Dynamic && q.Weights != "" {
+		bad("quantize.dynamic and quantize.weights are two kinds of quantization: give one")
+	}
+	if !slices.Contains(weightonly.BlockSizes, q.BlockSize) {
+		bad("quantize.block_size: %d (want %s)", q.BlockSize, choice.Or(weightonly.BlockSizeNames()))
+	}
+	if r := weightonly.Rounding(q.WeightRounding); !slices.Contains(weightonly.Roundings, r) {
+		bad("quantize.weight_rounding: %q (want %s)", r, choice.Or(weightonly.Roundings))
+	}
+	if q.MaxPerplexityIncrease < 0 {
+		bad("quantize.max_perplexity_increase: %g must not be negative", q.MaxPerplexityIncrease)
+	}
+}
+
+func (r Runtime) validate(bad problem) {
+	if !slices.Contains(ort.Levels, r.Level) {
+		bad("runtime.level: %q (want %s)", r.Level, choice.Or(ort.Levels))
+	}
+	if !slices.Contains(NCHWcChoices, r.NCHWc) {
+		bad("runtime.nchwc: %q (want %s)", r.NCHWc, choice.Or(NCHWcChoices))
+	}
+	if r.Threads < 0 {
+		bad("runtime.threads: %d must not be negative", r.Threads)
+	}
+}
+
+func (l Latency) validate(bad problem) {
+	for _, n := range l.SeqLengths {
+		if n < 1 {
+			bad("latency.seq_lengths: %d (want lengths of at least 1)", n)
+		}
+	}
+	if len(l.Batches) == 0 {
+		bad("latency.batches: give at least one batch size")
+	}
+	for _, b := range l.Batches {
+		if b < 1 {
+			bad("latency.batches: %d (want sizes of at least 1)", b)
+		}
+	}
+	for _, t := range l.Threads {
+		if t < 1 {
+			bad("latency.threads: %d (want at least 1)", t)
+		}
+	}
+	if l.Duration.Duration <= 0 {
+		bad("latency.duration: %v (want a positive duration)", l.Duration)
+	}
+	if l.P99BudgetMs < 0 {
+		bad("latency.p99_budget_ms must not be negative")
+	}
+	if l.Repeats < 1 {
+		bad("latency.repeats: %d (want at least 1)", l.Repeats)
+	}
+}
+
+func (t TensorRT) validate(bad problem) {
+	if !regexp.MustCompile(`^[0-9]+$`).MatchString(t.Version) {
+		bad("tensorrt.version: %q (want TensorRT's integer version, e.g. 100300 for 10.3.0)", t.Version)
+	}
+	for name, p := range t.Profiles {
+		if len(p.Min) == 0 || len(p.Min) != len(p.Opt) || len(p.Opt) != len(p.Max) {
+			bad("tensorrt.profiles.%s: min, opt and max must have the same rank", name)
+			continue
+		}
+		for i := range p.Min {
+			if p.Min[i] < 0 || p.Min[i] > p.Opt[i] || p.Opt[i] > p.Max[i] {
+				bad("tensorrt.profiles.%s: want 0 <= min <= opt <= max in every dim (0: an empty tensor, a KV cache's first step)", name)
+				break
+			}
+		}
+	}
+}
+
+func (t Triton) validate(bad problem) {
+	if t.MaxBatchSize < 0 || t.Instances < 0 || t.MaxQueueDelayUs < 0 || t.Batch < 0 || t.Threads < 0 {
+		bad("triton: batch, threads, max_batch_size, instances and max_queue_delay_us must not be negative")
+	}
+	if (t.Batch > 0) != (t.Threads > 0) {
+		bad("triton: batch and threads pin the profile together; give both or neither")
+	}
+}
+
+// crossSections checks the rules that join keys of several sections.
+func (c Config) crossSections(bad problem) {
+	if c.Prune.MaxAccuracyDrop > 0 && (c.Eval.Labels == "" || len(c.Prune.Methods) == 0) {
+		bad("prune.max_accuracy_drop needs prune.methods and eval.labels")
 	}
 	if c.Quantize.MaxAccuracyDrop > 0 && c.Eval.Labels == "" {
 		bad("quantize.max_accuracy_drop needs eval.labels (use quantize.min_cosine without labels)")
 	}
-	if w := c.Quantize.Weights; w != "" && !slices.Contains(weightonly.Types, weightonly.Type(w)) {
-		bad("quantize.weights: %q (want %s)", w, choice.Or(weightonly.Types))
-	}
-	if c.Quantize.Dynamic && c.Quantize.Weights != "" {
-		bad("quantize.dynamic and quantize.weights are two kinds of quantization: give one")
-	}
-	if !slices.Contains(weightonly.BlockSizes, c.Quantize.BlockSize) {
-		bad("quantize.block_size: %d (want %s)", c.Quantize.BlockSize, choice.Or(weightonly.BlockSizeNames()))
-	}
-	if r := weightonly.Rounding(c.Quantize.WeightRounding); !slices.Contains(weightonly.Roundings, r) {
-		bad("quantize.weight_rounding: %q (want %s)", r, choice.Or(weightonly.Roundings))
-	} else if r == weightonly.GPTQ && c.Quantize.Weights != "" && c.Calibration.Data == "" {
+	if weightonly.Rounding(c.Quantize.WeightRounding) == weightonly.GPTQ && c.Quantize.Weights != "" && c.Calibration.Data == "" {
 		bad("quantize.weight_rounding gptq needs calibration.data (--calib-data)")
 	}
 	if c.INT8 && c.Calibration.Data == "" && c.Calibration.Cache == "" {
 		bad("int8 needs calibration.data (--calib-data) or an existing calibration.cache")
-	}
-	if c.Eval.Labels != "" && c.Eval.Data == "" {
-		bad("eval.labels needs eval.data")
-	}
-	for _, p := range tasks.Validate(c.Eval.TaskSpec()) {
-		bad("%s", p)
 	}
 	lm := compare.Task(c.Eval.Task) == compare.TaskLM
 	if lm && c.Eval.Labels != "" {
@@ -640,25 +757,11 @@ func (c Config) Validate() error {
 	if c.Eval.Logits != "" && !lm {
 		bad("eval.logits needs eval.task lm")
 	}
-	if c.Quantize.MaxPerplexityIncrease < 0 {
-		bad("quantize.max_perplexity_increase: %g must not be negative", c.Quantize.MaxPerplexityIncrease)
-	}
-	for _, l := range c.Latency.SeqLengths {
-		if l < 1 {
-			bad("latency.seq_lengths: %d (want lengths of at least 1)", l)
-		}
-	}
 	if len(c.Latency.SeqLengths) > 0 && !lm {
 		bad("latency.seq_lengths needs eval.task lm")
 	}
 	if c.Quantize.MaxPerplexityIncrease > 0 && !lm {
 		bad("quantize.max_perplexity_increase needs eval.task lm")
-	}
-	if !slices.Contains(ort.Levels, c.Runtime.Level) {
-		bad("runtime.level: %q (want %s)", c.Runtime.Level, choice.Or(ort.Levels))
-	}
-	if !slices.Contains(prune.Scopes, c.Prune.Scope) {
-		bad("prune.scope: %q (want %s)", c.Prune.Scope, choice.Or(prune.Scopes))
 	}
 	if dataDriven := c.Prune.Reconstruct && c.Calibration.Data != "" && c.Calibration.Data != "random"; c.Prune.Scope == prune.ScopeGlobal && dataDriven &&
 		(len(c.Prune.Methods) != 1 || !strings.HasPrefix(c.Prune.Methods[0], "channels:") || c.Prune.Methods[0] == "channels:auto") {
@@ -672,67 +775,6 @@ func (c Config) Validate() error {
 			bad("runtime.nchwc: %q with replay, which sets the nchwc stage from its record (leave it auto)", c.Runtime.NCHWc)
 		}
 	}
-	if !slices.Contains(NCHWcChoices, c.Runtime.NCHWc) {
-		bad("runtime.nchwc: %q (want %s)", c.Runtime.NCHWc, choice.Or(NCHWcChoices))
-	}
-	if c.Runtime.Threads < 0 {
-		bad("runtime.threads: %d must not be negative", c.Runtime.Threads)
-	}
-	if len(c.Latency.Batches) == 0 {
-		bad("latency.batches: give at least one batch size")
-	}
-	for _, b := range c.Latency.Batches {
-		if b < 1 {
-			bad("latency.batches: %d (want sizes of at least 1)", b)
-		}
-	}
-	for _, t := range c.Latency.Threads {
-		if t < 1 {
-			bad("latency.threads: %d (want at least 1)", t)
-		}
-	}
-	if c.Latency.Duration.Duration <= 0 {
-		bad("latency.duration: %v (want a positive duration)", c.Latency.Duration)
-	}
-	if c.Latency.P99BudgetMs < 0 {
-		bad("latency.p99_budget_ms must not be negative")
-	}
-	if c.Latency.Repeats < 1 {
-		bad("latency.repeats: %d (want at least 1)", c.Latency.Repeats)
-	}
-	if err := c.Gates.Validate(); err != nil {
-		bad("%v", err)
-	}
-	if !regexp.MustCompile(`^[0-9]+$`).MatchString(c.TensorRT.Version) {
-		bad("tensorrt.version: %q (want TensorRT's integer version, e.g. 100300 for 10.3.0)", c.TensorRT.Version)
-	}
-	for name, p := range c.TensorRT.Profiles {
-		if len(p.Min) == 0 || len(p.Min) != len(p.Opt) || len(p.Opt) != len(p.Max) {
-			bad("tensorrt.profiles.%s: min, opt and max must have the same rank", name)
-			continue
-		}
-		for i := range p.Min {
-			if p.Min[i] < 0 || p.Min[i] > p.Opt[i] || p.Opt[i] > p.Max[i] {
-				bad("tensorrt.profiles.%s: want 0 <= min <= opt <= max in every dim (0: an empty tensor, a KV cache's first step)", name)
-				break
-			}
-		}
-	}
-	if t := c.Triton; t.MaxBatchSize < 0 || t.Instances < 0 || t.MaxQueueDelayUs < 0 || t.Batch < 0 || t.Threads < 0 {
-		bad("triton: batch, threads, max_batch_size, instances and max_queue_delay_us must not be negative")
-	}
-	if t := c.Triton; (t.Batch > 0) != (t.Threads > 0) {
-		bad("triton: batch and threads pin the profile together; give both or neither")
-	}
-	if n := len(c.Image.Size); n != 0 && n != 2 {
-		bad("image.size: want [height, width]")
-	} else if err := c.ImageOptions().Validate(); err != nil {
-		bad("%v", err)
-	}
-	if len(errs) > 0 {
-		return errs
-	}
-	return nil
 }
 
 // Validate checks the gates' ranges; optc diff calls it on its flags too.
