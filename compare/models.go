@@ -122,77 +122,11 @@ func Models(opts Options) (*Result, error) {
 		return nil, err
 	}
 	defer mb.Close()
-	inA, inB := data.GraphInputs(ma.Graph), data.GraphInputs(mb.Graph)
-	if err := sameInputs(inA, inB); err != nil {
-		return nil, fmt.Errorf("%s and %s: %w", opts.ModelA, opts.ModelB, err)
-	}
-	insA, outsA := ort.Interface(ma)
-	insB, outsB := ort.Interface(mb)
-	// Values the binding cannot carry must never reach a run (fetching an
-	// empty optional crashes it): inputs make the comparison impossible,
-	// outputs are left out with a note.
-	var noFeed []string
-	for _, in := range insA {
-		if what := in.NotExpressible(); what != "" {
-			noFeed = append(noFeed, fmt.Sprintf("input %q is %s: %s", in.Name, what, ort.ErrNotExpressible))
-		}
-	}
-	if len(insA) == 0 {
-		noFeed = append(noFeed, fmt.Sprintf("the model has no inputs: %s", ort.ErrNotExpressible))
-	}
-	if noFeed != nil {
-		return nil, &NotExpressibleError{Reasons: noFeed}
-	}
-	outsA, skipped := ort.SplitOutputs(outsA)
-	outsB, skippedB := ort.SplitOutputs(outsB)
-	for _, s := range skippedB {
-		if !slices.Contains(skipped, s) {
-			skipped = append(skipped, s)
-		}
-	}
-	if len(outsA) == 0 || len(outsB) == 0 {
-		return nil, &NotExpressibleError{Reasons: skipped}
-	}
-	pairs, err := pairOutputs(outsA, outsB)
-	if err != nil {
-		return nil, fmt.Errorf("%s and %s: %w", opts.ModelA, opts.ModelB, err)
-	}
-	for name := range opts.Atol {
-		if name != "" && !slices.ContainsFunc(pairs, func(p outputPair) bool { return p.name == name }) {
-			return nil, fmt.Errorf("--atol names output %q, which the models do not share", name)
-		}
-	}
-	for name := range opts.Rtol {
-		if name != "" && !slices.ContainsFunc(pairs, func(p outputPair) bool { return p.name == name }) {
-			return nil, fmt.Errorf("--rtol names output %q, which the models do not share", name)
-		}
-	}
-	sc, err := pickScorers(opts, pairs, insA, outsA)
+	c, err := newComparison(opts, ma, mb)
 	if err != nil {
 		return nil, err
 	}
-	lm, lmIn, lmPair := sc.lm, sc.lmIn, sc.lmPair
-	ts, taskPair, taskPairs := sc.task, sc.taskPair, sc.taskPairs
-	outNames := make([]string, len(outsA))
-	for i, o := range outsA {
-		outNames[i] = o.Name
-	}
-	refKey := referenceKey(opts, outNames)
-	replay := opts.Reference.lookup(refKey)
-	var rec *recorder
-	if replay == nil {
-		rec = opts.Reference.record(refKey)
-	}
-	// B is fed in A's input order.
-	orderB := make([]ort.IO, len(insA))
-	for i, in := range insA {
-		orderB[i] = insB[slices.IndexFunc(insB, func(x ort.IO) bool { return x.Name == in.Name })]
-	}
-	srcB := source(opts.ModelB, opts.BInMemory, orderB, outsB)
-	if opts.BRun != "" {
-		srcB = ort.Source{Path: opts.BRun, Inputs: orderB, Outputs: outsB}
-	}
-	src, err := data.Open(opts.Data, inA, opts.DataOpts)
+	src, err := data.Open(opts.Data, data.GraphInputs(ma.Graph), opts.DataOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -205,10 +139,136 @@ func Models(opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	n, first, open, err := c.sessions(ma, mb, batch)
+	if err != nil {
+		return nil, err
+	}
+	defer first.close()
+	if err := c.readLabels(); err != nil {
+		return nil, err
+	}
+	run := newRunner(n, first, open, opts.ModelA, opts.ModelB)
+	defer run.stop()
+	if err := c.feed(run, n, src, batch); err != nil {
+		return nil, err
+	}
+	return c.result()
+}
+
+// comparison is one run of Models: what it compares, and the statistics
+// it gathers.
+type comparison struct {
+	opts        Options
+	insA, outsA []ort.IO
+	insB, outsB []ort.IO
+	pairs       []outputPair
+	sc          scorers
+	replay      [][]*graph.Tensor // A's outputs kept from an earlier run (Options.Reference); nil: A runs
+	rec         *recorder
+	labels      []int64
+	accs        []*Accumulator
+	scorer      *scorer
+	res         *Result
+}
+
+// newComparison pairs A's and B's interfaces: the same inputs, the
+// outputs they share (the ones the binding cannot carry left out, with a
+// note), the tolerances' names checked, the scorers picked.
+func newComparison(opts Options, ma, mb *graph.Model) (*comparison, error) {
+	if err := sameInputs(data.GraphInputs(ma.Graph), data.GraphInputs(mb.Graph)); err != nil {
+		return nil, fmt.Errorf("%s and %s: %w", opts.ModelA, opts.ModelB, err)
+	}
+	c := &comparison{opts: opts}
+	c.insA, c.outsA = ort.Interface(ma)
+	c.insB, c.outsB = ort.Interface(mb)
+	if err := feedable(c.insA); err != nil {
+		return nil, err
+	}
+	var skipped, skippedB []string
+	c.outsA, skipped = ort.SplitOutputs(c.outsA)
+	c.outsB, skippedB = ort.SplitOutputs(c.outsB)
+	for _, s := range skippedB {
+		if !slices.Contains(skipped, s) {
+			skipped = append(skipped, s)
+		}
+	}
+	if len(c.outsA) == 0 || len(c.outsB) == 0 {
+		return nil, &NotExpressibleError{Reasons: skipped}
+	}
+	var err error
+	if c.pairs, err = pairOutputs(c.outsA, c.outsB); err != nil {
+		return nil, fmt.Errorf("%s and %s: %w", opts.ModelA, opts.ModelB, err)
+	}
+	for _, t := range []struct {
+		flag string
+		tols map[string]float64
+	}{{"--atol", opts.Atol}, {"--rtol", opts.Rtol}} {
+		flag := t.flag
+		for name := range t.tols {
+			if name != "" && !slices.ContainsFunc(c.pairs, func(p outputPair) bool { return p.name == name }) {
+				return nil, fmt.Errorf("%s names output %q, which the models do not share", flag, name)
+			}
+		}
+	}
+	if c.sc, err = pickScorers(opts, c.pairs, c.insA, c.outsA); err != nil {
+		return nil, err
+	}
+	outNames := make([]string, len(c.outsA))
+	for i, o := range c.outsA {
+		outNames[i] = o.Name
+	}
+	refKey := referenceKey(opts, outNames)
+	if c.replay = opts.Reference.lookup(refKey); c.replay == nil {
+		c.rec = opts.Reference.record(refKey)
+	}
+	c.accs = make([]*Accumulator, len(c.pairs))
+	for i, p := range c.pairs {
+		c.accs[i] = NewAccumulator(p.name, tol(opts.Atol, p.name, DefaultAtol), tol(opts.Rtol, p.name, DefaultRtol), opts.Check)
+	}
+	for _, i := range c.sc.taskPairs {
+		c.accs[i].JudgedByTask()
+	}
+	c.res = &Result{ModelA: opts.ModelA, ModelB: opts.ModelB, Data: opts.Data, Skipped: skipped}
+	return c, nil
+}
+
+// feedable refuses inputs the binding cannot carry: they must never
+// reach a run (fetching an empty optional crashes it), and without them
+// there is nothing to compare.
+func feedable(ins []ort.IO) error {
+	var noFeed []string
+	for _, in := range ins {
+		if what := in.NotExpressible(); what != "" {
+			noFeed = append(noFeed, fmt.Sprintf("input %q is %s: %s", in.Name, what, ort.ErrNotExpressible))
+		}
+	}
+	if len(ins) == 0 {
+		noFeed = append(noFeed, fmt.Sprintf("the model has no inputs: %s", ort.ErrNotExpressible))
+	}
+	if noFeed != nil {
+		return &NotExpressibleError{Reasons: noFeed}
+	}
+	return nil
+}
+
+// sessions decides how many workers run the batches (within the memory
+// a session pair needs at the first batch's size) and opens the first
+// pair; open opens the others. A is not opened when its outputs are
+// replayed. B is fed in A's input order.
+func (c *comparison) sessions(ma, mb *graph.Model, batch *data.Batch) (int, pair, func() (pair, error), error) {
+	opts := c.opts
+	orderB := make([]ort.IO, len(c.insA))
+	for i, in := range c.insA {
+		orderB[i] = c.insB[slices.IndexFunc(c.insB, func(x ort.IO) bool { return x.Name == in.Name })]
+	}
+	srcB := source(opts.ModelB, opts.BInMemory, orderB, c.outsB)
+	if opts.BRun != "" {
+		srcB = ort.Source{Path: opts.BRun, Inputs: orderB, Outputs: c.outsB}
+	}
 	perWorker := int64(-1)
 	if opts.Workers == 0 && opts.Session.IntraOpThreads == 0 {
 		perWorker = sessionBytes(mb, batch.Tensors)
-		if replay == nil && perWorker >= 0 {
+		if c.replay == nil && perWorker >= 0 {
 			if a := sessionBytes(ma, batch.Tensors); a < 0 {
 				perWorker = -1
 			} else {
@@ -218,8 +278,8 @@ func Models(opts Options) (*Result, error) {
 	}
 	n, sess := workers(opts, perWorker)
 	open := func() (p pair, err error) {
-		if replay == nil {
-			if p.a, err = ort.NewSession(source(opts.ModelA, opts.AInMemory, insA, outsA), sess); err != nil {
+		if c.replay == nil {
+			if p.a, err = ort.NewSession(source(opts.ModelA, opts.AInMemory, c.insA, c.outsA), sess); err != nil {
 				return p, fmt.Errorf("%s: %w", opts.ModelA, err)
 			}
 		}
@@ -231,148 +291,165 @@ func Models(opts Options) (*Result, error) {
 	}
 	first, err := open()
 	if err != nil {
-		return nil, err
+		return 0, pair{}, nil, err
 	}
-	defer first.close()
+	return n, first, open, nil
+}
 
-	var labels []int64
-	if (opts.Labels != "" || ts != nil && task.ReadsLabels(ts)) && opts.DataOpts.Shuffle {
-		return nil, fmt.Errorf("labels cannot follow samples drawn in a shuffled order")
+// readLabels reads Options.Labels, whose class ids follow the samples in
+// file order.
+func (c *comparison) readLabels() error {
+	opts := c.opts
+	if (opts.Labels != "" || c.sc.task != nil && task.ReadsLabels(c.sc.task)) && opts.DataOpts.Shuffle {
+		return fmt.Errorf("labels cannot follow samples drawn in a shuffled order")
 	}
 	if opts.Labels != "" {
 		lt, err := data.ReadNpy(opts.Labels)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if labels, err = lt.Int64s(); err != nil {
-			return nil, fmt.Errorf("%s: labels must be integer class ids: %w", opts.Labels, err)
+		if c.labels, err = lt.Int64s(); err != nil {
+			return fmt.Errorf("%s: labels must be integer class ids: %w", opts.Labels, err)
 		}
 	}
+	c.scorer = newScorer(c.labels, opts.LabelsOutput)
+	return nil
+}
 
-	accs := make([]*Accumulator, len(pairs))
-	for i, p := range pairs {
-		accs[i] = NewAccumulator(p.name, tol(opts.Atol, p.name, DefaultAtol), tol(opts.Rtol, p.name, DefaultRtol), opts.Check)
-	}
-	for _, i := range taskPairs {
-		accs[i].JudgedByTask()
-	}
-	res := &Result{ModelA: opts.ModelA, ModelB: opts.ModelB, Data: opts.Data, Skipped: skipped}
-	scorer := newScorer(labels, opts.LabelsOutput)
-	// take adds a batch's outputs to the statistics, in batch order.
-	take := func(j *job) error {
-		<-j.done
-		if j.err != nil {
-			return j.err
-		}
-		if replay == nil {
-			rec.add(j.ya)
-		}
-		ya, yb := j.ya, j.yb
-		if len(taskPairs) > 0 {
-			va, vb, err := taskValues(taskPairs, pairs, ya, yb)
-			if err != nil {
-				return err
-			}
-			if err := ts.(task.Multi).AddAll(res.Samples, j.batch.Samples, va, vb); err != nil {
-				return err
-			}
-		}
-		for i, p := range pairs {
-			a, b := ya[p.a], yb[p.b]
-			if !slices.Equal(a.Dims, b.Dims) {
-				if len(a.Dims) != len(b.Dims) {
-					return fmt.Errorf("output %q: shape %v from A, %v from B", p.name, a.Dims, b.Dims)
-				}
-				// A dim that depends on the data (a detector's boxes after
-				// NMS) differs: the models disagree on these samples,
-				// which is a finding, not an error.
-				accs[i].AddShapeMismatch(a.Dims, b.Dims, j.batch.Samples)
-				continue
-			}
-			fa, err := a.Float32s()
-			if err != nil {
-				return fmt.Errorf("output %q: %w", p.name, err)
-			}
-			fb, err := b.Float32s()
-			if err != nil {
-				return fmt.Errorf("output %q: %w", p.name, err)
-			}
-			if err := accs[i].AddSamples(fa, fb, a.Dims, j.batch.Samples); err != nil {
-				return err
-			}
-			if err := scorer.add(p.name, fa, fb, a.Dims); err != nil {
-				return fmt.Errorf("%s: %w", opts.Labels, err)
-			}
-			if i == taskPair && len(taskPairs) == 0 {
-				if err := ts.Add(res.Samples, fa, fb, a.Dims); err != nil {
-					return err
-				}
-			}
-			if i == lmPair {
-				if err := lm.Add(j.batch.Tensors[lmIn], fa, fb, a.Dims); err != nil {
-					return fmt.Errorf("%s: %w", opts.Data, err)
-				}
-			}
-		}
-		scorer.advance(int64(j.batch.Samples))
-		res.Samples += int64(j.batch.Samples)
-		res.Batches++
-		return nil
-	}
-	run := newRunner(n, first, open, opts.ModelA, opts.ModelB)
-	defer run.stop()
+// feed gives the batches to n workers, first the one already read, and
+// takes their outputs in batch order.
+func (c *comparison) feed(run *runner, n int, src data.Source, batch *data.Batch) error {
 	var pending []*job // given to the workers, not yet taken
 	for given := 0; ; given++ {
 		if given > 0 {
+			var err error
 			if batch, err = src.Next(); errors.Is(err, io.EOF) {
 				break
-			}
-			if err != nil {
-				return nil, err
+			} else if err != nil {
+				return err
 			}
 		}
 		j := &job{batch: batch, done: make(chan struct{})}
-		if replay != nil {
-			if given >= len(replay) {
-				return nil, fmt.Errorf("internal: %s gave more batches than when %s ran on it", opts.Data, opts.ModelA)
+		if c.replay != nil {
+			if given >= len(c.replay) {
+				return fmt.Errorf("internal: %s gave more batches than when %s ran on it", c.opts.Data, c.opts.ModelA)
 			}
-			j.ya = replay[given]
+			j.ya = c.replay[given]
 		}
 		run.submit(j)
 		if pending = append(pending, j); len(pending) == n {
-			if err := take(pending[0]); err != nil {
-				return nil, err
+			if err := c.take(pending[0]); err != nil {
+				return err
 			}
 			pending = pending[1:]
 		}
 	}
 	for _, j := range pending {
-		if err := take(j); err != nil {
-			return nil, err
+		if err := c.take(j); err != nil {
+			return err
 		}
 	}
-	if replay != nil && res.Batches != len(replay) {
-		return nil, fmt.Errorf("internal: %s gave fewer batches than when %s ran on it", opts.Data, opts.ModelA)
+	if c.replay != nil && c.res.Batches != len(c.replay) {
+		return fmt.Errorf("internal: %s gave fewer batches than when %s ran on it", c.opts.Data, c.opts.ModelA)
 	}
-	rec.done()
+	c.rec.done()
+	return nil
+}
+
+// take adds a batch's outputs to the statistics, in batch order.
+func (c *comparison) take(j *job) error {
+	<-j.done
+	if j.err != nil {
+		return j.err
+	}
+	if c.replay == nil {
+		c.rec.add(j.ya)
+	}
+	ya, yb := j.ya, j.yb
+	sc := c.sc
+	if len(sc.taskPairs) > 0 {
+		va, vb, err := taskValues(sc.taskPairs, c.pairs, ya, yb)
+		if err != nil {
+			return err
+		}
+		if err := sc.task.(task.Multi).AddAll(c.res.Samples, j.batch.Samples, va, vb); err != nil {
+			return err
+		}
+	}
+	for i, p := range c.pairs {
+		if err := c.takeOutput(i, ya[p.a], yb[p.b], j.batch); err != nil {
+			return err
+		}
+	}
+	c.scorer.advance(int64(j.batch.Samples))
+	c.res.Samples += int64(j.batch.Samples)
+	c.res.Batches++
+	return nil
+}
+
+// takeOutput adds pair i's outputs of a batch to its statistics and to
+// the scorers that read it.
+func (c *comparison) takeOutput(i int, a, b *graph.Tensor, batch *data.Batch) error {
+	p, sc := c.pairs[i], c.sc
+	if !slices.Equal(a.Dims, b.Dims) {
+		if len(a.Dims) != len(b.Dims) {
+			return fmt.Errorf("output %q: shape %v from A, %v from B", p.name, a.Dims, b.Dims)
+		}
+		// A dim that depends on the data (a detector's boxes after NMS)
+		// differs: the models disagree on these samples, which is a
+		// finding, not an error.
+		c.accs[i].AddShapeMismatch(a.Dims, b.Dims, batch.Samples)
+		return nil
+	}
+	fa, err := a.Float32s()
+	if err != nil {
+		return fmt.Errorf("output %q: %w", p.name, err)
+	}
+	fb, err := b.Float32s()
+	if err != nil {
+		return fmt.Errorf("output %q: %w", p.name, err)
+	}
+	if err := c.accs[i].AddSamples(fa, fb, a.Dims, batch.Samples); err != nil {
+		return err
+	}
+	if err := c.scorer.add(p.name, fa, fb, a.Dims); err != nil {
+		return fmt.Errorf("%s: %w", c.opts.Labels, err)
+	}
+	if i == sc.taskPair && len(sc.taskPairs) == 0 {
+		if err := sc.task.Add(c.res.Samples, fa, fb, a.Dims); err != nil {
+			return err
+		}
+	}
+	if i == sc.lmPair {
+		if err := sc.lm.Add(batch.Tensors[sc.lmIn], fa, fb, a.Dims); err != nil {
+			return fmt.Errorf("%s: %w", c.opts.Data, err)
+		}
+	}
+	return nil
+}
+
+// result is the verdict on every output and the figures of the scorers.
+func (c *comparison) result() (*Result, error) {
+	res, opts, sc := c.res, c.opts, c.sc
 	res.Pass = true
-	for _, acc := range accs {
+	for _, acc := range c.accs {
 		s := acc.Result()
 		res.Outputs = append(res.Outputs, s)
 		res.Pass = res.Pass && s.Pass
 	}
-	if lm != nil {
-		if res.LM, err = lm.Result(); err != nil {
+	var err error
+	if sc.lm != nil {
+		if res.LM, err = sc.lm.Result(); err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Data, err)
 		}
 	}
-	if ts != nil {
-		if res.Task, err = ts.Result(res.Samples, opts.DataOpts.Samples > 0); err != nil {
+	if sc.task != nil {
+		if res.Task, err = sc.task.Result(res.Samples, opts.DataOpts.Samples > 0); err != nil {
 			return nil, err
 		}
 	}
 	if opts.Labels != "" {
-		if res.Accuracy, err = scorer.result(res.Samples, opts.DataOpts.Samples > 0); err != nil {
+		if res.Accuracy, err = c.scorer.result(res.Samples, opts.DataOpts.Samples > 0); err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Labels, err)
 		}
 	}
