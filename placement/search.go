@@ -2,6 +2,7 @@ package placement
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -235,253 +236,324 @@ func Search(opts Options) (*File, graph.Serialized, error) {
 }
 
 func search(opts Options) (*File, graph.Serialized, *clock, error) {
-	start := time.Now()
 	if opts.Budget <= 0 {
 		opts.Budget = time.Minute
 	}
 	if len(opts.Batches) == 0 {
 		opts.Batches = []int{1, 8}
 	}
-	clk := &clock{deadline: start.Add(opts.Budget)}
-	fail := func(err error) (*File, graph.Serialized, *clock, error) { return nil, graph.Serialized{}, clk, err }
-	build := func(float map[int]bool, regions []Region) (*quantized, error) {
-		var q *quantized
-		d, err := clk.step(func() (err error) {
-			q, err = quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, withDecisions(regions, float))
-			return err
-		})
-		clk.quantize = max(clk.quantize, d)
-		return q, err
+	start := time.Now()
+	s := &searcher{opts: opts, start: start, clk: &clock{deadline: start.Add(opts.Budget)}}
+	f, b, err := s.run()
+	return f, b, s.clk, err
+}
+
+// searcher is one placement search: the candidates it built, and the
+// file it fills.
+type searcher struct {
+	opts  Options
+	start time.Time
+	clk   *clock
+	// all is every region INT8; fp the float model it must beat; prof
+	// the FP32 model profiled beside all (fp unless the candidates were
+	// made from a padded model).
+	all, fp, prof *quantized
+	f             *File
+	alignment     *Alignment
+	cands         []string // the candidates, FP32 first
+	models        map[string]*quantized
+}
+
+// errUnmeasured ends a search the budget stopped before INT8 was timed
+// against FP32.
+var errUnmeasured = errors.New("placement: unmeasured")
+
+// run is the search, step by step: the candidates, the profiles, the
+// optional candidates, the greedy search, the A/B timing, the lazy
+// accuracy check, the confirmation of a win and the timings for the
+// record.
+func (s *searcher) run() (*File, graph.Serialized, error) {
+	opts := s.opts
+	var err error
+	if s.all, err = s.build(nil, nil); err != nil {
+		return nil, graph.Serialized{}, err
 	}
-	accept := func(b graph.Serialized) (bool, error) {
-		if opts.Accept == nil {
-			return true, nil
-		}
-		var ok bool
-		d, err := clk.step(func() (err error) { ok, err = opts.Accept(b); return err })
-		clk.accept = max(clk.accept, d)
-		return ok, err
+	if len(s.all.regions) == 0 {
+		return s.nothingToTime()
 	}
-	all, err := build(nil, nil)
+	if err := s.baselines(); err != nil {
+		return nil, graph.Serialized{}, err
+	}
+	s.f = newFile(s.opts, ModeAuto, s.all.regions)
+	s.f.Aligned = s.alignment
+	s.cands = []string{CandidateFP32, CandidateAllINT8}
+	s.models = map[string]*quantized{CandidateFP32: s.fp, CandidateAllINT8: s.all}
+	slower, err := s.profile()
+	if err == nil {
+		err = s.optionalCandidates(slower)
+	}
+	if err == nil {
+		err = s.timeCandidates()
+	}
+	if errors.Is(err, errUnmeasured) {
+		// Nothing slower than FP32 may ship, so FP32 it is.
+		s.f.Recommended, s.f.Chosen = RecommendFP32, CandidateAllINT8
+		s.f.Reason = fmt.Sprintf("FP32: the %s placement budget ended before INT8 was timed against FP32 (stopped before %s)", opts.Budget, s.clk.stoppedBefore)
+		return s.done()
+	}
 	if err != nil {
-		return fail(err)
+		return nil, graph.Serialized{}, err
 	}
-	if len(all.regions) == 0 {
-		// Nothing in the main graph to time apart: what was quantized
-		// sits inside If/Loop branches. That model is written as it is,
-		// and the ORT artifact stays FP32: no measurement said INT8 pays.
-		f := newFile(opts, ModeAuto, []Region{})
-		f.Recommended, f.Chosen = RecommendFP32, CandidateAllINT8
-		s := SchemeOf(all.report)
-		f.Scheme = &s
-		f.Reason = "FP32: the main graph has no quantized region to time (what was quantized is inside If/Loop branches); model.int8.onnx holds it, not measured"
-		f.SearchSeconds = round(time.Since(start).Seconds())
-		return f, all.serialized, clk, nil
+	if err := s.checkAccuracy(); err != nil {
+		return nil, graph.Serialized{}, err
 	}
-	// fp is what INT8 must beat: the float model as given. prof is the
-	// FP32 model profiled region by region beside all-INT8: the same
-	// graph, so fp unless the INT8 candidates are made from a padded one.
-	fp, err := build(indices(all.regions, nil), all.regions)
-	if err != nil {
-		return fail(err)
+	if err := s.confirm(); err != nil {
+		return nil, graph.Serialized{}, err
 	}
-	prof := fp
-	opts, all, alignment, err := align(opts, all, clk)
-	if err != nil {
-		return fail(err)
+	if err := s.otherThreads(); err != nil {
+		return nil, graph.Serialized{}, err
+	}
+	return s.done()
+}
+
+// build makes the candidate with the regions in float kept float, timed
+// on the clock.
+func (s *searcher) build(float map[int]bool, regions []Region) (*quantized, error) {
+	var q *quantized
+	d, err := s.clk.step(func() (err error) {
+		q, err = quantizeKeeping(s.opts.Float, s.opts.Ranges, s.opts.Quant, withDecisions(regions, float))
+		return err
+	})
+	s.clk.quantize = max(s.clk.quantize, d)
+	return q, err
+}
+
+// accept checks a candidate's accuracy (Options.Accept), timed on the
+// clock; without a check every candidate keeps it.
+func (s *searcher) accept(b graph.Serialized) (bool, error) {
+	if s.opts.Accept == nil {
+		return true, nil
+	}
+	var ok bool
+	d, err := s.clk.step(func() (err error) { ok, err = s.opts.Accept(b); return err })
+	s.clk.accept = max(s.clk.accept, d)
+	return ok, err
+}
+
+// nothingToTime is the search of a model whose main graph has no
+// quantized region: what was quantized sits inside If/Loop branches. That
+// model is written as it is, and the ORT artifact stays FP32: no
+// measurement said INT8 pays.
+func (s *searcher) nothingToTime() (*File, graph.Serialized, error) {
+	f := newFile(s.opts, ModeAuto, []Region{})
+	f.Recommended, f.Chosen = RecommendFP32, CandidateAllINT8
+	sc := SchemeOf(s.all.report)
+	f.Scheme = &sc
+	f.Reason = "FP32: the main graph has no quantized region to time (what was quantized is inside If/Loop branches); model.int8.onnx holds it, not measured"
+	f.SearchSeconds = round(time.Since(s.start).Seconds())
+	return f, s.all.serialized, nil
+}
+
+// baselines builds what INT8 must beat (fp: the float model as given)
+// and the FP32 model profiled region by region beside all-INT8 (the same
+// graph, so fp unless align pads the channels of the INT8 candidates).
+func (s *searcher) baselines() error {
+	var err error
+	if s.fp, err = s.build(indices(s.all.regions, nil), s.all.regions); err != nil {
+		return err
+	}
+	s.prof = s.fp
+	var alignment *Alignment
+	if s.opts, s.all, alignment, err = align(s.opts, s.all, s.clk); err != nil {
+		return err
 	}
 	if alignment != nil && alignment.Chosen {
-		if prof, err = build(indices(all.regions, nil), all.regions); err != nil {
-			return fail(err)
+		if s.prof, err = s.build(indices(s.all.regions, nil), s.all.regions); err != nil {
+			return err
 		}
 	}
-	in1, err := inputs(fp.model, opts.Inputs, opts.Batches[0])
-	if err != nil {
-		return fail(err)
-	}
-	f := newFile(opts, ModeAuto, all.regions)
-	f.Aligned = alignment
-	cands := []string{CandidateFP32, CandidateAllINT8}
-	models := map[string]*quantized{CandidateFP32: fp, CandidateAllINT8: all}
-	b0 := opts.Batches[0]
-	// done ends the search: the regions' decisions are the chosen
-	// candidate's, and a search the budget cut short says where.
-	done := func() (*File, graph.Serialized, *clock, error) {
-		chosen := models[f.Chosen]
-		f.Regions = withDecisions(f.Regions, indices(chosen.regions, isFloat))
-		for name, q := range models {
-			if name != CandidateFP32 && q.report != nil {
-				f.Schemes[name] = SchemeOf(q.report)
-			}
-		}
-		if q := chosen.report; q != nil {
-			s := SchemeOf(q)
-			f.Scheme = &s
-		}
-		if clk.stoppedBefore != "" {
-			f.BudgetExhausted = true
-			f.StoppedBefore = clk.stoppedBefore
-		}
-		f.SearchSeconds = round(time.Since(start).Seconds())
-		return f, chosen.serialized, clk, nil
-	}
-	// unmeasured ends a search the budget stopped before INT8 was timed
-	// against FP32: nothing slower than FP32 may ship, so FP32 it is.
-	unmeasured := func() (*File, graph.Serialized, *clock, error) {
-		f.Recommended, f.Chosen = RecommendFP32, CandidateAllINT8
-		f.Reason = fmt.Sprintf("FP32: the %s placement budget ended before INT8 was timed against FP32 (stopped before %s)", opts.Budget, clk.stoppedBefore)
-		return done()
-	}
+	s.alignment = alignment
+	return nil
+}
 
-	// Per-region cost from ORT's profiler at the first batch size. The
-	// FP32 profile is the first measurement: nothing predicts it, so it
-	// starts when any time is left.
+// profile takes each region's cost from ORT's profiler at the first batch
+// size, FP32 and all-INT8, and returns the regions INT8 makes slower. The
+// FP32 profile is the first measurement: nothing predicts it, so it starts
+// when any time is left.
+func (s *searcher) profile() (map[int]bool, error) {
+	opts, clk, b0 := s.opts, s.clk, s.opts.Batches[0]
+	in1, err := inputs(s.fp.model, opts.Inputs, b0)
+	if err != nil {
+		return nil, err
+	}
 	if !clk.fits("profiling the FP32 model", 0, 0) {
-		return unmeasured()
+		return nil, errUnmeasured
 	}
 	var fpTimes, int8Times map[string]float64
 	opts.progress("placement: profiling FP32 and all-INT8 per region at batch %d", b0)
 	if _, err := clk.step(func() (err error) {
 		var k cost
-		fpTimes, k, err = nodeTimes(prof.serialized, opts.Session, in1)
+		fpTimes, k, err = nodeTimes(s.prof.serialized, opts.Session, in1)
 		clk.observe(k, b0)
 		return err
 	}); err != nil {
-		return fail(fmt.Errorf("profiling the FP32 model: %w", err))
+		return nil, fmt.Errorf("profiling the FP32 model: %w", err)
 	}
 	if !clk.fits("profiling the INT8 model", clk.profile(b0), 0) {
-		return unmeasured()
+		return nil, errUnmeasured
 	}
 	if _, err := clk.step(func() (err error) {
 		var k cost
-		int8Times, k, err = nodeTimes(all.serialized, opts.Session, in1)
+		int8Times, k, err = nodeTimes(s.all.serialized, opts.Session, in1)
 		clk.observe(k, b0)
 		return err
 	}); err != nil {
-		return fail(fmt.Errorf("profiling the INT8 model: %w", err))
+		return nil, fmt.Errorf("profiling the INT8 model: %w", err)
 	}
-	fpCost, int8Cost := regionCosts(prof, fpTimes), regionCosts(all, int8Times)
+	fpCost, int8Cost := regionCosts(s.prof, fpTimes), regionCosts(s.all, int8Times)
 	slower := map[int]bool{}
-	for i := range f.Regions {
-		f.Regions[i].FP32Ms, f.Regions[i].INT8Ms = round(fpCost[i]), round(int8Cost[i])
+	for i := range s.f.Regions {
+		s.f.Regions[i].FP32Ms, s.f.Regions[i].INT8Ms = round(fpCost[i]), round(int8Cost[i])
 		if fpCost[i] > 0 && int8Cost[i] >= fpCost[i] {
-			slower[f.Regions[i].Index] = true
+			slower[s.f.Regions[i].Index] = true
 		}
 	}
+	return slower, nil
+}
 
+// add makes q a candidate.
+func (s *searcher) add(name string, q *quantized) {
+	s.cands, s.models[name] = append(s.cands, name), q
+}
+
+// optionalCandidates builds the candidates beyond FP32 and all-INT8, each
+// only when the timing the decision needs still fits after it: the
+// profile-guided one (the regions INT8 makes slower kept float), the
+// whole-model alternatives (dynamic INT8, the scheme variants) and the
+// greedy search's. A candidate's accuracy is checked only when the
+// decision would pick it (checkAccuracy): a slower one's check would
+// change nothing.
+func (s *searcher) optionalCandidates(slower map[int]bool) error {
+	opts, clk, b0 := s.opts, s.clk, s.opts.Batches[0]
 	// reserve is what the A/B timing at the first batch size and the
 	// confirmation of a win need after the optional steps.
 	reserve := func(candidates int) time.Duration { return clk.timing(candidates, b0) + clk.confirmation(b0) }
-	// A candidate's accuracy is checked only when the decision would pick
-	// it (the lazy check after the A/B timing): a slower one's check
-	// would change nothing.
-	if len(slower) > 0 && len(slower) < len(all.regions) &&
-		clk.fits("the profile-guided candidate", clk.quantize, reserve(len(cands)+1)) {
-		opts.progress("placement: the profile-guided candidate (%d of %d regions float)", len(slower), len(all.regions))
-		g, err := build(slower, all.regions)
+	if len(slower) > 0 && len(slower) < len(s.all.regions) &&
+		clk.fits("the profile-guided candidate", clk.quantize, reserve(len(s.cands)+1)) {
+		opts.progress("placement: the profile-guided candidate (%d of %d regions float)", len(slower), len(s.all.regions))
+		g, err := s.build(slower, s.all.regions)
 		if err != nil {
-			return fail(err)
+			return err
 		}
-		cands, models[CandidateGuided] = append(cands, CandidateGuided), g
+		s.add(CandidateGuided, g)
 	}
-
-	// The whole-model alternatives (dynamic INT8, the scheme variants),
-	// each when it applies to the model and these settings; those the
-	// budget leaves out are named. Each is
-	// built only when the A/B timing of every batch size and the
-	// confirmations, one candidate more, still fit after it: an optional
-	// candidate must not crowd out the measurements the decision needs.
-	abReserve := func(candidates int) time.Duration {
-		var d time.Duration
-		for _, b := range opts.Batches {
-			d += clk.timing(candidates, b) + clk.confirmation(b)
-		}
-		return d
+	if err := s.alternatives(); err != nil {
+		return err
 	}
-	for i, a := range alternatives {
-		if !clk.fits("the "+a.name+" candidate", clk.quantize, abReserve(len(cands)+1)) {
-			for _, b := range alternatives[i:] {
-				f.NotTried = append(f.NotTried, b.name)
-			}
-			break
-		}
-		var alt *quantized
-		opts.progress("placement: the %s candidate", a.name)
-		d, err := clk.step(func() (err error) { alt, err = alternativeModel(a, opts, all); return err })
-		clk.quantize = max(clk.quantize, d)
-		if err != nil {
-			return fail(fmt.Errorf("the %s candidate: %w", a.name, err))
-		}
-		if alt == nil {
-			continue
-		}
-		cands, models[a.name] = append(cands, a.name), alt
-	}
-
 	// The greedy search gets the budget left but what the A/B timing at
 	// every batch size and the confirmations are predicted to need (batch
 	// sizes past the first predicted from the first's cost per sample,
 	// which errs long); the other thread counts, for the record, get what
 	// is left after them.
-	var abCost time.Duration
-	for _, b := range opts.Batches {
-		abCost += clk.timing(len(cands)+1, b) + clk.confirmation(b)
-	}
-	stop := clk.deadline.Add(-abCost)
-	gr, steps, err := greedy(opts, prof, all, clk, stop, build, accept)
+	stop := clk.deadline.Add(-s.abReserve(len(s.cands) + 1))
+	gr, steps, err := greedy(opts, s.prof, s.all, clk, stop, s.build, s.accept)
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	f.Greedy = steps
+	s.f.Greedy = steps
 	if gr != nil {
-		cands, models[CandidateGreedy] = append(cands, CandidateGreedy), gr
+		s.add(CandidateGreedy, gr)
 	}
+	return nil
+}
 
-	// Whole-model A/B at the artifact's threads, each batch size; a batch
-	// size is timed only when its confirmation, and that of the batch
-	// sizes before it, fits after it.
-	// timeAt times the candidates; its turns stop at stop (after the
-	// least), so that the steps reserved after it keep their time.
-	timeAt := func(threads, batch int, names []string, stop time.Time, retire func([][]float64, []bool)) (*Timing, error) {
-		bs := make([]graph.Serialized, len(names))
-		for i, n := range names {
-			bs[i] = models[n].serialized
-		}
-		sess := opts.Session
-		sess.IntraOpThreads = threads
-		opts.progress("placement: timing %s at batch %d, %s", strings.Join(names, ", "), batch, threadWords(threads))
-		var p50 []float64
-		var k cost
-		_, err := clk.step(func() (err error) {
-			p50, k, err = timeInterleaved(bs, sess, opts.Inputs, batch, stop, retire)
-			clk.observe(k, batch)
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("timing the candidates at batch %d, %d threads: %w", batch, threads, err)
-		}
-		t := &Timing{Threads: threads, Batch: batch, P50Ms: map[string]float64{}, Runs: map[string]int{}}
-		for i, n := range names {
-			if k.runs[i] == 0 {
-				t.LeftOut = append(t.LeftOut, n)
-				continue
-			}
-			t.P50Ms[n] = round(p50[i])
-			t.Runs[n] = k.runs[i]
-		}
-		return t, nil
+// abReserve is what the A/B timing of candidates at every batch size and
+// the confirmations are predicted to need.
+func (s *searcher) abReserve(candidates int) time.Duration {
+	var d time.Duration
+	for _, b := range s.opts.Batches {
+		d += s.clk.timing(candidates, b) + s.clk.confirmation(b)
 	}
+	return d
+}
+
+// alternatives builds the whole-model alternatives (dynamic INT8, the
+// scheme variants), each when it applies to the model and these
+// settings, and only when the A/B timing of every batch size and the
+// confirmations, one candidate more, still fit after it: an optional
+// candidate must not crowd out the measurements the decision needs.
+// Those the budget leaves out are named.
+func (s *searcher) alternatives() error {
+	for i, a := range alternatives {
+		if !s.clk.fits("the "+a.name+" candidate", s.clk.quantize, s.abReserve(len(s.cands)+1)) {
+			for _, b := range alternatives[i:] {
+				s.f.NotTried = append(s.f.NotTried, b.name)
+			}
+			return nil
+		}
+		var alt *quantized
+		s.opts.progress("placement: the %s candidate", a.name)
+		d, err := s.clk.step(func() (err error) { alt, err = alternativeModel(a, s.opts, s.all); return err })
+		s.clk.quantize = max(s.clk.quantize, d)
+		if err != nil {
+			return fmt.Errorf("the %s candidate: %w", a.name, err)
+		}
+		if alt != nil {
+			s.add(a.name, alt)
+		}
+	}
+	return nil
+}
+
+// timeAt times the candidates names at threads and batch; its turns stop
+// at stop (after the least), so that the steps reserved after it keep
+// their time.
+func (s *searcher) timeAt(threads, batch int, names []string, stop time.Time, retire func([][]float64, []bool)) (*Timing, error) {
+	bs := make([]graph.Serialized, len(names))
+	for i, n := range names {
+		bs[i] = s.models[n].serialized
+	}
+	sess := s.opts.Session
+	sess.IntraOpThreads = threads
+	s.opts.progress("placement: timing %s at batch %d, %s", strings.Join(names, ", "), batch, threadWords(threads))
+	var p50 []float64
+	var k cost
+	_, err := s.clk.step(func() (err error) {
+		p50, k, err = timeInterleaved(bs, sess, s.opts.Inputs, batch, stop, retire)
+		s.clk.observe(k, batch)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("timing the candidates at batch %d, %d threads: %w", batch, threads, err)
+	}
+	t := &Timing{Threads: threads, Batch: batch, P50Ms: map[string]float64{}, Runs: map[string]int{}}
+	for i, n := range names {
+		if k.runs[i] == 0 {
+			t.LeftOut = append(t.LeftOut, n)
+			continue
+		}
+		t.P50Ms[n] = round(p50[i])
+		t.Runs[n] = k.runs[i]
+	}
+	return t, nil
+}
+
+// timeCandidates is the whole-model A/B at the artifact's threads, each
+// batch size; a batch size is timed only when its confirmation, and that
+// of the batch sizes before it, fits after it.
+func (s *searcher) timeCandidates() error {
+	opts, clk := s.opts, s.clk
 	var confirmCost time.Duration
 	for i, b := range opts.Batches {
 		confirmCost += clk.confirmation(b)
-		names := cands
+		names := s.cands
 		if i > 0 {
 			// Fastest first at the first batch size (FP32 always first):
 			// what memory or the budget leaves out are the slowest.
-			names = byFirstTiming(f.Timings[0], cands)
+			names = byFirstTiming(s.f.Timings[0], s.cands)
 			if clk.timing(len(names), b) >= time.Until(clk.deadline)-confirmCost {
 				// Every candidate does not fit: the contenders may.
-				names = contenders(f.Timings[0], names)
+				names = contenders(s.f.Timings[0], names)
 			}
 		}
 		if !clk.fits(fmt.Sprintf("timing the candidates at batch %d", b), clk.timing(len(names), b), confirmCost) {
@@ -492,94 +564,130 @@ func search(opts Options) (*File, graph.Serialized, *clock, error) {
 		// made now is revised by what this timing measures.
 		after := confirmCost
 		for _, c := range opts.Batches[i+1:] {
-			after += clk.timing(len(cands), c) + clk.confirmation(c)
+			after += clk.timing(len(s.cands), c) + clk.confirmation(c)
 		}
-		t, err := timeAt(opts.Session.IntraOpThreads, b, names, clk.deadline.Add(-after*3/2), retireLosers) // names[0] is FP32
+		t, err := s.timeAt(opts.Session.IntraOpThreads, b, names, clk.deadline.Add(-after*3/2), retireLosers) // names[0] is FP32
 		if err != nil {
-			return fail(err)
+			return err
 		}
-		f.Timings = append(f.Timings, *t)
+		s.f.Timings = append(s.f.Timings, *t)
 	}
-	if len(f.Timings) == 0 {
-		return unmeasured()
+	if len(s.f.Timings) == 0 {
+		return errUnmeasured
 	}
-	// The lazy check: the decision is made among the candidates that keep
-	// the accuracy budget, checked fastest first: one that misses it is
-	// dropped and the next fastest checked. All-INT8 (the guard's model)
-	// and the greedy placement (each revert checked) are known to keep it.
+	return nil
+}
+
+// checkAccuracy is the lazy check: the decision is made among the
+// candidates that keep the accuracy budget, checked fastest first: one
+// that misses it is dropped and the next fastest checked. All-INT8 (the
+// guard's model) and the greedy placement (each revert checked) are known
+// to keep it.
+func (s *searcher) checkAccuracy() error {
+	f := s.f
 	checked := map[string]bool{CandidateAllINT8: true, CandidateGreedy: true}
-	for choose(f, cands, models); !checked[f.Chosen]; choose(f, cands, models) {
-		if opts.Accept != nil {
-			opts.progress("placement: checking the accuracy of %s, the fastest INT8 candidate left", f.Chosen)
+	for choose(f, s.cands, s.models); !checked[f.Chosen]; choose(f, s.cands, s.models) {
+		if s.opts.Accept != nil {
+			s.opts.progress("placement: checking the accuracy of %s, the fastest INT8 candidate left", f.Chosen)
 		}
-		ok, err := accept(models[f.Chosen].serialized)
+		ok, err := s.accept(s.models[f.Chosen].serialized)
 		if err != nil {
-			return fail(fmt.Errorf("checking the %s candidate: %w", f.Chosen, err))
+			return fmt.Errorf("checking the %s candidate: %w", f.Chosen, err)
 		}
 		checked[f.Chosen] = true
-		if opts.Accept != nil {
+		if s.opts.Accept != nil {
 			f.Checked = append(f.Checked, f.Chosen)
 		}
 		if ok {
 			break
 		}
 		f.Rejected = append(f.Rejected, f.Chosen+": misses the accuracy budget")
-		cands = slices.DeleteFunc(cands, func(c string) bool { return c == f.Chosen })
+		s.cands = slices.DeleteFunc(s.cands, func(c string) bool { return c == f.Chosen })
 	}
+	return nil
+}
 
-	// A win measured once can be noise (or a burst of load on the other
-	// candidate): INT8 is confirmed against FP32 with fresh sessions at
-	// every batch size measured, each for a whole window. A win the
-	// budget leaves unconfirmed is not shipped.
-	if f.Recommended == RecommendINT8 {
-		var confirm []Timing
-		for i, t := range f.Timings {
-			var after time.Duration // the confirmations still to come
-			for _, u := range f.Timings[i+1:] {
-				after += clk.confirmation(u.Batch)
-			}
-			// A confirmation takes its whole window (timePerBatch): one
-			// cut to the least turns by a short budget is too noisy to
-			// ship INT8 on, so it is not started.
-			need := clk.confirmation(t.Batch)
-			if !clk.fits(fmt.Sprintf("confirming INT8 at batch %d", t.Batch), need, after) {
-				break
-			}
-			c, err := timeAt(t.Threads, t.Batch, []string{CandidateFP32, f.Chosen}, time.Now().Add(need), nil)
-			if err != nil {
-				return fail(err)
-			}
-			c.Confirmation = true
-			confirm = append(confirm, *c)
-		}
-		searched := len(f.Timings)
-		f.Timings = append(f.Timings, confirm...)
-		switch s, w := speedup(confirm, f.Threads, f.Chosen); {
-		case len(confirm) < searched:
-			f.Recommended = RecommendFP32
-			f.Reason = fmt.Sprintf("FP32: INT8 was faster when searched (%s) but the %s placement budget ended before the win was confirmed at every batch size", f.Reason, opts.Budget)
-		case !wins(s, w):
-			f.Recommended = RecommendFP32
-			f.Reason = fmt.Sprintf("FP32: INT8 was faster when searched (%s) but %.2fx the speed of FP32 when confirmed: within noise", f.Reason, s)
-		}
+// confirm times a win again: one measured once can be noise (or a burst
+// of load on the other candidate), so INT8 is confirmed against FP32 with
+// fresh sessions at every batch size measured, each for a whole window.
+// A win the budget leaves unconfirmed is not shipped.
+func (s *searcher) confirm() error {
+	f, clk := s.f, s.clk
+	if f.Recommended != RecommendINT8 {
+		return nil
 	}
+	var confirm []Timing
+	for i, t := range f.Timings {
+		var after time.Duration // the confirmations still to come
+		for _, u := range f.Timings[i+1:] {
+			after += clk.confirmation(u.Batch)
+		}
+		// A confirmation takes its whole window (timePerBatch): one cut
+		// to the least turns by a short budget is too noisy to ship INT8
+		// on, so it is not started.
+		need := clk.confirmation(t.Batch)
+		if !clk.fits(fmt.Sprintf("confirming INT8 at batch %d", t.Batch), need, after) {
+			break
+		}
+		c, err := s.timeAt(t.Threads, t.Batch, []string{CandidateFP32, f.Chosen}, time.Now().Add(need), nil)
+		if err != nil {
+			return err
+		}
+		c.Confirmation = true
+		confirm = append(confirm, *c)
+	}
+	searched := len(f.Timings)
+	f.Timings = append(f.Timings, confirm...)
+	switch sp, w := speedup(confirm, f.Threads, f.Chosen); {
+	case len(confirm) < searched:
+		f.Recommended = RecommendFP32
+		f.Reason = fmt.Sprintf("FP32: INT8 was faster when searched (%s) but the %s placement budget ended before the win was confirmed at every batch size", f.Reason, s.opts.Budget)
+	case !wins(sp, w):
+		f.Recommended = RecommendFP32
+		f.Reason = fmt.Sprintf("FP32: INT8 was faster when searched (%s) but %.2fx the speed of FP32 when confirmed: within noise", f.Reason, sp)
+	}
+	return nil
+}
 
-	// The other thread counts the issue asks for (1 and all cores), for
-	// the record: FP32 against the chosen INT8 placement.
-others:
-	for _, threads := range otherThreads(opts.Session.IntraOpThreads) {
-		for _, b := range opts.Batches {
-			if !clk.fits(fmt.Sprintf("timing at batch %d, %s (for the record)", b, threadWords(threads)), clk.timing(2, b), 0) {
-				break others
+// otherThreads times FP32 against the chosen placement at the other
+// thread counts (1 and all cores), for the record, while they fit.
+func (s *searcher) otherThreads() error {
+	for _, threads := range otherThreads(s.opts.Session.IntraOpThreads) {
+		for _, b := range s.opts.Batches {
+			if !s.clk.fits(fmt.Sprintf("timing at batch %d, %s (for the record)", b, threadWords(threads)), s.clk.timing(2, b), 0) {
+				return nil
 			}
-			t, err := timeAt(threads, b, []string{CandidateFP32, f.Chosen}, clk.deadline, nil)
+			t, err := s.timeAt(threads, b, []string{CandidateFP32, s.f.Chosen}, s.clk.deadline, nil)
 			if err != nil {
-				return fail(err)
+				return err
 			}
-			f.Timings = append(f.Timings, *t)
+			s.f.Timings = append(s.f.Timings, *t)
 		}
 	}
-	return done()
+	return nil
+}
+
+// done ends the search: the regions' decisions are the chosen
+// candidate's, and a search the budget cut short says where.
+func (s *searcher) done() (*File, graph.Serialized, error) {
+	f := s.f
+	chosen := s.models[f.Chosen]
+	f.Regions = withDecisions(f.Regions, indices(chosen.regions, isFloat))
+	for name, q := range s.models {
+		if name != CandidateFP32 && q.report != nil {
+			f.Schemes[name] = SchemeOf(q.report)
+		}
+	}
+	if q := chosen.report; q != nil {
+		sc := SchemeOf(q)
+		f.Scheme = &sc
+	}
+	if s.clk.stoppedBefore != "" {
+		f.BudgetExhausted = true
+		f.StoppedBefore = s.clk.stoppedBefore
+	}
+	f.SearchSeconds = round(time.Since(s.start).Seconds())
+	return f, chosen.serialized, nil
 }
 
 // contenders are FP32 and the INT8 candidates within 2x of the fastest
