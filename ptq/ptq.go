@@ -277,52 +277,13 @@ func run(opts Options) (*Result, error) {
 	}
 	defer m.Close()
 	res := &Result{Input: opts.Input, Output: opts.Output}
-	if err := shapesFromData(&opts, res, data.GraphInputs(m.Graph)); err != nil {
+	batches, err := prepare(&opts, m, res)
+	if err != nil {
 		return nil, err
 	}
-	if !opts.Optimized {
-		pipeline, _ := passes.Select(QuantizeLevel, nil, nil)
-		if res.Passes, err = passes.Run(m, pipeline, passes.Options{Eval: &ort.NodeEvaluator{}}); err != nil {
-			return nil, fmt.Errorf("%s: %w", opts.Input, err)
-		}
-	}
-	if m.OpsetVersion("") < 13 {
-		if res.UpgradedOpset, err = passes.UpgradeOpset(m, 13); err != nil {
-			return nil, fmt.Errorf("%s: per-channel Q/DQ needs opset 13: %w", opts.Input, err)
-		}
-	}
-	// Timings run at the deployment's batch sizes, or at the batch size
-	// the model fixes.
-	batches := []int{1, 8}
-	if len(opts.Batches) > 0 {
-		batches = opts.Batches
-	}
-	if b := data.StaticBatch(data.GraphInputs(m.Graph), opts.Inputs); b > 0 {
-		batches = []int{b}
-	}
-	if len(opts.Techniques) > 0 && !opts.Dynamic {
-		res.Techniques = &TechniquesReport{}
-	}
-	// rescaled: a technique changed the float model's numbers (not its
-	// function), which the float check then proves.
-	rescaled := false
-	if res.Techniques != nil && slices.Contains(opts.Techniques, quantize.TechniqueEqualize) {
-		if res.Techniques.Equalized, err = quantize.Equalize(m, equalizeIterations); err != nil {
-			return nil, fmt.Errorf("%s: %w", opts.Input, err)
-		}
-		res.Techniques.Applied = append(res.Techniques.Applied, quantize.TechniqueEqualize)
-		rescaled = len(res.Techniques.Equalized) > 0
-	}
-	if res.Techniques != nil && slices.Contains(opts.Techniques, quantize.TechniqueSmoothQuant) {
-		if opts.CalibData == "" {
-			return nil, fmt.Errorf("%s: smoothquant needs --calib-data (a calibration cache holds no per-channel ranges)", opts.Input)
-		}
-		opts.progress("smoothquant: per-channel ranges of the MatMul/Gemm inputs on %s", opts.CalibData)
-		if res.Techniques.SmoothQuant, err = smoothQuant(opts, m); err != nil {
-			return nil, fmt.Errorf("%s: %w", opts.Input, err)
-		}
-		res.Techniques.Applied = append(res.Techniques.Applied, quantize.TechniqueSmoothQuant)
-		rescaled = rescaled || len(res.Techniques.SmoothQuant.Groups) > 0
+	rescaled, err := rescale(opts, m, res)
+	if err != nil {
+		return nil, err
 	}
 	float, err := graph.MarshalReferencing(m)
 	if err != nil {
@@ -347,43 +308,12 @@ func run(opts Options) (*Result, error) {
 	if eval == "" {
 		eval, evalOpts, res.HeldOut = holdOut(&opts, data.GraphInputs(m.Graph))
 	}
-	ranges, info, err := calibrationRanges(opts, m)
+	plain, err := calibrated(&opts, m, res)
 	if err != nil {
 		return nil, err
 	}
-	res.Calibration = *info
-	if info.Stopped {
-		// Bias correction and GPTQ read the samples calibration read.
-		opts.CalibOpts.Samples = int(info.Samples)
-	}
-	if info.FromCache && res.HeldOut && opts.EvalData == "" && info.Samples != int64(opts.CalibOpts.Samples) {
-		// A cache made on other samples than this split's.
-		res.HeldOut = false
-	}
-
-	plain := make(map[string][2]float64, len(ranges))
-	for name, r := range ranges {
-		plain[name] = [2]float64{r.Min, r.Max}
-	}
-	if res.Techniques != nil && slices.Contains(opts.Techniques, quantize.TechniqueGPTQ) {
-		if opts.CalibData == "" {
-			return nil, fmt.Errorf("%s: gptq needs --calib-data", opts.Input)
-		}
-		opts.progress("gptq: input Grams of the INT8 layers on %s", opts.CalibData)
-		if opts.Quant.Rounded, res.Techniques.GPTQ, err = gptqRounding(opts, float, plain, 0, time.Time{}); err != nil {
-			return nil, fmt.Errorf("%s: %w", opts.Input, err)
-		}
-		res.Techniques.Applied = append(res.Techniques.Applied, quantize.TechniqueGPTQ)
-	}
-	if res.Techniques != nil && slices.Contains(opts.Techniques, quantize.TechniqueBiasCorrection) {
-		if opts.CalibData == "" {
-			return nil, fmt.Errorf("%s: bias-correction needs --calib-data", opts.Input)
-		}
-		opts.progress("bias correction: mean error per channel of each INT8 layer on %s", opts.CalibData)
-		if opts.Quant.BiasShift, res.Techniques.Bias, err = biasCorrection(opts, float, plain); err != nil {
-			return nil, fmt.Errorf("%s: %w", opts.Input, err)
-		}
-		res.Techniques.Applied = append(res.Techniques.Applied, quantize.TechniqueBiasCorrection)
+	if err := roundAndCorrect(&opts, float, plain, res); err != nil {
+		return nil, err
 	}
 	q, int8Model, rep, err := quantizeWith(float, plain, opts.Quant)
 	if err != nil {
@@ -393,38 +323,17 @@ func run(opts Options) (*Result, error) {
 	if len(rep.Quantized) == 0 {
 		return nil, fmt.Errorf("%s: %w", opts.Input, ErrNothingToQuantize)
 	}
-
 	quality := qualitySession(opts)
 	res.QualityLevel = quality.Level.String()
 	res.Guard = &Guard{Data: eval, HeldOut: res.HeldOut}
-	// The float model's outputs are kept for the next measurement on the
-	// same data: the guard and placement measure many INT8 candidates.
-	ref := compare.NewReference()
-	measureOn := func(dopts data.Options) func(graph.Serialized) (*compare.Result, error) {
-		return func(b graph.Serialized) (*compare.Result, error) {
-			r, err := compare.Models(compare.Options{
-				ModelA: "float", ModelB: "int8", AInMemory: float, BInMemory: b,
-				Data: eval, DataOpts: dopts, Labels: opts.EvalLabels, Scorer: opts.EvalTask,
-				Atol: map[string]float64{"": 1e9}, Session: quality, ORTLib: opts.ORTLib, Reference: ref,
-			})
-			if err != nil {
-				return nil, fmt.Errorf("evaluating the INT8 model: %w", err)
-			}
-			return r, nil
-		}
-	}
-	measure := measureOn(evalOpts)
-	quickOpts := evalOpts
-	if quickOpts.Samples == 0 || quickOpts.Samples > sensitivitySamples {
-		quickOpts.Samples = sensitivitySamples
-	}
+	measure, quick := measurers(opts, float, eval, evalOpts, quality)
 	if eval != "" {
 		opts.progress("checking the INT8 model against float on %s", eval)
 		if res.Accuracy, err = measure(int8Model); err != nil {
 			return nil, err
 		}
 	}
-	if q, int8Model, err = guard(&opts, float, plain, res, q, int8Model, measure, measureOn(quickOpts)); err != nil {
+	if q, int8Model, err = guard(&opts, float, plain, res, q, int8Model, measure, quick); err != nil {
 		if IsGuardError(err) {
 			return res, err
 		}
@@ -447,15 +356,9 @@ func run(opts Options) (*Result, error) {
 		}
 	}
 	res.FloatBytes, res.Int8Bytes = int64(len(float.Bytes)), int64(len(int8Model.Bytes))
-	if eval != "" && !opts.Deadline.IsZero() && time.Now().After(opts.Deadline) {
-		res.SQNRSkipped = "the quantization's share of the budget was spent"
-		opts.progress("per-tensor SQNR skipped: %s", res.SQNRSkipped)
-	} else if eval != "" {
-		opts.progress("per-tensor SQNR on %s", eval)
-		sq := opts
-		sq.Session = quality
-		if res.TensorSQNR, err = tensorSQNR(sq, sqnrFloat, sqnrModel, eval, evalOpts); err != nil {
-			return nil, fmt.Errorf("per-tensor SQNR: %w", err)
+	if eval != "" {
+		if err := measureSQNR(opts, quality, sqnrFloat, sqnrModel, eval, evalOpts, res); err != nil {
+			return nil, err
 		}
 	}
 	if !opts.NoLatency {
@@ -468,6 +371,164 @@ func run(opts Options) (*Result, error) {
 	}
 	res.Caveats = res.caveats(opts)
 	return res, nil
+}
+
+// prepare fixes the model's shapes from the data, runs the quantization
+// passes (unless the caller ran its own) and upgrades the opset per-channel
+// Q/DQ needs; it returns the batch sizes timings run at: the
+// deployment's, or the one the model fixes.
+func prepare(opts *Options, m *graph.Model, res *Result) ([]int, error) {
+	if err := shapesFromData(opts, res, data.GraphInputs(m.Graph)); err != nil {
+		return nil, err
+	}
+	var err error
+	if !opts.Optimized {
+		pipeline, _ := passes.Select(QuantizeLevel, nil, nil)
+		if res.Passes, err = passes.Run(m, pipeline, passes.Options{Eval: &ort.NodeEvaluator{}}); err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.Input, err)
+		}
+	}
+	if m.OpsetVersion("") < 13 {
+		if res.UpgradedOpset, err = passes.UpgradeOpset(m, 13); err != nil {
+			return nil, fmt.Errorf("%s: per-channel Q/DQ needs opset 13: %w", opts.Input, err)
+		}
+	}
+	batches := []int{1, 8}
+	if len(opts.Batches) > 0 {
+		batches = opts.Batches
+	}
+	if b := data.StaticBatch(data.GraphInputs(m.Graph), opts.Inputs); b > 0 {
+		batches = []int{b}
+	}
+	if len(opts.Techniques) > 0 && !opts.Dynamic {
+		res.Techniques = &TechniquesReport{}
+	}
+	return batches, nil
+}
+
+// rescale applies the techniques that change the float model's numbers,
+// not its function, before calibration (cross-layer equalization,
+// SmoothQuant); it reports whether they changed any, which the float
+// check then proves.
+func rescale(opts Options, m *graph.Model, res *Result) (bool, error) {
+	rescaled := false
+	var err error
+	if res.Techniques != nil && slices.Contains(opts.Techniques, quantize.TechniqueEqualize) {
+		if res.Techniques.Equalized, err = quantize.Equalize(m, equalizeIterations); err != nil {
+			return false, fmt.Errorf("%s: %w", opts.Input, err)
+		}
+		res.Techniques.Applied = append(res.Techniques.Applied, quantize.TechniqueEqualize)
+		rescaled = len(res.Techniques.Equalized) > 0
+	}
+	if res.Techniques != nil && slices.Contains(opts.Techniques, quantize.TechniqueSmoothQuant) {
+		if opts.CalibData == "" {
+			return false, fmt.Errorf("%s: smoothquant needs --calib-data (a calibration cache holds no per-channel ranges)", opts.Input)
+		}
+		opts.progress("smoothquant: per-channel ranges of the MatMul/Gemm inputs on %s", opts.CalibData)
+		if res.Techniques.SmoothQuant, err = smoothQuant(opts, m); err != nil {
+			return false, fmt.Errorf("%s: %w", opts.Input, err)
+		}
+		res.Techniques.Applied = append(res.Techniques.Applied, quantize.TechniqueSmoothQuant)
+		rescaled = rescaled || len(res.Techniques.SmoothQuant.Groups) > 0
+	}
+	return rescaled, nil
+}
+
+// calibrated is each calibrated tensor's range, from the cache or the
+// calibration data (res.Calibration says which). When the budget stopped
+// calibration, what reads the calibration data after it reads the same
+// samples.
+func calibrated(opts *Options, m *graph.Model, res *Result) (map[string][2]float64, error) {
+	ranges, info, err := calibrationRanges(*opts, m)
+	if err != nil {
+		return nil, err
+	}
+	res.Calibration = *info
+	if info.Stopped {
+		opts.CalibOpts.Samples = int(info.Samples)
+	}
+	if info.FromCache && res.HeldOut && opts.EvalData == "" && info.Samples != int64(opts.CalibOpts.Samples) {
+		// A cache made on other samples than this split's.
+		res.HeldOut = false
+	}
+	plain := make(map[string][2]float64, len(ranges))
+	for name, r := range ranges {
+		plain[name] = [2]float64{r.Min, r.Max}
+	}
+	return plain, nil
+}
+
+// roundAndCorrect applies the techniques asked for that work on the INT8
+// weights from the calibration data: GPTQ's rounding, then bias
+// correction of the weights as rounded.
+func roundAndCorrect(opts *Options, float graph.Serialized, plain map[string][2]float64, res *Result) error {
+	var err error
+	if res.Techniques != nil && slices.Contains(opts.Techniques, quantize.TechniqueGPTQ) {
+		if opts.CalibData == "" {
+			return fmt.Errorf("%s: gptq needs --calib-data", opts.Input)
+		}
+		opts.progress("gptq: input Grams of the INT8 layers on %s", opts.CalibData)
+		if opts.Quant.Rounded, res.Techniques.GPTQ, err = gptqRounding(*opts, float, plain, 0, time.Time{}); err != nil {
+			return fmt.Errorf("%s: %w", opts.Input, err)
+		}
+		res.Techniques.Applied = append(res.Techniques.Applied, quantize.TechniqueGPTQ)
+	}
+	if res.Techniques != nil && slices.Contains(opts.Techniques, quantize.TechniqueBiasCorrection) {
+		if opts.CalibData == "" {
+			return fmt.Errorf("%s: bias-correction needs --calib-data", opts.Input)
+		}
+		opts.progress("bias correction: mean error per channel of each INT8 layer on %s", opts.CalibData)
+		if opts.Quant.BiasShift, res.Techniques.Bias, err = biasCorrection(*opts, float, plain); err != nil {
+			return fmt.Errorf("%s: %w", opts.Input, err)
+		}
+		res.Techniques.Applied = append(res.Techniques.Applied, quantize.TechniqueBiasCorrection)
+	}
+	return nil
+}
+
+// measurers compare an INT8 model with float on the evaluation data: all
+// of it (measure), or its first sensitivitySamples (quick, the fallback's
+// layer-by-layer ranking). The float model's outputs are kept for the next
+// measurement on the same data: the guard and placement measure many INT8
+// candidates.
+func measurers(opts Options, float graph.Serialized, eval string, evalOpts data.Options, quality ort.Options) (measure, quick func(graph.Serialized) (*compare.Result, error)) {
+	ref := compare.NewReference()
+	measureOn := func(dopts data.Options) func(graph.Serialized) (*compare.Result, error) {
+		return func(b graph.Serialized) (*compare.Result, error) {
+			r, err := compare.Models(compare.Options{
+				ModelA: "float", ModelB: "int8", AInMemory: float, BInMemory: b,
+				Data: eval, DataOpts: dopts, Labels: opts.EvalLabels, Scorer: opts.EvalTask,
+				Atol: map[string]float64{"": 1e9}, Session: quality, ORTLib: opts.ORTLib, Reference: ref,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("evaluating the INT8 model: %w", err)
+			}
+			return r, nil
+		}
+	}
+	quickOpts := evalOpts
+	if quickOpts.Samples == 0 || quickOpts.Samples > sensitivitySamples {
+		quickOpts.Samples = sensitivitySamples
+	}
+	return measureOn(evalOpts), measureOn(quickOpts)
+}
+
+// measureSQNR is each quantized activation's SQNR on the evaluation data
+// (a diagnostic: skipped once the budget's Deadline has passed).
+func measureSQNR(opts Options, quality ort.Options, float, int8Model graph.Serialized, eval string, evalOpts data.Options, res *Result) error {
+	if !opts.Deadline.IsZero() && time.Now().After(opts.Deadline) {
+		res.SQNRSkipped = "the quantization's share of the budget was spent"
+		opts.progress("per-tensor SQNR skipped: %s", res.SQNRSkipped)
+		return nil
+	}
+	opts.progress("per-tensor SQNR on %s", eval)
+	sq := opts
+	sq.Session = quality
+	var err error
+	if res.TensorSQNR, err = tensorSQNR(sq, float, int8Model, eval, evalOpts); err != nil {
+		return fmt.Errorf("per-tensor SQNR: %w", err)
+	}
+	return nil
 }
 
 // RandomSamples is how many samples random calibration and random checks
