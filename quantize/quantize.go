@@ -151,9 +151,67 @@ type plan struct {
 // opset at version 13 or later (per-channel QuantizeLinear/
 // DequantizeLinear); older models are refused, not upgraded.
 func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report, error) {
-	sc, err := SchemeFor(opts.Target)
+	sc, excl, err := checkApply(m, &opts)
 	if err != nil {
 		return nil, err
+	}
+	a := &application{opts: opts, sc: sc, excl: excl, skipped: map[*graph.Node]bool{}, keepFloat: map[*graph.Node]bool{}}
+	// Nodes of If branches and Loop/Scan bodies are quantized like the
+	// main graph's; each Q/DQ goes into the graph of the node it feeds.
+	m.Graph.Walk(func(sg *graph.Graph) {
+		a.graphs = append(a.graphs, sg)
+		a.nodes = append(a.nodes, sg.Nodes...)
+	})
+	for _, n := range a.nodes {
+		if isOp(n, "QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger") {
+			return nil, fmt.Errorf("quantize: the model is already quantized (node %s)", n)
+		}
+	}
+	for name, r := range ranges {
+		if math.IsNaN(r[0]) || math.IsNaN(r[1]) || math.IsInf(r[0], 0) || math.IsInf(r[1], 0) || r[0] > r[1] {
+			return nil, fmt.Errorf("quantize: range of %q is not a finite [min, max]: %v", name, r)
+		}
+	}
+	rep := &Report{Target: opts.Target, PerChannel: opts.PerChannel == nil || *opts.PerChannel, Format: opts.Format,
+		SignedActivations: sc.symmetric()}
+	rep.ReduceRange, rep.ReduceRangeReason = reduceRange(sc, opts)
+	a.rep = rep
+	a.q = &quantizer{g: m.Graph, ranges: maps.Clone(ranges), scheme: sc, rep: rep, rounded: opts.Rounded,
+		qmax: 127, dq: map[actKey]*graph.Value{}, wq: map[weightKey]*graph.Value{}, scaleOf: map[*graph.Value]float32{}, quantizes: map[*graph.Value]*graph.Value{}}
+	if rep.ReduceRange {
+		a.q.qmax = 63
+	}
+	for _, i := range opts.KeepFloat {
+		if i < 0 || i >= len(m.Graph.Nodes) {
+			return nil, fmt.Errorf("quantize: KeepFloat index %d is outside the graph's %d nodes", i, len(m.Graph.Nodes))
+		}
+		a.keepFloat[m.Graph.Nodes[i]] = true
+	}
+	// Ranges the integer chains need (chains.go), before any is read.
+	a.q.chainRanges(a.nodes, a.excluded)
+	// Weighted ops first: which have constant weights, which stay float;
+	// then the ops without weights.
+	a.chosen = map[*graph.Node]*plan{}
+	a.planWeighted()
+	a.planOthers()
+	if err := a.rewrite(); err != nil {
+		return rep, err
+	}
+	if opts.Format == FormatQOperator {
+		if rep.QOperator, err = ToQOperator(m); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// checkApply resolves the target's scheme and the format, and refuses
+// what Apply cannot quantize: an unknown format or one the target does not
+// take, an opset below 13, an exclude pattern that does not compile.
+func checkApply(m *graph.Model, opts *Options) (Scheme, []*regexp.Regexp, error) {
+	sc, err := SchemeFor(opts.Target)
+	if err != nil {
+		return sc, nil, err
 	}
 	opts.Target = sc.Target
 	if opts.Format == "" {
@@ -166,137 +224,126 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 	}
 	switch {
 	case opts.Format != FormatQDQ && opts.Format != FormatQOperator:
-		return nil, fmt.Errorf("quantize: unknown format %q (want %q or %q)", opts.Format, FormatQDQ, FormatQOperator)
+		return sc, nil, fmt.Errorf("quantize: unknown format %q (want %q or %q)", opts.Format, FormatQDQ, FormatQOperator)
 	case opts.Format == FormatQOperator && !sc.QOperator:
-		return nil, fmt.Errorf("quantize: format %q is for target %q; %s takes QDQ", FormatQOperator, TargetORT, opts.Target)
+		return sc, nil, fmt.Errorf("quantize: format %q is for target %q; %s takes QDQ", FormatQOperator, TargetORT, opts.Target)
 	}
 	if v := m.OpsetVersion(""); v < 13 {
-		return nil, fmt.Errorf("quantize: the model imports default-domain opset %d; per-channel QuantizeLinear/DequantizeLinear needs opset >= 13, and upgrading a model's opset is not done here (convert it first and check the result against the original)", v)
+		return sc, nil, fmt.Errorf("quantize: the model imports default-domain opset %d; per-channel QuantizeLinear/DequantizeLinear needs opset >= 13, and upgrading a model's opset is not done here (convert it first and check the result against the original)", v)
 	}
 	excl := make([]*regexp.Regexp, len(opts.Exclude))
 	for i, s := range opts.Exclude {
 		re, err := regexp.Compile(s)
 		if err != nil {
-			return nil, fmt.Errorf("quantize: exclude pattern %q: %w", s, err)
+			return sc, nil, fmt.Errorf("quantize: exclude pattern %q: %w", s, err)
 		}
 		excl[i] = re
 	}
-	g := m.Graph
-	// Nodes of If branches and Loop/Scan bodies are quantized like the
-	// main graph's; each Q/DQ goes into the graph of the node it feeds.
-	var graphs []*graph.Graph
-	var nodes []*graph.Node
-	g.Walk(func(sg *graph.Graph) {
-		graphs = append(graphs, sg)
-		nodes = append(nodes, sg.Nodes...)
-	})
-	for _, n := range nodes {
-		if isOp(n, "QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger") {
-			return nil, fmt.Errorf("quantize: the model is already quantized (node %s)", n)
-		}
-	}
-	for name, r := range ranges {
-		if math.IsNaN(r[0]) || math.IsNaN(r[1]) || math.IsInf(r[0], 0) || math.IsInf(r[1], 0) || r[0] > r[1] {
-			return nil, fmt.Errorf("quantize: range of %q is not a finite [min, max]: %v", name, r)
-		}
-	}
+	return sc, excl, nil
+}
 
-	rep := &Report{Target: opts.Target, PerChannel: opts.PerChannel == nil || *opts.PerChannel, Format: opts.Format,
-		SignedActivations: sc.symmetric()}
-	rep.ReduceRange, rep.ReduceRangeReason = reduceRange(sc, opts)
+// application is one Apply: the nodes it reads, what it chose for each,
+// and what it skipped.
+type application struct {
+	opts      Options
+	sc        Scheme
+	excl      []*regexp.Regexp
+	q         *quantizer
+	rep       *Report
+	graphs    []*graph.Graph
+	nodes     []*graph.Node // every graph's, main graph first
+	skipped   map[*graph.Node]bool
+	keepFloat map[*graph.Node]bool
+	chosen    map[*graph.Node]*plan
+}
 
-	q := &quantizer{g: g, ranges: maps.Clone(ranges), scheme: sc, rep: rep, rounded: opts.Rounded,
-		qmax: 127, dq: map[actKey]*graph.Value{}, wq: map[weightKey]*graph.Value{}, scaleOf: map[*graph.Value]float32{}, quantizes: map[*graph.Value]*graph.Value{}}
-	if rep.ReduceRange {
-		q.qmax = 63
-	}
-	skipped := map[*graph.Node]bool{}
-	skip := func(n *graph.Node, why string) {
-		skipped[n] = true
-		rep.Skipped = append(rep.Skipped, Entry{Node: n.String(), Op: n.OpType, Detail: why})
-	}
-	keepFloat := map[*graph.Node]bool{}
-	for _, i := range opts.KeepFloat {
-		if i < 0 || i >= len(g.Nodes) {
-			return nil, fmt.Errorf("quantize: KeepFloat index %d is outside the graph's %d nodes", i, len(g.Nodes))
-		}
-		keepFloat[g.Nodes[i]] = true
-	}
-	excluded := func(n *graph.Node) string {
-		if keepFloat[n] {
-			return "kept float by the placement"
-		}
-		for i, re := range excl {
-			if (n.Name != "" && re.MatchString(n.Name)) || re.MatchString(n.OpType) {
-				return "excluded by pattern " + strconv.Quote(opts.Exclude[i])
-			}
-		}
-		return ""
-	}
+// skip leaves n float and reports why.
+func (a *application) skip(n *graph.Node, why string) {
+	a.skipped[n] = true
+	a.rep.Skipped = append(a.rep.Skipped, Entry{Node: n.String(), Op: n.OpType, Detail: why})
+}
 
-	// Ranges the integer chains need (chains.go), before any is read.
-	q.chainRanges(nodes, excluded)
+// excluded says why n is kept float on purpose (the placement, a
+// pattern), or "".
+func (a *application) excluded(n *graph.Node) string {
+	if a.keepFloat[n] {
+		return "kept float by the placement"
+	}
+	for i, re := range a.excl {
+		if (n.Name != "" && re.MatchString(n.Name)) || re.MatchString(n.OpType) {
+			return "excluded by pattern " + strconv.Quote(a.opts.Exclude[i])
+		}
+	}
+	return ""
+}
 
-	// Weighted ops first: which have constant weights, which stay float.
+// planWeighted plans the weighted ops whose weights are constant, but
+// those kept float (KeepFirstLast, the placement, a pattern) or whose
+// activations have no range; it shifts the biases bias correction asked
+// for.
+func (a *application) planWeighted() {
 	var weighted []*plan
-	for _, n := range nodes {
+	for _, n := range a.nodes {
 		if !isOp(n, weightedOps...) {
 			continue
 		}
-		p, why := q.weightedPlan(n, rep.PerChannel)
-		if why != "" && sc.ActivationMatMul && isOp(n, "MatMul") {
-			p, why = q.activationMatMulPlan(n)
+		p, why := a.q.weightedPlan(n, a.rep.PerChannel)
+		if why != "" && a.sc.ActivationMatMul && isOp(n, "MatMul") {
+			p, why = a.q.activationMatMulPlan(n)
 		}
 		if why != "" {
-			skip(n, why)
+			a.skip(n, why)
 			continue
 		}
 		weighted = append(weighted, p)
 	}
 	keep := map[*graph.Node]string{}
-	if opts.KeepFirstLast && len(weighted) > 0 {
+	if a.opts.KeepFirstLast && len(weighted) > 0 {
 		keep[weighted[len(weighted)-1].n] = "kept float: last weighted op (KeepFirstLast)"
 		keep[weighted[0].n] = "kept float: first weighted op (KeepFirstLast)"
 	}
-	chosen := map[*graph.Node]*plan{}
 	for _, p := range weighted {
-		if why := cmp.Or(keep[p.n], excluded(p.n)); why != "" {
+		if why := cmp.Or(keep[p.n], a.excluded(p.n)); why != "" {
 			// Float on purpose (accuracy fallback, placement, a pattern):
 			// the node says so, and lint does not ask to quantize it.
 			p.n.SetMeta(MetaKeptFloat, why)
-			skip(p.n, why)
+			a.skip(p.n, why)
 			continue
 		}
-		if why := q.needRanges(p.n, p.acts, true); why != "" {
-			skip(p.n, why)
+		if why := a.q.needRanges(p.n, p.acts, true); why != "" {
+			a.skip(p.n, why)
 			continue
 		}
-		if d, ok := opts.BiasShift[p.n.Name]; ok && p.n.Name != "" {
+		if d, ok := a.opts.BiasShift[p.n.Name]; ok && p.n.Name != "" {
 			changed, why := shiftBias(p.n.Graph(), p.n, d)
 			if !changed {
-				rep.BiasNotShifted = append(rep.BiasNotShifted, Entry{Node: p.n.String(), Op: p.n.OpType, Detail: why})
+				a.rep.BiasNotShifted = append(a.rep.BiasNotShifted, Entry{Node: p.n.String(), Op: p.n.OpType, Detail: why})
 			} else {
-				rep.BiasShifted++
+				a.rep.BiasShifted++
 				// A bias the node did not have must be planned (int32).
-				if np, why := q.weightedPlan(p.n, rep.PerChannel); why == "" {
+				if np, why := a.q.weightedPlan(p.n, a.rep.PerChannel); why == "" {
 					p = np
 				}
 			}
 		}
-		chosen[p.n] = p
+		a.chosen[p.n] = p
 	}
-	// Then the ops without weights.
-	for _, n := range nodes {
-		if chosen[n] != nil || isOp(n, weightedOps...) {
+}
+
+// planOthers plans the ops without weights the scheme quantizes: the
+// pass-through ops, and residual Adds where the scheme takes them.
+func (a *application) planOthers() {
+	for _, n := range a.nodes {
+		if a.chosen[n] != nil || isOp(n, weightedOps...) {
 			continue
 		}
 		var p *plan
 		var why string
 		switch {
-		case isOp(n, sc.PassThroughOps...):
-			p, why = q.passThroughPlan(n)
-		case sc.ResidualAdds && isOp(n, "Add"):
-			p, why = q.residualPlan(n, chosen)
+		case isOp(n, a.sc.PassThroughOps...):
+			p, why = a.q.passThroughPlan(n)
+		case a.sc.ResidualAdds && isOp(n, "Add"):
+			p, why = a.q.residualPlan(n, a.chosen)
 		default:
 			continue
 		}
@@ -304,54 +351,51 @@ func Apply(m *graph.Model, ranges map[string][2]float64, opts Options) (*Report,
 			continue // not a pattern this target quantizes
 		}
 		if why == "" {
-			why = excluded(n)
+			why = a.excluded(n)
 		}
 		if why == "" {
-			why = q.needRanges(n, p.acts, q.outputRanges())
+			why = a.q.needRanges(n, p.acts, a.q.outputRanges())
 		}
 		if why != "" {
-			skip(n, why)
+			a.skip(n, why)
 			continue
 		}
-		chosen[n] = p
+		a.chosen[n] = p
 	}
+}
 
-	// Rewrite, in node order, so that each Q/DQ lands before its first
-	// reader.
-	for _, n := range nodes {
+// rewrite inserts the Q/DQ of every plan, in node order, so that each
+// lands before its first reader, and drops what the rewrites left dead.
+func (a *application) rewrite() error {
+	q := a.q
+	for _, n := range a.nodes {
 		q.g = n.Graph()
 		if q.intHardSigmoid[n] {
 			if err := q.integerHardSigmoid(n); err != nil {
-				return rep, fmt.Errorf("quantize %s: %w", n, err)
+				return fmt.Errorf("quantize %s: %w", n, err)
 			}
 			continue
 		}
-		p := chosen[n]
+		p := a.chosen[n]
 		if p == nil {
 			continue
 		}
 		if err := q.rewrite(p); err != nil {
-			return rep, fmt.Errorf("quantize %s: %w", n, err)
+			return fmt.Errorf("quantize %s: %w", n, err)
 		}
-		if sc.QuantizeOutputs {
-			if err := q.quantizeOutput(n, skipped); err != nil {
-				return rep, fmt.Errorf("quantize %s: %w", n, err)
+		if a.sc.QuantizeOutputs {
+			if err := q.quantizeOutput(n, a.skipped); err != nil {
+				return fmt.Errorf("quantize %s: %w", n, err)
 			}
 		}
-		rep.Quantized = append(rep.Quantized, Entry{Node: n.String(), Op: n.OpType, Detail: p.detail})
+		a.rep.Quantized = append(a.rep.Quantized, Entry{Node: n.String(), Op: n.OpType, Detail: p.detail})
 	}
-	for _, sg := range graphs {
+	for _, sg := range a.graphs {
 		if err := dropDead(sg, q.old); err != nil {
-			return rep, err
+			return err
 		}
 	}
-	if opts.Format == FormatQOperator {
-		var err error
-		if rep.QOperator, err = ToQOperator(m); err != nil {
-			return rep, err
-		}
-	}
-	return rep, nil
+	return nil
 }
 
 // MetaKeptFloat is the node metadata key that marks a weighted node kept
