@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/compare"
@@ -132,45 +133,31 @@ without labels). See docs/quantize.md.`,
 				}
 				return weightsRun(opts)
 			}
-			if o.Method, err = calibrate.ParseMethod(method); err != nil {
-				return usageError{fmt.Errorf("--method: %w", err)}
-			}
-			if err := o.Calib.Validate(); err != nil {
-				return usageError{fmt.Errorf("--percentile or --moving-average: %w", err)}
-			}
-			if o.Techniques, err = quantize.ParseTechniques(techniques); err != nil {
-				return usageError{fmt.Errorf("--technique: %w", err)}
-			}
-			if o.SmoothAlpha < 0 || o.SmoothAlpha > 1 {
-				return usageError{fmt.Errorf("--smoothquant-alpha %g: want a value in [0, 1]", o.SmoothAlpha)}
+			// The rules of the build config's calibration and quantize
+			// sections, on the same structs: one home for each.
+			qc := config.Default()
+			qc.Calibration.Method, qc.Calibration.Percentile, qc.Calibration.MovingAverage = method, o.Calib.Percentile, o.Calib.MovingAverage
+			qc.Quantize.Techniques, qc.Quantize.SmoothAlpha, qc.Quantize.ReduceRange = techniques, o.SmoothAlpha, reduceRange
+			qc.Quantize.Format, qc.Quantize.Exclude = format, o.Quant.Exclude
+			qc.Quantize.MaxAccuracyDrop, qc.Quantize.MinCosine, qc.Quantize.MaxRelError = o.MaxAccuracyDrop, o.MinCosine, o.MaxRelError
+			qc.Quantize.NoGuard, qc.Quantize.AllowAccuracyLoss = o.NoGuard, o.AllowAccuracyLoss
+			qc.Eval = evalTask
+			if err := qc.ValidateQuantization(); err != nil {
+				return usageError{fmt.Errorf("quantize: %s", byFlags(cmd.Flags(), err))}
 			}
 			if !slices.Contains(quantize.Targets(), quantize.Target(target)) {
 				return usageError{fmt.Errorf("--target %q: want %s", target, choice.Or(quantize.Targets()))}
 			}
-			o.Quant.Target = quantize.Target(target)
-			if !slices.Contains(quantize.Formats, quantize.Format(format)) {
-				return usageError{fmt.Errorf("--format %q: want %s", format, choice.Or(quantize.Formats))}
-			}
-			o.Quant.Format = quantize.Format(format)
-			if o.Quant.ReduceRange, err = quantize.ParseReduceRange(reduceRange); err != nil {
-				return usageError{fmt.Errorf("--reduce-range %w", err)}
-			}
+			// Validated above.
+			o.Method = calibrate.Method(method)
+			o.Techniques, _ = quantize.ParseTechniques(techniques)
+			o.Quant.ReduceRange, _ = quantize.ParseReduceRange(reduceRange)
+			o.Quant.Target, o.Quant.Format = quantize.Target(target), quantize.Format(format)
 			if err := quantizeTask(o, evalTask); err != nil {
 				return err
 			}
-			switch {
-			case calib.spec == "" && o.CalibCache == "" && !dynamic:
+			if calib.spec == "" && o.CalibCache == "" && !dynamic {
 				return usageError{fmt.Errorf("quantize: --calib-data is required (or a --calib-cache made for this model)")}
-			case o.MaxAccuracyDrop < 0:
-				return usageError{fmt.Errorf("--max-accuracy-drop %g must not be negative", o.MaxAccuracyDrop)}
-			case o.MaxAccuracyDrop > 0 && evalTask.Labels == "":
-				return usageError{fmt.Errorf("--max-accuracy-drop needs --eval-labels (use --min-cosine without labels)")}
-			case o.MinCosine < 0 || o.MinCosine > 1:
-				return usageError{fmt.Errorf("--min-cosine %g: want 0 to 1", o.MinCosine)}
-			case o.MaxRelError < 0:
-				return usageError{fmt.Errorf("--max-rel-error %g must not be negative", o.MaxRelError)}
-			case o.NoGuard && o.AllowAccuracyLoss:
-				return usageError{fmt.Errorf("--no-guard and --allow-accuracy-loss: give one (with the guard off nothing is refused)")}
 			}
 			if perTensor {
 				off := false
@@ -272,6 +259,27 @@ without labels). See docs/quantize.md.`,
 	calib.image.register(fs) // for --calib-data and --eval-data alike
 	sf.register(fs)
 	return c
+}
+
+// byFlags is the build config's problems in the words of the command's
+// flags: each key a flag set sets is named by the flag.
+func byFlags(set *pflag.FlagSet, err error) string {
+	msg := err.Error()
+	var flags []string
+	set.VisitAll(func(f *pflag.Flag) {
+		if _, ok := buildFlagKeys[f.Name]; ok {
+			flags = append(flags, f.Name)
+		}
+	})
+	// Longer keys first: quantize.placement_budget before
+	// quantize.placement.
+	slices.SortFunc(flags, func(a, b string) int { return len(buildFlagKeys[b]) - len(buildFlagKeys[a]) })
+	for _, f := range flags {
+		if key := buildFlagKeys[f]; mentionsKey(msg, key) {
+			msg = strings.ReplaceAll(msg, key, "--"+f)
+		}
+	}
+	return msg
 }
 
 func quantizeRun(opts *QuantizeOptions) error {

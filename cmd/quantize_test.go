@@ -206,7 +206,7 @@ func TestQuantizeQOperator(t *testing.T) {
 		t.Errorf("written model ops %v", ops)
 	}
 	status, stdout, stderr := run(t, "quantize", testenv.Model("mnist_cnn.onnx"), "-o", out, "--format", "qlinear", "--calib-data", "random")
-	failsCleanly(t, status, 2, stdout, stderr, `--format "qlinear"`)
+	failsCleanly(t, status, 2, stdout, stderr, `--format: "qlinear"`)
 }
 
 // TestQuantizeFallsBack: with a criterion the full INT8 model misses, the

@@ -555,6 +555,21 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// ValidateQuantization checks the calibration and quantize sections and
+// the guard's need of labels, as Validate does: optc quantize fills them
+// from its flags, so that a rule exists once.
+func (c Config) ValidateQuantization() error {
+	var errs Problems
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	c.Calibration.validate(bad)
+	c.Quantize.validate(bad)
+	c.guardNeedsLabels(bad)
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
 // problem is how a section's validate reports one (Validate's bad).
 type problem func(format string, args ...any)
 
@@ -733,14 +748,19 @@ func (t Triton) validate(bad problem) {
 	}
 }
 
+// guardNeedsLabels: an accuracy drop is measured against labels.
+func (c Config) guardNeedsLabels(bad problem) {
+	if c.Quantize.MaxAccuracyDrop > 0 && c.Eval.Labels == "" {
+		bad("quantize.max_accuracy_drop needs eval.labels (use quantize.min_cosine without labels)")
+	}
+}
+
 // crossSections checks the rules that join keys of several sections.
 func (c Config) crossSections(bad problem) {
 	if c.Prune.MaxAccuracyDrop > 0 && (c.Eval.Labels == "" || len(c.Prune.Methods) == 0) {
 		bad("prune.max_accuracy_drop needs prune.methods and eval.labels")
 	}
-	if c.Quantize.MaxAccuracyDrop > 0 && c.Eval.Labels == "" {
-		bad("quantize.max_accuracy_drop needs eval.labels (use quantize.min_cosine without labels)")
-	}
+	c.guardNeedsLabels(bad)
 	if weightonly.Rounding(c.Quantize.WeightRounding) == weightonly.GPTQ && c.Quantize.Weights != "" && c.Calibration.Data == "" {
 		bad("quantize.weight_rounding gptq needs calibration.data (--calib-data)")
 	}
