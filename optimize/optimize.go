@@ -148,7 +148,7 @@ func Run(opts Options) (*Result, error) {
 		if len(opts.Prune) > 0 {
 			return nil, fmt.Errorf("an NCHWc layout and pruning do not go together: prune first, then shape the pruned model")
 		}
-		layout := passes.ORTCPULayout()
+		layout := passes.Pipeline(passes.ORTCPULayout)
 		lr, err := passes.Run(m, layout, passes.Options{VerifyEach: opts.VerifyEach, ChannelBlock: opts.NCHWcBlock})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Input, err)

@@ -129,7 +129,7 @@ func pruneBytes(model []byte, methods []prune.Method, popts prune.Options, auto 
 		}
 		reports = append(reports, r)
 	}
-	cleanups, _ := passes.Select(1, nil, nil)
+	cleanups := passes.Pipeline(passes.Cleanups)
 	if _, err := passes.Run(m, cleanups, passes.Options{VerifyEach: true}); err != nil {
 		return nil, nil, fmt.Errorf("after pruning: %w", err)
 	}

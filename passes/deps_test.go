@@ -1,9 +1,11 @@
 package passes
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,6 +36,9 @@ func TestPassDependencies(t *testing.T) {
 	}
 	// The helpers that read declared types, and the two ways to infer.
 	declared := regexp.MustCompile(`knownDims\(|knownElem\(|rankOf\(|minRank\(|typeOf\(|\.Type\.(Shape|Elem)`)
+	// Context.Shapes is checked by the driver when a pass asks for it
+	// (TestUndeclaredAnalysis); a pass calling the inference itself
+	// bypasses the driver and is caught here.
 	inferred := regexp.MustCompile(`c\.Shapes\(\)|shapes\.Infer\(`)
 	providerAt, lastRewrite := -1, -1
 	for i, p := range All() {
@@ -104,5 +109,62 @@ func TestContextShapesDropped(t *testing.T) {
 	c.shapesChanged()
 	if c.Shapes().Get(y) == nil {
 		t.Fatal("Shapes kept a stale inference after shapesChanged")
+	}
+}
+
+// TestPassOrder: every ordering constraint of the table (Pass.After)
+// names a pass, gives its reason, and holds in the table and in every
+// pipeline that runs both.
+func TestPassOrder(t *testing.T) {
+	pipelines := map[string][]*Pass{"table": All()}
+	for level := 1; level <= 2; level++ {
+		p, err := Select(level, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pipelines[fmt.Sprintf("-O%d", level)] = p
+	}
+	for n := Cleanups; n <= ORTInt8Layout; n++ {
+		pipelines[fmt.Sprintf("named %d", n)] = Pipeline(n)
+	}
+	constraints := 0
+	for _, p := range All() {
+		for _, f := range p.After {
+			constraints++
+			if _, err := Lookup(f.Pass); err != nil || f.Why == "" {
+				t.Errorf("%s follows %q (%q): %v", p.Name, f.Pass, f.Why, err)
+			}
+			for name, pipeline := range pipelines {
+				at := slices.IndexFunc(pipeline, func(q *Pass) bool { return q.Name == p.Name })
+				before := slices.IndexFunc(pipeline, func(q *Pass) bool { return q.Name == f.Pass })
+				if at >= 0 && before >= 0 && before > at {
+					t.Errorf("%s: %s runs before %s, which it must follow (%s)", name, p.Name, f.Pass, f.Why)
+				}
+			}
+		}
+	}
+	if constraints == 0 {
+		t.Error("the table holds no ordering constraint")
+	}
+}
+
+// TestUndeclaredAnalysis: the driver hands inferred shapes only to a pass
+// that declares them; another's asking fails its run, naming it.
+func TestUndeclaredAnalysis(t *testing.T) {
+	f := newFusionFixture(t, 17)
+	x := f.input("x", 1, 4)
+	f.output(f.node("Relu", []*graph.Value{x}).Output(0))
+	sneaky := &Pass{Name: "sneaky", Level: 2, Shapes: NoShapes, Run: func(c *Context) (Stats, error) {
+		c.Shapes()
+		return Stats{}, nil
+	}}
+	_, err := Run(f.Model, []*Pass{sneaky}, Options{})
+	if err == nil || !strings.Contains(err.Error(), "pass sneaky asked the driver for inferred shapes") {
+		t.Fatalf("an undeclared analysis: %v", err)
+	}
+	declared := *sneaky
+	declared.Shapes = InferredShapes
+	if _, err := Run(f.Model, []*Pass{&declared}, Options{}); err != nil {
+		t.Fatalf("a declared analysis: %v", err)
 	}
 }

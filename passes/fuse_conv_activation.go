@@ -31,7 +31,11 @@ var fuseConvActivation = &Pass{
 	Doc:    "pair Conv with its activation: note it in metadata, or emit com.microsoft FusedConv",
 	Level:  2,
 	Shapes: DeclaredShapes,
-	Run:    runFuseConvActivation,
+	After: []Follows{
+		{"fuse-conv-bn", "a BatchNormalization between a conv and its activation is folded into the conv first, so that the two meet"},
+		{"fuse-bias-add", "likewise an Add of a per-channel constant between them"},
+	},
+	Run: runFuseConvActivation,
 }
 
 // Metadata keys the pass sets on a Conv.

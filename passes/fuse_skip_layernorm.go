@@ -30,7 +30,10 @@ var fuseSkipLayerNorm = &Pass{
 	Doc:    "fold the residual Add before LayerNormalization into com.microsoft SkipLayerNormalization (ORT-only output)",
 	Level:  2,
 	Shapes: InferredShapes,
-	Run:    runFuseSkipLayerNorm,
+	After: []Follows{
+		{"fuse-layernorm", "it folds the Add before a LayerNormalization, which fuse-layernorm makes from the decomposed ReduceMean/Sub/Pow form"},
+	},
+	Run: runFuseSkipLayerNorm,
 }
 
 func runFuseSkipLayerNorm(c *Context) (Stats, error) {

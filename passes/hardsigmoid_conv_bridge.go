@@ -29,7 +29,10 @@ var hardSigmoidConvBridge = &Pass{
 	Doc:    "ORT CPU: read a HardSwish's x through an identity depthwise conv so HardSigmoid fuses into it (--nchwc-block)",
 	Level:  OnRequest,
 	Shapes: NoShapes,
-	Run:    runHardSigmoidConvBridge,
+	After: []Follows{
+		{"pad-conv-channels", "it bridges only convs whose channels are a multiple of the block, which pad-conv-channels makes"},
+	},
+	Run: runHardSigmoidConvBridge,
 }
 
 func runHardSigmoidConvBridge(c *Context) (Stats, error) {

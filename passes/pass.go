@@ -26,7 +26,17 @@ type Pass struct {
 	// ProvidesShapes says the pass writes inferred types onto values
 	// (infer-shapes, last in the table, so every round ends with them).
 	ProvidesShapes bool
-	Run            func(c *Context) (Stats, error)
+	// After names the passes this one must follow in the table, and why:
+	// what it rewrites is what they make (TestPassOrder checks the table
+	// and every named pipeline holding both).
+	After []Follows
+	Run   func(c *Context) (Stats, error)
+}
+
+// Follows is an ordering constraint: the pass named runs before the one
+// that lists it, for the reason given.
+type Follows struct {
+	Pass, Why string
 }
 
 // ShapeUse is what a pass reads of value types and shapes.
@@ -109,12 +119,21 @@ type Context struct {
 
 	shapes      valueShapes // Shapes' inference; valid while shapesValid
 	shapesValid bool
+	// running is the pass the driver runs now (nil outside Run), and
+	// undeclared the first analysis it asked for without declaring it.
+	running    *Pass
+	undeclared string
 }
 
 // Shapes is the inferred types and shapes of the current model's values
 // (nil where inference failed), computed once until a pass changes the
-// model (the driver then calls shapesChanged).
+// model (the driver then calls shapesChanged). The driver hands it out
+// only to a pass that declares InferredShapes: another's asking fails
+// its run.
 func (c *Context) Shapes() valueShapes {
+	if p := c.running; p != nil && p.Shapes&InferredShapes == 0 && c.undeclared == "" {
+		c.undeclared = "inferred shapes (Context.Shapes)"
+	}
 	if !c.shapesValid {
 		c.shapes, c.shapesValid = inferShapesOf(c.Model), true
 	}

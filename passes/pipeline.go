@@ -39,16 +39,49 @@ var registry = []*Pass{
 	hardSigmoidConvBridge, // on request only (ORT CPU layout)
 }
 
-// ORTCPULayout is the pipeline that shapes an optimized model for ONNX
-// Runtime's NCHWc CPU kernels (Options.ChannelBlock): zero-padded conv
-// channels, then HardSigmoid given a conv to fuse into.
-func ORTCPULayout() []*Pass { return []*Pass{padConvChannels, hardSigmoidConvBridge} }
+// Named is a pipeline a stage asks the driver for by what it is for,
+// never by counting levels itself.
+type Named int
 
-// ORTInt8Layout is the pipeline that pads a float model's conv channels
-// (Options.ChannelBlock) before it is quantized for ONNX Runtime's CPU
-// provider, whose symmetric INT8 conv kernels need aligned channels (see
-// ort.Int8ChannelAlign).
-func ORTInt8Layout() []*Pass { return []*Pass{inferShapes, padConvChannels} }
+const (
+	// Cleanups are the exact cleanups and folding of -O1: after pruning
+	// rewrote weights, and before weight-only quantization.
+	Cleanups Named = iota
+	// Quantization is what optc quantize runs before quantizing: -O2, so
+	// that BatchNormalization is folded into the convs and they quantize
+	// as one.
+	Quantization
+	// ORTCPULayout shapes an optimized model for ONNX Runtime's NCHWc CPU
+	// kernels (Options.ChannelBlock): zero-padded conv channels, then
+	// HardSigmoid given a conv to fuse into.
+	ORTCPULayout
+	// ORTInt8Layout pads a float model's conv channels
+	// (Options.ChannelBlock) before it is quantized for ONNX Runtime's CPU
+	// provider, whose symmetric INT8 conv kernels need aligned channels
+	// (see ort.Int8ChannelAlign).
+	ORTInt8Layout
+)
+
+// Pipeline is the named pipeline's passes, in table order.
+func Pipeline(n Named) []*Pass {
+	switch n {
+	case Cleanups:
+		return atLevel(1)
+	case Quantization:
+		return atLevel(2)
+	case ORTCPULayout:
+		return []*Pass{padConvChannels, hardSigmoidConvBridge}
+	case ORTInt8Layout:
+		return []*Pass{inferShapes, padConvChannels}
+	}
+	panic(fmt.Sprintf("passes: no pipeline %d", n))
+}
+
+// atLevel is the -O level's pipeline (1 or 2).
+func atLevel(level int) []*Pass {
+	p, _ := Select(level, nil, nil)
+	return p
+}
 
 // All returns every pass in pipeline order.
 func All() []*Pass { return slices.Clone(registry) }
@@ -178,12 +211,17 @@ func Run(m *graph.Model, pipeline []*Pass, opts Options) (*Report, error) {
 				continue
 			}
 			start := time.Now()
+			ctx.running = p
 			st, err := p.Run(ctx)
+			ctx.running = nil
 			pr := rep.Passes[i]
 			pr.Time += time.Since(start)
 			pr.Runs++
 			if err != nil {
 				return nil, fmt.Errorf("pass %s: %w", p.Name, err)
+			}
+			if ctx.undeclared != "" {
+				return nil, fmt.Errorf("pass %s asked the driver for %s without declaring it in its table entry (Pass.Shapes): a bug in optc", p.Name, ctx.undeclared)
 			}
 			pr.Stats.add(st)
 			if st.Changed() {

@@ -71,7 +71,7 @@ func aligned(opts Options, channels int) (Options, int, error) {
 	if err != nil {
 		return opts, 0, err
 	}
-	rep, err := passes.Run(m, passes.ORTInt8Layout(), passes.Options{ChannelBlock: channels})
+	rep, err := passes.Run(m, passes.Pipeline(passes.ORTInt8Layout), passes.Options{ChannelBlock: channels})
 	if err != nil {
 		return opts, 0, fmt.Errorf("aligning conv channels: %w", err)
 	}

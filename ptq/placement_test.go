@@ -80,11 +80,11 @@ func TestPlacementReplaysAlignedChannels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pipeline, _ := passes.Select(ptq.QuantizeLevel, nil, nil)
+	pipeline := passes.Pipeline(passes.Quantization)
 	if _, err := passes.Run(m, pipeline, passes.Options{Eval: &ort.NodeEvaluator{}}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := passes.Run(m, passes.ORTInt8Layout(), passes.Options{ChannelBlock: align})
+	rep, err := passes.Run(m, passes.Pipeline(passes.ORTInt8Layout), passes.Options{ChannelBlock: align})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -235,11 +235,6 @@ type LatencyRow struct {
 // optc quantize fails with it; optc build ships FP32 and says so.
 var ErrNothingToQuantize = errors.New("no operator was quantized (no Conv, ConvTranspose, Gemm or MatMul with constant weights and calibrated ranges)")
 
-// QuantizeLevel is the pass level `optc quantize` runs before quantizing
-// (BatchNormalization folded into the convs, so that they quantize as
-// one).
-const QuantizeLevel = 2
-
 // Run quantizes opts.Input into opts.Output.
 func Run(opts Options) (*Result, error) {
 	opts.stops = newStopper(opts.Replaying, opts.ReplayStops)
@@ -383,7 +378,7 @@ func prepare(opts *Options, m *graph.Model, res *Result) ([]int, error) {
 	}
 	var err error
 	if !opts.Optimized {
-		pipeline, _ := passes.Select(QuantizeLevel, nil, nil)
+		pipeline := passes.Pipeline(passes.Quantization)
 		if res.Passes, err = passes.Run(m, pipeline, passes.Options{Eval: &ort.NodeEvaluator{}}); err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Input, err)
 		}

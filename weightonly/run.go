@@ -64,7 +64,7 @@ func Run(opts RunOptions) (*Result, error) {
 	}
 	// The exact -O1 cleanups first: weights held in Constant nodes become
 	// initializers, folded shape arithmetic leaves MatMuls plain.
-	pipeline, _ := passes.Select(1, nil, nil)
+	pipeline := passes.Pipeline(passes.Cleanups)
 	if _, err := passes.Run(m, pipeline, passes.Options{Eval: &ort.NodeEvaluator{}}); err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.Input, err)
 	}
