@@ -51,26 +51,10 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 	for i, in := range inputs {
 		inputIndex[in.Name] = i
 	}
-	var expose []string
-	for _, n := range stats.names {
-		if _, ok := inputIndex[n]; !ok {
-			expose = append(expose, n)
-		}
-	}
-	clone, err := m.Clone()
+	expose, err := exposed(m, stats.names, inputIndex)
 	if err != nil {
-		return nil, fmt.Errorf("calibrate: %w", err)
+		return nil, err
 	}
-	carrier, err := graph.ExposeNested(clone, expose)
-	if err != nil {
-		return nil, fmt.Errorf("calibrate: %w", err)
-	}
-	for _, n := range expose {
-		if v := clone.Graph.Value(carrier[n]); v != nil && v.Type != nil && v.Type.Elem != 0 && !v.Type.Elem.IsFloat() {
-			return nil, fmt.Errorf("calibrate: value %q is %s, not a floating-point tensor", n, v.Type.Elem)
-		}
-	}
-	clone = nil
 
 	// The first batch sizes the runs: a batch whose exposed activations
 	// pass opts.MaxRunBytes is run several times, each run fetching some
@@ -96,9 +80,7 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 	}
 	defer parts.Close()
 	stats.Runs = len(groups)
-	// fetched is where each exposed value comes from: its group, and its
-	// place in the group.
-	type place struct{ group, index int }
+	// fetched is where each exposed value comes from.
 	fetched := map[string]place{}
 	for i, g := range groups {
 		for j, n := range g {
@@ -125,43 +107,11 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 		// of stats.names as far as the runs allow.
 		observed := 0
 		for i := range groups {
-			outs, err := parts.Run(i, batch.Tensors)
+			n, err := stats.observeRun(parts, i, batch, inputIndex, fetched)
 			if err != nil {
 				return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
 			}
-			var todo []observation
-			for _, n := range stats.names {
-				in, isInput := inputIndex[n]
-				at := fetched[n]
-				if isInput && i > 0 || !isInput && at.group != i {
-					continue
-				}
-				var t *graph.Tensor
-				if isInput {
-					t = batch.Tensors[in]
-				} else {
-					t = outs[at.index]
-				}
-				observed++
-				if slices.Contains(t.Dims, 0) {
-					continue // a subgraph that did not run this batch (the other If branch)
-				}
-				// Infinities the float model makes itself (an attention
-				// mask's -Inf before Softmax) are its design, not bad data:
-				// they are left out of the range. In the input data, and NaN
-				// anywhere, they are errors.
-				todo = append(todo, observation{name: n, t: t, skipInf: !isInput})
-			}
-			if err := observeAll(stats, todo); err != nil {
-				return nil, fmt.Errorf("calibrate: batch %d: %w", stats.Batches, err)
-			}
-			// A run's activations are the largest thing a build holds;
-			// collecting them now, before the next run makes as many
-			// again, keeps the heap near one run's worth instead of two.
-			// They hold no pointers, so the collection costs little next
-			// to the run.
-			outs, todo = nil, nil
-			runtime.GC()
+			observed += n
 		}
 		if observed != len(stats.names) {
 			return nil, fmt.Errorf("calibrate: batch %d: %d of %d tensors observed", stats.Batches, observed, len(stats.names))
@@ -175,6 +125,79 @@ func Collect(m *graph.Model, src data.Source, tensors []string, opts Options) (*
 	stats.DataDigest = digest.sum()
 	return stats, nil
 }
+
+// exposed are the calibrated tensors that are not model inputs, each
+// checked to be a floating-point value the model makes.
+func exposed(m *graph.Model, names []string, inputIndex map[string]int) ([]string, error) {
+	var expose []string
+	for _, n := range names {
+		if _, ok := inputIndex[n]; !ok {
+			expose = append(expose, n)
+		}
+	}
+	clone, err := m.Clone()
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	carrier, err := graph.ExposeNested(clone, expose)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	for _, n := range expose {
+		if v := clone.Graph.Value(carrier[n]); v != nil && v.Type != nil && v.Type.Elem != 0 && !v.Type.Elem.IsFloat() {
+			return nil, fmt.Errorf("calibrate: value %q is %s, not a floating-point tensor", n, v.Type.Elem)
+		}
+	}
+	return expose, nil
+}
+
+// observeRun runs group i of a batch and adds what it fetched (and, in
+// the first run, the inputs) to the statistics; it returns how many
+// tensors it observed.
+func (s *Stats) observeRun(parts *Parts, i int, batch *data.Batch, inputIndex map[string]int, fetched map[string]place) (int, error) {
+	outs, err := parts.Run(i, batch.Tensors)
+	if err != nil {
+		return 0, err
+	}
+	observed := 0
+	var todo []observation
+	for _, n := range s.names {
+		in, isInput := inputIndex[n]
+		at := fetched[n]
+		if isInput && i > 0 || !isInput && at.group != i {
+			continue
+		}
+		var t *graph.Tensor
+		if isInput {
+			t = batch.Tensors[in]
+		} else {
+			t = outs[at.index]
+		}
+		observed++
+		if slices.Contains(t.Dims, 0) {
+			continue // a subgraph that did not run this batch (the other If branch)
+		}
+		// Infinities the float model makes itself (an attention mask's
+		// -Inf before Softmax) are its design, not bad data: they are left
+		// out of the range. In the input data, and NaN anywhere, they are
+		// errors.
+		todo = append(todo, observation{name: n, t: t, skipInf: !isInput})
+	}
+	if err := observeAll(s, todo); err != nil {
+		return 0, err
+	}
+	// A run's activations are the largest thing a build holds; collecting
+	// them now, before the next run makes as many again, keeps the heap
+	// near one run's worth instead of two. They hold no pointers, so the
+	// collection costs little next to the run.
+	outs, todo = nil, nil
+	runtime.GC()
+	return observed, nil
+}
+
+// place is where an exposed value comes from: its group, and its place
+// in the group.
+type place struct{ group, index int }
 
 // observation is one tensor of a batch to add to the statistics.
 type observation struct {

@@ -33,7 +33,6 @@ var oversized = []string{
 	"ptq.gptqRounding",
 	"build.WriteTable",
 	"prune.Channels",
-	"calibrate.Collect",
 	"graph.verifier.graph",
 	"ptq.fallBack",
 	"optimize.searchPerLayer",
