@@ -50,40 +50,8 @@ func gptqRounding(opts Options, float graph.Serialized, ranges map[string][2]flo
 		return nil, nil, err
 	}
 	perChannel := opts.Quant.PerChannel == nil || *opts.Quant.PerChannel
-	quantized := map[string]bool{}
-	for _, n := range q.Graph.Nodes {
-		if w := n.Input(1); n.Name != "" && isOp(n, "Conv", "Gemm", "MatMul") && w != nil && isOp(w.Producer(), "DequantizeLinear") {
-			quantized[n.Name] = true
-		}
-	}
 	rep := &GPTQReport{}
-	var nodes []*graph.Node
-	for _, n := range fm.Graph.Nodes {
-		if !quantized[n.Name] {
-			continue
-		}
-		w := n.Input(1)
-		ok := w != nil && w.Const != nil && w.Const.DType == graph.Float
-		switch {
-		case !ok:
-		case isOp(n, "Conv"):
-			ok = len(w.Const.Dims) == 4 && n.AttrInt("group", 1) == 1
-		case isOp(n, "Gemm"):
-			ok = len(w.Const.Dims) == 2 && n.AttrInt("transA", 0) == 0
-		default:
-			ok = len(w.Const.Dims) == 2
-		}
-		if !ok {
-			rep.Skipped++
-			continue
-		}
-		if maxDim > 0 && gramDim(n) > maxDim {
-			rep.Skipped++
-			rep.Large++
-			continue
-		}
-		nodes = append(nodes, n)
-	}
+	nodes := gptqLayers(fm, q, maxDim, rep)
 	rounded := map[string][]float32{}
 	if len(nodes) == 0 {
 		return rounded, rep, nil
@@ -125,70 +93,11 @@ func gptqRounding(opts Options, float graph.Serialized, ranges map[string][2]flo
 		for i, n := range group {
 			tick(done)
 			done++
-			w := n.Input(1).Const
-			vals, err := w.Float32s()
+			out, g, near, err := gptqLayer(n, hs[i], qmax, perChannel)
 			if err != nil {
-				return nil, nil, fmt.Errorf("gptq %s: %w", n.Name, err)
+				return nil, nil, err
 			}
-			// rows: one per output, k input features each, in the Gram's order.
-			rows, k := int(w.Dims[0]), len(vals)/int(w.Dims[0])
-			transposed := isOp(n, "MatMul") || (isOp(n, "Gemm") && n.AttrInt("transB", 0) == 0)
-			if transposed {
-				k, rows = int(w.Dims[0]), int(w.Dims[1])
-			}
-			at := func(r, c int) int {
-				if transposed {
-					return c*rows + r
-				}
-				return r*k + c
-			}
-			wt := make([]float64, rows*k)
-			for r := range rows {
-				for c := range k {
-					wt[r*k+c] = float64(vals[at(r, c)])
-				}
-			}
-			scales := make([]float64, rows)
-			for r := range rows {
-				for c := range k {
-					scales[r] = math.Max(scales[r], math.Abs(wt[r*k+c]))
-				}
-			}
-			if !perChannel {
-				all := slices.Max(scales)
-				for r := range scales {
-					scales[r] = all
-				}
-			}
-			for r := range scales {
-				// As quantize computes them, in float32.
-				scales[r] = float64(float32(scales[r] / qmax))
-				if scales[r] == 0 {
-					scales[r] = 1
-				}
-			}
-			round := func(r int, v float64) float64 {
-				return math.Max(-qmax, math.Min(qmax, math.RoundToEven(v/scales[r]))) * scales[r]
-			}
-			h := hs[i]
-			orig := slices.Clone(wt)
-			nearest := make([]float64, len(wt))
-			for j := range wt {
-				nearest[j] = round(j/k, wt[j])
-			}
-			if err := prune.GPTQ(wt, rows, k, slices.Clone(h), prune.DefaultDamp, func(r, col int, row []float64) float64 {
-				return round(r, row[col])
-			}); err != nil {
-				return nil, nil, fmt.Errorf("gptq %s: %w", n.Name, err)
-			}
-			gptqErr += outputError(orig, wt, h, rows, k)
-			nearestErr += outputError(orig, nearest, h, rows, k)
-			out := make([]float32, len(vals))
-			for r := range rows {
-				for c := range k {
-					out[at(r, c)] = float32(wt[r*k+c])
-				}
-			}
+			gptqErr, nearestErr = gptqErr+g, nearestErr+near
 			rounded[n.Name] = out
 		}
 	}
@@ -278,4 +187,115 @@ func outputError(a, b, h []float64, n, k int) float64 {
 		}
 	}
 	return total
+}
+
+// gptqLayers are the quantized Conv (group 1), Gemm and MatMul layers of
+// fm with a constant float weight GPTQ can round, in graph order; the
+// others, and those whose Gram would pass maxDim (0: no limit), are
+// counted in rep as skipped.
+func gptqLayers(fm, q *graph.Model, maxDim int64, rep *GPTQReport) []*graph.Node {
+	quantized := map[string]bool{}
+	for _, n := range q.Graph.Nodes {
+		if w := n.Input(1); n.Name != "" && isOp(n, "Conv", "Gemm", "MatMul") && w != nil && isOp(w.Producer(), "DequantizeLinear") {
+			quantized[n.Name] = true
+		}
+	}
+	var nodes []*graph.Node
+	for _, n := range fm.Graph.Nodes {
+		if !quantized[n.Name] {
+			continue
+		}
+		w := n.Input(1)
+		ok := w != nil && w.Const != nil && w.Const.DType == graph.Float
+		switch {
+		case !ok:
+		case isOp(n, "Conv"):
+			ok = len(w.Const.Dims) == 4 && n.AttrInt("group", 1) == 1
+		case isOp(n, "Gemm"):
+			ok = len(w.Const.Dims) == 2 && n.AttrInt("transA", 0) == 0
+		default:
+			ok = len(w.Const.Dims) == 2
+		}
+		if !ok {
+			rep.Skipped++
+			continue
+		}
+		if maxDim > 0 && gramDim(n) > maxDim {
+			rep.Skipped++
+			rep.Large++
+			continue
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes
+}
+
+// gptqLayer rounds layer n's weights by GPTQ on the per-channel (or
+// per-tensor) scales quantize computes, from the Gram h of its input; it
+// returns the rounded weights in the weight's layout, and the layer's
+// output error on the calibration inputs with GPTQ and with nearest
+// rounding.
+func gptqLayer(n *graph.Node, h []float64, qmax float64, perChannel bool) ([]float32, float64, float64, error) {
+	w := n.Input(1).Const
+	vals, err := w.Float32s()
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("gptq %s: %w", n.Name, err)
+	}
+	// rows: one per output, k input features each, in the Gram's order.
+	rows, k := int(w.Dims[0]), len(vals)/int(w.Dims[0])
+	transposed := isOp(n, "MatMul") || (isOp(n, "Gemm") && n.AttrInt("transB", 0) == 0)
+	if transposed {
+		k, rows = int(w.Dims[0]), int(w.Dims[1])
+	}
+	at := func(r, c int) int {
+		if transposed {
+			return c*rows + r
+		}
+		return r*k + c
+	}
+	wt := make([]float64, rows*k)
+	for r := range rows {
+		for c := range k {
+			wt[r*k+c] = float64(vals[at(r, c)])
+		}
+	}
+	scales := make([]float64, rows)
+	for r := range rows {
+		for c := range k {
+			scales[r] = math.Max(scales[r], math.Abs(wt[r*k+c]))
+		}
+	}
+	if !perChannel {
+		all := slices.Max(scales)
+		for r := range scales {
+			scales[r] = all
+		}
+	}
+	for r := range scales {
+		// As quantize computes them, in float32.
+		scales[r] = float64(float32(scales[r] / qmax))
+		if scales[r] == 0 {
+			scales[r] = 1
+		}
+	}
+	round := func(r int, v float64) float64 {
+		return math.Max(-qmax, math.Min(qmax, math.RoundToEven(v/scales[r]))) * scales[r]
+	}
+	orig := slices.Clone(wt)
+	nearest := make([]float64, len(wt))
+	for j := range wt {
+		nearest[j] = round(j/k, wt[j])
+	}
+	if err := prune.GPTQ(wt, rows, k, slices.Clone(h), prune.DefaultDamp, func(r, col int, row []float64) float64 {
+		return round(r, row[col])
+	}); err != nil {
+		return nil, 0, 0, fmt.Errorf("gptq %s: %w", n.Name, err)
+	}
+	out := make([]float32, len(vals))
+	for r := range rows {
+		for c := range k {
+			out[at(r, c)] = float32(wt[r*k+c])
+		}
+	}
+	return out, outputError(orig, wt, h, rows, k), outputError(orig, nearest, h, rows, k), nil
 }

@@ -30,7 +30,6 @@ var oversized = []string{
 	"cmd.newCmdQuantize",
 	"cmd.newCmdOptimize",
 	"report.Report.WriteMarkdown",
-	"ptq.gptqRounding",
 	"build.WriteTable",
 	"prune.Channels",
 	"graph.verifier.graph",
