@@ -88,7 +88,6 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 	if opts.FallbackBudget > 0 {
 		deadline = time.Now().Add(opts.FallbackBudget)
 	}
-	sensitivityStop, searchStop := opts.stops.loop("fallback sensitivity"), opts.stops.loop("fallback search")
 	// When even every weighted layer kept float misses the criteria, the
 	// loss is in the ranges of the ops between them (pass-through Q/DQ):
 	// no choice of layers can recover it, so say so at the cost of one run.
@@ -106,41 +105,10 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 			return nil, graph.Serialized{}, errNoRecovery
 		}
 	}
-	tick := opts.counter("fallback: sensitivity, layers quantized alone", len(layers))
-	for i, l := range layers {
-		tick(i)
-		if sensitivityStop(i, deadline) {
-			res.Guard.Fallback = fmt.Sprintf("%s after measuring %d of %d weighted layers alone, before any model met the guard", opts.stopReason(fmt.Sprintf("stopped at its %s share of the budget", opts.FallbackBudget.Round(time.Second))), i, len(layers))
-			return nil, graph.Serialized{}, errNoRecovery
-		}
-		_, b, _, err := quantizeWith(float, ranges, exclude(without(layers, l)))
-		if err != nil {
-			return nil, graph.Serialized{}, err
-		}
-		r, err := quick(b)
-		if err != nil {
-			return nil, graph.Serialized{}, err
-		}
-		s := Sensitivity{Node: l, MinCosine: minCosine(r)}
-		if r.Accuracy != nil {
-			s.DropPoints = r.Accuracy.DropPoints
-		}
-		if r.Task != nil {
-			s.DropPoints = r.Task.DropPoints
-		}
-		res.Sensitivity = append(res.Sensitivity, s)
+	order, err := rankLayers(opts, float, ranges, res, layers, quick, deadline)
+	if err != nil {
+		return nil, graph.Serialized{}, err
 	}
-	order := slices.Clone(res.Sensitivity)
-	slices.SortStableFunc(order, func(a, b Sensitivity) int {
-		switch {
-		case a.DropPoints != b.DropPoints:
-			if a.DropPoints > b.DropPoints {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Compare(a.MinCosine, b.MinCosine) // NaN first
-	})
 	type try struct {
 		q    *graph.Model
 		b    graph.Serialized
@@ -179,6 +147,7 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 	// found when the budget's share runs out.
 	lo, hi := 0, len(order)-1
 	stopped := ""
+	searchStop := opts.stops.loop("fallback search")
 	for step := 0; hi-lo > 1; step++ {
 		if searchStop(step, deadline) {
 			stopped = fmt.Sprintf(" (%s: fewer may do)", opts.stopReason(fmt.Sprintf("the search stopped at its %s share of the budget", opts.FallbackBudget.Round(time.Second))))
@@ -198,6 +167,51 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 	res.Quantize, res.Accuracy, res.FellBack = best.rep, best.r, best.kept
 	res.Guard.Fallback = fmt.Sprintf("%d of %d weighted layers kept float: %s%s", len(best.kept), len(layers), strings.Join(best.kept, ", "), stopped)
 	return best.q, best.b, nil
+}
+
+// rankLayers measures each weighted layer quantized alone (quick), records
+// the sensitivities in res, and returns them most sensitive first: the
+// largest accuracy drop, then the lowest cosine (NaN first). A budget
+// stop before every layer was measured is errNoRecovery.
+func rankLayers(opts Options, float graph.Serialized, ranges map[string][2]float64, res *Result, layers []string,
+	quick func(graph.Serialized) (*compare.Result, error), deadline time.Time) ([]Sensitivity, error) {
+	stop := opts.stops.loop("fallback sensitivity")
+	tick := opts.counter("fallback: sensitivity, layers quantized alone", len(layers))
+	for i, l := range layers {
+		tick(i)
+		if stop(i, deadline) {
+			res.Guard.Fallback = fmt.Sprintf("%s after measuring %d of %d weighted layers alone, before any model met the guard", opts.stopReason(fmt.Sprintf("stopped at its %s share of the budget", opts.FallbackBudget.Round(time.Second))), i, len(layers))
+			return nil, errNoRecovery
+		}
+		_, b, _, err := quantizeWith(float, ranges, excluding(opts.Quant, without(layers, l)))
+		if err != nil {
+			return nil, err
+		}
+		r, err := quick(b)
+		if err != nil {
+			return nil, err
+		}
+		s := Sensitivity{Node: l, MinCosine: minCosine(r)}
+		if r.Accuracy != nil {
+			s.DropPoints = r.Accuracy.DropPoints
+		}
+		if r.Task != nil {
+			s.DropPoints = r.Task.DropPoints
+		}
+		res.Sensitivity = append(res.Sensitivity, s)
+	}
+	order := slices.Clone(res.Sensitivity)
+	slices.SortStableFunc(order, func(a, b Sensitivity) int {
+		switch {
+		case a.DropPoints != b.DropPoints:
+			if a.DropPoints > b.DropPoints {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.MinCosine, b.MinCosine) // NaN first
+	})
+	return order, nil
 }
 
 // excluding is q with the named nodes kept float (exact names).

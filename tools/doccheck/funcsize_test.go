@@ -33,7 +33,6 @@ var oversized = []string{
 	"build.WriteTable",
 	"prune.Channels",
 	"graph.verifier.graph",
-	"ptq.fallBack",
 	"optimize.searchPerLayer",
 	"graph.decodeGraph",
 	"ptq.biasCorrection",
