@@ -59,79 +59,14 @@ func biasCorrection(opts Options, float graph.Serialized, ranges map[string][2]f
 	if len(layers) == 0 {
 		return shifts, rep, nil
 	}
-	// Per input value: the channel axis and the sums of x and Q(x) per
-	// channel, once for every layer reading it with the same Q.
-	type key struct {
-		input     string
-		conv      bool
-		scale, zp float64
-	}
-	type sums struct {
-		x, qx []float64
-		n     float64
-	}
-	acc := map[key]*sums{}
-	byInput := map[string][]key{}
-	var names []string
-	for _, l := range layers {
-		k := key{l.input, l.conv, l.scale, l.zp}
-		if acc[k] == nil {
-			acc[k] = &sums{}
-			if byInput[l.input] == nil {
-				names = append(names, l.input)
-			}
-			byInput[l.input] = append(byInput[l.input], k)
-		}
-	}
-	lohi := map[key][2]float64{}
-	for _, l := range layers {
-		lohi[key{l.input, l.conv, l.scale, l.zp}] = [2]float64{l.lo, l.hi}
-	}
-	err = streamValues(opts, []*graph.Model{fm}, names, func(name string, vals []*graph.Tensor) error {
-		x, err := vals[0].Float32s()
-		if err != nil {
-			return fmt.Errorf("bias correction: %s: %w", name, err)
-		}
-		d := vals[0].Dims
-		for _, k := range byInput[name] {
-			c, inner := 0, 1
-			switch {
-			case k.conv && len(d) >= 2:
-				c = int(d[1])
-				for _, e := range d[2:] {
-					inner *= int(e)
-				}
-			case len(d) >= 1:
-				c = int(d[len(d)-1])
-			}
-			if c == 0 {
-				return fmt.Errorf("bias correction: %s has shape %v", name, d)
-			}
-			s := acc[k]
-			if s.x == nil {
-				s.x, s.qx = make([]float64, c), make([]float64, c)
-			}
-			if len(s.x) != c {
-				return fmt.Errorf("bias correction: %s has %d channels, then %d", name, len(s.x), c)
-			}
-			r := lohi[k]
-			for i, v := range x {
-				ch := (i / inner) % c
-				s.x[ch] += float64(v)
-				qv := math.Round(float64(v)/k.scale) + k.zp
-				s.qx[ch] += (math.Min(math.Max(qv, r[0]), r[1]) - k.zp) * k.scale
-			}
-			s.n += float64(len(x) / c)
-		}
-		return nil
-	})
+	acc, err := inputMeans(opts, fm, layers)
 	if err != nil {
-		return nil, nil, fmt.Errorf("bias correction: %w", err)
+		return nil, nil, err
 	}
 	var total float64
 	var count int
 	for _, l := range layers {
-		s := acc[key{l.input, l.conv, l.scale, l.zp}]
+		s := acc[l.key()]
 		if s == nil || s.n == 0 {
 			continue
 		}
@@ -160,6 +95,91 @@ func biasCorrection(opts Options, float graph.Serialized, ranges map[string][2]f
 		rep.MeanShift = total / float64(count)
 	}
 	return shifts, rep, nil
+}
+
+// biasKey is one quantized input as a layer reads it: the value, its
+// channel axis (a conv's is 1, else the last) and its Q.
+type biasKey struct {
+	input     string
+	conv      bool
+	scale, zp float64
+}
+
+func (l *biasLayer) key() biasKey { return biasKey{l.input, l.conv, l.scale, l.zp} }
+
+// channelSums are the sums of x and Q(x) per channel over n positions.
+type channelSums struct {
+	x, qx []float64
+	n     float64
+}
+
+// inputMeans runs the float model once over the calibration data and
+// sums, per layer input and Q, each channel's x and Q(x): once for every
+// layer reading the same value with the same Q.
+func inputMeans(opts Options, fm *graph.Model, layers []*biasLayer) (map[biasKey]*channelSums, error) {
+	acc := map[biasKey]*channelSums{}
+	byInput := map[string][]biasKey{}
+	lohi := map[biasKey][2]float64{}
+	var names []string
+	for _, l := range layers {
+		k := l.key()
+		lohi[k] = [2]float64{l.lo, l.hi}
+		if acc[k] == nil {
+			acc[k] = &channelSums{}
+			if byInput[l.input] == nil {
+				names = append(names, l.input)
+			}
+			byInput[l.input] = append(byInput[l.input], k)
+		}
+	}
+	err := streamValues(opts, []*graph.Model{fm}, names, func(name string, vals []*graph.Tensor) error {
+		x, err := vals[0].Float32s()
+		if err != nil {
+			return fmt.Errorf("bias correction: %s: %w", name, err)
+		}
+		for _, k := range byInput[name] {
+			if err := acc[k].add(name, k, lohi[k], x, vals[0].Dims); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bias correction: %w", err)
+	}
+	return acc, nil
+}
+
+// add sums one batch of value name (x, of dims d) as k reads it, Q(x)
+// clipped to r.
+func (s *channelSums) add(name string, k biasKey, r [2]float64, x []float32, d []int64) error {
+	c, inner := 0, 1
+	switch {
+	case k.conv && len(d) >= 2:
+		c = int(d[1])
+		for _, e := range d[2:] {
+			inner *= int(e)
+		}
+	case len(d) >= 1:
+		c = int(d[len(d)-1])
+	}
+	if c == 0 {
+		return fmt.Errorf("bias correction: %s has shape %v", name, d)
+	}
+	if s.x == nil {
+		s.x, s.qx = make([]float64, c), make([]float64, c)
+	}
+	if len(s.x) != c {
+		return fmt.Errorf("bias correction: %s has %d channels, then %d", name, len(s.x), c)
+	}
+	for i, v := range x {
+		ch := (i / inner) % c
+		s.x[ch] += float64(v)
+		qv := math.Round(float64(v)/k.scale) + k.zp
+		s.qx[ch] += (math.Min(math.Max(qv, r[0]), r[1]) - k.zp) * k.scale
+	}
+	s.n += float64(len(x) / c)
+	return nil
 }
 
 // floatAndQuantized parses the float model and quantizes a copy of it: the

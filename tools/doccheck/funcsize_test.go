@@ -35,7 +35,6 @@ var oversized = []string{
 	"graph.verifier.graph",
 	"optimize.searchPerLayer",
 	"graph.decodeGraph",
-	"ptq.biasCorrection",
 	"passes.matchLayerNorm",
 	"prune.analysis.node",
 }
