@@ -71,15 +71,9 @@ func runDynamic(opts Options, float graph.Serialized, res *Result, batches []int
 		g.Allowed = true
 	}
 	res.FloatBytes, res.Int8Bytes = int64(len(float.Bytes)), int64(len(int8Model.Bytes))
-	if !opts.NoLatency {
-		if res.Latency, err = latency(opts, float, int8Model, batches); err != nil {
-			return nil, err
-		}
-	}
-	if err := graph.Save(q, opts.Output, graph.SaveOptions{}); err != nil {
+	if err := finish(opts, q, float, int8Model, batches, res); err != nil {
 		return nil, err
 	}
-	res.Caveats = res.caveats(opts)
 	res.Caveats.RandomCalibration = false // nothing was calibrated
 	return res, nil
 }

@@ -356,16 +356,26 @@ func run(opts Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	if err := finish(opts, q, float, int8Model, batches, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// finish times float and INT8 (unless the caller times them itself),
+// writes the INT8 model and says what the figures rest on.
+func finish(opts Options, q *graph.Model, float, int8Model graph.Serialized, batches []int, res *Result) error {
+	var err error
 	if !opts.NoLatency {
 		if res.Latency, err = latency(opts, float, int8Model, batches); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := graph.Save(q, opts.Output, graph.SaveOptions{}); err != nil {
-		return nil, err
+		return err
 	}
 	res.Caveats = res.caveats(opts)
-	return res, nil
+	return nil
 }
 
 // prepare fixes the model's shapes from the data, runs the quantization
