@@ -35,10 +35,8 @@ func newCmdOptimize(io *IO, g *globals, runF func(*OptimizeOptions) error) *cobr
 	var df dataFlags
 	var only, disable string
 	var noCheck, external bool
-	var pruneSpecs []string
-	var pruneExclude string
-	var cost, calib dataFlags
-	var damp, nchwc string
+	var pf pruneFlags
+	var nchwc string
 	c := &cobra.Command{
 		Use:   "optimize IN -o OUT",
 		Short: "Run the pass pipeline and write the optimized model, checked against the original in ORT",
@@ -67,7 +65,7 @@ before/after table and per-pass statistics.`,
 				return usageError{err}
 			}
 			o.NCHWcBlock = block
-			if o.NCHWcBlock != 0 && len(pruneSpecs) > 0 {
+			if o.NCHWcBlock != 0 && len(pf.specs) > 0 {
 				return usageError{fmt.Errorf("--nchwc-block and --prune do not go together: prune first, then shape the pruned model with a second optc optimize -O0 --nchwc-block")}
 			}
 			if disable != "" {
@@ -90,68 +88,8 @@ before/after table and per-pass statistics.`,
 			if external {
 				o.Save.External = graph.ExternalAlways
 			}
-			for _, p := range pruneSpecs {
-				meth, err := prune.ParseMethod(p)
-				if err != nil {
-					return usageError{err}
-				}
-				o.Prune = append(o.Prune, meth)
-			}
-			if !slices.Contains(prune.Scopes, o.PruneOpts.Scope) {
-				return usageError{fmt.Errorf("--prune-scope %q: want %s", o.PruneOpts.Scope, choice.Or(prune.Scopes))}
-			}
-			if o.PruneOpts.Scope == prune.ScopeGlobal && calib.spec == "" && slices.ContainsFunc(o.Prune, func(m prune.Method) bool { return m.Kind == "channels" }) {
-				return usageError{fmt.Errorf("--prune-scope global for channels:R allocates by measured cost: give --calib-data")}
-			}
-			if pruneExclude != "" {
-				o.PruneOpts.Exclude = strings.Split(pruneExclude, ",")
-			}
-			if cost.spec != "" {
-				cost.inherit(&df)
-				if o.PruneDataOpts, err = cost.options(); err != nil {
-					return err
-				}
-				o.PruneData = cost.spec
-				o.CheckData, o.CheckDataOpts = cost.spec, o.PruneDataOpts
-			}
-			if calib.spec != "" {
-				if len(o.Prune) == 0 {
-					return usageError{fmt.Errorf("--calib-data makes pruning data-driven: give --prune too")}
-				}
-				if calib.spec == "random" {
-					return usageError{fmt.Errorf("--calib-data random: reconstruction fits the weights to the data, so it needs real samples")}
-				}
-				if o.PruneOpts.Scope == "global" && (len(o.Prune) != 1 || o.Prune[0].Kind != "channels" || o.Prune[0].Auto) {
-					return usageError{fmt.Errorf("--calib-data prunes each layer on its own data: --prune-scope global's data-driven form is for one channels:R (it allocates R's parameters across the channel groups)")}
-				}
-				calib.inherit(&df)
-				d := &prune.Data{Spec: calib.spec, ORTLib: g.ortLib, Session: ort.DefaultOptions()}
-				if damp == "auto" {
-					d.AutoDamp = true
-				} else if d.Damp, err = strconv.ParseFloat(damp, 64); err != nil || d.Damp < 0 || math.IsNaN(d.Damp) {
-					return usageError{fmt.Errorf("--prune-damp %q: want a number >= 0 or auto", damp)}
-				}
-				if d.Opts, err = calib.options(); err != nil {
-					return err
-				}
-				d.Opts.Shapes = nil // data files carry their own shapes
-				d.Opts.Shuffle = calib.samples > 0
-				o.PruneOpts.Data = d
-			}
-			if o.MinCosine < 0 || o.MinCosine > 1 {
-				return usageError{fmt.Errorf("--min-cosine must be in [0, 1]")}
-			}
-			if slices.ContainsFunc(o.Prune, func(m prune.Method) bool { return m.Auto }) && o.MaxAccuracyDrop <= 0 && o.MinCosine <= 0 {
-				return usageError{fmt.Errorf("--prune channels:auto needs a budget: --max-accuracy-drop P (with --data and --labels) or --min-cosine C")}
-			}
-			if (o.PruneLabels != "" || o.MaxAccuracyDrop > 0 || o.MinCosine > 0) && len(o.Prune) == 0 {
-				return usageError{fmt.Errorf("--labels and --max-accuracy-drop measure pruning: give --prune too")}
-			}
-			if o.MaxAccuracyDrop > 0 && (o.PruneLabels == "" || cost.spec == "") {
-				return usageError{fmt.Errorf("--max-accuracy-drop needs --labels (and --data) to measure accuracy")}
-			}
-			if o.MaxAccuracyDrop < 0 || o.CheckSamples < 0 {
-				return usageError{fmt.Errorf("--max-accuracy-drop and --check must not be negative")}
+			if err := pf.apply(o, &df, g); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(opts)
@@ -176,25 +114,103 @@ before/after table and per-pass statistics.`,
 	fs.Float64Var(&o.CheckRtol, "check-rtol", optimize.DefaultCheckRtol, "relative tolerance of the check")
 	fs.BoolVar(&external, "external-data", false, "write tensors of 1 KiB or more to OUT.data")
 	fs.BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
-	fs.StringArrayVar(&pruneSpecs, "prune", nil, "prune after optimizing: magnitude:S, 2:4, channels:R or channels:auto (repeatable); data-driven with --calib-data")
+	fs.StringArrayVar(&pf.specs, "prune", nil, "prune after optimizing: magnitude:S, 2:4, channels:R or channels:auto (repeatable); data-driven with --calib-data")
 	fs.StringVar(&o.PruneOpts.Scope, "prune-scope", prune.ScopeLayer, choice.Or(prune.Scopes)+": magnitude:S with one global threshold; channels:R with --calib-data: R's parameters allocated across channel groups by what each costs")
-	fs.StringVar(&pruneExclude, "prune-exclude", "", "nodes (or weights) not to prune, comma-separated")
+	fs.StringVar(&pf.exclude, "prune-exclude", "", "nodes (or weights) not to prune, comma-separated")
 	fs.Int64Var(&o.PruneOpts.MinElements, "prune-min-elements", 0, "leave weights with fewer elements alone (0: 1024 for magnitude and 2:4, no minimum for channels)")
 	fs.Int64Var(&o.PruneOpts.ChannelMultiple, "prune-channel-multiple", 8, "channels:R keeps a multiple of this many channels per layer (ORT's kernels block by 8; 1 for exact counts)")
-	fs.StringVar(&calib.spec, "calib-data", "", "calibration data for data-driven pruning (channels: least-squares reconstruction; 2:4, magnitude: OBS updates): .npy, .npz, .pb folder(s), an image folder")
-	calib.batchVar(fs, "calib-batch", 32, "batch size for --calib-data")
-	fs.IntVar(&calib.samples, "calib-samples", 0, "prune on N samples drawn at random (seeded by --seed) from --calib-data (0: all)")
-	fs.StringVar(&damp, "prune-damp", strconv.FormatFloat(prune.DefaultDamp, 'g', -1, 64), "data-driven pruning: fraction of the input Gram's mean diagonal added before solving, or auto: per layer (2:4, magnitude) the one of 0.001, 0.003, 0.01, 0.03, 0.1 with the least output error on a quarter of the calibration samples held out of the solve")
-	calib.image.register(fs)
-	fs.StringVar(&cost.spec, "data", "", "data the check runs on, and what pruning costs is measured on (default: --check random inputs)")
-	cost.batchVar(fs, "batch", 64, "batch size for --data")
-	fs.IntVar(&cost.samples, "samples", 0, "use at most this many samples of --data")
+	fs.StringVar(&pf.calib.spec, "calib-data", "", "calibration data for data-driven pruning (channels: least-squares reconstruction; 2:4, magnitude: OBS updates): .npy, .npz, .pb folder(s), an image folder")
+	pf.calib.batchVar(fs, "calib-batch", 32, "batch size for --calib-data")
+	fs.IntVar(&pf.calib.samples, "calib-samples", 0, "prune on N samples drawn at random (seeded by --seed) from --calib-data (0: all)")
+	fs.StringVar(&pf.damp, "prune-damp", strconv.FormatFloat(prune.DefaultDamp, 'g', -1, 64), "data-driven pruning: fraction of the input Gram's mean diagonal added before solving, or auto: per layer (2:4, magnitude) the one of 0.001, 0.003, 0.01, 0.03, 0.1 with the least output error on a quarter of the calibration samples held out of the solve")
+	pf.calib.image.register(fs)
+	fs.StringVar(&pf.cost.spec, "data", "", "data the check runs on, and what pruning costs is measured on (default: --check random inputs)")
+	pf.cost.batchVar(fs, "batch", 64, "batch size for --data")
+	fs.IntVar(&pf.cost.samples, "samples", 0, "use at most this many samples of --data")
 	fs.StringVar(&o.PruneLabels, "labels", "", "a .npy of class ids for --data: measures the accuracy drop of pruning")
 	fs.Float64Var(&o.MaxAccuracyDrop, "max-accuracy-drop", 0, "accuracy budget in points: spare the most sensitive layers until pruning costs no more")
 	fs.Float64Var(&o.MinCosine, "min-cosine", 0, "channels:auto: lowest cosine to the unpruned model allowed on every output")
 	df.registerSpec(fs)
 	fs.Int64Var(&df.seed, "seed", 1, "seed of the check's random inputs")
 	return c
+}
+
+// pruneFlags are optimize's flags of pruning and of the data it is
+// measured and reconstructed on.
+type pruneFlags struct {
+	specs         []string
+	exclude, damp string
+	cost, calib   dataFlags
+}
+
+// apply checks the pruning flags and sets o's pruning from them; df is
+// the check's data flags, which the data flags inherit.
+func (f *pruneFlags) apply(o *optimize.Options, df *dataFlags, g *globals) error {
+	var err error
+	for _, p := range f.specs {
+		meth, err := prune.ParseMethod(p)
+		if err != nil {
+			return usageError{err}
+		}
+		o.Prune = append(o.Prune, meth)
+	}
+	if !slices.Contains(prune.Scopes, o.PruneOpts.Scope) {
+		return usageError{fmt.Errorf("--prune-scope %q: want %s", o.PruneOpts.Scope, choice.Or(prune.Scopes))}
+	}
+	if o.PruneOpts.Scope == prune.ScopeGlobal && f.calib.spec == "" && slices.ContainsFunc(o.Prune, func(m prune.Method) bool { return m.Kind == "channels" }) {
+		return usageError{fmt.Errorf("--prune-scope global for channels:R allocates by measured cost: give --calib-data")}
+	}
+	if f.exclude != "" {
+		o.PruneOpts.Exclude = strings.Split(f.exclude, ",")
+	}
+	if f.cost.spec != "" {
+		f.cost.inherit(df)
+		if o.PruneDataOpts, err = f.cost.options(); err != nil {
+			return err
+		}
+		o.PruneData = f.cost.spec
+		o.CheckData, o.CheckDataOpts = f.cost.spec, o.PruneDataOpts
+	}
+	if f.calib.spec != "" {
+		if len(o.Prune) == 0 {
+			return usageError{fmt.Errorf("--calib-data makes pruning data-driven: give --prune too")}
+		}
+		if f.calib.spec == "random" {
+			return usageError{fmt.Errorf("--calib-data random: reconstruction fits the weights to the data, so it needs real samples")}
+		}
+		if o.PruneOpts.Scope == "global" && (len(o.Prune) != 1 || o.Prune[0].Kind != "channels" || o.Prune[0].Auto) {
+			return usageError{fmt.Errorf("--calib-data prunes each layer on its own data: --prune-scope global's data-driven form is for one channels:R (it allocates R's parameters across the channel groups)")}
+		}
+		f.calib.inherit(df)
+		d := &prune.Data{Spec: f.calib.spec, ORTLib: g.ortLib, Session: ort.DefaultOptions()}
+		if f.damp == "auto" {
+			d.AutoDamp = true
+		} else if d.Damp, err = strconv.ParseFloat(f.damp, 64); err != nil || d.Damp < 0 || math.IsNaN(d.Damp) {
+			return usageError{fmt.Errorf("--prune-damp %q: want a number >= 0 or auto", f.damp)}
+		}
+		if d.Opts, err = f.calib.options(); err != nil {
+			return err
+		}
+		d.Opts.Shapes = nil // data files carry their own shapes
+		d.Opts.Shuffle = f.calib.samples > 0
+		o.PruneOpts.Data = d
+	}
+	if o.MinCosine < 0 || o.MinCosine > 1 {
+		return usageError{fmt.Errorf("--min-cosine must be in [0, 1]")}
+	}
+	if slices.ContainsFunc(o.Prune, func(m prune.Method) bool { return m.Auto }) && o.MaxAccuracyDrop <= 0 && o.MinCosine <= 0 {
+		return usageError{fmt.Errorf("--prune channels:auto needs a budget: --max-accuracy-drop P (with --data and --labels) or --min-cosine C")}
+	}
+	if (o.PruneLabels != "" || o.MaxAccuracyDrop > 0 || o.MinCosine > 0) && len(o.Prune) == 0 {
+		return usageError{fmt.Errorf("--labels and --max-accuracy-drop measure pruning: give --prune too")}
+	}
+	if o.MaxAccuracyDrop > 0 && (o.PruneLabels == "" || f.cost.spec == "") {
+		return usageError{fmt.Errorf("--max-accuracy-drop needs --labels (and --data) to measure accuracy")}
+	}
+	if o.MaxAccuracyDrop < 0 || o.CheckSamples < 0 {
+		return usageError{fmt.Errorf("--max-accuracy-drop and --check must not be negative")}
+	}
+	return nil
 }
 
 func optimizeRun(opts *OptimizeOptions) error {
