@@ -36,22 +36,20 @@ type QuantizeOptions struct {
 	Weights *weightonly.RunOptions
 }
 
-func newCmdQuantize(io *IO, g *globals, runF func(*QuantizeOptions) error) *cobra.Command {
-	opts := &QuantizeOptions{IO: io}
-	o := &opts.PTQ
-	var sf sessionFlags
-	calib, eval := dataFlags{judges: true}, dataFlags{judges: true}
-	var method, target, reduceRange, format string
-	var perTensor, quiet bool
-	var weights, rounding string
-	var blockSize int
-	var dynamic bool
-	var techniques []string
-	var evalTask config.Eval // the ground truth's file and task
-	c := &cobra.Command{
-		Use:   "quantize IN -o OUT --calib-data PATH",
-		Short: "Quantize a model to INT8 (QDQ) from calibration data and measure it against float",
-		Long: `Post-training INT8 quantization: run the -O2 passes (BatchNormalization is
+// quantizeVars are optc quantize's flags that are not options
+// themselves: names to parse, and switches between kinds of quantization.
+type quantizeVars struct {
+	sf                                  sessionFlags
+	calib, eval                         dataFlags
+	method, target, reduceRange, format string
+	perTensor, quiet, dynamic           bool
+	weights, rounding                   string
+	blockSize                           int
+	techniques                          []string
+	evalTask                            config.Eval // the ground truth's file and task
+}
+
+const quantizeLong = `Post-training INT8 quantization: run the -O2 passes (BatchNormalization is
 folded first), collect activation ranges in ONNX Runtime over --calib-data
 (streamed, constant memory; or read them from --calib-cache), insert
 QuantizeLinear/DequantizeLinear for the target, and measure the result
@@ -86,14 +84,23 @@ ORT fuses at level extended and above (--ort-contrib writes the fused
 com.microsoft DynamicQuantizeMatMul itself). Nothing is calibrated: the
 result is checked against float on --eval-data, else --calib-data, else
 random inputs, with the accuracy guard on every output (cosine >= 0.99
-without labels). See docs/quantize.md.`,
-		Args: exactArgs(1, "one input model"),
+without labels). See docs/quantize.md.`
+
+func newCmdQuantize(io *IO, g *globals, runF func(*QuantizeOptions) error) *cobra.Command {
+	opts := &QuantizeOptions{IO: io}
+	o := &opts.PTQ
+	v := &quantizeVars{calib: dataFlags{judges: true}, eval: dataFlags{judges: true}}
+	c := &cobra.Command{
+		Use:   "quantize IN -o OUT --calib-data PATH",
+		Short: "Quantize a model to INT8 (QDQ) from calibration data and measure it against float",
+		Long:  quantizeLong,
+		Args:  exactArgs(1, "one input model"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
 			o.Input, o.ORTLib = args[0], g.ortLib
-			if t, former := quantize.CurrentName(quantize.Target(target)); former {
-				fmt.Fprintf(io.ErrOut, "optc: --target %s is deprecated: the target is now spelled %s, as in optc build\n", target, t)
-				target = string(t)
+			if t, former := quantize.CurrentName(quantize.Target(v.target)); former {
+				fmt.Fprintf(io.ErrOut, "optc: --target %s is deprecated: the target is now spelled %s, as in optc build\n", v.target, t)
+				v.target = string(t)
 			}
 			if o.Output == "" {
 				return usageError{fmt.Errorf("quantize: -o OUT is required")}
@@ -101,29 +108,29 @@ without labels). See docs/quantize.md.`,
 			if data.SameFile(o.Input, o.Output) {
 				return fmt.Errorf("quantize: refusing to overwrite the input %s; choose another -o", o.Input)
 			}
-			if o.Session, err = sf.options(); err != nil {
+			if o.Session, err = v.sf.options(); err != nil {
 				return err
 			}
-			if weights != "" && dynamic {
+			if v.weights != "" && v.dynamic {
 				return usageError{fmt.Errorf("--weights and --dynamic are two kinds of quantization: give one")}
 			}
-			if !dynamic && cmd.Flags().Changed("ort-contrib") {
+			if !v.dynamic && cmd.Flags().Changed("ort-contrib") {
 				return usageError{fmt.Errorf("--ort-contrib is for --dynamic")}
 			}
-			if dynamic {
+			if v.dynamic {
 				if f := staticOnly(cmd.Flags()); f != "" {
 					return usageError{fmt.Errorf("--%s is for static INT8, not --dynamic", f)}
 				}
-				if target != string(quantize.TargetORT) {
-					return usageError{fmt.Errorf("--dynamic is for --target %s (ONNX Runtime's CPU kernels), not %q", quantize.TargetORT, target)}
+				if v.target != string(quantize.TargetORT) {
+					return usageError{fmt.Errorf("--dynamic is for --target %s (ONNX Runtime's CPU kernels), not %q", quantize.TargetORT, v.target)}
 				}
 				o.Dynamic = true
 			}
-			if weights != "" {
+			if v.weights != "" {
 				if f := int8Only(cmd.Flags()); f != "" {
 					return usageError{fmt.Errorf("--%s is for INT8 quantization, not --weights", f)}
 				}
-				w, err := weightOnlyOptions(weights, rounding, blockSize, &calib, &eval, o, g)
+				w, err := weightOnlyOptions(v.weights, v.rounding, v.blockSize, &v.calib, &v.eval, o, g)
 				if err != nil {
 					return err
 				}
@@ -136,80 +143,43 @@ without labels). See docs/quantize.md.`,
 			// The rules of the build config's calibration and quantize
 			// sections, on the same structs: one home for each.
 			qc := config.Default()
-			qc.Calibration.Method, qc.Calibration.Percentile, qc.Calibration.MovingAverage = method, o.Calib.Percentile, o.Calib.MovingAverage
-			qc.Quantize.Techniques, qc.Quantize.SmoothAlpha, qc.Quantize.ReduceRange = techniques, o.SmoothAlpha, reduceRange
-			qc.Quantize.Format, qc.Quantize.Exclude = format, o.Quant.Exclude
+			qc.Calibration.Method, qc.Calibration.Percentile, qc.Calibration.MovingAverage = v.method, o.Calib.Percentile, o.Calib.MovingAverage
+			qc.Quantize.Techniques, qc.Quantize.SmoothAlpha, qc.Quantize.ReduceRange = v.techniques, o.SmoothAlpha, v.reduceRange
+			qc.Quantize.Format, qc.Quantize.Exclude = v.format, o.Quant.Exclude
 			qc.Quantize.MaxAccuracyDrop, qc.Quantize.MinCosine, qc.Quantize.MaxRelError = o.MaxAccuracyDrop, o.MinCosine, o.MaxRelError
 			qc.Quantize.NoGuard, qc.Quantize.AllowAccuracyLoss = o.NoGuard, o.AllowAccuracyLoss
-			qc.Eval = evalTask
+			qc.Eval = v.evalTask
 			if err := qc.ValidateQuantization(); err != nil {
 				return usageError{fmt.Errorf("quantize: %s", byFlags(cmd.Flags(), err))}
 			}
-			if !slices.Contains(quantize.Targets(), quantize.Target(target)) {
-				return usageError{fmt.Errorf("--target %q: want %s", target, choice.Or(quantize.Targets()))}
+			if !slices.Contains(quantize.Targets(), quantize.Target(v.target)) {
+				return usageError{fmt.Errorf("--target %q: want %s", v.target, choice.Or(quantize.Targets()))}
 			}
 			// Validated above.
-			o.Method = calibrate.Method(method)
-			o.Techniques, _ = quantize.ParseTechniques(techniques)
-			o.Quant.ReduceRange, _ = quantize.ParseReduceRange(reduceRange)
-			o.Quant.Target, o.Quant.Format = quantize.Target(target), quantize.Format(format)
-			if err := quantizeTask(o, evalTask); err != nil {
+			o.Method = calibrate.Method(v.method)
+			o.Techniques, _ = quantize.ParseTechniques(v.techniques)
+			o.Quant.ReduceRange, _ = quantize.ParseReduceRange(v.reduceRange)
+			o.Quant.Target, o.Quant.Format = quantize.Target(v.target), quantize.Format(v.format)
+			if err := quantizeTask(o, v.evalTask); err != nil {
 				return err
 			}
-			if calib.spec == "" && o.CalibCache == "" && !dynamic {
+			if v.calib.spec == "" && o.CalibCache == "" && !v.dynamic {
 				return usageError{fmt.Errorf("quantize: --calib-data is required (or a --calib-cache made for this model)")}
 			}
-			if perTensor {
+			if v.perTensor {
 				off := false
 				o.Quant.PerChannel = &off
 			}
-			if calib.spec != "" {
-				if o.CalibOpts, err = calib.options(); err != nil {
-					return err
-				}
-				o.CalibData = calib.spec
-				// A subset is drawn at random (seeded), not taken from the
-				// front of a file that may be sorted by class.
-				o.CalibOpts.Shuffle = calib.samples > 0 && calib.spec != "random"
+			if err := v.dataOptions(o); err != nil {
+				return err
 			}
-			if dynamic && calib.spec == "" && eval.spec == "" {
-				// Nothing to calibrate, but the result is still run
-				// against float: on random inputs (--shape, --range,
-				// --value shape them).
-				eval.spec = "random"
-			}
-			if eval.spec != "" {
-				shapes := eval.shapes
-				eval.inherit(&calib)
-				eval.image = calib.image
-				if eval.spec != "random" {
-					eval.shapes = shapes
-				}
-				if o.EvalOpts, err = eval.options(); err != nil {
-					return err
-				}
-				o.EvalData = eval.spec
-			}
-			// --shape gives one sample's dims for random data and the
-			// latency runs; data files carry their own shapes.
-			o.Inputs = o.CalibOpts.Spec
-			if calib.spec == "" {
-				// --dynamic without calibration data: --shape and the
-				// rest still shape the latency runs' random inputs.
-				if o.Inputs, _, _, err = calib.inputSpec(); err != nil {
-					return err
-				}
-			}
-			if calib.spec != "random" {
-				o.CalibOpts.Shapes = nil
-			}
-			if io.Progress != nil && !quiet {
+			if io.Progress != nil && !v.quiet {
 				// Lines, as build prints them: on a terminal and in a CI
 				// log alike, at least every ptq.ProgressEvery while
 				// calibrating, and as each later step starts.
 				say := func(format string, args ...any) { fmt.Fprintf(io.Progress, "quantize: "+format+"\n", args...) }
 				o.Progress = say
-				o.Calib.Progress = ptq.CalibrationProgress(int64(calib.samples), say, nil)
+				o.Calib.Progress = ptq.CalibrationProgress(int64(v.calib.samples), say, nil)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -217,48 +187,101 @@ without labels). See docs/quantize.md.`,
 			return quantizeRun(opts)
 		},
 	}
-	fs := c.Flags()
+	v.register(c.Flags(), opts)
+	return c
+}
+
+// dataOptions sets the calibration and evaluation data of o from the data
+// flags; the evaluation data inherits what the calibration flags say of
+// the inputs.
+func (v *quantizeVars) dataOptions(o *ptq.Options) error {
+	var err error
+	if v.calib.spec != "" {
+		if o.CalibOpts, err = v.calib.options(); err != nil {
+			return err
+		}
+		o.CalibData = v.calib.spec
+		// A subset is drawn at random (seeded), not taken from the
+		// front of a file that may be sorted by class.
+		o.CalibOpts.Shuffle = v.calib.samples > 0 && v.calib.spec != "random"
+	}
+	if v.dynamic && v.calib.spec == "" && v.eval.spec == "" {
+		// Nothing to calibrate, but the result is still run
+		// against float: on random inputs (--shape, --range,
+		// --value shape them).
+		v.eval.spec = "random"
+	}
+	if v.eval.spec != "" {
+		shapes := v.eval.shapes
+		v.eval.inherit(&v.calib)
+		v.eval.image = v.calib.image
+		if v.eval.spec != "random" {
+			v.eval.shapes = shapes
+		}
+		if o.EvalOpts, err = v.eval.options(); err != nil {
+			return err
+		}
+		o.EvalData = v.eval.spec
+	}
+	// --shape gives one sample's dims for random data and the
+	// latency runs; data files carry their own shapes.
+	o.Inputs = o.CalibOpts.Spec
+	if v.calib.spec == "" {
+		// --dynamic without calibration data: --shape and the
+		// rest still shape the latency runs' random inputs.
+		if o.Inputs, _, _, err = v.calib.inputSpec(); err != nil {
+			return err
+		}
+	}
+	if v.calib.spec != "random" {
+		o.CalibOpts.Shapes = nil
+	}
+	return nil
+}
+
+// register defines optc quantize's flags, writing into v and opts.
+func (v *quantizeVars) register(fs *pflag.FlagSet, opts *QuantizeOptions) {
+	o := &opts.PTQ
 	fs.StringVarP(&o.Output, "output", "o", "", "where to write the INT8 model (required)")
-	fs.StringVar(&calib.spec, "calib-data", "", "calibration data: .npy, .npz, .pb folder(s), a folder of PNG/JPEG images (see --image-*), or random (not advised)")
+	fs.StringVar(&v.calib.spec, "calib-data", "", "calibration data: .npy, .npz, .pb folder(s), a folder of PNG/JPEG images (see --image-*), or random (not advised)")
 	// The batch sizes are build's (config.Default), one home for both: a
 	// batch of 64 U-Net activations at 128x128 held 2.2 GB in the check.
 	defaults := config.Default()
-	calib.batchVar(fs, "calib-batch", defaults.Calibration.Batch, "calibration batch size (a model with a static batch runs at that size)")
-	fs.BoolVarP(&quiet, "quiet", "q", false, "print no progress lines on stderr (errors still are)")
-	fs.IntVar(&calib.samples, "calib-samples", 0, "calibrate on N samples drawn at random (seeded by --seed) from --calib-data")
+	v.calib.batchVar(fs, "calib-batch", defaults.Calibration.Batch, "calibration batch size (a model with a static batch runs at that size)")
+	fs.BoolVarP(&v.quiet, "quiet", "q", false, "print no progress lines on stderr (errors still are)")
+	fs.IntVar(&v.calib.samples, "calib-samples", 0, "calibrate on N samples drawn at random (seeded by --seed) from --calib-data")
 	fs.StringVar(&o.CalibCache, "calib-cache", "", "calibration file: reused when it matches the model, else written")
-	fs.StringVar(&method, "method", string(calibrate.DefaultMethod), "range method: "+calibrate.MethodNames()+" (auto: per tensor, the candidate with the least quantization error)")
+	fs.StringVar(&v.method, "method", string(calibrate.DefaultMethod), "range method: "+calibrate.MethodNames()+" (auto: per tensor, the candidate with the least quantization error)")
 	fs.Float64Var(&o.Calib.Percentile, "percentile", calibrate.DefaultPercentile, "percentile for --method percentile")
-	fs.StringSliceVar(&techniques, "technique", nil, "post-training techniques, comma-separated: "+choice.Or(quantize.Techniques)+" (cle: cross-layer equalization of Conv -> Relu -> Conv pairs, for --per-tensor weights; smoothquant: move MatMul input outliers into the weights before calibrating; gptq: round the int8 weights by GPTQ's error feedback from the layers' inputs on --calib-data instead of to nearest; bias-correction: cancel each INT8 layer's mean error per channel, measured on --calib-data)")
+	fs.StringSliceVar(&v.techniques, "technique", nil, "post-training techniques, comma-separated: "+choice.Or(quantize.Techniques)+" (cle: cross-layer equalization of Conv -> Relu -> Conv pairs, for --per-tensor weights; smoothquant: move MatMul input outliers into the weights before calibrating; gptq: round the int8 weights by GPTQ's error feedback from the layers' inputs on --calib-data instead of to nearest; bias-correction: cancel each INT8 layer's mean error per channel, measured on --calib-data)")
 	fs.Float64Var(&o.SmoothAlpha, "smoothquant-alpha", quantize.DefaultSmoothAlpha, "--technique smoothquant: migration strength in [0, 1] (0.5 splits the difficulty evenly between activations and weights)")
 	fs.Float64Var(&o.Calib.MovingAverage, "moving-average", 0, "minmax: blend per-batch ranges with this weight (0: plain min/max)")
-	fs.StringVar(&target, "target", string(quantize.TargetORT), "numeric scheme: "+choice.Or(quantize.Targets()))
-	fs.StringVar(&reduceRange, "reduce-range", "auto", "7-bit weights: "+choice.Or(quantize.ReduceRangeModes)+" (auto: on for x86 without VNNI)")
-	fs.StringVar(&format, "format", "qdq", choice.Or(quantize.Formats)+": Q/DQ around float ops, or QLinearConv/QLinearMatMul (ort)")
-	fs.BoolVar(&perTensor, "per-tensor", false, "one weight scale per tensor instead of per output channel")
+	fs.StringVar(&v.target, "target", string(quantize.TargetORT), "numeric scheme: "+choice.Or(quantize.Targets()))
+	fs.StringVar(&v.reduceRange, "reduce-range", "auto", "7-bit weights: "+choice.Or(quantize.ReduceRangeModes)+" (auto: on for x86 without VNNI)")
+	fs.StringVar(&v.format, "format", "qdq", choice.Or(quantize.Formats)+": Q/DQ around float ops, or QLinearConv/QLinearMatMul (ort)")
+	fs.BoolVar(&v.perTensor, "per-tensor", false, "one weight scale per tensor instead of per output channel")
 	fs.StringArrayVar(&o.Quant.Exclude, "exclude", nil, "keep nodes float: a regexp on node name or op type (repeatable)")
 	fs.BoolVar(&o.Quant.KeepFirstLast, "keep-first-last", false, "keep the first and last weighted layers float")
-	fs.StringVar(&eval.spec, "eval-data", "", "evaluation data (default: the calibration data, reported as not held out)")
-	eval.batchVar(fs, "eval-batch", defaults.Eval.Batch, "evaluation batch size (a model with a static batch runs at that size)")
-	fs.IntVar(&eval.samples, "eval-samples", 0, "measure on at most the first N evaluation samples (0: all)")
-	evalFlags(fs, &evalTask)
+	fs.StringVar(&v.eval.spec, "eval-data", "", "evaluation data (default: the calibration data, reported as not held out)")
+	v.eval.batchVar(fs, "eval-batch", defaults.Eval.Batch, "evaluation batch size (a model with a static batch runs at that size)")
+	fs.IntVar(&v.eval.samples, "eval-samples", 0, "measure on at most the first N evaluation samples (0: all)")
+	evalFlags(fs, &v.evalTask)
 	fs.Float64Var(&o.MaxAccuracyDrop, "max-accuracy-drop", 0, "accuracy guard in points (needs --eval-labels; default 1): the most sensitive layers fall back to float until it holds")
 	fs.Float64Var(&o.MinCosine, "min-cosine", 0, fmt.Sprintf("accuracy guard: lowest cosine to float of the worst sample, every output (0: %g)", ptq.GuardMinCosine))
 	fs.Float64Var(&o.MaxRelError, "max-rel-error", 0, fmt.Sprintf("accuracy guard: largest relative error to float (RMS error over float's RMS deviation from its mean), every output (0: %g)", ptq.GuardMaxRelError))
 	fs.BoolVar(&o.NoGuard, "no-guard", false, "turn the accuracy guard off: its figures are reported, the INT8 model is written whatever they say")
 	fs.BoolVar(&o.AllowAccuracyLoss, "allow-accuracy-loss", false, "write the INT8 model even when it misses the accuracy guard after the fallback (exit 0)")
-	calib.registerSpec(fs)
-	fs.Int64Var(&calib.seed, "seed", 1, "seed for random data")
-	fs.StringVar(&weights, "weights", "", "weight-only quantization instead of INT8: "+choice.Or(weightonly.Types)+" (MatMulNBits)")
-	fs.IntVar(&blockSize, "block-size", weightonly.DefaultBlockSize, "--weights: weights per block along K: "+choice.Or(weightonly.BlockSizeNames()))
-	fs.StringVar(&rounding, "weight-rounding", string(weightonly.RTN), "--weights: "+choice.Or(weightonly.Roundings)+" (gptq needs --calib-data)")
-	fs.BoolVar(&dynamic, "dynamic", false, "dynamic INT8 instead of static: MatMul/Gemm weights int8, activations quantized at run time (DynamicQuantizeLinear + MatMulInteger; no calibration, --calib-data only measures)")
+	v.calib.registerSpec(fs)
+	fs.Int64Var(&v.calib.seed, "seed", 1, "seed for random data")
+	fs.StringVar(&v.weights, "weights", "", "weight-only quantization instead of INT8: "+choice.Or(weightonly.Types)+" (MatMulNBits)")
+	fs.IntVar(&v.blockSize, "block-size", weightonly.DefaultBlockSize, "--weights: weights per block along K: "+choice.Or(weightonly.BlockSizeNames()))
+	fs.StringVar(&v.rounding, "weight-rounding", string(weightonly.RTN), "--weights: "+choice.Or(weightonly.Roundings)+" (gptq needs --calib-data)")
+	fs.BoolVar(&v.dynamic, "dynamic", false, "dynamic INT8 instead of static: MatMul/Gemm weights int8, activations quantized at run time (DynamicQuantizeLinear + MatMulInteger; no calibration, --calib-data only measures)")
 	fs.BoolVar(&o.Quant.ORTContrib, "ort-contrib", false, "--dynamic: write ONNX Runtime's fused com.microsoft DynamicQuantizeMatMul (ONNX Runtime only)")
 	fs.BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
 	fs.StringVar(&opts.Report, "report", "", "also write report.json, report.md and report.html into this folder (docs/report.md)")
-	calib.image.register(fs) // for --calib-data and --eval-data alike
-	sf.register(fs)
-	return c
+	v.calib.image.register(fs) // for --calib-data and --eval-data alike
+	v.sf.register(fs)
 }
 
 // byFlags is the build config's problems in the words of the command's
