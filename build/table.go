@@ -31,6 +31,63 @@ func WriteTable(w io.Writer, r *Result) error {
 		fmt.Fprintf(w, "latency: p50 the median of %d timing runs per batch size, p90-p99 over their runs together\n", n)
 	}
 	fmt.Fprintln(w)
+	if err := writeArtifactRows(w, r); err != nil {
+		return err
+	}
+	for _, a := range r.Artifacts {
+		if a.Check != nil && a.Check.NonFinite > 0 {
+			fmt.Fprintf(w, "NaN/Inf: %s is NaN or infinite where the input model is finite, so its figures are over the finite pairs only; do not deploy it: %s\n",
+				a.Path, a.Check.nonFiniteText())
+		}
+		if c := a.CheckCalibration; c != nil && c.NonFinite > 0 {
+			fmt.Fprintf(w, "NaN/Inf: %s is NaN or infinite on the calibration data where the input model is finite; do not deploy it: %s\n",
+				a.Path, c.nonFiniteText())
+		}
+	}
+	for _, a := range r.Artifacts {
+		if a.Check == nil {
+			fmt.Fprintf(w, "  %s (%s)\n", a.Path, a.Kind)
+		}
+	}
+	for i, a := range lmChecked(r) {
+		l := a.Check.LM
+		if i == 0 {
+			fmt.Fprintf(w, "language model (%d next tokens): input perplexity %.4f, next-token accuracy %.2f%%%s\n", l.Tokens, float64(l.PerplexityA), 100*l.AccuracyA, seqText(r.Baseline))
+		}
+		fmt.Fprintf(w, "  %s: perplexity %.4f (%+.2f%%), next-token agreement with the input %.2f%%, accuracy %.2f%%%s\n",
+			a.Path, float64(l.PerplexityB), float64(l.IncreasePercent), 100*l.Agreement, 100*l.AccuracyB, seqText(a.Timing))
+	}
+	if g := r.WeightsGuard; g != nil {
+		verdict := "passed"
+		if !g.Pass {
+			verdict = "FAILED, kept by allow_accuracy_loss (not recommended, not deployed)"
+		}
+		fmt.Fprintf(w, "perplexity guard %s: %+.2f%% over the input (at most %g%%)\n", verdict, float64(g.IncreasePercent), g.MaxIncreasePercent)
+	}
+	if r.Optimize != nil && r.Optimize.Prune != nil {
+		writePrune(w, r.Optimize.Prune)
+	}
+	writeQuantizations(w, r)
+	if r.INT8 != nil && r.INT8.Placement != nil {
+		writePlacement(w, r.INT8.Placement, r.INT8.PlacementFrom)
+	}
+	if t := r.TensorRT; t != nil && t.Lint != nil {
+		fmt.Fprintf(w, "tensorrt lint: %d errors, %d warnings (tensorrt/lint.json)\n", lint.Errors(t.Lint), len(t.Lint)-lint.Errors(t.Lint))
+	}
+	if d := r.Deployment; d != nil {
+		for _, p := range []export.Profile{d.LowLatency, d.HighThroughput} {
+			fmt.Fprintf(w, "triton %s: batch %d, %d thread(s): %s\n", p.Name, p.Batch, p.Threads, p.Reason)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	return nil
+}
+
+// writeArtifactRows is the table: the input, then one row per checked
+// artifact and per refused INT8 model.
+func writeArtifactRows(w io.Writer, r *Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	batches := r.Baseline.Batches
 	head := "artifact\tprecision\tbytes\tmin cosine\trel error\tNaN/Inf in/art\ttop-1 agree\taccuracy\tverdict\tcold ms\t"
@@ -103,42 +160,12 @@ func WriteTable(w io.Writer, r *Result) error {
 		cos, rel := refusedFigures(f.Guard)
 		row(f.Artifact, "int8", "-", cos, rel, "-", "-", "-", "REFUSED", nil)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, a := range r.Artifacts {
-		if a.Check != nil && a.Check.NonFinite > 0 {
-			fmt.Fprintf(w, "NaN/Inf: %s is NaN or infinite where the input model is finite, so its figures are over the finite pairs only; do not deploy it: %s\n",
-				a.Path, a.Check.nonFiniteText())
-		}
-		if c := a.CheckCalibration; c != nil && c.NonFinite > 0 {
-			fmt.Fprintf(w, "NaN/Inf: %s is NaN or infinite on the calibration data where the input model is finite; do not deploy it: %s\n",
-				a.Path, c.nonFiniteText())
-		}
-	}
-	for _, a := range r.Artifacts {
-		if a.Check == nil {
-			fmt.Fprintf(w, "  %s (%s)\n", a.Path, a.Kind)
-		}
-	}
-	for i, a := range lmChecked(r) {
-		l := a.Check.LM
-		if i == 0 {
-			fmt.Fprintf(w, "language model (%d next tokens): input perplexity %.4f, next-token accuracy %.2f%%%s\n", l.Tokens, float64(l.PerplexityA), 100*l.AccuracyA, seqText(r.Baseline))
-		}
-		fmt.Fprintf(w, "  %s: perplexity %.4f (%+.2f%%), next-token agreement with the input %.2f%%, accuracy %.2f%%%s\n",
-			a.Path, float64(l.PerplexityB), float64(l.IncreasePercent), 100*l.Agreement, 100*l.AccuracyB, seqText(a.Timing))
-	}
-	if g := r.WeightsGuard; g != nil {
-		verdict := "passed"
-		if !g.Pass {
-			verdict = "FAILED, kept by allow_accuracy_loss (not recommended, not deployed)"
-		}
-		fmt.Fprintf(w, "perplexity guard %s: %+.2f%% over the input (at most %g%%)\n", verdict, float64(g.IncreasePercent), g.MaxIncreasePercent)
-	}
-	if r.Optimize != nil && r.Optimize.Prune != nil {
-		writePrune(w, r.Optimize.Prune)
-	}
+	return tw.Flush()
+}
+
+// writeQuantizations says per INT8 scheme what was quantized, what fell
+// back, and the guard's verdict.
+func writeQuantizations(w io.Writer, r *Result) {
 	for _, q := range []struct {
 		name string
 		res  *ptq.Result
@@ -156,21 +183,6 @@ func WriteTable(w io.Writer, r *Result) error {
 			fmt.Fprintf(w, "%s: %s\n", q.name, guardLine(g))
 		}
 	}
-	if r.INT8 != nil && r.INT8.Placement != nil {
-		writePlacement(w, r.INT8.Placement, r.INT8.PlacementFrom)
-	}
-	if t := r.TensorRT; t != nil && t.Lint != nil {
-		fmt.Fprintf(w, "tensorrt lint: %d errors, %d warnings (tensorrt/lint.json)\n", lint.Errors(t.Lint), len(t.Lint)-lint.Errors(t.Lint))
-	}
-	if d := r.Deployment; d != nil {
-		for _, p := range []export.Profile{d.LowLatency, d.HighThroughput} {
-			fmt.Fprintf(w, "triton %s: batch %d, %d thread(s): %s\n", p.Name, p.Batch, p.Threads, p.Reason)
-		}
-	}
-	for _, n := range r.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
-	return nil
 }
 
 // refusedFigures are a refused model's worst cosine and relative error

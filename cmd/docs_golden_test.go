@@ -27,7 +27,7 @@ var (
 	memory = regexp.MustCompile(`\(peak RSS \d+ MiB\)`)
 	// byTiming are lines whose content follows the placement search's
 	// timing (INT8 or FP32 for the ORT artifact, and which candidate).
-	byTiming = regexp.MustCompile(`^(ort artifact:|int8 placement:|note: ort: |int8 ort: \d+ nodes quantized)`)
+	byTiming = regexp.MustCompile(`^(ort artifact:|int8 placement:|note: ort: |int8 ort: \d+ nodes quantized|build: budget: )`)
 	// byTimingRow: table rows of the models the ORT decision shapes.
 	byTimingRow = regexp.MustCompile(`^(model\.int8\.onnx|ort/model\.ort) `)
 )
