@@ -30,13 +30,74 @@ func modelCell(m *Model) string {
 	return name
 }
 
+// WriteMarkdown writes report.md: the models' tables, the verdicts and
+// warnings, then the details folded.
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	p := &printer{w: w}
 	p.f("## optc %s: %s\n\n", r.Kind, r.Input)
 	in := r.Models[0]
 	batches := latencyBatches(in)
-	// Two tables, what each model is and how fast it runs, so that each
-	// reads without scrolling sideways (a page or a PR comment).
+	p.modelTables(r, batches)
+	p.lmTable(r)
+	p.taskTable(r)
+	on := fmt.Sprintf("%s (%s)", r.EvalData, heldOut(r.HeldOut))
+	if r.EvalData == "random" {
+		on = "fresh random inputs (a smoke test, not a measure of accuracy)"
+	}
+	p.f("\nAccuracy measured on %s; latency is the median of %s on %s.\n", on, repeatsText(in), r.Environment.text())
+	for _, f := range refusals(r) {
+		p.f("\n> **%s**\n", f)
+	}
+	for _, l := range r.Caveats.Lines() {
+		p.f("\n> **warning: %s**\n", l)
+	}
+	for _, m := range r.Models {
+		if n := m.nonFinite(); n > 0 {
+			p.f("\n> **NaN/Inf: `%s` is NaN or infinite at %d output values where the input model is finite (%s); its statistics are over the finite pairs only. Do not deploy it.**\n",
+				m.Name, n, nonFiniteOutputs(m))
+		}
+	}
+
+	p.outputTable(r)
+
+	if len(r.Passes) > 0 {
+		p.f("\n<details><summary>Passes</summary>\n\n| pass | runs | nodes removed | added | rewritten |\n|---|---:|---:|---:|---:|\n")
+		for _, ps := range r.Passes {
+			if ps.Removed+ps.Added+ps.Rewritten > 0 {
+				p.f("| %s | %d | %d | %d | %d |\n", ps.Name, ps.Runs, ps.Removed, ps.Added, ps.Rewritten)
+			}
+		}
+		p.f("\n</details>\n")
+	}
+	for _, q := range r.Quantization {
+		p.quantization(q)
+	}
+	if r.Pruning != nil {
+		writePruning(p, r.Pruning)
+	}
+	if r.Placement != nil {
+		writePlacement(p, r.Placement, r.PlacementFrom)
+	}
+	if l := r.NCHWc; l != nil && l.Block > 0 {
+		p.f("\nORT CPU layout (block %d: %d convs padded, %d HardSigmoid bridges): %s", l.Block, l.Convs, l.Bridges, l.Reason)
+		if t := l.Timing; t != nil {
+			var ms []string
+			for _, b := range t.Batches {
+				ms = append(ms, fmt.Sprintf("batch %d %.3f -> %.3f ms", b.Batch, b.BaselineMs, b.CandidateMs))
+			}
+			p.f(" (p50 against %s: %s)", l.Baseline, strings.Join(ms, ", "))
+		}
+		p.f(".\n")
+	}
+	for _, n := range r.Notes {
+		p.f("\n> note: %s\n", n)
+	}
+	return p.err
+}
+
+// modelTables are what each model is, then how fast it runs: two tables,
+// so that each reads without scrolling sideways (a page or a PR comment).
+func (p *printer) modelTables(r *Report, batches []int) {
 	p.f("| model | precision | size | nodes | task accuracy | min cosine | cold start |\n|---|---|---:|---:|---:|---:|---:|\n")
 	for _, m := range r.Models {
 		name := modelCell(m)
@@ -80,26 +141,10 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			p.f("%s\n", line)
 		}
 	}
-	p.lmTable(r)
-	p.taskTable(r)
-	on := fmt.Sprintf("%s (%s)", r.EvalData, heldOut(r.HeldOut))
-	if r.EvalData == "random" {
-		on = "fresh random inputs (a smoke test, not a measure of accuracy)"
-	}
-	p.f("\nAccuracy measured on %s; latency is the median of %s on %s.\n", on, repeatsText(in), r.Environment.text())
-	for _, f := range refusals(r) {
-		p.f("\n> **%s**\n", f)
-	}
-	for _, l := range r.Caveats.Lines() {
-		p.f("\n> **warning: %s**\n", l)
-	}
-	for _, m := range r.Models {
-		if n := m.nonFinite(); n > 0 {
-			p.f("\n> **NaN/Inf: `%s` is NaN or infinite at %d output values where the input model is finite (%s); its statistics are over the finite pairs only. Do not deploy it.**\n",
-				m.Name, n, nonFiniteOutputs(m))
-		}
-	}
+}
 
+// outputTable is each output's agreement with the input model, folded.
+func (p *printer) outputTable(r *Report) {
 	p.f("\n<details><summary>Per-output agreement with the input model</summary>\n\n")
 	p.f("Statistics are over the finite pairs (both models finite); NaN/Inf counts are input / model.\n\n")
 	p.f("| model | output | finite pairs | NaN | Inf | cosine | SNR | max abs error | mean abs error | top-1 | top-5 |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -114,79 +159,51 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	p.f("\n</details>\n")
+}
 
-	if len(r.Passes) > 0 {
-		p.f("\n<details><summary>Passes</summary>\n\n| pass | runs | nodes removed | added | rewritten |\n|---|---:|---:|---:|---:|\n")
-		for _, ps := range r.Passes {
-			if ps.Removed+ps.Added+ps.Rewritten > 0 {
-				p.f("| %s | %d | %d | %d | %d |\n", ps.Name, ps.Runs, ps.Removed, ps.Added, ps.Rewritten)
-			}
-		}
-		p.f("\n</details>\n")
+// quantization is one INT8 scheme's details, folded: calibration,
+// fallback, techniques, the guard's checks and the worst tensors' SQNR.
+func (p *printer) quantization(q *Quantization) {
+	fell := "none"
+	if len(q.FellBack) > 0 {
+		fell = strings.Join(q.FellBack, ", ")
 	}
-	for _, q := range r.Quantization {
-		fell := "none"
-		if len(q.FellBack) > 0 {
-			fell = strings.Join(q.FellBack, ", ")
-		}
-		refused := ""
-		if g := q.Guard; g != nil && !g.Pass {
-			refused = ": REFUSED by the accuracy guard, not written"
-		}
-		p.f("\n<details><summary>INT8 %s (<code>%s</code>): %d nodes quantized, %d left float%s</summary>\n\n",
-			q.Target, q.Model, q.Quantized, q.LeftFloat, refused)
-		if q.Method == ptq.DynamicMethod {
-			p.f("Dynamic INT8: nothing calibrated, activations are quantized at run time.\n")
-		} else {
-			p.f("Calibrated with %s on %d samples; fell back to float for accuracy: %s.\n", q.Method, q.CalibSamples, fell)
-		}
-		if t := q.Techniques; t != nil && len(t.Applied) > 0 {
-			by := ""
-			if t.ByGuard {
-				by = " (some tried by the accuracy guard)"
-			}
-			var ts []string
-			for _, a := range t.Applied {
-				ts = append(ts, string(a))
-			}
-			p.f("Post-training techniques%s: %s.\n", by, strings.Join(ts, ", "))
-		}
-		if g := q.Guard; g != nil && len(g.Checks) > 0 {
-			var cs []string
-			for _, c := range g.Checks {
-				cs = append(cs, c.String())
-			}
-			p.f("Accuracy guard **%s** on %s: %s.\n", g.Verdict(), g.On(), strings.Join(cs, "; "))
-		}
-		if len(q.SQNR) > 0 {
-			p.f("\n| worst tensors | SQNR |\n|---|---:|\n")
-			for _, s := range q.SQNR[:min(len(q.SQNR), sqnrRows)] {
-				p.f("| `%s` | %s |\n", s.Tensor, s.SQNRdB.Text("%.1f dB"))
-			}
-		}
-		p.f("\n</details>\n")
+	refused := ""
+	if g := q.Guard; g != nil && !g.Pass {
+		refused = ": REFUSED by the accuracy guard, not written"
 	}
-	if r.Pruning != nil {
-		writePruning(p, r.Pruning)
+	p.f("\n<details><summary>INT8 %s (<code>%s</code>): %d nodes quantized, %d left float%s</summary>\n\n",
+		q.Target, q.Model, q.Quantized, q.LeftFloat, refused)
+	if q.Method == ptq.DynamicMethod {
+		p.f("Dynamic INT8: nothing calibrated, activations are quantized at run time.\n")
+	} else {
+		p.f("Calibrated with %s on %d samples; fell back to float for accuracy: %s.\n", q.Method, q.CalibSamples, fell)
 	}
-	if r.Placement != nil {
-		writePlacement(p, r.Placement, r.PlacementFrom)
-	}
-	if l := r.NCHWc; l != nil && l.Block > 0 {
-		p.f("\nORT CPU layout (block %d: %d convs padded, %d HardSigmoid bridges): %s", l.Block, l.Convs, l.Bridges, l.Reason)
-		if t := l.Timing; t != nil {
-			var ms []string
-			for _, b := range t.Batches {
-				ms = append(ms, fmt.Sprintf("batch %d %.3f -> %.3f ms", b.Batch, b.BaselineMs, b.CandidateMs))
-			}
-			p.f(" (p50 against %s: %s)", l.Baseline, strings.Join(ms, ", "))
+	if t := q.Techniques; t != nil && len(t.Applied) > 0 {
+		by := ""
+		if t.ByGuard {
+			by = " (some tried by the accuracy guard)"
 		}
-		p.f(".\n")
+		var ts []string
+		for _, a := range t.Applied {
+			ts = append(ts, string(a))
+		}
+		p.f("Post-training techniques%s: %s.\n", by, strings.Join(ts, ", "))
 	}
-	for _, n := range r.Notes {
-		p.f("\n> note: %s\n", n)
+	if g := q.Guard; g != nil && len(g.Checks) > 0 {
+		var cs []string
+		for _, c := range g.Checks {
+			cs = append(cs, c.String())
+		}
+		p.f("Accuracy guard **%s** on %s: %s.\n", g.Verdict(), g.On(), strings.Join(cs, "; "))
 	}
-	return p.err
+	if len(q.SQNR) > 0 {
+		p.f("\n| worst tensors | SQNR |\n|---|---:|\n")
+		for _, s := range q.SQNR[:min(len(q.SQNR), sqnrRows)] {
+			p.f("| `%s` | %s |\n", s.Tensor, s.SQNRdB.Text("%.1f dB"))
+		}
+	}
+	p.f("\n</details>\n")
 }
 
 // writePruning is what pruning did to the float model every artifact grew
