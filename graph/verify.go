@@ -110,79 +110,103 @@ func (v *verifier) graph(g *Graph) {
 	if g.Parent != nil {
 		where = fmt.Sprintf(" (in subgraph %q of node %s)", g.Name, g.Owner)
 	}
-	defined := func(x *Value) bool {
-		return x.producer != nil || x.Const != nil || x.Sparse != nil || x.graph.isInput(x)
-	}
-	// Whether a value is in g's scope is on the value (regName): no
-	// lookup of a name per edge and no walk of the scope's map, whose
-	// order is random (at a million values a cache miss each).
-	registered := func(x *Value) bool { return x.graph == g && x.regName != "" }
 	for _, n := range g.Nodes {
-		if n.graph != g {
-			v.problem("node %s%s: is listed in a graph it does not belong to", n, where)
-		}
-		if !v.imported[canonicalDomain(n.Domain)] {
-			v.problem("node %s%s: domain %q is not imported by the model", n, where, n.Domain)
-		}
-		if canonicalDomain(n.Domain) == "" {
-			for _, name := range requiredAttrs[n.OpType] {
-				if n.Attr(name) == nil {
-					v.problem("node %s%s: %s needs attribute %q", n, where, n.OpType, name)
-				}
-			}
-		}
-		for i, in := range n.inputs {
-			if in == nil {
-				continue
-			}
-			if listsUse(in, n, i) {
-				v.reads.Set(in, v.reads.Get(in)+1)
-			} else {
-				v.problem("node %s%s: input %d %q is missing from the value's use list", n, where, i, in.Name)
-			}
-			if in.graph == g && !registered(in) || in.graph != g && g.Value(in.Name) != in {
-				v.problem("node %s%s: input %d %q is not the value of that name in scope", n, where, i, in.Name)
-			} else if !defined(in) {
-				v.problem("node %s%s: input %d %q is not defined by any node, input or initializer", n, where, i, in.Name)
-			}
-		}
-		for i, out := range n.outputs {
-			if out == nil {
-				continue
-			}
-			// No map of every output by name: a value has one producer,
-			// and two values of one name cannot both be registered, so
-			// the producer and registration checks find a name produced
-			// twice (at a million nodes the map was a tenth of Verify).
-			if p := out.producer; p != n {
-				if p != nil && slices.Contains(p.outputs, out) {
-					v.problem("value %q%s is produced by two nodes: %s and %s", out.Name, where, p, n)
-				} else {
-					v.problem("node %s%s: output %d %q names another producer (%s)", n, where, i, out.Name, p)
-				}
-			}
-			if !registered(out) {
-				v.problem("node %s%s: output %d %q is not registered in its graph", n, where, i, out.Name)
-			}
-			if out.Const != nil || g.isInput(out) {
-				v.problem("value %q%s is both produced by node %s and an initializer or graph input", out.Name, where, n)
-			}
-		}
-		for _, sg := range n.Subgraphs() {
-			if sg.Parent != g || sg.Owner != n {
-				v.problem("node %s%s: subgraph %q has the wrong parent", n, where, sg.Name)
-			}
-			v.graph(sg)
+		v.node(g, n, where)
+	}
+	v.values(g, where)
+	for i, out := range g.Outputs {
+		if g.Value(out.Name) != out || !isDefined(out) {
+			v.problem("graph output %d %q%s is not defined", i, out.Name, where)
 		}
 	}
-	// The values g defines, after the nodes (their problems are listed
-	// after the nodes', as they always were): each under its own name,
-	// and a use list naming more inputs than were counted reading it
-	// (the subgraphs' nodes are counted by now) names one that reads
-	// something else.
+	for _, x := range g.Initializers {
+		v.checkConst(x, where)
+	}
+	v.order(g, where)
+}
+
+// isDefined: something defines x (a node, an initializer or a graph
+// input).
+func isDefined(x *Value) bool {
+	return x.producer != nil || x.Const != nil || x.Sparse != nil || x.graph.isInput(x)
+}
+
+// registeredIn: x is in g's scope. That is on the value (regName): no
+// lookup of a name per edge and no walk of the scope's map, whose order
+// is random (at a million values a cache miss each).
+func registeredIn(x *Value, g *Graph) bool { return x.graph == g && x.regName != "" }
+
+// node checks one node of g: its graph, domain and attributes, its
+// inputs' scope and use lists, its outputs' producer and registration,
+// and its subgraphs.
+func (v *verifier) node(g *Graph, n *Node, where string) {
+	if n.graph != g {
+		v.problem("node %s%s: is listed in a graph it does not belong to", n, where)
+	}
+	if !v.imported[canonicalDomain(n.Domain)] {
+		v.problem("node %s%s: domain %q is not imported by the model", n, where, n.Domain)
+	}
+	if canonicalDomain(n.Domain) == "" {
+		for _, name := range requiredAttrs[n.OpType] {
+			if n.Attr(name) == nil {
+				v.problem("node %s%s: %s needs attribute %q", n, where, n.OpType, name)
+			}
+		}
+	}
+	for i, in := range n.inputs {
+		if in == nil {
+			continue
+		}
+		if listsUse(in, n, i) {
+			v.reads.Set(in, v.reads.Get(in)+1)
+		} else {
+			v.problem("node %s%s: input %d %q is missing from the value's use list", n, where, i, in.Name)
+		}
+		if in.graph == g && !registeredIn(in, g) || in.graph != g && g.Value(in.Name) != in {
+			v.problem("node %s%s: input %d %q is not the value of that name in scope", n, where, i, in.Name)
+		} else if !isDefined(in) {
+			v.problem("node %s%s: input %d %q is not defined by any node, input or initializer", n, where, i, in.Name)
+		}
+	}
+	for i, out := range n.outputs {
+		if out == nil {
+			continue
+		}
+		// No map of every output by name: a value has one producer,
+		// and two values of one name cannot both be registered, so
+		// the producer and registration checks find a name produced
+		// twice (at a million nodes the map was a tenth of Verify).
+		if p := out.producer; p != n {
+			if p != nil && slices.Contains(p.outputs, out) {
+				v.problem("value %q%s is produced by two nodes: %s and %s", out.Name, where, p, n)
+			} else {
+				v.problem("node %s%s: output %d %q names another producer (%s)", n, where, i, out.Name, p)
+			}
+		}
+		if !registeredIn(out, g) {
+			v.problem("node %s%s: output %d %q is not registered in its graph", n, where, i, out.Name)
+		}
+		if out.Const != nil || g.isInput(out) {
+			v.problem("value %q%s is both produced by node %s and an initializer or graph input", out.Name, where, n)
+		}
+	}
+	for _, sg := range n.Subgraphs() {
+		if sg.Parent != g || sg.Owner != n {
+			v.problem("node %s%s: subgraph %q has the wrong parent", n, where, sg.Name)
+		}
+		v.graph(sg)
+	}
+}
+
+// values checks the values g defines, after the nodes (their problems are
+// listed after the nodes', as they always were): each under its own name,
+// and a use list naming more inputs than were counted reading it (the
+// subgraphs' nodes are counted by now) names one that reads something
+// else.
+func (v *verifier) values(g *Graph, where string) {
 	var valueProblems []string
 	checkValue := func(x *Value) {
-		if !registered(x) {
+		if !registeredIn(x, g) {
 			return
 		}
 		if x.Name != x.regName {
@@ -228,15 +252,6 @@ func (v *verifier) graph(g *Graph) {
 	if len(v.problems) > 51 || len(v.problems) == 51 && v.problems[50] != moreProblems {
 		v.problems = append(v.problems[:50], moreProblems)
 	}
-	for i, out := range g.Outputs {
-		if g.Value(out.Name) != out || !defined(out) {
-			v.problem("graph output %d %q%s is not defined", i, out.Name, where)
-		}
-	}
-	for _, x := range g.Initializers {
-		v.checkConst(x, where)
-	}
-	v.order(g, where)
 }
 
 // requiredAttrs are the attributes of ai.onnx operators that every opset

@@ -28,7 +28,6 @@ const (
 // brought under both limits must leave it, and no other may join it.
 var oversized = []string{
 	"prune.Channels",
-	"graph.verifier.graph",
 	"optimize.searchPerLayer",
 	"graph.decodeGraph",
 	"passes.matchLayerNorm",
