@@ -53,28 +53,54 @@ func decodeGraph(gp *onnxpb.GraphProto, parent *Graph, owner *Node, raws []rawFi
 		origin:                  gp,
 	}
 	where := "graph " + strconv.Quote(g.Name)
-	define := func(name, what string) (*Value, error) {
-		if name == "" {
-			return nil, fmt.Errorf("%s: %s has an empty name", where, what)
-		}
-		if _, dup := g.values[name]; dup {
-			return nil, fmt.Errorf("%s: %s %q: the name is defined twice", where, what, name)
-		}
-		v := g.makeValue(name)
-		g.register(v)
-		return v, nil
+	if err := g.decodeValues(gp, raws, src, where); err != nil {
+		return nil, err
 	}
-	// resolve finds a value in scope; a name nothing defines becomes a
-	// value with no producer, which Verify reports.
-	resolve := func(name string) *Value {
-		if v := g.Value(name); v != nil {
-			return v
-		}
-		v := g.makeValue(name)
-		g.register(v)
+	nodes, err := g.decodeNodes(gp, src, where)
+	if err != nil {
+		return nil, err
+	}
+	g.Nodes = nodes
+	for _, vi := range gp.Output {
+		v := g.resolve(vi.GetName())
+		g.Outputs = append(g.Outputs, v)
+		g.declare(declOutput, v, vi)
+	}
+	for _, vi := range gp.ValueInfo {
+		v := g.resolve(vi.GetName())
+		g.ValueInfo = append(g.ValueInfo, v)
+		g.declare(declValueInfo, v, vi)
+	}
+	return g, nil
+}
+
+// define registers a new value of g named name (what says what defines
+// it, for the errors); a name empty or defined twice is an error.
+func (g *Graph) define(where, name, what string) (*Value, error) {
+	if name == "" {
+		return nil, fmt.Errorf("%s: %s has an empty name", where, what)
+	}
+	if _, dup := g.values[name]; dup {
+		return nil, fmt.Errorf("%s: %s %q: the name is defined twice", where, what, name)
+	}
+	v := g.makeValue(name)
+	g.register(v)
+	return v, nil
+}
+
+// resolve finds a value in scope; a name nothing defines becomes a value
+// with no producer, which Verify reports.
+func (g *Graph) resolve(name string) *Value {
+	if v := g.Value(name); v != nil {
 		return v
 	}
+	v := g.makeValue(name)
+	g.register(v)
+	return v
+}
 
+// decodeValues defines g's initializers, sparse initializers and inputs.
+func (g *Graph) decodeValues(gp *onnxpb.GraphProto, raws []rawField, src *externalSource, where string) error {
 	for i, tp := range gp.Initializer {
 		raw := rawField{data: tp.RawData, present: tp.RawData != nil}
 		if raws != nil {
@@ -82,19 +108,19 @@ func decodeGraph(gp *onnxpb.GraphProto, parent *Graph, owner *Node, raws []rawFi
 		}
 		t, err := decodeTensor(tp, raw, src)
 		if err != nil {
-			return nil, fmt.Errorf("%s: initializer %q: %w", where, tp.GetName(), err)
+			return fmt.Errorf("%s: initializer %q: %w", where, tp.GetName(), err)
 		}
-		v, err := define(t.Name, "initializer")
+		v, err := g.define(where, t.Name, "initializer")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		v.Const = t
 		g.Initializers = append(g.Initializers, v)
 	}
 	for _, sp := range gp.SparseInitializer {
-		v, err := define(sp.GetValues().GetName(), "sparse initializer")
+		v, err := g.define(where, sp.GetValues().GetName(), "sparse initializer")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		v.Sparse = sp
 		g.SparseInitializers = append(g.SparseInitializers, v)
@@ -103,14 +129,20 @@ func decodeGraph(gp *onnxpb.GraphProto, parent *Graph, owner *Node, raws []rawFi
 		v := g.values[vi.GetName()]
 		if v == nil || (v.Const == nil && v.Sparse == nil) || g.isInput(v) {
 			var err error
-			if v, err = define(vi.GetName(), "graph input"); err != nil {
-				return nil, err
+			if v, err = g.define(where, vi.GetName(), "graph input"); err != nil {
+				return err
 			}
 		}
 		g.Inputs = append(g.Inputs, v)
 		g.declare(declInput, v, vi)
 	}
+	return nil
+}
 
+// decodeNodes makes g's nodes: their outputs first, then their inputs and
+// subgraphs, so that they can refer to any value of this graph whatever
+// the node order.
+func (g *Graph) decodeNodes(gp *onnxpb.GraphProto, src *externalSource, where string) ([]*Node, error) {
 	nodes := make([]*Node, len(gp.Node))
 	for i, np := range gp.Node {
 		n := &Node{
@@ -126,7 +158,7 @@ func decodeGraph(gp *onnxpb.GraphProto, parent *Graph, owner *Node, raws []rawFi
 				n.outputs = append(n.outputs, nil)
 				continue
 			}
-			v, err := define(name, fmt.Sprintf("output %d of node %s", j, n))
+			v, err := g.define(where, name, fmt.Sprintf("output %d of node %s", j, n))
 			if err != nil {
 				return nil, err
 			}
@@ -135,15 +167,13 @@ func decodeGraph(gp *onnxpb.GraphProto, parent *Graph, owner *Node, raws []rawFi
 		}
 		nodes[i] = n
 	}
-	// Inputs and subgraphs come second, so that they can refer to any value
-	// of this graph whatever the node order.
 	for i, np := range gp.Node {
 		n := nodes[i]
 		for _, name := range np.Input {
 			if name == "" {
 				n.AddInput(nil)
 			} else {
-				n.AddInput(resolve(name))
+				n.AddInput(g.resolve(name))
 			}
 		}
 		for _, ap := range np.Attribute {
@@ -154,18 +184,7 @@ func decodeGraph(gp *onnxpb.GraphProto, parent *Graph, owner *Node, raws []rawFi
 			n.Attrs = append(n.Attrs, a)
 		}
 	}
-	g.Nodes = nodes
-	for _, vi := range gp.Output {
-		v := resolve(vi.GetName())
-		g.Outputs = append(g.Outputs, v)
-		g.declare(declOutput, v, vi)
-	}
-	for _, vi := range gp.ValueInfo {
-		v := resolve(vi.GetName())
-		g.ValueInfo = append(g.ValueInfo, v)
-		g.declare(declValueInfo, v, vi)
-	}
-	return g, nil
+	return nodes, nil
 }
 
 // declare records a value declaration; the first declaration with a type

@@ -29,7 +29,6 @@ const (
 var oversized = []string{
 	"prune.Channels",
 	"optimize.searchPerLayer",
-	"graph.decodeGraph",
 	"passes.matchLayerNorm",
 	"prune.analysis.node",
 }
