@@ -75,54 +75,11 @@ type layerNorm struct {
 }
 
 func matchLayerNorm(div *graph.Node, opset int64, shapes valueShapes) (*layerNorm, bool) {
-	if !isOp(div, "Div") || len(div.Inputs()) != 2 || !singleOutput(div) {
+	v, ok := matchVariance(div)
+	if !ok {
 		return nil, false
 	}
-	g := div.Graph()
-	d, s := div.Input(0), div.Input(1)
-	sqrt := producedBy(s, g, "Sqrt")
-	if sqrt == nil || onlyReader(s) != div {
-		return nil, false
-	}
-	addEps := producedBy(sqrt.Input(0), g, "Add")
-	if addEps == nil || onlyReader(sqrt.Input(0)) != sqrt || len(addEps.Inputs()) != 2 {
-		return nil, false
-	}
-	var v *graph.Value
-	var eps float64
-	maxConstRank := 0
-	for i := range 2 {
-		if c, r, ok := scalarConst(addEps.Input(i)); ok && c >= 0 && addEps.Input(1-i) != nil {
-			v, eps, maxConstRank = addEps.Input(1-i), c, r
-			break
-		}
-	}
-	meanSq := producedBy(v, g, "ReduceMean")
-	if meanSq == nil || onlyReader(v) != addEps {
-		return nil, false
-	}
-	sq := producedBy(meanSq.Input(0), g, "Pow", "Mul")
-	if sq == nil || onlyReader(meanSq.Input(0)) != meanSq || len(sq.Inputs()) != 2 || sq.Input(0) != d {
-		return nil, false
-	}
-	if isOp(sq, "Pow") {
-		c, r, ok := scalarConst(sq.Input(1))
-		if !ok || c != 2 {
-			return nil, false
-		}
-		maxConstRank = max(maxConstRank, r)
-	} else if sq.Input(1) != d {
-		return nil, false
-	}
-	// d feeds the square and the Div, nothing else.
-	if d.IsReturned() {
-		return nil, false
-	}
-	for _, u := range d.Uses() {
-		if u.Node != sq && u.Node != div {
-			return nil, false
-		}
-	}
+	g, d := div.Graph(), div.Input(0)
 	sub := producedBy(d, g, "Sub")
 	if sub == nil || len(sub.Inputs()) != 2 {
 		return nil, false
@@ -140,14 +97,14 @@ func matchLayerNorm(div *graph.Node, opset int64, shapes valueShapes) (*layerNor
 	if !ok {
 		return nil, false
 	}
-	if k2, ok := trailingMeanAxes(meanSq, opset, rank, rankKnown); !ok || k2 != k {
+	if k2, ok := trailingMeanAxes(v.meanSq, opset, rank, rankKnown); !ok || k2 != k {
 		return nil, false
 	}
 	rank = max(rank, k) // x has the k axes averaged
-	if rank < maxConstRank {
+	if rank < v.maxConstRank {
 		return nil, false
 	}
-	p := &layerNorm{x: x, rank: rank, eps: float32(eps), nodes: []*graph.Node{mean, sub, sq, meanSq, addEps, sqrt, div}}
+	p := &layerNorm{x: x, rank: rank, eps: float32(v.eps), nodes: []*graph.Node{mean, sub, v.sq, v.meanSq, v.addEps, v.sqrt, div}}
 	p.normDims = make([]int64, k)
 	for i := range p.normDims {
 		p.normDims[i] = -1
@@ -155,24 +112,92 @@ func matchLayerNorm(div *graph.Node, opset int64, shapes valueShapes) (*layerNor
 	if dims, ok := shapes.dims(x); ok && len(dims) >= k {
 		copy(p.normDims, dims[len(dims)-k:])
 	}
-	// Optional affine part: Mul(gamma), then Add(beta).
-	last := div
-	if mul := onlyReader(div.Output(0)); isOp(mul, "Mul") && mul.Graph() == g && singleOutput(mul) {
-		if gamma := p.affineOperand(mul, last.Output(0)); gamma != nil {
-			p.gamma, last = gamma, mul
-			p.nodes = append(p.nodes, mul)
-			if add := onlyReader(mul.Output(0)); isOp(add, "Add") && add.Graph() == g && singleOutput(add) {
-				if beta := p.affineOperand(add, mul.Output(0)); beta != nil {
-					p.beta = beta
-					p.nodes = append(p.nodes, add)
-				}
-			}
-		}
-	}
+	p.matchAffine(div)
 	if p.gamma == nil && slices.Contains(p.normDims, -1) {
 		return nil, false // ones of an unknown shape
 	}
 	return p, true
+}
+
+// variance is the denominator of a decomposed LayerNorm: Div(d,
+// Sqrt(Add(ReduceMean(Pow(d, 2) or Mul(d, d)), eps))).
+type variance struct {
+	sqrt, addEps, meanSq, sq *graph.Node
+	eps                      float64
+	maxConstRank             int // the highest rank of the constants (eps, 2)
+}
+
+// matchVariance matches div's denominator, each value read by the next
+// node alone, and d (div's numerator) read by the square and div alone.
+func matchVariance(div *graph.Node) (variance, bool) {
+	var v variance
+	if !isOp(div, "Div") || len(div.Inputs()) != 2 || !singleOutput(div) {
+		return v, false
+	}
+	g := div.Graph()
+	d, s := div.Input(0), div.Input(1)
+	if v.sqrt = producedBy(s, g, "Sqrt"); v.sqrt == nil || onlyReader(s) != div {
+		return v, false
+	}
+	v.addEps = producedBy(v.sqrt.Input(0), g, "Add")
+	if v.addEps == nil || onlyReader(v.sqrt.Input(0)) != v.sqrt || len(v.addEps.Inputs()) != 2 {
+		return v, false
+	}
+	var sum *graph.Value
+	for i := range 2 {
+		if c, r, ok := scalarConst(v.addEps.Input(i)); ok && c >= 0 && v.addEps.Input(1-i) != nil {
+			sum, v.eps, v.maxConstRank = v.addEps.Input(1-i), c, r
+			break
+		}
+	}
+	if v.meanSq = producedBy(sum, g, "ReduceMean"); v.meanSq == nil || onlyReader(sum) != v.addEps {
+		return v, false
+	}
+	v.sq = producedBy(v.meanSq.Input(0), g, "Pow", "Mul")
+	if v.sq == nil || onlyReader(v.meanSq.Input(0)) != v.meanSq || len(v.sq.Inputs()) != 2 || v.sq.Input(0) != d {
+		return v, false
+	}
+	if isOp(v.sq, "Pow") {
+		c, r, ok := scalarConst(v.sq.Input(1))
+		if !ok || c != 2 {
+			return v, false
+		}
+		v.maxConstRank = max(v.maxConstRank, r)
+	} else if v.sq.Input(1) != d {
+		return v, false
+	}
+	// d feeds the square and the Div, nothing else.
+	if d.IsReturned() {
+		return v, false
+	}
+	for _, u := range d.Uses() {
+		if u.Node != v.sq && u.Node != div {
+			return v, false
+		}
+	}
+	return v, true
+}
+
+// matchAffine takes the optional affine part after div: Mul(gamma), then
+// Add(beta).
+func (p *layerNorm) matchAffine(div *graph.Node) {
+	g := div.Graph()
+	mul := onlyReader(div.Output(0))
+	if !isOp(mul, "Mul") || mul.Graph() != g || !singleOutput(mul) {
+		return
+	}
+	gamma := p.affineOperand(mul, div.Output(0))
+	if gamma == nil {
+		return
+	}
+	p.gamma = gamma
+	p.nodes = append(p.nodes, mul)
+	if add := onlyReader(mul.Output(0)); isOp(add, "Add") && add.Graph() == g && singleOutput(add) {
+		if beta := p.affineOperand(add, mul.Output(0)); beta != nil {
+			p.beta = beta
+			p.nodes = append(p.nodes, add)
+		}
+	}
 }
 
 // trailingMeanAxes returns k when the ReduceMean n averages exactly the k

@@ -29,7 +29,6 @@ const (
 var oversized = []string{
 	"prune.Channels",
 	"optimize.searchPerLayer",
-	"passes.matchLayerNorm",
 	"prune.analysis.node",
 }
 
