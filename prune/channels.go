@@ -65,90 +65,25 @@ func Channels(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 	var replaced []replacement
 	// Choose every group's channels from the weights as loaded, before any
 	// slicing changes them, so that the order of groups does not matter.
-	type plan struct {
-		grp     *group
-		layers  []Layer
-		removed int64
-	}
-	var plans []plan
+	var plans []channelPlan
 	for _, grp := range a.groups() {
-		layers := make([]Layer, len(grp.sources))
-		r := 1.0
-		var elems int64
-		for i, s := range grp.sources {
-			w := s.node.Input(1).ConstantTensor()
-			n, _ := w.NumElements()
-			elems += n
-			lr := ratio
-			if v, ok := opts.PerLayer[s.node.Name]; ok {
-				lr = v
-			}
-			r = min(r, lr)
-			layers[i] = Layer{Node: s.node.Name, Op: s.node.OpType, Weight: s.node.Input(1).Name,
-				Params: n, Ratio: lr, Before: zeros(w), After: zeros(w)}
-			if excluded[s.node.Name] || excluded[s.node.Input(1).Name] {
-				grp.skip(fmt.Sprintf("excluded (%s)", s.node.Name))
-			}
+		p, err := planGroup(grp, ratio, opts, excluded)
+		if err != nil {
+			return nil, err
 		}
-		if grp.reason == "" && opts.MinElements > 0 && elems < opts.MinElements {
-			grp.skip(fmt.Sprintf("%d weight elements, fewer than %d", elems, opts.MinElements))
-		}
-		if grp.reason == "" && r == 0 && len(opts.PerLayer) > 0 {
-			grp.skip("ratio 0: kept whole by the per-layer ratios")
-		}
-		removed := int64(0)
-		if grp.reason == "" {
-			removed = removedChannels(grp.channels, r, opts.ChannelStep())
-			if removed == 0 && int64(math.Floor(r*float64(grp.channels)+1e-9)) > 0 {
-				grp.skip(fmt.Sprintf("%d channels: keeping a multiple of %d leaves none to remove", grp.channels, opts.ChannelStep()))
-			}
-		}
-		if removed > 0 && opts.keep != nil {
-			// Reconstruct prunes one group at a time, with channels it chose.
-			keep, ok := opts.keep[grp.sources[0].node.Name]
-			switch {
-			case !ok:
-				grp.skip("not in this step")
-				removed = 0
-			case int64(len(keep)) != grp.channels-removed:
-				return nil, fmt.Errorf("prune channels: %d channels to keep for %s, want %d", len(keep), grp.sources[0].node, grp.channels-removed)
-			default:
-				grp.keep = keep
-			}
-		} else if removed > 0 {
-			keep, err := keepChannels(grp, removed)
-			if err != nil {
-				grp.skip("not pruned: " + err.Error())
-				removed = 0
-			}
-			grp.keep = keep
-		}
-		plans = append(plans, plan{grp, layers, removed})
+		plans = append(plans, p)
 	}
 	for _, p := range plans {
 		grp, layers, removed := p.grp, p.layers, p.removed
 		if removed > 0 {
-			undo, reps, err := a.apply(m.Graph, grp)
-			if err == nil {
-				after, ierr := shapes.Infer(m)
-				switch {
-				case ierr != nil:
-					err = ierr
-				case len(after.Conflicts) > conflicts:
-					err = fmt.Errorf("shape inference disagrees after slicing: %s", after.Conflicts[len(after.Conflicts)-1])
-				default:
-					conflicts = len(after.Conflicts)
-				}
-			}
+			reps, err := a.slice(m, grp, &conflicts)
 			if err != nil {
-				if uerr := undo.run(); uerr != nil {
-					return nil, fmt.Errorf("%w (after: %v)", uerr, err)
-				}
-				grp.skip("not pruned: " + err.Error())
-				removed = 0
-			} else {
-				replaced = append(replaced, reps...)
+				return nil, err
 			}
+			if grp.reason != "" {
+				removed = 0
+			}
+			replaced = append(replaced, reps...)
 		}
 		for i, s := range grp.sources {
 			l := &layers[i]
@@ -184,6 +119,99 @@ func Channels(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 		rep.Sparsity = z / n
 	}
 	return rep, nil
+}
+
+// channelPlan is what Channels decided for one channel group: its layers'
+// report rows and how many channels it removes.
+type channelPlan struct {
+	grp     *group
+	layers  []Layer
+	removed int64
+}
+
+// planGroup decides a group's channels from its weights as loaded: the
+// ratio (the smallest of its layers' per-layer ratios), exclusions, the
+// minimum size, and which channels to keep.
+func planGroup(grp *group, ratio float64, opts Options, excluded map[string]bool) (channelPlan, error) {
+	layers := make([]Layer, len(grp.sources))
+	r := 1.0
+	var elems int64
+	for i, s := range grp.sources {
+		w := s.node.Input(1).ConstantTensor()
+		n, _ := w.NumElements()
+		elems += n
+		lr := ratio
+		if v, ok := opts.PerLayer[s.node.Name]; ok {
+			lr = v
+		}
+		r = min(r, lr)
+		layers[i] = Layer{Node: s.node.Name, Op: s.node.OpType, Weight: s.node.Input(1).Name,
+			Params: n, Ratio: lr, Before: zeros(w), After: zeros(w)}
+		if excluded[s.node.Name] || excluded[s.node.Input(1).Name] {
+			grp.skip(fmt.Sprintf("excluded (%s)", s.node.Name))
+		}
+	}
+	if grp.reason == "" && opts.MinElements > 0 && elems < opts.MinElements {
+		grp.skip(fmt.Sprintf("%d weight elements, fewer than %d", elems, opts.MinElements))
+	}
+	if grp.reason == "" && r == 0 && len(opts.PerLayer) > 0 {
+		grp.skip("ratio 0: kept whole by the per-layer ratios")
+	}
+	removed := int64(0)
+	if grp.reason == "" {
+		removed = removedChannels(grp.channels, r, opts.ChannelStep())
+		if removed == 0 && int64(math.Floor(r*float64(grp.channels)+1e-9)) > 0 {
+			grp.skip(fmt.Sprintf("%d channels: keeping a multiple of %d leaves none to remove", grp.channels, opts.ChannelStep()))
+		}
+	}
+	if removed > 0 && opts.keep != nil {
+		// Reconstruct prunes one group at a time, with channels it chose.
+		keep, ok := opts.keep[grp.sources[0].node.Name]
+		switch {
+		case !ok:
+			grp.skip("not in this step")
+			removed = 0
+		case int64(len(keep)) != grp.channels-removed:
+			return channelPlan{}, fmt.Errorf("prune channels: %d channels to keep for %s, want %d", len(keep), grp.sources[0].node, grp.channels-removed)
+		default:
+			grp.keep = keep
+		}
+	} else if removed > 0 {
+		keep, err := keepChannels(grp, removed)
+		if err != nil {
+			grp.skip("not pruned: " + err.Error())
+			removed = 0
+		}
+		grp.keep = keep
+	}
+	return channelPlan{grp, layers, removed}, nil
+}
+
+// slice prunes grp's channels from the graph and checks shape inference
+// still agrees (no more conflicts than *conflicts, which it updates); when
+// it does not, the slicing is undone and grp says why it was not pruned.
+// The error is one undoing failed with.
+func (a *analysis) slice(m *graph.Model, grp *group, conflicts *int) ([]replacement, error) {
+	undo, reps, err := a.apply(m.Graph, grp)
+	if err == nil {
+		after, ierr := shapes.Infer(m)
+		switch {
+		case ierr != nil:
+			err = ierr
+		case len(after.Conflicts) > *conflicts:
+			err = fmt.Errorf("shape inference disagrees after slicing: %s", after.Conflicts[len(after.Conflicts)-1])
+		default:
+			*conflicts = len(after.Conflicts)
+		}
+	}
+	if err != nil {
+		if uerr := undo.run(); uerr != nil {
+			return nil, fmt.Errorf("%w (after: %v)", uerr, err)
+		}
+		grp.skip("not pruned: " + err.Error())
+		return nil, nil
+	}
+	return reps, nil
 }
 
 // source is a layer whose output channels may be removed.
