@@ -40,31 +40,9 @@ func searchPerLayer(opts Options, unpruned []byte, res *PruneResult) ([]byte, er
 		return nil, err
 	}
 	res.Groups = groups
-	type probe struct {
-		group int
-		ratio float64
-		loss  float64 // share of the budget used, running max over the group's smaller ratios
-		dist  float64 // 1 − min cosine, running max likewise
-	}
-	var probes []probe
-	for gi, g := range groups {
-		prev := probe{}
-		for _, r := range g.Ratios {
-			_, c, err := measureAuto(opts, unpruned, ratiosOf(g, r))
-			if err != nil {
-				return nil, err
-			}
-			step := autoStep(opts, c)
-			step.Layer, step.Ratio = g.Layers[0], r
-			res.Search = append(res.Search, step)
-			progress(opts, "channels:auto: probe %d of %d groups, %s at %g: drop %.2f points, min cosine %.4f", gi+1, len(groups), g.Layers[0], r, step.DropPoints, step.MinCosine)
-			p := probe{group: gi, ratio: r, loss: max(budgetShare(opts, c), prev.loss, 0), dist: max(1-step.MinCosine, prev.dist)}
-			if !step.Within || p.loss > 1 {
-				break
-			}
-			probes = append(probes, p)
-			prev = p
-		}
+	probes, err := probeGroups(opts, unpruned, groups, res)
+	if err != nil {
+		return nil, err
 	}
 	slices.SortStableFunc(probes, func(a, b probe) int {
 		return cmp.Or(cmp.Compare(a.loss, b.loss), cmp.Compare(a.dist, b.dist), cmp.Compare(a.group, b.group), cmp.Compare(a.ratio, b.ratio))
@@ -126,8 +104,49 @@ func searchPerLayer(opts Options, unpruned []byte, res *PruneResult) ([]byte, er
 		}
 		best = &measured{b.model, b.reports, c}
 	}
-	// Say why each group left whole was: its cheapest probe broke the
-	// budget alone, or the allocation kept stopped before it.
+	explainWhole(opts, groups, probes, best.reports)
+	res.Reports, res.Cost = best.reports, best.cost
+	return best.model, nil
+}
+
+// probe is one group pruned alone at one ratio, and what it cost.
+type probe struct {
+	group int
+	ratio float64
+	loss  float64 // share of the budget used, running max over the group's smaller ratios
+	dist  float64 // 1 − min cosine, running max likewise
+}
+
+// probeGroups prunes each group alone at its ratios, smallest first, until
+// one breaks the budget, and returns the probes that keep it.
+func probeGroups(opts Options, unpruned []byte, groups []prune.ChannelGroup, res *PruneResult) ([]probe, error) {
+	var probes []probe
+	for gi, g := range groups {
+		prev := probe{}
+		for _, r := range g.Ratios {
+			_, c, err := measureAuto(opts, unpruned, ratiosOf(g, r))
+			if err != nil {
+				return nil, err
+			}
+			step := autoStep(opts, c)
+			step.Layer, step.Ratio = g.Layers[0], r
+			res.Search = append(res.Search, step)
+			progress(opts, "channels:auto: probe %d of %d groups, %s at %g: drop %.2f points, min cosine %.4f", gi+1, len(groups), g.Layers[0], r, step.DropPoints, step.MinCosine)
+			p := probe{group: gi, ratio: r, loss: max(budgetShare(opts, c), prev.loss, 0), dist: max(1-step.MinCosine, prev.dist)}
+			if !step.Within || p.loss > 1 {
+				break
+			}
+			probes = append(probes, p)
+			prev = p
+		}
+	}
+	return probes, nil
+}
+
+// explainWhole says in the reports why each group left whole was: its
+// cheapest probe broke the budget alone, or the allocation kept stopped
+// before it.
+func explainWhole(opts Options, groups []prune.ChannelGroup, probes []probe, reports []*prune.Report) {
 	why := map[string]string{}
 	for _, g := range groups {
 		for _, l := range g.Layers {
@@ -139,7 +158,7 @@ func searchPerLayer(opts Options, unpruned []byte, res *PruneResult) ([]byte, er
 			why[l] = "channels:auto: not in the largest allocation that keeps the budget"
 		}
 	}
-	for i, r := range best.reports {
+	for i, r := range reports {
 		if !opts.Prune[i].Auto {
 			continue
 		}
@@ -154,8 +173,6 @@ func searchPerLayer(opts Options, unpruned []byte, res *PruneResult) ([]byte, er
 			}
 		}
 	}
-	res.Reports, res.Cost = best.reports, best.cost
-	return best.model, nil
 }
 
 // ratiosOf gives every layer of g the ratio r.
