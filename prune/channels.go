@@ -427,72 +427,92 @@ func (a *analysis) node(n *graph.Node, newGroup func(int64) *group) {
 	case n.OpType == "Gemm":
 		a.gemm(n, newGroup)
 	case n.OpType == "BatchNormalization":
-		if g0 == nil {
-			if carried {
-				stop(fmt.Sprintf("its channels are a parameter of %s", n))
-			}
-			return
-		}
-		for i := 1; i <= 4; i++ {
-			if t := float32Const(n.Input(i)); t == nil || len(t.Dims) != 1 || t.Dims[0] != g0.root().channels {
-				stop(fmt.Sprintf("%s has a non-constant or odd parameter", n))
-				return
-			}
-			g0.root().actions = append(g0.root().actions, action{kind: actSliceInput, node: n, input: i, axis: 0, block: 1})
-		}
-		if outputsUsed(n, 1) {
-			stop(fmt.Sprintf("%s returns training statistics", n))
-			return
-		}
-		a.carry(n.Output(0), g0)
+		a.batchNorm(n, g0, carried, stop)
 	case keepsChannels[n.OpType]:
-		if g0 == nil {
-			stop(fmt.Sprintf("its channels reach %s other than as data", n))
-			return
-		}
-		for i := 1; i < len(ins); i++ {
-			if ins[i] != nil && (a.of[ins[i]] != nil || !ins[i].IsConstant() && n.OpType != "Resize" && n.OpType != "Upsample") {
-				stop(fmt.Sprintf("%s has a computed parameter", n))
-				return
-			}
-		}
-		if (n.OpType == "Resize" || n.OpType == "Upsample") && !resizeKeepsChannels(n) {
-			stop(fmt.Sprintf("%s may resize the channel axis", n))
-			return
-		}
-		if outputsUsed(n, 1) {
-			stop(fmt.Sprintf("%s has a second output in use", n))
-			return
-		}
-		a.carry(n.Output(0), g0)
+		a.keeps(n, g0, stop)
 	case binaryOps[n.OpType] || n.OpType == "PRelu":
 		a.binary(n, stop)
 	case n.OpType == "Flatten":
-		if g0 == nil {
-			return
-		}
-		r := a.rank(in0)
-		t := a.types.Get(in0)
-		if n.AttrInt("axis", 1) != 1 || r < 2 {
-			stop(fmt.Sprintf("%s does not flatten from the channel axis", n))
-			return
-		}
-		block := int64(1)
-		for _, d := range t.Shape[2:] {
-			if d.Kind != graph.DimStatic {
-				stop(fmt.Sprintf("%s flattens a spatial size that is not static", n))
-				return
-			}
-			block *= d.Value
-		}
-		root := g0.root()
-		root.flat[n.Output(0)] = block
-		a.flat[n.Output(0)] = root
+		a.flatten(n, g0, stop)
 	default:
 		if carried {
 			stop(fmt.Sprintf("its channels reach %s", n))
 		}
 	}
+}
+
+// batchNorm carries a BatchNormalization's channels, its parameters
+// sliced with them.
+func (a *analysis) batchNorm(n *graph.Node, g0 *group, carried bool, stop func(string)) {
+	if g0 == nil {
+		if carried {
+			stop(fmt.Sprintf("its channels are a parameter of %s", n))
+		}
+		return
+	}
+	for i := 1; i <= 4; i++ {
+		if t := float32Const(n.Input(i)); t == nil || len(t.Dims) != 1 || t.Dims[0] != g0.root().channels {
+			stop(fmt.Sprintf("%s has a non-constant or odd parameter", n))
+			return
+		}
+		g0.root().actions = append(g0.root().actions, action{kind: actSliceInput, node: n, input: i, axis: 0, block: 1})
+	}
+	if outputsUsed(n, 1) {
+		stop(fmt.Sprintf("%s returns training statistics", n))
+		return
+	}
+	a.carry(n.Output(0), g0)
+}
+
+// keeps carries the channels through an op that keeps them (its other
+// inputs constant parameters).
+func (a *analysis) keeps(n *graph.Node, g0 *group, stop func(string)) {
+	if g0 == nil {
+		stop(fmt.Sprintf("its channels reach %s other than as data", n))
+		return
+	}
+	ins := n.Inputs()
+	for i := 1; i < len(ins); i++ {
+		if ins[i] != nil && (a.of[ins[i]] != nil || !ins[i].IsConstant() && n.OpType != "Resize" && n.OpType != "Upsample") {
+			stop(fmt.Sprintf("%s has a computed parameter", n))
+			return
+		}
+	}
+	if (n.OpType == "Resize" || n.OpType == "Upsample") && !resizeKeepsChannels(n) {
+		stop(fmt.Sprintf("%s may resize the channel axis", n))
+		return
+	}
+	if outputsUsed(n, 1) {
+		stop(fmt.Sprintf("%s has a second output in use", n))
+		return
+	}
+	a.carry(n.Output(0), g0)
+}
+
+// flatten records a Flatten from the channel axis: the channels become
+// blocks of the flattened axis.
+func (a *analysis) flatten(n *graph.Node, g0 *group, stop func(string)) {
+	if g0 == nil {
+		return
+	}
+	in0 := n.Input(0)
+	r := a.rank(in0)
+	t := a.types.Get(in0)
+	if n.AttrInt("axis", 1) != 1 || r < 2 {
+		stop(fmt.Sprintf("%s does not flatten from the channel axis", n))
+		return
+	}
+	block := int64(1)
+	for _, d := range t.Shape[2:] {
+		if d.Kind != graph.DimStatic {
+			stop(fmt.Sprintf("%s flattens a spatial size that is not static", n))
+			return
+		}
+		block *= d.Value
+	}
+	root := g0.root()
+	root.flat[n.Output(0)] = block
+	a.flat[n.Output(0)] = root
 }
 
 func outputsUsed(n *graph.Node, from int) bool {
