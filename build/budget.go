@@ -96,8 +96,8 @@ func (b *builder) plan() *Plan {
 		share := func(weight float64) float64 { return p.BudgetSeconds * weight / total }
 		p.RestSeconds = round2(share(w.rest))
 		if c.INT8 {
-			p.FallbackSeconds = round2(p.RestSeconds / 2)
-			p.CalibrationSeconds = round2(calibrationShare * p.RestSeconds)
+			p.FallbackSeconds = round2(ptq.FallbackShare * p.RestSeconds)
+			p.CalibrationSeconds = round2(ptq.CalibrationShare * p.RestSeconds)
 		}
 		placementS = min(placementS, share(w.placement))
 		windowS = min(windowS, share(w.timing)/float64(p.TimingWindows))
@@ -143,11 +143,6 @@ func (b *builder) plan() *Plan {
 	return p
 }
 
-// calibrationShare is the part of the rest's share calibration may take
-// (from the build's start, loading and the passes included): the rest is
-// left to the accuracy checks, the guard's tries and the exports.
-const calibrationShare = 0.3
-
 // calibrationDeadline is when calibration stops within a budget; zero
 // without one.
 func (b *builder) calibrationDeadline() time.Time {
@@ -165,7 +160,7 @@ func (b *builder) quantizeDeadline() time.Time {
 	if b.res.Plan.RestSeconds == 0 {
 		return time.Time{}
 	}
-	return b.started.Add(time.Duration(0.75 * b.res.Plan.RestSeconds * float64(time.Second)))
+	return b.started.Add(time.Duration(ptq.SQNRShare * b.res.Plan.RestSeconds * float64(time.Second)))
 }
 
 // timedModels counts the models verify times: the input, the float

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -34,6 +35,10 @@ type QuantizeOptions struct {
 	// Weights, when set (--weights), replaces INT8 quantization by
 	// weight-only int4/int3 MatMulNBits (package weightonly).
 	Weights *weightonly.RunOptions
+	// Budget, when set (--budget), bounds calibration, the accuracy
+	// control and the per-tensor SQNR from the run's start
+	// (ptq.Options.WithinBudget).
+	Budget time.Duration
 }
 
 // quantizeVars are optc quantize's flags that are not options
@@ -163,6 +168,9 @@ func newCmdQuantize(io *IO, g *globals, runF func(*QuantizeOptions) error) *cobr
 			if err := quantizeTask(o, v.evalTask); err != nil {
 				return err
 			}
+			if opts.Budget < 0 {
+				return usageError{fmt.Errorf("--budget: %v (want a positive duration, or 0 for none)", opts.Budget)}
+			}
 			if v.calib.spec == "" && o.CalibCache == "" && !v.dynamic {
 				return usageError{fmt.Errorf("quantize: --calib-data is required (or a --calib-cache made for this model)")}
 			}
@@ -278,6 +286,7 @@ func (v *quantizeVars) register(fs *pflag.FlagSet, opts *QuantizeOptions) {
 	fs.StringVar(&v.rounding, "weight-rounding", string(weightonly.RTN), "--weights: "+choice.Or(weightonly.Roundings)+" (gptq needs --calib-data)")
 	fs.BoolVar(&v.dynamic, "dynamic", false, "dynamic INT8 instead of static: MatMul/Gemm weights int8, activations quantized at run time (DynamicQuantizeLinear + MatMulInteger; no calibration, --calib-data only measures)")
 	fs.BoolVar(&o.Quant.ORTContrib, "ort-contrib", false, "--dynamic: write ONNX Runtime's fused com.microsoft DynamicQuantizeMatMul (ONNX Runtime only)")
+	fs.DurationVar(&opts.Budget, "budget", 0, "time budget: calibration stops at 30% of it (at least 16 samples), the accuracy guard's tries and fallback get half, the per-tensor SQNR is skipped after 75%; where each stopped is in --json's stopped_at (0: none)")
 	fs.BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
 	fs.StringVar(&opts.Report, "report", "", "also write report.json, report.md and report.html into this folder (docs/report.md)")
 	v.calib.image.register(fs) // for --calib-data and --eval-data alike
@@ -315,6 +324,9 @@ func quantizeRun(opts *QuantizeOptions) error {
 	}
 	if err := checkOutputs(files, []string{opts.Report}); err != nil {
 		return err
+	}
+	if opts.Budget > 0 {
+		opts.PTQ.WithinBudget(time.Now(), opts.Budget)
 	}
 	res, err := ptq.Run(opts.PTQ)
 	if ptq.IsGuardError(err) && res != nil {

@@ -309,3 +309,37 @@ func TestQuantizeProgress(t *testing.T) {
 		t.Errorf("--quiet: status %d, progress %q", status, progress.String())
 	}
 }
+
+// TestQuantizeBudget: optc quantize --budget stops calibration at 30% of
+// the budget (on a batch boundary, after at least 16 samples) and says
+// where in --json; a negative budget is a usage error, and --dynamic,
+// which calibrates nothing, takes none.
+func TestQuantizeBudget(t *testing.T) {
+	ortenv.Require(t)
+	mnist := testenv.Data(t, "mnist")
+	dir := t.TempDir()
+	status, stdout, stderr := run(t, "quantize", testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(dir, "q.onnx"),
+		"--calib-data", filepath.Join(mnist, "train_images.npy"), "--calib-samples", "7000", "--calib-batch", "16",
+		"--eval-data", filepath.Join(mnist, "test_images.npy"), "--budget", "300ms", "--json")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	var res struct {
+		StoppedAt   map[string]int `json:"stopped_at"`
+		Calibration struct {
+			Samples int  `json:"samples"`
+			Stopped bool `json:"stopped_by_budget"`
+		} `json:"calibration"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	n := res.StoppedAt["calibration samples"]
+	if !res.Calibration.Stopped || n != res.Calibration.Samples || n < 16 || n >= 7000 || n%16 != 0 {
+		t.Errorf("calibration %+v, stopped at %v: want it stopped by the budget on a batch of 16", res.Calibration, res.StoppedAt)
+	}
+	status, stdout, stderr = run(t, "quantize", "m.onnx", "-o", filepath.Join(dir, "b.onnx"), "--calib-data", "random", "--budget", "-1s")
+	failsCleanly(t, status, 2, stdout, stderr, "--budget: -1s (want a positive duration, or 0 for none)")
+	status, stdout, stderr = run(t, "quantize", "m.onnx", "-o", filepath.Join(dir, "d.onnx"), "--dynamic", "--budget", "1m")
+	failsCleanly(t, status, 2, stdout, stderr, "--budget is for static INT8, not --dynamic")
+}

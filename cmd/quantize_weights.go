@@ -70,12 +70,12 @@ func weightOnlyOptions(weights, rounding string, blockSize int, calib, eval *dat
 // int8OnlyFlags are quantize's flags that mean nothing to --weights.
 var int8OnlyFlags = []string{"method", "percentile", "moving-average", "calib-cache", "target", "reduce-range", "format",
 	"per-tensor", "keep-first-last", "eval-labels", "eval-task", "eval-dict", "eval-output", "eval-param", "max-accuracy-drop", "min-cosine", "allow-accuracy-loss", "report", "ort-contrib",
-	"technique", "smoothquant-alpha"}
+	"technique", "smoothquant-alpha", "budget"}
 
 // staticOnlyFlags are quantize's flags that mean nothing to --dynamic
 // (no calibration, no QOperator form, no sensitivity fallback).
 var staticOnlyFlags = []string{"method", "percentile", "moving-average", "calib-cache", "format", "keep-first-last",
-	"block-size", "weight-rounding", "technique", "smoothquant-alpha"}
+	"block-size", "weight-rounding", "technique", "smoothquant-alpha", "budget"}
 
 // staticOnly names the first static-only flag given, or "".
 func staticOnly(fs *pflag.FlagSet) string {

@@ -83,3 +83,22 @@ func (o Options) stopReason(budget string) string {
 	}
 	return budget
 }
+
+// The shares of a quantization's budget (optc quantize --budget; optc
+// build gives it the rest of its own budget): calibration stops at
+// CalibrationShare of it, once it has MinBudgetSamples; the accuracy
+// control (the guard's tries and fallback) gets FallbackShare; the
+// per-tensor SQNR, a diagnostic, is skipped after SQNRShare.
+const (
+	CalibrationShare = 0.3
+	FallbackShare    = 0.5
+	SQNRShare        = 0.75
+)
+
+// WithinBudget bounds o's steps by a budget d that began at start.
+func (o *Options) WithinBudget(start time.Time, d time.Duration) {
+	share := func(f float64) time.Duration { return time.Duration(f * float64(d)) }
+	o.CalibrationDeadline = start.Add(share(CalibrationShare))
+	o.FallbackBudget = share(FallbackShare)
+	o.Deadline = start.Add(share(SQNRShare))
+}
