@@ -23,7 +23,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/optc-dev/optc/calibrate"
-	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/ort"
@@ -767,7 +766,7 @@ func (c Config) crossSections(bad problem) {
 	if c.INT8 && c.Calibration.Data == "" && c.Calibration.Cache == "" {
 		bad("int8 needs calibration.data (--calib-data) or an existing calibration.cache")
 	}
-	lm := compare.Task(c.Eval.Task) == compare.TaskLM
+	lm := c.Eval.Task == tasks.LM
 	if lm && c.Eval.Labels != "" {
 		bad("eval.labels does not apply to eval.task lm (it scores the next token of eval.data)")
 	}
