@@ -257,7 +257,7 @@ func run(opts Options) (*Result, error) {
 		return nil, errors.New("no calibration data: give --calib-data (or a --calib-cache made for this model)")
 	}
 	if opts.Method == "" {
-		opts.Method = calibrate.Percentile
+		opts.Method = calibrate.DefaultMethod
 	}
 	randomDefaults(&opts)
 	if opts.MaxAccuracyDrop > 0 && opts.EvalLabels == "" && opts.EvalTask == nil {
