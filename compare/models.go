@@ -52,6 +52,11 @@ type Options struct {
 	// Reference, when set, keeps A's outputs for the next comparison
 	// against the same A on the same data (A then does not run again).
 	Reference *Reference
+	// Stop, when set, is asked before each batch after the first with the
+	// samples compared so far; true ends the comparison there, on a batch
+	// boundary (Result.Stopped): a build's budget, or the replay of the
+	// build it stopped.
+	Stop func(samples int64) bool
 }
 
 // Result is what `optc compare` reports; docs/compare.md describes the JSON.
@@ -68,6 +73,9 @@ type Result struct {
 	// accuracy, hmean, mIoU.
 	Task *task.Figure `json:"task,omitempty"`
 	Pass bool         `json:"pass"`
+	// Stopped: Options.Stop ended the comparison before the data did;
+	// Samples are the ones compared.
+	Stopped bool `json:"stopped,omitempty"`
 	// Skipped says, one line each, which outputs were not compared
 	// because optc cannot fetch them through the ORT binding (sequences,
 	// maps, optionals, string tensors).
@@ -164,11 +172,14 @@ type comparison struct {
 	pairs       []outputPair
 	sc          scorers
 	replay      [][]*graph.Tensor // A's outputs kept from an earlier run (Options.Reference); nil: A runs
-	rec         *recorder
-	labels      []int64
-	accs        []*Accumulator
-	scorer      *scorer
-	res         *Result
+	// replayStopped: the run that recorded replay was stopped (Options.Stop),
+	// so the comparison ends where the recording does.
+	replayStopped bool
+	rec           *recorder
+	labels        []int64
+	accs          []*Accumulator
+	scorer        *scorer
+	res           *Result
 }
 
 // newComparison pairs A's and B's interfaces: the same inputs, the
@@ -218,7 +229,7 @@ func newComparison(opts Options, ma, mb *graph.Model) (*comparison, error) {
 		outNames[i] = o.Name
 	}
 	refKey := referenceKey(opts, outNames)
-	if c.replay = opts.Reference.lookup(refKey); c.replay == nil {
+	if c.replay, c.replayStopped = opts.Reference.lookup(refKey); c.replay == nil {
 		c.rec = opts.Reference.record(refKey)
 	}
 	c.accs = make([]*Accumulator, len(c.pairs))
@@ -320,8 +331,12 @@ func (c *comparison) readLabels() error {
 // takes their outputs in batch order.
 func (c *comparison) feed(run *runner, n int, src data.Source, batch *data.Batch) error {
 	var pending []*job // given to the workers, not yet taken
+	var givenSamples int64
 	for given := 0; ; given++ {
 		if given > 0 {
+			if c.stopBefore(given, givenSamples) {
+				break
+			}
 			var err error
 			if batch, err = src.Next(); errors.Is(err, io.EOF) {
 				break
@@ -329,6 +344,7 @@ func (c *comparison) feed(run *runner, n int, src data.Source, batch *data.Batch
 				return err
 			}
 		}
+		givenSamples += int64(batch.Samples)
 		j := &job{batch: batch, done: make(chan struct{})}
 		if c.replay != nil {
 			if given >= len(c.replay) {
@@ -349,11 +365,23 @@ func (c *comparison) feed(run *runner, n int, src data.Source, batch *data.Batch
 			return err
 		}
 	}
-	if c.replay != nil && c.res.Batches != len(c.replay) {
+	if c.replay != nil && !c.res.Stopped && c.res.Batches != len(c.replay) {
 		return fmt.Errorf("internal: %s gave fewer batches than when %s ran on it", c.opts.Data, c.opts.ModelA)
 	}
-	c.rec.done()
+	c.rec.done(c.res.Stopped)
 	return nil
+}
+
+// stopBefore says whether the comparison ends before its batch number
+// given, samples into the data: Options.Stop says so, or A's replayed
+// outputs end there because the comparison that recorded them stopped.
+func (c *comparison) stopBefore(given int, samples int64) bool {
+	stop := c.opts.Stop != nil && c.opts.Stop(samples) ||
+		c.replay != nil && c.replayStopped && given >= len(c.replay)
+	if stop {
+		c.res.Stopped = true
+	}
+	return stop
 }
 
 // take adds a batch's outputs to the statistics, in batch order.
@@ -444,12 +472,12 @@ func (c *comparison) result() (*Result, error) {
 		}
 	}
 	if sc.task != nil {
-		if res.Task, err = sc.task.Result(res.Samples, opts.DataOpts.Samples > 0); err != nil {
+		if res.Task, err = sc.task.Result(res.Samples, opts.DataOpts.Samples > 0 || res.Stopped); err != nil {
 			return nil, err
 		}
 	}
 	if opts.Labels != "" {
-		if res.Accuracy, err = c.scorer.result(res.Samples, opts.DataOpts.Samples > 0); err != nil {
+		if res.Accuracy, err = c.scorer.result(res.Samples, opts.DataOpts.Samples > 0 || res.Stopped); err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Labels, err)
 		}
 	}

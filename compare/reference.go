@@ -25,6 +25,7 @@ type Reference struct {
 type refEntry struct {
 	batches [][]*graph.Tensor // A's outputs, batch by batch
 	tooBig  bool              // over MaxBytes: A runs every time
+	stopped bool              // the recording comparison stopped early (Options.Stop)
 }
 
 // ReferenceBytes is the bound optc's own callers give a Reference: the
@@ -41,17 +42,18 @@ func referenceKey(opts Options, outs []string) string {
 	return fmt.Sprintf("%s|%d|%s|%+v|%+v|%q", opts.ModelA, len(opts.AInMemory.Bytes), opts.Data, opts.DataOpts, opts.Session, outs)
 }
 
-// lookup returns A's recorded outputs for key, or nil.
-func (r *Reference) lookup(key string) [][]*graph.Tensor {
+// lookup returns A's recorded outputs for key, or nil, and whether the
+// comparison that recorded them stopped before the data ended.
+func (r *Reference) lookup(key string) ([][]*graph.Tensor, bool) {
 	if r == nil {
-		return nil
+		return nil, false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if e := r.entries[key]; e != nil && !e.tooBig {
-		return e.batches
+		return e.batches, e.stopped
 	}
-	return nil
+	return nil, false
 }
 
 // recorder gathers A's outputs during one comparison, and lets go of
@@ -92,8 +94,9 @@ func (rec *recorder) add(ys []*graph.Tensor) {
 	rec.batches = append(rec.batches, ys)
 }
 
-// done stores what was recorded (or that it did not fit).
-func (rec *recorder) done() {
+// done stores what was recorded (or that it did not fit), and whether
+// the comparison stopped before the data ended.
+func (rec *recorder) done(stopped bool) {
 	if rec == nil {
 		return
 	}
@@ -107,6 +110,6 @@ func (rec *recorder) done() {
 		r.entries[rec.key] = &refEntry{tooBig: true}
 		return
 	}
-	r.entries[rec.key] = &refEntry{batches: rec.batches}
+	r.entries[rec.key] = &refEntry{batches: rec.batches, stopped: stopped}
 	r.bytes += rec.bytes
 }

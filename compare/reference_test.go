@@ -2,6 +2,7 @@ package compare
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/optc-dev/optc/data"
@@ -70,4 +71,43 @@ func asJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestStop: Options.Stop ends a comparison on a batch boundary, the
+// result says so, and a comparison that replays A's outputs recorded by
+// a stopped one ends where they do, with the same figures as the first.
+func TestStop(t *testing.T) {
+	ortenv.Require(t)
+	model := testenv.Model("mnist_cnn.onnx")
+	mnist := testenv.Data(t, "mnist/test_images.npy")
+	labels := testenv.Data(t, "mnist/test_labels.npy")
+	var asked []int64
+	opts := Options{ModelA: model, ModelB: model, Data: mnist, Labels: labels, DataOpts: data.Options{Batch: 8}, Session: ort.DefaultOptions(),
+		Reference: NewReference(), Stop: func(n int64) bool { asked = append(asked, n); return n >= 20 }}
+	first, err := Models(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Stopped || first.Samples != 24 || first.Batches != 3 || first.Accuracy == nil || first.Accuracy.Labels != 24 {
+		t.Fatalf("stopped %v after %d samples, %d batches (accuracy %+v), want stopped after 24 in 3", first.Stopped, first.Samples, first.Batches, first.Accuracy)
+	}
+	if want := []int64{8, 16, 24}; !slices.Equal(asked, want) {
+		t.Errorf("Stop asked at %v, want %v", asked, want)
+	}
+	opts.Stop = nil
+	again, err := Models(opts) // A replayed from the stopped recording
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := asJSON(t, again), asJSON(t, first); got != want {
+		t.Errorf("replaying a stopped reference: %s, want %s", got, want)
+	}
+	opts.Reference = nil
+	full, err := Models(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Stopped || full.Samples != 2004 {
+		t.Errorf("without Stop: stopped %v after %d samples, want all 2004", full.Stopped, full.Samples)
+	}
 }
