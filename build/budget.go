@@ -57,6 +57,12 @@ type Plan struct {
 	// runs out the fallback keeps the best passing model found, or the
 	// guard refuses.
 	FallbackSeconds float64 `json:"fallback_seconds,omitempty"`
+	// ChecksSeconds is when the artifacts' checks stop, counted from the
+	// build's start (0 without a budget): the budget less the timing's
+	// and the sweep's shares. A check past it ends at the next batch once
+	// it has ptq.MinCheckSamples; the samples used are recorded
+	// (decisions.json) so that a replay checks on the same ones.
+	ChecksSeconds float64 `json:"checks_seconds,omitempty"`
 	// Lines are the plan as printed.
 	Lines []string `json:"lines"`
 }
@@ -99,6 +105,10 @@ func (b *builder) plan() *Plan {
 			p.FallbackSeconds = round2(ptq.FallbackShare * p.RestSeconds)
 			p.CalibrationSeconds = round2(ptq.CalibrationShare * p.RestSeconds)
 		}
+		p.ChecksSeconds = round2(share(w.rest))
+		if placementOn {
+			p.ChecksSeconds = round2(share(w.rest) + share(w.placement))
+		}
 		placementS = min(placementS, share(w.placement))
 		windowS = min(windowS, share(w.timing)/float64(p.TimingWindows))
 		if p.SweepPoints > 0 {
@@ -108,13 +118,15 @@ func (b *builder) plan() *Plan {
 			p.SweepSeconds = round2(share(w.sweep))
 			sweepS = min(sweepS, share(w.sweep)/float64(p.SweepPoints)/2)
 		}
-		p.Lines = append(p.Lines, fmt.Sprintf("budget %s: placement, timing and the Triton sweep get shares, calibration, the accuracy control (its tries, GPTQ included, and fallback) and the per-tensor SQNR stop at theirs; loading, passes, checks and exports are not bounded by time", c.Budget.Duration))
+		p.Lines = append(p.Lines, fmt.Sprintf("budget %s: placement, timing and the Triton sweep get shares, calibration, the accuracy control (its tries, GPTQ included, and fallback), the per-tensor SQNR and the guard's and the artifacts' checks stop at theirs; loading, passes, sessions and exports are not bounded by time (a build that ends more than %d%% past its budget says so)", c.Budget.Duration, budgetMarginPercent))
 		if p.CalibrationSeconds > 0 {
 			p.Lines = append(p.Lines, fmt.Sprintf("calibration: stops %s after the build began, once it has %d samples (the samples used are recorded for --replay)", secs(p.CalibrationSeconds), ptq.MinBudgetSamples))
 		}
 		if p.FallbackSeconds > 0 {
-			p.Lines = append(p.Lines, fmt.Sprintf("accuracy guard's fallback: at most %s per INT8 model (then the best passing model found, or a refusal)", secs(p.FallbackSeconds)))
+			p.Lines = append(p.Lines, fmt.Sprintf("accuracy guard: its first check stops %s after the build began, once it has %d samples (its tries then compare on as many); its fallback: at most %s per INT8 model (then the best passing model found, or a refusal)",
+				secs(ptq.CheckShare*p.RestSeconds), ptq.MinCheckSamples, secs(p.FallbackSeconds)))
 		}
+		p.Lines = append(p.Lines, fmt.Sprintf("checks: stop %s after the build began, each once it has %d samples, every later one on as many (the samples used are recorded for --replay)", secs(p.ChecksSeconds), ptq.MinCheckSamples))
 	} else {
 		p.Lines = append(p.Lines, "no budget (budget: 0): every stage runs as configured")
 	}
@@ -152,15 +164,87 @@ func (b *builder) calibrationDeadline() time.Time {
 	return b.started.Add(time.Duration(b.res.Plan.CalibrationSeconds * float64(time.Second)))
 }
 
-// quantizeDeadline is when the quantize stage's optional steps stop
-// within a budget: three quarters of the rest's share after the build
-// began (the last quarter is left to exports and checks); zero without a
-// budget.
-func (b *builder) quantizeDeadline() time.Time {
+// checkStop is the Stop of the check of one artifact (compare.Options.Stop),
+// keyed by what it checks. Within a budget, a check past the plan's
+// ChecksSeconds stops at the next batch once it has ptq.MinCheckSamples
+// samples, and every later check at the same count, so that the
+// artifacts' figures stay comparable; the counts are recorded. A replay
+// stops each check at its recorded count, and nowhere else. nil: the
+// check runs to the data's end.
+func (b *builder) checkStop(key string) func(samples int64) bool {
+	if r := b.replay; r != nil {
+		at, ok := r.rec.CheckStops[key]
+		if !ok {
+			return nil
+		}
+		if !slices.Contains(r.used, checkStopsDecision) {
+			r.used = append(r.used, checkStopsDecision)
+		}
+		b.recordCheckStop(key, at)
+		b.res.ChecksStoppedAt = at
+		return func(n int64) bool { return n >= at }
+	}
+	if b.res.Plan.ChecksSeconds == 0 {
+		return nil
+	}
+	deadline := b.started.Add(time.Duration(b.res.Plan.ChecksSeconds * float64(time.Second)))
+	return func(n int64) bool {
+		if b.checkStoppedAt == 0 && (n < ptq.MinCheckSamples || time.Now().Before(deadline)) {
+			return false
+		}
+		if b.checkStoppedAt > 0 && n < b.checkStoppedAt {
+			return false
+		}
+		if b.checkStoppedAt == 0 {
+			b.checkStoppedAt, b.res.ChecksStoppedAt = n, n
+			b.progress("checks: the budget's time for checks is spent: this check and every later one stop after %d samples", n)
+			b.note(fmt.Sprintf("the artifacts' checks stopped at their share of the budget after %d samples of the evaluation data (the first of its order): each verdict rests on them; decisions.json records the count for --replay, and a longer --budget checks on all", n))
+		}
+		b.recordCheckStop(key, n)
+		return true
+	}
+}
+
+// checkStopsDecision names the replayed check stops in messages.
+const checkStopsDecision = "the checks' budget stops"
+
+func (b *builder) recordCheckStop(key string, n int64) {
+	if b.decisions.CheckStops == nil {
+		b.decisions.CheckStops = map[string]int64{}
+	}
+	b.decisions.CheckStops[key] = n
+}
+
+// budgetMarginPercent is how far past its budget a build may end before
+// it says so: loading, the passes, sessions and exports are not bounded
+// by time, and the checks and windows end at their next run, not at
+// once.
+const budgetMarginPercent = 10
+
+// checkOverrun says, when the build ends more than budgetMarginPercent
+// past its budget, by how much, in a line and a note.
+func (b *builder) checkOverrun() {
+	budget := b.res.Plan.BudgetSeconds
+	if budget == 0 {
+		return
+	}
+	took := time.Since(b.started).Seconds()
+	if took <= budget*(1+budgetMarginPercent/100.0) {
+		return
+	}
+	b.progress("budget: the build took %s, more than %d%% past its %s budget", secs(took), budgetMarginPercent, secs(budget))
+	b.note(fmt.Sprintf("the build took %s, more than %d%% past its %s budget: report.json's stages say where the time went (loading, the passes, sessions and exports are not bounded by time)", secs(took), budgetMarginPercent, secs(budget)))
+}
+
+// restShareDeadline is when share of the rest's share of the budget has
+// passed since the build began (ptq's shares: the guard's first check,
+// the per-tensor SQNR; the last quarter is left to exports and checks);
+// zero without a budget.
+func (b *builder) restShareDeadline(share float64) time.Time {
 	if b.res.Plan.RestSeconds == 0 {
 		return time.Time{}
 	}
-	return b.started.Add(time.Duration(ptq.SQNRShare * b.res.Plan.RestSeconds * float64(time.Second)))
+	return b.started.Add(time.Duration(share * b.res.Plan.RestSeconds * float64(time.Second)))
 }
 
 // timedModels counts the models verify times: the input, the float
@@ -324,7 +408,7 @@ type BudgetError struct {
 
 func (e *BudgetError) Error() string {
 	return fmt.Sprintf("budget %s is too short for this model on this machine: the least the build runs (%s) takes %s; give --budget %s or more (or --budget 0 for none)",
-		e.Budget, e.Why, e.Least.Round(100*time.Millisecond), e.Suggest)
+		e.Budget, e.Why, secs(e.Least.Seconds()), e.Suggest)
 }
 
 // probeRuns is how many timed runs (after one warm-up) the budget's probe
@@ -335,8 +419,8 @@ const probeRuns = 2
 // batch size (one warm-up, probeRuns runs) and refuses the build before
 // anything else runs when the least it must do does not fit the budget:
 // every timing window's minWindowRuns runs and one warm-up, the checks of
-// every artifact on the evaluation samples and, with INT8, the fewest
-// calibration samples and the guard's checks. Sessions, exports and
+// every artifact on the fewest evaluation samples a budget stops them at
+// and, with INT8, the fewest calibration samples and the guard's checks. Sessions, exports and
 // passes are left out, so the figure is a floor: a refused budget cannot
 // be met.
 func (b *builder) checkBudgetPossible() error {
@@ -369,8 +453,8 @@ func (b *builder) checkBudgetPossible() error {
 		checked += 2 // its Q/DQ and float16 models
 	}
 	evalSamples := b.checkSamples()
-	checks := float64(checked*evalSamples) * perSample
-	why := fmt.Sprintf("%d artifact checks on %d samples, %d timing windows of %d runs", checked, evalSamples, p.TimingWindows, minWindowRuns)
+	checks := float64(checked*min(evalSamples, ptq.MinCheckSamples)) * perSample
+	why := fmt.Sprintf("%d artifact checks on %d samples, %d timing windows of %d runs", checked, min(evalSamples, ptq.MinCheckSamples), p.TimingWindows, minWindowRuns)
 	least := timing + checks
 	if b.c.INT8 && b.staticINT8() {
 		schemes := 0
@@ -379,7 +463,7 @@ func (b *builder) checkBudgetPossible() error {
 				schemes++
 			}
 		}
-		least += float64(ptq.MinBudgetSamples+2*schemes*evalSamples) * perSample
+		least += float64(ptq.MinBudgetSamples+2*schemes*min(evalSamples, ptq.MinCheckSamples)) * perSample
 		why = fmt.Sprintf("%d calibration samples, the INT8 guard's checks, %s", ptq.MinBudgetSamples, why)
 	}
 	why = fmt.Sprintf("%s a sample: %s", time.Duration(perSample*float64(time.Second)).Round(time.Microsecond), why)

@@ -51,7 +51,11 @@ func TestPlanShares(t *testing.T) {
 	if want := round2(0.3 * round2(20*3/10.5)); p.CalibrationSeconds != want || !strings.Contains(p.Lines[1], "calibration: stops 1.7s after the build began, once it has 16 samples") {
 		t.Errorf("calibration %v s, want %.2f (lines %q)", p.CalibrationSeconds, want, p.Lines)
 	}
-	if len(p.Lines) != 6 || !strings.Contains(p.Lines[0], "budget 20s") {
+	// The checks stop when the rest's and placement's shares have passed.
+	if want := round2(2 * 20 * 3 / 10.5); p.ChecksSeconds != want || !strings.Contains(p.Lines[3], "checks: stop 11.4s after the build began, each once it has 32 samples") {
+		t.Errorf("checks %v s, want %.2f (lines %q)", p.ChecksSeconds, want, p.Lines)
+	}
+	if len(p.Lines) != 7 || !strings.Contains(p.Lines[0], "budget 20s") {
 		t.Errorf("plan lines %q", p.Lines)
 	}
 	// The default budget keeps the configured lengths.

@@ -77,6 +77,9 @@ type Result struct {
 	// disjoint from the calibration data.
 	EvalData    string `json:"eval_data"`
 	EvalHeldOut bool   `json:"eval_held_out"`
+	// ChecksStoppedAt is the samples every artifact's check stopped at
+	// when the budget's time for checks ran out (0: they ran to the end).
+	ChecksStoppedAt int64 `json:"checks_stopped_at,omitempty"`
 	// Caveats are what the checks rest on: random calibration, checks on
 	// the calibration samples themselves or on few samples.
 	Caveats ptq.Caveats `json:"caveats"`
@@ -302,6 +305,10 @@ type builder struct {
 	// calibStoppedAt is the samples INT8 calibration read when the
 	// budget stopped it (0: it read them all).
 	calibStoppedAt int
+	// checkStoppedAt is the samples the first artifact check the budget
+	// stopped had compared: every later check stops there too, so that
+	// the artifacts' figures are on the same samples (checkStop).
+	checkStoppedAt int64
 	float          string // the optimized float model, in the working folder
 	ortModel       string // what the ORT target deploys (float, INT8 or weight-only)
 	// ortPrecision is ortModel's precision when it is not the float model.
@@ -605,8 +612,9 @@ func (b *builder) ptqOptions(target quantize.Target, out string) (ptq.Options, e
 		Batches: c.Latency.Batches, ORTLib: c.Runtime.ORTLib, MaxAccuracyDrop: c.Quantize.MaxAccuracyDrop, MinCosine: c.Quantize.MinCosine,
 		MaxRelError: c.Quantize.MaxRelError, NoGuard: c.Quantize.NoGuard, AllowAccuracyLoss: c.Quantize.AllowAccuracyLoss,
 		FallbackBudget:      time.Duration(b.res.Plan.FallbackSeconds * float64(time.Second)),
-		Deadline:            b.quantizeDeadline(),
+		Deadline:            b.restShareDeadline(ptq.SQNRShare),
 		CalibrationDeadline: b.calibrationDeadline(),
+		CheckDeadline:       b.restShareDeadline(ptq.CheckShare),
 		SmoothAlpha:         c.Quantize.SmoothAlpha,
 	}
 	// config.Validate checked the names.

@@ -53,6 +53,12 @@ type Decisions struct {
 	// counts instead of timing them. A scheme that stopped nowhere is
 	// absent.
 	QuantizeStops map[string]ptq.Stops `json:"quantize_stops,omitempty"`
+	// CheckStops are, by artifact (its path; a float16 artifact's check
+	// on the calibration data with " (calibration data)"), the samples
+	// its check had compared when the budget's time for checks ran out:
+	// a replay checks on the same samples. A check that ran to the data's
+	// end is absent.
+	CheckStops map[string]int64 `json:"check_stops,omitempty"`
 	// Targets are the targets' own choices by target name (triton: the
 	// sweep's profiles and how the configs serve them), each as the
 	// target recorded it (target.Host.Record).

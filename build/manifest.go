@@ -87,6 +87,7 @@ type Environment struct {
 // report digests every artifact and writes manifest.json, then report.json
 // (or whatever Options.Finish writes).
 func (b *builder) report() error {
+	b.checkOverrun()
 	if err := b.writeDecisions(); err != nil {
 		return err
 	}

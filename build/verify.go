@@ -25,6 +25,9 @@ import (
 // Check is an artifact against the input model on the evaluation data.
 type Check struct {
 	Samples int64 `json:"samples"`
+	// StoppedByBudget: the check ended after Samples because the budget's
+	// time for checks was spent (Plan.ChecksSeconds), before the data did.
+	StoppedByBudget bool `json:"stopped_by_budget,omitempty"`
 	// MinCosine and MinTop1 are the worst over the outputs (top-1 over
 	// classifier-shaped outputs; -1 when there is none). MinCosine is each
 	// output's worst sample's (its pooled cosine for outputs too small for
@@ -145,6 +148,7 @@ func (b *builder) verify() error {
 			r, err := compare.Models(compare.Options{
 				ModelA: b.c.Model, ModelB: path, BRun: runPath, Data: spec, DataOpts: dopts, Labels: labels, Scorer: scorer,
 				Task: compare.Task(b.c.Eval.Task), Logits: b.c.Eval.Logits, Atol: map[string]float64{"": math.Inf(1)}, Session: sess, ORTLib: b.c.Runtime.ORTLib, Reference: b.ref,
+				Stop: b.checkStop(a.Path),
 			})
 			if err != nil {
 				return fmt.Errorf("%s: %w", a.Path, err)
@@ -232,13 +236,15 @@ func (b *builder) verifyFP16(a *Artifact, path string) error {
 	session.Level = ort.LevelDisable // keeps the rounding Casts
 	// check scores the ground truth on the eval data only.
 	check := func(spec string, dopts data.Options, eval bool) (*Check, error) {
-		labels, scorer := "", task.Factory(nil)
+		labels, scorer, key := "", task.Factory(nil), a.Path+" (calibration data)"
 		if eval {
 			labels, scorer = tasks.Scoring(b.c.Eval.TaskSpec())
+			key = a.Path
 		}
 		r, err := compare.Models(compare.Options{
 			ModelA: b.c.Model, ModelB: a.Path + " (float16 emulated)", BInMemory: emulated, Data: spec, DataOpts: dopts, Labels: labels, Scorer: scorer,
 			Task: compare.Task(b.c.Eval.Task), Logits: b.c.Eval.Logits, Atol: map[string]float64{"": math.Inf(1)}, Session: session, ORTLib: b.c.Runtime.ORTLib, Reference: b.ref,
+			Stop: b.checkStop(key),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("on %s: %w", spec, err)
@@ -316,13 +322,17 @@ const randomCheckSeed = 0x6576616c // "eval"
 // CheckedOn says what the artifacts were checked on, for a line of
 // output.
 func (r *Result) CheckedOn() string {
+	s := r.EvalData + " (held out)"
 	switch {
 	case r.EvalData == "random":
-		return "fresh random inputs (a smoke test, not a measure of accuracy)"
+		s = "fresh random inputs (a smoke test, not a measure of accuracy)"
 	case !r.EvalHeldOut:
-		return r.EvalData + " (not held out)"
+		s = r.EvalData + " (not held out)"
 	}
-	return r.EvalData + " (held out)"
+	if r.ChecksStoppedAt > 0 {
+		s += fmt.Sprintf(", its first %d samples: the budget stopped the checks there", r.ChecksStoppedAt)
+	}
+	return s
 }
 
 const notHeldOut = "no eval data and calibration used every sample: the artifacts were checked on the calibration data, which is not held out (give eval.data, or calibration.samples below the data's size to check on the rest)"
@@ -465,7 +475,7 @@ func (b *builder) seqTimings(model, runModel string, sess ort.Options) ([]SeqTim
 // checkOf is an artifact's check from its comparison with the input,
 // judged by the accuracy guard's criteria at the build's limits.
 func (b *builder) checkOf(r *compare.Result) *Check {
-	c := &Check{Samples: r.Samples, MinCosine: 1, MinTop1: -1, Accuracy: r.Accuracy, LM: r.LM, Task: r.Task}
+	c := &Check{Samples: r.Samples, StoppedByBudget: r.Stopped, MinCosine: 1, MinTop1: -1, Accuracy: r.Accuracy, LM: r.LM, Task: r.Task}
 	lim := ptq.Limits{MaxAccuracyDrop: b.c.Quantize.MaxAccuracyDrop, MinCosine: b.c.Quantize.MinCosine, MaxRelError: b.c.Quantize.MaxRelError}
 	for _, x := range ptq.Judge(r, lim) {
 		if !x.Pass {

@@ -28,6 +28,9 @@ var (
 	// byTiming are lines whose content follows the placement search's
 	// timing (INT8 or FP32 for the ORT artifact, and which candidate).
 	byTiming = regexp.MustCompile(`^(ort artifact:|int8 placement:|note: ort: |int8 ort: \d+ nodes quantized|build: budget: )`)
+	// machine is the CPU and its features, which differ between the
+	// machines the tests run on.
+	machine = regexp.MustCompile(`^measured on .*, ONNX Runtime `)
 	// byTimingRow: table rows of the models the ORT decision shapes.
 	byTimingRow = regexp.MustCompile(`^(model\.int8\.onnx|ort/model\.ort) `)
 )
@@ -40,6 +43,7 @@ func maskOutput(text string, replace map[string]string) []string {
 	var out []string
 	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
 		l = memory.ReplaceAllString(l, "(peak RSS # MiB)")
+		l = machine.ReplaceAllString(l, "measured on (this machine), ONNX Runtime ")
 		l = strings.TrimSpace(spaces.ReplaceAllString(decimals.ReplaceAllString(l, "#"), " "))
 		switch {
 		case byTiming.MatchString(l):

@@ -209,10 +209,10 @@ func TestErrorsDocumented(t *testing.T) {
 			writeNpy(t, x, graph.Float, []int64{2, 1, 28, 28}, func(int) float32 { return 0.5 })
 			return []docRun{{[]string{"compare", mnist, mnist, "--data", x, "--task", "lm"}, []string{"mnist_cnn.onnx: task lm needs token ids: an int64 input of shape [batch, seq], and the model has none"}}}
 		}},
-		"build M.onnx: budget 100ms is too short for this model on this machine: the least the build runs (31µs a sample: 16 calibration samples, the INT8 guard's checks, 4 artifact checks on 2004 samples, 40 timing windows of 3 runs) takes 400ms; give --budget 1s or more (or --budget 0 for none)": {func(t *testing.T, dir string) []docRun {
+		"build M.onnx: budget 1ms is too short for this model on this machine: the least the build runs (31µs a sample: 16 calibration samples, the INT8 guard's checks, 4 artifact checks on 32 samples, 40 timing windows of 3 runs) takes 30ms; give --budget 1s or more (or --budget 0 for none)": {func(t *testing.T, dir string) []docRun {
 			return []docRun{{[]string{"build", mnist, "--int8", "-o", filepath.Join(dir, "b"), "--calib-data", filepath.Join(mnistData, "train_images.npy"),
-				"--eval-data", filepath.Join(mnistData, "test_images.npy"), "--eval-labels", filepath.Join(mnistData, "test_labels.npy"), "--budget", "100ms", "-q"},
-				[]string{"mnist_cnn.onnx: budget 100ms is too short for this model on this machine: the least the build runs (", "a sample: 16 calibration samples, the INT8 guard's checks,", "or more (or --budget 0 for none)"}}}
+				"--eval-data", filepath.Join(mnistData, "test_images.npy"), "--eval-labels", filepath.Join(mnistData, "test_labels.npy"), "--budget", "1ms", "-q"},
+				[]string{"mnist_cnn.onnx: budget 1ms is too short for this model on this machine: the least the build runs (", "a sample: 16 calibration samples, the INT8 guard's checks,", "or more (or --budget 0 for none)"}}}
 		}},
 		`heldout.npy: input "ids": token id -1 outside the vocabulary of 256 logits`: {func(t *testing.T, dir string) []docRun {
 			lm := testenv.Data(t, "zoo/lm_tiny/dynamic.onnx")

@@ -286,7 +286,7 @@ func (v *quantizeVars) register(fs *pflag.FlagSet, opts *QuantizeOptions) {
 	fs.StringVar(&v.rounding, "weight-rounding", string(weightonly.RTN), "--weights: "+choice.Or(weightonly.Roundings)+" (gptq needs --calib-data)")
 	fs.BoolVar(&v.dynamic, "dynamic", false, "dynamic INT8 instead of static: MatMul/Gemm weights int8, activations quantized at run time (DynamicQuantizeLinear + MatMulInteger; no calibration, --calib-data only measures)")
 	fs.BoolVar(&o.Quant.ORTContrib, "ort-contrib", false, "--dynamic: write ONNX Runtime's fused com.microsoft DynamicQuantizeMatMul (ONNX Runtime only)")
-	fs.DurationVar(&opts.Budget, "budget", 0, "time budget: calibration stops at 30% of it (at least 16 samples), the accuracy guard's tries and fallback get half, the per-tensor SQNR is skipped after 75%; where each stopped is in --json's stopped_at (0: none)")
+	fs.DurationVar(&opts.Budget, "budget", 0, "time budget: calibration stops at 30% of it (at least 16 samples), the guard's first check at half (at least 32), its tries and fallback get half, the per-tensor SQNR is skipped after 75%; where each stopped is in --json's stopped_at (0: none)")
 	fs.BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
 	fs.StringVar(&opts.Report, "report", "", "also write report.json, report.md and report.html into this folder (docs/report.md)")
 	v.calib.image.register(fs) // for --calib-data and --eval-data alike

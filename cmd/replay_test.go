@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
 )
@@ -197,10 +198,12 @@ func readJSONFile(t *testing.T, path string, v any) {
 }
 
 // TestBuildReplayBudgetStops: within a small budget calibration stops at
-// its share, on a batch boundary after at least 16 samples; the build says
-// so, records the count in decisions.json, and a replay of it, which times
-// nothing, calibrates on the same samples and writes the same calibration
-// and INT8 model, byte for byte.
+// its share, on a batch boundary after at least 16 samples, and the
+// guard's first check and every artifact's check after at least 32; the
+// build says so (and that it overran the budget), records the counts in
+// decisions.json, and a replay of it, which times nothing, calibrates and
+// checks on the same samples and writes the same calibration and INT8
+// model, byte for byte.
 func TestBuildReplayBudgetStops(t *testing.T) {
 	ortenv.Require(t)
 	mnist := testenv.Data(t, "mnist")
@@ -209,7 +212,7 @@ func TestBuildReplayBudgetStops(t *testing.T) {
 		args := []string{"build", testenv.Model("mnist_cnn.onnx"), "--int8", "--target", "ort", "-o", out,
 			"--calib-data", filepath.Join(mnist, "train_images.npy"), "--calib-samples", "20000", "--calib-batch", "16",
 			"--eval-data", filepath.Join(mnist, "test_images.npy"), "--eval-labels", filepath.Join(mnist, "test_labels.npy"),
-			"--eval-samples", "128", "--budget", "3s"}
+			"--eval-samples", "0", "--budget", "300ms"}
 		return runProgress(t, append(args, extra...)...)
 	}
 	first, second := filepath.Join(root, "first"), filepath.Join(root, "second")
@@ -219,8 +222,16 @@ func TestBuildReplayBudgetStops(t *testing.T) {
 	}
 	var rec struct {
 		QuantizeStops map[string]map[string]int `json:"quantize_stops"`
+		CheckStops    map[string]int64          `json:"check_stops"`
 	}
 	readJSONFile(t, filepath.Join(first, "decisions.json"), &rec)
+	checks := checkStops(t, first, rec.CheckStops, stderr)
+	if g := rec.QuantizeStops["ort"][ptq.GuardCheckLoop]; g < ptq.MinCheckSamples || g >= 2004 || !strings.Contains(stderr, fmt.Sprintf("the check stopped after %d samples", g)) {
+		t.Errorf("decisions.json: quantize stops %v, want the guard's first check stopped after at least %d of 2004 samples, and said so", rec.QuantizeStops, ptq.MinCheckSamples)
+	}
+	if !strings.Contains(stderr, "more than 10% past its 300ms budget") {
+		t.Errorf("the build does not say it overran its budget:\n%s", stderr)
+	}
 	n := rec.QuantizeStops["ort"]["calibration samples"]
 	if n < 16 || n >= 20000 || n%16 != 0 {
 		t.Fatalf("decisions.json: quantize stops %v, want calibration stopped on a batch of 16 after at least 16 samples", rec.QuantizeStops)
@@ -262,12 +273,67 @@ func TestBuildReplayBudgetStops(t *testing.T) {
 			t.Errorf("%s differs between the build and its replay (or is missing)", path)
 		}
 	}
+	if again := checkStops(t, second, rec.CheckStops, ""); !maps.Equal(again, checks) {
+		t.Errorf("the replay's checks %v, the build's %v: want the same figures on the same samples", again, checks)
+	}
+}
+
+// checkStops checks that the budget stopped every artifact check of the
+// build in dir at the same count, at least ptq.MinCheckSamples and before
+// the data's 2,004 samples, as decisions.json records them (stops), with
+// the line that says so on stderr (when given); it returns each check's
+// samples and figures, by artifact.
+func checkStops(t *testing.T, dir string, stops map[string]int64, stderr string) map[string]string {
+	t.Helper()
+	var report struct {
+		Details struct {
+			Artifacts []struct {
+				Path  string `json:"path"`
+				Check *struct {
+					Samples   int64   `json:"samples"`
+					Stopped   bool    `json:"stopped_by_budget"`
+					MinCosine float64 `json:"min_cosine"`
+					Accuracy  *struct {
+						B float64 `json:"accuracy_b"`
+					} `json:"accuracy"`
+				} `json:"check"`
+			} `json:"artifacts"`
+		} `json:"details"`
+	}
+	readJSONFile(t, filepath.Join(dir, "report.json"), &report)
+	got := map[string]string{}
+	var n int64
+	for _, a := range report.Details.Artifacts {
+		c := a.Check
+		if c == nil {
+			continue
+		}
+		if n == 0 {
+			n = c.Samples
+		}
+		if !c.Stopped || c.Samples != n || c.Samples < ptq.MinCheckSamples || c.Samples >= 2004 || stops[a.Path] != n || c.Accuracy == nil {
+			t.Errorf("%s: %s check %+v (recorded stop %d), want stopped by the budget after %d samples, as every other", dir, a.Path, c, stops[a.Path], n)
+		}
+		acc := -1.0
+		if c.Accuracy != nil {
+			acc = c.Accuracy.B
+		}
+		got[a.Path] = fmt.Sprintf("%d samples, cosine %v, accuracy %v", c.Samples, c.MinCosine, acc)
+	}
+	if len(got) < 3 || len(stops) != len(got) {
+		t.Errorf("%s: checks %v, recorded stops %v: want every artifact's check stopped", dir, got, stops)
+	}
+	if want := fmt.Sprintf("this check and every later one stop after %d samples", n); stderr != "" && !strings.Contains(stderr, want) {
+		t.Errorf("stderr does not say %q:\n%s", want, stderr)
+	}
+	return got
 }
 
 // TestBuildRefusesImpossibleBudget: a budget shorter than the least the
-// build must run at the model's own speed (here every check on 2,004
-// evaluation images) is refused before calibration, in one line that
-// names the budget it would need; nothing is written.
+// build must run at the model's own speed (here the checks of every
+// artifact and the guard's on the 32 evaluation images a budget stops
+// them at, and the timing windows) is refused before calibration, in one
+// line that names the budget it would need; nothing is written.
 func TestBuildRefusesImpossibleBudget(t *testing.T) {
 	ortenv.Require(t)
 	mnist := testenv.Data(t, "mnist")
@@ -275,9 +341,9 @@ func TestBuildRefusesImpossibleBudget(t *testing.T) {
 	status, stdout, stderr := run(t, "build", testenv.Model("mnist_cnn.onnx"), "--int8", "--target", "all", "-o", out,
 		"--calib-data", filepath.Join(mnist, "train_images.npy"),
 		"--eval-data", filepath.Join(mnist, "test_images.npy"), "--eval-labels", filepath.Join(mnist, "test_labels.npy"),
-		"--eval-samples", "0", "--budget", "100ms")
-	failsCleanly(t, status, 1, stdout, stderr, "budget 100ms is too short for this model on this machine")
-	if !strings.Contains(stderr, "6 artifact checks on 2004 samples") || !strings.Contains(stderr, "or more (or --budget 0 for none)") {
+		"--eval-samples", "0", "--budget", "1ms")
+	failsCleanly(t, status, 1, stdout, stderr, "budget 1ms is too short for this model on this machine")
+	if !strings.Contains(stderr, "6 artifact checks on 32 samples") || !strings.Contains(stderr, "or more (or --budget 0 for none)") {
 		t.Errorf("the refusal does not say why or what budget would do: %s", stderr)
 	}
 	if _, err := os.Stat(out); err == nil {

@@ -87,6 +87,11 @@ type Options struct {
 	// reuses the calibration data (bias correction, GPTQ) then reads the
 	// same samples, and Result.Calibration says where it stopped.
 	CalibrationDeadline time.Time
+	// CheckDeadline, when set, ends the guard's first check of the INT8
+	// model on the evaluation data at the first batch after it once
+	// MinCheckSamples have run; every later measurement (the guard's
+	// tries, the fallback, placement) compares on the same samples.
+	CheckDeadline time.Time
 	// Replaying ends the loops a budget bounds (calibration, the guard's
 	// tries, GPTQ, the fallback) where a recorded Run ended them
 	// (ReplayStops, its Result.Stops) and times none of them: a replayed
@@ -327,6 +332,9 @@ func run(opts Options) (*Result, error) {
 		if res.Accuracy, err = measure(int8Model); err != nil {
 			return nil, err
 		}
+		if res.Accuracy.Stopped {
+			opts.progress("the check stopped after %d samples: %s; the guard judges on them", res.Accuracy.Samples, opts.stopReason("its share of the budget was spent"))
+		}
 	}
 	if q, int8Model, err = guard(&opts, float, plain, res, q, int8Model, measure, quick); err != nil {
 		if IsGuardError(err) {
@@ -498,15 +506,20 @@ func roundAndCorrect(opts *Options, float graph.Serialized, plain map[string][2]
 // candidates.
 func measurers(opts Options, float graph.Serialized, eval string, evalOpts data.Options, quality ort.Options) (measure, quick func(graph.Serialized) (*compare.Result, error)) {
 	ref := compare.NewReference()
-	measureOn := func(dopts data.Options) func(graph.Serialized) (*compare.Result, error) {
+	measureOn := func(dopts data.Options, stop func(int64) bool) func(graph.Serialized) (*compare.Result, error) {
 		return func(b graph.Serialized) (*compare.Result, error) {
 			r, err := compare.Models(compare.Options{
 				ModelA: "float", ModelB: "int8", AInMemory: float, BInMemory: b,
 				Data: eval, DataOpts: dopts, Labels: opts.EvalLabels, Scorer: opts.EvalTask,
-				Atol: map[string]float64{"": 1e9}, Session: quality, ORTLib: opts.ORTLib, Reference: ref,
+				Atol: map[string]float64{"": 1e9}, Session: quality, ORTLib: opts.ORTLib, Reference: ref, Stop: stop,
 			})
 			if err != nil {
 				return nil, fmt.Errorf("evaluating the INT8 model: %w", err)
+			}
+			if r.Stopped && stop != nil {
+				// Every later measurement compares on these samples.
+				n := r.Samples
+				stop = func(samples int64) bool { return samples >= n }
 			}
 			return r, nil
 		}
@@ -515,7 +528,23 @@ func measurers(opts Options, float graph.Serialized, eval string, evalOpts data.
 	if quickOpts.Samples == 0 || quickOpts.Samples > sensitivitySamples {
 		quickOpts.Samples = sensitivitySamples
 	}
-	return measureOn(evalOpts), measureOn(quickOpts)
+	return measureOn(evalOpts, opts.checkStop()), measureOn(quickOpts, nil)
+}
+
+// GuardCheckLoop is the guard's first check's entry in Stops: the
+// evaluation samples it compared.
+const GuardCheckLoop = "guard check samples"
+
+// checkStop is the Stop of the guard's first check (Options.CheckDeadline,
+// or the replayed count); nil: it runs to the data's end.
+func (o Options) checkStop() func(int64) bool {
+	if o.CheckDeadline.IsZero() && !o.Replaying {
+		return nil
+	}
+	stop := o.stops.loop(GuardCheckLoop)
+	return func(n int64) bool {
+		return n >= MinCheckSamples && stop(int(n), o.CheckDeadline)
+	}
 }
 
 // measureSQNR is each quantized activation's SQNR on the evaluation data

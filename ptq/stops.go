@@ -87,10 +87,13 @@ func (o Options) stopReason(budget string) string {
 // The shares of a quantization's budget (optc quantize --budget; optc
 // build gives it the rest of its own budget): calibration stops at
 // CalibrationShare of it, once it has MinBudgetSamples; the accuracy
-// control (the guard's tries and fallback) gets FallbackShare; the
+// control (the guard's tries and fallback) gets FallbackShare, after the
+// guard's first check, which stops at CheckShare once it has
+// MinCheckSamples; the
 // per-tensor SQNR, a diagnostic, is skipped after SQNRShare.
 const (
 	CalibrationShare = 0.3
+	CheckShare       = 0.5
 	FallbackShare    = 0.5
 	SQNRShare        = 0.75
 )
@@ -99,6 +102,7 @@ const (
 func (o *Options) WithinBudget(start time.Time, d time.Duration) {
 	share := func(f float64) time.Duration { return time.Duration(f * float64(d)) }
 	o.CalibrationDeadline = start.Add(share(CalibrationShare))
+	o.CheckDeadline = start.Add(share(CheckShare))
 	o.FallbackBudget = share(FallbackShare)
 	o.Deadline = start.Add(share(SQNRShare))
 }

@@ -20,7 +20,7 @@ import (
 func FromBuild(res *build.Result, dir string) (*Report, error) {
 	c := res.Config()
 	r := &Report{Schema: Schema, Kind: "build", Input: res.Input, Output: res.Output,
-		EvalData: res.EvalData, HeldOut: res.EvalHeldOut, Caveats: res.Caveats, Notes: res.Notes, Details: res}
+		EvalData: res.EvalData, HeldOut: res.EvalHeldOut, ChecksStoppedAt: res.ChecksStoppedAt, Caveats: res.Caveats, Notes: res.Notes, Details: res}
 	r.Environment = environmentFrom(res.Environment, c.Runtime.Threads, c.Runtime.Level)
 	r.Verdict = &Verdict{Status: "ok", NotRecommended: res.NotRecommended, GuardOff: c.Quantize.NoGuard}
 	for _, f := range res.Refused {

@@ -44,6 +44,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if r.EvalData == "random" {
 		on = "fresh random inputs (a smoke test, not a measure of accuracy)"
 	}
+	if r.ChecksStoppedAt > 0 {
+		on += fmt.Sprintf(", its first %d samples (the build's budget stopped the checks there)", r.ChecksStoppedAt)
+	}
 	p.f("\nAccuracy measured on %s; latency is the median of %s on %s.\n", on, repeatsText(in), r.Environment.text())
 	for _, f := range refusals(r) {
 		p.f("\n> **%s**\n", f)

@@ -52,6 +52,9 @@ type Report struct {
 	// disjoint from the calibration data.
 	EvalData string `json:"eval_data,omitempty"`
 	HeldOut  bool   `json:"eval_held_out"`
+	// ChecksStoppedAt is the samples of EvalData every check stopped at
+	// when a build's budget for checks ran out (0: they ran to the end).
+	ChecksStoppedAt int64 `json:"checks_stopped_at,omitempty"`
 	// Caveats are what the accuracy figures rest on: random calibration,
 	// checks on the calibration samples themselves or on fewer than 32.
 	Caveats ptq.Caveats `json:"caveats"`
