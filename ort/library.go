@@ -94,6 +94,7 @@ func initLib(flag string, fetch bool) (string, error) {
 	if initialized {
 		return loadedFrom, nil
 	}
+	boundMallocHeap()
 	path, tried, explicit := load(candidates(flag))
 	if path != "" {
 		return path, nil
