@@ -397,7 +397,7 @@ func printQuantize(out io.Writer, r *ptq.Result, level string) {
 		}
 	}
 	if len(r.Sensitivity) > 0 {
-		fmt.Fprintf(out, "sensitivity (each layer quantized alone):\n")
+		fmt.Fprintf(out, "sensitivity (the model with each layer kept float alone, the rest INT8):\n")
 		for _, s := range r.Sensitivity {
 			fmt.Fprintf(out, "  %s: drop %.2f points, min cosine %s\n", s.Node, s.DropPoints, s.MinCosine.Text("%.5f"))
 		}

@@ -15,7 +15,9 @@ import (
 	"github.com/optc-dev/optc/quantize"
 )
 
-// Sensitivity is what quantizing one layer alone costs.
+// Sensitivity is how the model measures with one weighted layer kept
+// float and every other one quantized: the fallback keeps the layers
+// whose float measures best.
 type Sensitivity struct {
 	Node       string          `json:"node"`
 	DropPoints float64         `json:"drop_points"` // 0 without labels
@@ -61,21 +63,85 @@ func quantizeWith(float graph.Serialized, ranges map[string][2]float64, opts qua
 var errNoRecovery = errors.New("no INT8 model meets the accuracy criteria with any layer quantized")
 
 // sensitivitySamples bounds the evaluation samples each single-layer
-// sensitivity is measured on (the models kept are measured on all).
-const sensitivitySamples = 256
+// sensitivity is measured on (the models kept are measured on all): the
+// ranking costs a session and this many runs a layer, which for a real
+// model's evaluation set is most of the fallback's time; 64 is what a
+// random check draws.
+const sensitivitySamples = 64
 
-// fallBack measures every named weighted layer quantized alone (quick:
-// on at most sensitivitySamples samples), then keeps the most sensitive
-// layers float: the fewest that make the criteria hold, found by
-// bisection over the count (keeping more layers float rarely costs
-// accuracy; each candidate is measured on all the evaluation data). When
-// even all but the least sensitive layer kept float misses them it
-// returns errNoRecovery.
+// fallBack measures the model with each named weighted layer kept float
+// alone (quick: on at most sensitivitySamples samples), then keeps the
+// most sensitive layers float: the fewest that make the criteria hold, found by
+// doubling the count from one until a model passes and bisecting below
+// it (keeping more layers float rarely costs accuracy; each candidate is
+// measured on all the evaluation data). When even all but the least
+// sensitive layer kept float misses them it returns errNoRecovery.
 func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64, res *Result,
 	measure, quick func(graph.Serialized) (*compare.Result, error)) (*graph.Model, graph.Serialized, error) {
-	m, err := float.Parse()
+	layers, err := weightedLayers(float)
 	if err != nil {
 		return nil, graph.Serialized{}, err
+	}
+	var deadline time.Time
+	if opts.FallbackBudget > 0 {
+		deadline = time.Now().Add(opts.FallbackBudget)
+	}
+	if hopeless, err := allFloatMisses(opts, float, ranges, res, layers, measure); err != nil || hopeless {
+		if err == nil {
+			err = errNoRecovery
+		}
+		return nil, graph.Serialized{}, err
+	}
+	order, err := rankLayers(opts, float, ranges, res, layers, quick, deadline)
+	if err != nil {
+		return nil, graph.Serialized{}, err
+	}
+	if len(order) < 2 {
+		return nil, graph.Serialized{}, errNoRecovery
+	}
+	attempt := func(k int) (*fallbackTry, error) {
+		t := &fallbackTry{}
+		for _, s := range order[:k] {
+			t.kept = append(t.kept, s.Node)
+		}
+		var err error
+		if t.q, t.b, t.rep, err = quantizeWith(float, ranges, excluding(opts.Quant, t.kept)); err != nil {
+			return nil, err
+		}
+		t.r, err = measure(t.b)
+		return t, err
+	}
+	best, last, stopped, err := fewestFloat(opts, len(order)-1, attempt,
+		func(t *fallbackTry) bool { return opts.meets(t.r) }, deadline)
+	if err != nil {
+		return nil, graph.Serialized{}, err
+	}
+	budget := opts.stopReason(fmt.Sprintf("the search stopped at its %s share of the budget", opts.FallbackBudget.Round(time.Second)))
+	switch {
+	case best == nil && stopped:
+		res.Guard.Fallback = fmt.Sprintf("%s, before any model met the guard (the last kept %d of %d weighted layers float)", budget, len(last.kept), len(layers))
+		res.Guard.FallbackChecks = opts.checks(last.r)
+		return nil, graph.Serialized{}, errNoRecovery
+	case best == nil:
+		res.Guard.Fallback = fmt.Sprintf("with %d of %d weighted layers kept float the model still misses the guard", len(last.kept), len(layers))
+		res.Guard.FallbackChecks = opts.checks(last.r)
+		return nil, graph.Serialized{}, errNoRecovery
+	}
+	more := ""
+	if stopped {
+		more = fmt.Sprintf(" (%s: fewer may do)", budget)
+	}
+	res.Quantize, res.Accuracy, res.FellBack = best.rep, best.r, best.kept
+	res.Guard.Fallback = fmt.Sprintf("%d of %d weighted layers kept float: %s%s", len(best.kept), len(layers), strings.Join(best.kept, ", "), more)
+	return best.q, best.b, nil
+}
+
+// weightedLayers are the float model's named Conv, ConvTranspose, Gemm
+// and MatMul nodes, the layers the fallback may keep float.
+func weightedLayers(float graph.Serialized) ([]string, error) {
+	m, err := float.Parse()
+	if err != nil {
+		return nil, err
 	}
 	var layers []string
 	for _, n := range m.Graph.Nodes {
@@ -83,107 +149,112 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 			layers = append(layers, n.Name)
 		}
 	}
-	exclude := func(names []string) quantize.Options { return excluding(opts.Quant, names) }
-	var deadline time.Time
-	if opts.FallbackBudget > 0 {
-		deadline = time.Now().Add(opts.FallbackBudget)
-	}
-	// When even every weighted layer kept float misses the criteria, the
-	// loss is in the ranges of the ops between them (pass-through Q/DQ):
-	// no choice of layers can recover it, so say so at the cost of one run.
-	// Not so with bias correction: a layer kept float loses its
-	// correction, which also made up for the clipping of its input, so
-	// more layers float can measure worse.
-	if _, b, _, err := quantizeWith(float, ranges, exclude(layers)); err == nil && opts.Quant.BiasShift == nil {
-		r, err := measure(b)
-		if err != nil {
-			return nil, graph.Serialized{}, err
-		}
-		if !opts.meets(r) {
-			res.Guard.Fallback = fmt.Sprintf("even with all %d weighted layers kept float the model misses the guard: the loss is in the activation ranges between them, which falling back layers cannot fix", len(layers))
-			res.Guard.FallbackChecks = opts.checks(r)
-			return nil, graph.Serialized{}, errNoRecovery
-		}
-	}
-	order, err := rankLayers(opts, float, ranges, res, layers, quick, deadline)
+	return layers, nil
+}
+
+// allFloatMisses measures the model with every weighted layer kept float.
+// When even that misses the criteria, the loss is in the ranges of the
+// ops between them (pass-through Q/DQ): no choice of layers can recover
+// it, so it says so at the cost of one run instead of a run per layer.
+// Not so with bias correction when the model it made measured better than
+// this one: a layer kept float loses its correction, which also made up
+// for the clipping of its input, so a few layers float with the rest
+// corrected can pass where all float misses (PaddleOCR's recognizer).
+func allFloatMisses(opts Options, float graph.Serialized, ranges map[string][2]float64, res *Result, layers []string,
+	measure func(graph.Serialized) (*compare.Result, error)) (bool, error) {
+	_, b, _, err := quantizeWith(float, ranges, excluding(opts.Quant, layers))
 	if err != nil {
-		return nil, graph.Serialized{}, err
+		return false, nil // the layer-by-layer search says what fails
 	}
-	type try struct {
-		q    *graph.Model
-		b    graph.Serialized
-		rep  *quantize.Report
-		r    *compare.Result
-		kept []string
+	r, err := measure(b)
+	if err != nil || opts.meets(r) {
+		return false, err
 	}
-	attempt := func(k int) (*try, error) {
-		var kept []string
-		for _, s := range order[:k] {
-			kept = append(kept, s.Node)
-		}
-		q, b, rep, err := quantizeWith(float, ranges, exclude(kept))
-		if err != nil {
-			return nil, err
-		}
-		r, err := measure(b)
-		if err != nil {
-			return nil, err
-		}
-		return &try{q, b, rep, r, kept}, nil
+	if opts.Quant.BiasShift != nil && res.Accuracy != nil && improves(res.Accuracy, r) {
+		return false, nil
 	}
-	if len(order) < 2 {
-		return nil, graph.Serialized{}, errNoRecovery
-	}
-	best, err := attempt(len(order) - 1)
-	if err != nil {
-		return nil, graph.Serialized{}, err
-	}
-	if !opts.meets(best.r) {
-		res.Guard.Fallback = fmt.Sprintf("with %d of %d weighted layers kept float the model still misses the guard", len(best.kept), len(layers))
-		res.Guard.FallbackChecks = opts.checks(best.r)
-		return nil, graph.Serialized{}, errNoRecovery
-	}
-	// best passes with hi layers float; find the fewest, or the fewest
-	// found when the budget's share runs out.
-	lo, hi := 0, len(order)-1
-	stopped := ""
+	res.Guard.Fallback = fmt.Sprintf("even with all %d weighted layers kept float the model misses the guard: the loss is in the activation ranges between them, which falling back layers cannot fix", len(layers))
+	res.Guard.FallbackChecks = opts.checks(r)
+	return true, nil
+}
+
+// fallbackTry is one candidate of the fallback: the k most sensitive
+// layers kept float.
+type fallbackTry struct {
+	q    *graph.Model
+	b    graph.Serialized
+	rep  *quantize.Report
+	r    *compare.Result
+	kept []string
+}
+
+// fewestFloat finds the fewest layers (of at most most) that make the
+// criteria hold: 1, 2, 4, ... until a candidate passes, then bisection
+// between the last that missed and it. From below, not from most: with
+// bias correction, many layers float can miss where a few pass, and a
+// few is what a model that can be recovered usually needs. best is the
+// candidate that passed with the fewest (nil when none did, last is then
+// the last tried); stopped: the budget's share ended the search first.
+func fewestFloat(opts Options, most int, attempt func(int) (*fallbackTry, error), passes func(*fallbackTry) bool, deadline time.Time) (best, last *fallbackTry, stopped bool, err error) {
 	searchStop := opts.stops.loop("fallback search")
-	for step := 0; hi-lo > 1; step++ {
-		if searchStop(step, deadline) {
-			stopped = fmt.Sprintf(" (%s: fewer may do)", opts.stopReason(fmt.Sprintf("the search stopped at its %s share of the budget", opts.FallbackBudget.Round(time.Second))))
-			break
+	step := 0
+	try := func(k int) (*fallbackTry, bool, error) {
+		// The first candidate always runs: the ranking had its share.
+		if step > 0 && searchStop(step-1, deadline) {
+			return nil, true, nil
 		}
+		step++
+		t, err := attempt(k)
+		return t, false, err
+	}
+	lo, hi := 0, 0 // lo missed (0: the model that failed the guard), hi passed
+	for k := 1; best == nil; k = min(2*k, most) {
+		t, stop, err := try(k)
+		if err != nil || stop {
+			return nil, last, stop, err
+		}
+		if last = t; passes(t) {
+			best, hi = t, k
+		} else if lo = k; k == most {
+			return nil, last, false, nil
+		}
+	}
+	for hi-lo > 1 {
 		mid := (lo + hi) / 2
-		t, err := attempt(mid)
-		if err != nil {
-			return nil, graph.Serialized{}, err
+		t, stop, err := try(mid)
+		if err != nil || stop {
+			return best, last, stop, err
 		}
-		if opts.meets(t.r) {
+		if last = t; passes(t) {
 			best, hi = t, mid
 		} else {
 			lo = mid
 		}
 	}
-	res.Quantize, res.Accuracy, res.FellBack = best.rep, best.r, best.kept
-	res.Guard.Fallback = fmt.Sprintf("%d of %d weighted layers kept float: %s%s", len(best.kept), len(layers), strings.Join(best.kept, ", "), stopped)
-	return best.q, best.b, nil
+	return best, last, false, nil
 }
 
-// rankLayers measures each weighted layer quantized alone (quick), records
-// the sensitivities in res, and returns them most sensitive first: the
-// largest accuracy drop, then the lowest cosine (NaN first). A budget
-// stop before every layer was measured is errNoRecovery.
+// rankLayers measures each weighted layer kept float alone, every other
+// one quantized (quick), records the sensitivities in res, and returns
+// them most sensitive first: the layer whose float measures best, by the
+// smallest accuracy drop, then the highest cosine (NaN last). That is
+// the fallback's own question (which layers to keep float), asked of the
+// model it falls back from: quantizing a layer alone instead would carry
+// every activation Q/DQ between the layers and none of bias correction's
+// corrections into each measurement, which then says more about them
+// than about the layer. A budget stop before every layer was measured
+// is errNoRecovery.
 func rankLayers(opts Options, float graph.Serialized, ranges map[string][2]float64, res *Result, layers []string,
 	quick func(graph.Serialized) (*compare.Result, error), deadline time.Time) ([]Sensitivity, error) {
 	stop := opts.stops.loop("fallback sensitivity")
-	tick := opts.counter("fallback: sensitivity, layers quantized alone", len(layers))
+	tick := opts.counter("fallback: sensitivity, layers kept float alone", len(layers))
 	for i, l := range layers {
 		tick(i)
 		if stop(i, deadline) {
-			res.Guard.Fallback = fmt.Sprintf("%s after measuring %d of %d weighted layers alone, before any model met the guard", opts.stopReason(fmt.Sprintf("stopped at its %s share of the budget", opts.FallbackBudget.Round(time.Second))), i, len(layers))
+			res.Guard.Fallback = fmt.Sprintf("%s after measuring %d of %d weighted layers kept float alone, before any model met the guard", opts.stopReason(fmt.Sprintf("stopped at its %s share of the budget", opts.FallbackBudget.Round(time.Second))), i, len(layers))
 			return nil, errNoRecovery
 		}
-		_, b, _, err := quantizeWith(float, ranges, excluding(opts.Quant, without(layers, l)))
+		_, b, _, err := quantizeWith(float, ranges, excluding(opts.Quant, []string{l}))
 		if err != nil {
 			return nil, err
 		}
@@ -202,14 +273,10 @@ func rankLayers(opts Options, float graph.Serialized, ranges map[string][2]float
 	}
 	order := slices.Clone(res.Sensitivity)
 	slices.SortStableFunc(order, func(a, b Sensitivity) int {
-		switch {
-		case a.DropPoints != b.DropPoints:
-			if a.DropPoints > b.DropPoints {
-				return -1
-			}
-			return 1
+		if a.DropPoints != b.DropPoints {
+			return cmp.Compare(a.DropPoints, b.DropPoints)
 		}
-		return cmp.Compare(a.MinCosine, b.MinCosine) // NaN first
+		return cmp.Compare(b.MinCosine, a.MinCosine) // NaN last
 	})
 	return order, nil
 }
@@ -221,8 +288,4 @@ func excluding(q quantize.Options, names []string) quantize.Options {
 		q.Exclude = append(q.Exclude, "^"+regexp.QuoteMeta(n)+"$")
 	}
 	return q
-}
-
-func without(xs []string, x string) []string {
-	return slices.DeleteFunc(slices.Clone(xs), func(y string) bool { return y == x })
 }

@@ -179,7 +179,8 @@ type Result struct {
 	// UpgradedOpset counts the nodes rewritten to reach opset 13 (0 when
 	// the model already was).
 	UpgradedOpset int `json:"upgraded_opset_nodes"`
-	// Sensitivity is each weighted layer's cost when quantized alone, and
+	// Sensitivity is how the model measures with each weighted layer kept
+	// float alone, and
 	// FellBack the layers kept float to meet the accuracy criterion.
 	Sensitivity []Sensitivity `json:"sensitivity,omitempty"`
 	FellBack    []string      `json:"fell_back,omitempty"`
