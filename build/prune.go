@@ -38,7 +38,7 @@ func (b *builder) pruneOptions(o *optimize.Options) error {
 		d.Opts.Shuffle = c.Calibration.Samples > 0
 		o.PruneOpts.Data = d
 	}
-	if c.Prune.Scope == "global" && o.PruneOpts.Data == nil && slices.ContainsFunc(o.Prune, func(m prune.Method) bool { return m.Kind == "channels" }) {
+	if c.Prune.Scope == prune.ScopeGlobal && o.PruneOpts.Data == nil && slices.ContainsFunc(o.Prune, func(m prune.Method) bool { return m.Kind == "channels" }) {
 		b.note("prune: scope global allocates channels:R by measured cost on the calibration data; without it each layer loses R")
 	}
 	if b.eval.spec != "" && b.eval.spec != "random" {

@@ -178,7 +178,7 @@ func (f *pruneFlags) apply(o *optimize.Options, df *dataFlags, g *globals) error
 		if f.calib.spec == "random" {
 			return usageError{fmt.Errorf("--calib-data random: reconstruction fits the weights to the data, so it needs real samples")}
 		}
-		if o.PruneOpts.Scope == "global" && (len(o.Prune) != 1 || o.Prune[0].Kind != "channels" || o.Prune[0].Auto) {
+		if o.PruneOpts.Scope == prune.ScopeGlobal && (len(o.Prune) != 1 || o.Prune[0].Kind != "channels" || o.Prune[0].Auto) {
 			return usageError{fmt.Errorf("--calib-data prunes each layer on its own data: --prune-scope global's data-driven form is for one channels:R (it allocates R's parameters across the channel groups)")}
 		}
 		f.calib.inherit(df)

@@ -71,7 +71,7 @@ func applyPruning(opts Options, unpruned []byte) (res *PruneResult, _ []byte, er
 		return res, pruned, nil
 	}
 	popts := opts.PruneOpts
-	if popts.Scope == "global" && popts.Data != nil {
+	if popts.Scope == prune.ScopeGlobal && popts.Data != nil {
 		// Data-driven channels:R with one budget for the whole model.
 		i := slices.IndexFunc(opts.Prune, func(m prune.Method) bool { return m.Kind == "channels" })
 		if i < 0 || len(opts.Prune) > 1 {
