@@ -100,6 +100,7 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 		return nil, graph.Serialized{}, errNoRecovery
 	}
 	attempt := func(k int) (*fallbackTry, error) {
+		opts.progress("fallback: measuring with the %d most sensitive of %d weighted layers kept float", k, len(layers))
 		t := &fallbackTry{}
 		for _, s := range order[:k] {
 			t.kept = append(t.kept, s.Node)
@@ -166,6 +167,7 @@ func allFloatMisses(opts Options, float graph.Serialized, ranges map[string][2]f
 	if err != nil {
 		return false, nil // the layer-by-layer search says what fails
 	}
+	opts.progress("fallback: measuring with all %d weighted layers kept float", len(layers))
 	r, err := measure(b)
 	if err != nil || opts.meets(r) {
 		return false, err
