@@ -309,14 +309,14 @@ func (b *builder) sweepBudget() time.Duration {
 // model's own timing shows that windows of minWindowRuns runs will not fit
 // the plan: the timing then takes longer than planned, and the log says
 // how much longer before it starts.
-func (b *builder) checkTimingFits(baseline *Timing) {
+func (b *builder) checkTimingFits(baseline *bench.Timing) {
 	p := b.res.Plan
 	if p.BudgetSeconds == 0 || baseline == nil {
 		return
 	}
 	var need float64 // seconds, for all windows of one model
 	for _, bt := range baseline.Batches {
-		need += max(b.res.Plan.WindowSeconds, minWindowRuns*bt.Latency.P50/1000) * float64(len(baseline.Repeats))
+		need += max(b.res.Plan.WindowSeconds, minWindowRuns*bt.Latency.P50/1000) * float64(baseline.Windows())
 	}
 	planned := p.WindowSeconds * float64(p.TimingWindows)
 	if all := need * float64(p.TimedModels); all > 1.2*planned {
@@ -350,22 +350,11 @@ func (b *builder) checkCalibrationFits(n, total int64, took time.Duration) {
 	}
 }
 
-// dropUnsupported leaves out the percentiles a timing's runs are too few
-// for (bench.Percentiles), and says so once per batch size. The tails are
-// taken over the runs of every window together when the windows kept
-// them (timing), so it is their total that must suffice; otherwise each
-// window's own.
-func (b *builder) dropUnsupported(t *Timing) {
+// noteUnreported says once per batch size where a timing left out a
+// percentile its runs were too few for (bench.Repeated).
+func (b *builder) noteUnreported(t *bench.Timing) {
 	for i := range t.Batches {
-		n := t.Repeats[0].Batches[i].Latency.N
-		for _, r := range t.Repeats {
-			n = min(n, r.Batches[i].Latency.N)
-		}
-		if keptRuns(t.Repeats, i) {
-			n = t.Batches[i].Latency.N // the runs of every window (summarize)
-		}
-		l := &t.Batches[i].Latency
-		if l.Drop(n); len(l.Unreported) == 0 {
+		if len(t.Batches[i].Unreported) == 0 {
 			continue
 		}
 		var needs []string

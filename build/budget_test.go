@@ -82,81 +82,25 @@ func TestPlanShares(t *testing.T) {
 	}
 }
 
-// TestDropUnsupported: a percentile is reported only when every window
-// had the runs it needs, and the report says so.
-func TestDropUnsupported(t *testing.T) {
-	window := func(n int) bench.BatchResult {
-		return bench.BatchResult{Batch: 8, Latency: bench.Latency{N: n, P50: 1, P90: 2, P95: 3, P99: 4}}
+// TestNoteUnreported: a timing that left a percentile out says so in the
+// build's notes, once per batch size (bench.Repeated decides what to
+// leave out).
+func TestNoteUnreported(t *testing.T) {
+	window := func(n int) *bench.Result {
+		return &bench.Result{Batches: []bench.BatchResult{{Batch: 8, Latency: bench.Latency{N: n, P50: 1, P99: 4}}, {Batch: 1, Latency: bench.Latency{N: 300, P50: 1, P99: 4}}}}
 	}
 	for _, c := range []struct {
-		runs []int
-		want []string
-	}{
-		{[]int{150, 100}, nil},
-		{[]int{150, 99}, []string{"p99"}},
-		{[]int{19, 40}, []string{"p95", "p99"}},
-		{[]int{3, 3}, []string{"p90", "p95", "p99"}},
-	} {
-		tm := &Timing{Batches: []bench.BatchResult{window(0)}}
+		runs  []int
+		notes int
+	}{{[]int{150, 100}, 0}, {[]int{150, 99}, 1}} {
+		var ws []*bench.Result
 		for _, n := range c.runs {
-			tm.Repeats = append(tm.Repeats, Repeat{Batches: []bench.BatchResult{window(n)}})
+			ws = append(ws, window(n))
 		}
 		b := &builder{res: &Result{}}
-		b.dropUnsupported(tm)
-		l := tm.Batches[0].Latency
-		if strings.Join(l.Unreported, ",") != strings.Join(c.want, ",") || l.P50 != 1 {
-			t.Errorf("runs %v: unreported %v (p50 %v), want %v", c.runs, l.Unreported, l.P50, c.want)
-		}
-		for _, name := range c.want {
-			if *l.At(name) != 0 {
-				t.Errorf("runs %v: %s = %v, want 0", c.runs, name, *l.At(name))
-			}
-		}
-		if (len(c.want) > 0) != (len(b.res.Notes) == 1) {
-			t.Errorf("runs %v: notes %q", c.runs, b.res.Notes)
-		}
-	}
-}
-
-// The tails are taken over every window's runs together: five windows
-// of 22 runs (a 9 ms model at batch 8 in 200 ms windows) hold a p99 that
-// none of them holds alone, and it is the pooled runs' nearest-rank p99;
-// the median stays the windows' median. 99 runs in all still leave p99
-// out.
-func TestTailsOverPooledRuns(t *testing.T) {
-	window := func(first, n int) bench.BatchResult {
-		var ds []time.Duration
-		for k := range n {
-			ds = append(ds, time.Duration(first+k)*time.Millisecond)
-		}
-		return bench.BatchResult{Batch: 8, Latency: bench.Summarize(ds), Times: ds}
-	}
-	for _, c := range []struct {
-		windows     int
-		runs        int
-		p50, p99    float64
-		unsupported []string
-	}{
-		// Runs of 1..22 ms, 101..122 ms, ...: the windows' medians are
-		// their 11th runs, and their median the third window's (211 ms);
-		// p99 of the 110 runs is the 109th smallest (421 ms), where the
-		// median of the windows' own p99s would be their slowest runs.
-		{5, 22, 211, 421, nil},
-		{3, 33, 117, 0, []string{"p99"}},
-	} {
-		tm := &Timing{}
-		for w := range c.windows {
-			tm.Repeats = append(tm.Repeats, Repeat{Batches: []bench.BatchResult{window(1+100*w, c.runs)}})
-		}
-		tm.summarize()
-		b := &builder{res: &Result{}}
-		b.dropUnsupported(tm)
-		l := tm.Batches[0].Latency
-		if l.Max < l.P99 || l.Min > l.P50 {
-			t.Errorf("%d windows of %d runs: min %v p50 %v p99 %v max %v: the extremes are not the runs'", c.windows, c.runs, l.Min, l.P50, l.P99, l.Max)
-		}
-		if l.P50 != c.p50 || l.P99 != c.p99 || strings.Join(l.Unreported, ",") != strings.Join(c.unsupported, ",") {
-			t.Errorf("%d windows of %d runs: p50 %v p99 %v unreported %v, want %v %v %v", c.windows, c.runs, l.P50, l.P99, l.Unreported, c.p50, c.p99, c.unsupported)
+		b.noteUnreported(bench.Repeated(ws))
+		if len(b.res.Notes) != c.notes || c.notes == 1 && !strings.Contains(b.res.Notes[0], "timing at batch 8: a percentile is left out") {
+			t.Errorf("runs %v: notes %q, want %d", c.runs, b.res.Notes, c.notes)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/config"
@@ -72,7 +73,7 @@ type Result struct {
 	Layout    *Layout     `json:"nchwc,omitempty"`
 	Artifacts []*Artifact `json:"artifacts"`
 	// Baseline is the input model's latency, measured like the artifacts.
-	Baseline *Timing `json:"baseline"`
+	Baseline *bench.Timing `json:"baseline"`
 	// EvalData says what the artifacts were checked on and whether it is
 	// disjoint from the calibration data.
 	EvalData    string `json:"eval_data"`
@@ -133,7 +134,7 @@ type Artifact struct {
 	// overflows on the deployment's range, which eval data may not reach.
 	CheckCalibration *Check `json:"check_calibration,omitempty"`
 	// Timing is its latency in ORT (models optc times).
-	Timing *Timing `json:"timing,omitempty"`
+	Timing *bench.Timing `json:"timing,omitempty"`
 }
 
 // add records an artifact written into the working folder.

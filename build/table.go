@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/export"
 	"github.com/optc-dev/optc/internal/jsonfloat"
 	"github.com/optc-dev/optc/lint"
@@ -27,7 +28,7 @@ func WriteTable(w io.Writer, r *Result) error {
 	for _, l := range r.Caveats.Lines() {
 		fmt.Fprintf(w, "warning: %s\n", l)
 	}
-	if n := len(r.Baseline.Repeats); n > 1 {
+	if n := r.Baseline.Windows(); n > 1 {
 		fmt.Fprintf(w, "latency: p50 the median of %d timing runs per batch size, p90-p99 over their runs together\n", n)
 	}
 	fmt.Fprintln(w)
@@ -95,7 +96,7 @@ func writeArtifactRows(w io.Writer, r *Result) error {
 		head += fmt.Sprintf("p50 b%d ms\tp99 b%d ms\tspeed-up b%d\t", b.Batch, b.Batch, b.Batch)
 	}
 	fmt.Fprintln(tw, head)
-	row := func(name, precision, bytes, cos, rel, bad, top1, acc, verdict string, t *Timing) {
+	row := func(name, precision, bytes, cos, rel, bad, top1, acc, verdict string, t *bench.Timing) {
 		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", name, precision, bytes, cos, rel, bad, top1, acc, verdict)
 		if t == nil {
 			// Not timed (another runtime's artifact): dashes keep the
@@ -277,7 +278,7 @@ func lmChecked(r *Result) []*Artifact {
 
 // seqText is a model's latency per sequence (latency.seq_lengths), or
 // nothing.
-func seqText(t *Timing) string {
+func seqText(t *bench.Timing) string {
 	if t == nil || len(t.SeqLengths) == 0 {
 		return ""
 	}

@@ -86,30 +86,6 @@ type OutputCheck struct {
 	Top5Agree       float64         `json:"top5_agreement,omitempty"`
 }
 
-// Timing is a model's latency in ORT at the runtime settings: the median
-// over latency.repeats short runs, and each run, so that optc diff can tell
-// a change from noise.
-type Timing struct {
-	ColdStartMs float64             `json:"cold_start_ms"` // session creation + first run
-	Batches     []bench.BatchResult `json:"batches"`
-	Repeats     []Repeat            `json:"repeats,omitempty"`
-	// SeqLengths is a language model's latency per sequence at batch 1
-	// (latency.seq_lengths): one timing window per length.
-	SeqLengths []SeqTiming `json:"seq_lengths,omitempty"`
-}
-
-// SeqTiming is the latency of one batch-1 sequence of SeqLen tokens.
-type SeqTiming struct {
-	SeqLen int `json:"seq_len"`
-	bench.BatchResult
-}
-
-// Repeat is one timing run.
-type Repeat struct {
-	ColdStartMs float64             `json:"cold_start_ms"`
-	Batches     []bench.BatchResult `json:"batches"`
-}
-
 // verify checks every model artifact ORT can run and times those ORT
 // itself deploys, and times the input model as the baseline.
 func (b *builder) verify() error {
@@ -342,10 +318,9 @@ const notHeldOut = "no eval data and calibration used every sample: the artifact
 // (or less, as the budget's plan says) but at least minWindowRuns runs.
 // Repeats keep each window's raw figures; the median leaves out the
 // percentiles the windows were too short for.
-func (b *builder) timing(model, runModel string, sess ort.Options) (*Timing, error) {
-	repeats := max(b.c.Latency.Repeats, 1)
-	t := &Timing{}
-	for range repeats {
+func (b *builder) timing(model, runModel string, sess ort.Options) (*bench.Timing, error) {
+	var windows []*bench.Result
+	for range max(b.c.Latency.Repeats, 1) {
 		r, err := bench.Run(bench.Options{
 			Model: model, RunModel: runModel, Data: "random",
 			DataOpts: TimingData(b.c), Batches: b.latencyBatches,
@@ -355,10 +330,10 @@ func (b *builder) timing(model, runModel string, sess ort.Options) (*Timing, err
 		if err != nil {
 			return nil, err
 		}
-		t.Repeats = append(t.Repeats, Repeat{ColdStartMs: r.ColdStart.SessionCreateMs + r.ColdStart.FirstRunMs, Batches: r.Batches})
+		windows = append(windows, r)
 	}
-	t.summarize()
-	b.dropUnsupported(t)
+	t := bench.Repeated(windows)
+	b.noteUnreported(t)
 	if len(b.c.Latency.SeqLengths) > 0 {
 		var err error
 		if t.SeqLengths, err = b.seqTimings(model, runModel, sess); err != nil {
@@ -368,80 +343,10 @@ func (b *builder) timing(model, runModel string, sess ort.Options) (*Timing, err
 	return t, nil
 }
 
-// summarize sets t's figures from its repeats: each the median over
-// the repeats, except the tail percentiles, taken over the runs of every
-// repeat together when they kept them.
-func (t *Timing) summarize() {
-	median := func(f func(Repeat) float64) float64 {
-		xs := make([]float64, len(t.Repeats))
-		for i, r := range t.Repeats {
-			xs[i] = f(r)
-		}
-		return bench.Median(xs)
-	}
-	t.ColdStartMs = median(func(r Repeat) float64 { return r.ColdStartMs })
-	for i, first := range t.Repeats[0].Batches {
-		at := func(f func(bench.BatchResult) float64) float64 {
-			return median(func(r Repeat) float64 { return f(r.Batches[i]) })
-		}
-		m := bench.BatchResult{Batch: first.Batch}
-		for _, r := range t.Repeats {
-			m.Latency.N += r.Batches[i].Latency.N
-			m.WallS += r.Batches[i].WallS
-		}
-		m.Latency.Min = at(func(x bench.BatchResult) float64 { return x.Latency.Min })
-		m.Latency.P50 = at(func(x bench.BatchResult) float64 { return x.Latency.P50 })
-		m.Latency.P90 = at(func(x bench.BatchResult) float64 { return x.Latency.P90 })
-		m.Latency.P95 = at(func(x bench.BatchResult) float64 { return x.Latency.P95 })
-		m.Latency.P99 = at(func(x bench.BatchResult) float64 { return x.Latency.P99 })
-		if all, ok := pooledRuns(t.Repeats, i); ok {
-			// A tail percentile is a statement about many runs: one short
-			// window (22 runs of cls at batch 8) holds no p99, the
-			// windows of all repeats together may. The median stays the
-			// windows' median, robust to a window that drew a slow session.
-			p := bench.Summarize(all)
-			m.Latency.P90, m.Latency.P95, m.Latency.P99 = p.P90, p.P95, p.P99
-			// The extremes are the pooled runs' too: a median of the
-			// windows' maxima can lie below the pooled p99.
-			m.Latency.Min, m.Latency.Max = p.Min, p.Max
-		} else {
-			m.Latency.Max = at(func(x bench.BatchResult) float64 { return x.Latency.Max })
-		}
-		m.Latency.Mean = at(func(x bench.BatchResult) float64 { return x.Latency.Mean })
-		m.Latency.Stddev = at(func(x bench.BatchResult) float64 { return x.Latency.Stddev })
-		m.Latency.CV = at(func(x bench.BatchResult) float64 { return x.Latency.CV })
-		m.Throughput = at(func(x bench.BatchResult) float64 { return x.Throughput })
-		t.Batches = append(t.Batches, m)
-	}
-}
-
-// pooledRuns is every timed run of batch size i over the repeats, when
-// each repeat kept its runs (bench.BatchResult.Times).
-func pooledRuns(repeats []Repeat, i int) ([]time.Duration, bool) {
-	if !keptRuns(repeats, i) {
-		return nil, false
-	}
-	var all []time.Duration
-	for _, r := range repeats {
-		all = append(all, r.Batches[i].Times...)
-	}
-	return all, true
-}
-
-// keptRuns says whether every repeat kept its runs of batch size i.
-func keptRuns(repeats []Repeat, i int) bool {
-	for _, r := range repeats {
-		if len(r.Batches[i].Times) == 0 {
-			return false
-		}
-	}
-	return len(repeats) > 0
-}
-
 // seqTimings times a language model at batch 1 with its token ids (the
 // input compare.LMIO picks) at each latency.seq_lengths, random ids
 // inside the vocabulary, one timing window each.
-func (b *builder) seqTimings(model, runModel string, sess ort.Options) ([]SeqTiming, error) {
+func (b *builder) seqTimings(model, runModel string, sess ort.Options) ([]bench.SeqTiming, error) {
 	m, err := graph.LoadFile(model)
 	if err != nil {
 		return nil, err
@@ -452,7 +357,7 @@ func (b *builder) seqTimings(model, runModel string, sess ort.Options) ([]SeqTim
 	if err != nil {
 		return nil, err
 	}
-	var ts []SeqTiming
+	var ts []bench.SeqTiming
 	for _, l := range b.c.Latency.SeqLengths {
 		spec := b.c.Inputs()
 		spec.Shapes = maps.Clone(spec.Shapes)
@@ -467,7 +372,7 @@ func (b *builder) seqTimings(model, runModel string, sess ort.Options) ([]SeqTim
 		if err != nil {
 			return nil, fmt.Errorf("timing %d-token sequences: %w", l, err)
 		}
-		ts = append(ts, SeqTiming{SeqLen: l, BatchResult: r.Batches[0]})
+		ts = append(ts, bench.SeqTiming{SeqLen: l, Latency: r.Batches[0].Latency})
 	}
 	return ts, nil
 }

@@ -5,7 +5,6 @@ import (
 	"math"
 	"path/filepath"
 
-	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/build"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
@@ -33,7 +32,7 @@ func FromBuild(res *build.Result, dir string) (*Report, error) {
 		r.Verdict.Status = "not-recommended"
 	}
 
-	in := &Model{Name: res.Input, Role: "input", Precision: "fp32", Latency: latencyOf(res.Baseline)}
+	in := &Model{Name: res.Input, Role: "input", Precision: "fp32", Latency: res.Baseline}
 	if res.Optimize != nil && res.Optimize.Before != nil {
 		setGraph(in, res.Optimize.Before)
 	}
@@ -43,7 +42,7 @@ func FromBuild(res *build.Result, dir string) (*Report, error) {
 			continue
 		}
 		m := &Model{Name: a.Path, Role: "artifact", Target: a.Target, Precision: a.Precision, Bytes: a.Bytes,
-			Accuracy: accuracyOf(a.Check), Latency: latencyOf(a.Timing)}
+			Accuracy: accuracyOf(a.Check), Latency: a.Timing}
 		if a.Kind == "model" {
 			if err := readGraph(m, filepath.Join(dir, filepath.FromSlash(a.Path))); err != nil {
 				return nil, err
@@ -168,32 +167,6 @@ func (a *Accuracy) setTask(f *task.Figure, modelA bool) {
 	}
 }
 
-func latencyOf(t *build.Timing) *Latency {
-	if t == nil {
-		return nil
-	}
-	l := &Latency{ColdStartMs: t.ColdStartMs}
-	for i, b := range t.Batches {
-		bl := batchLatency(b)
-		for _, rep := range t.Repeats {
-			if i < len(rep.Batches) {
-				x := rep.Batches[i]
-				bl.Repeats = append(bl.Repeats, RepeatLatency{P50: x.Latency.P50, P90: x.Latency.P90,
-					P99: x.Latency.P99, Throughput: x.Throughput})
-			}
-		}
-		l.Batches = append(l.Batches, bl)
-	}
-	for _, s := range t.SeqLengths {
-		l.SeqLengths = append(l.SeqLengths, SeqLatency{SeqLen: s.SeqLen, Latency: s.Latency})
-	}
-	return l
-}
-
-func batchLatency(b bench.BatchResult) BatchLatency {
-	return BatchLatency{Batch: b.Batch, Latency: b.Latency, Throughput: b.Throughput}
-}
-
 func quantizationOf(target, model string, q *ptq.Result) *Quantization {
 	out := &Quantization{Target: target, Model: model, Method: q.Calibration.Method,
 		CalibSamples: q.Calibration.Samples, FellBack: q.FellBack, Guard: q.Guard, Techniques: q.Techniques}
@@ -226,7 +199,7 @@ func delta(in, m *Model) *Delta {
 	}
 	if m.Latency != nil && in.Latency != nil {
 		for _, b := range m.Latency.Batches {
-			if ib := in.Latency.batch(b.Batch); ib != nil && b.P50 > 0 {
+			if ib := in.Latency.Batch(b.Batch); ib != nil && b.P50 > 0 {
 				s := BatchSpeedup{Batch: b.Batch, P50: ib.P50 / b.P50}
 				if b.P99 > 0 && ib.P99 > 0 { // else one was not reported
 					s.P99 = ib.P99 / b.P99
@@ -243,17 +216,4 @@ func taskAccuracy(m *Model) *float64 {
 		return nil
 	}
 	return m.Accuracy.Task
-}
-
-// batch is the latency at batch size n (nil when not measured).
-func (l *Latency) batch(n int) *BatchLatency {
-	if l == nil {
-		return nil
-	}
-	for i := range l.Batches {
-		if l.Batches[i].Batch == n {
-			return &l.Batches[i]
-		}
-	}
-	return nil
 }

@@ -13,10 +13,7 @@ import (
 // FromBench is the report of `optc bench --report DIR`: one model, its
 // latency at each batch size (a single run: no interval for optc diff).
 func FromBench(res *bench.Result) (*Report, error) {
-	m := &Model{Name: res.Model, Role: "input", Latency: &Latency{ColdStartMs: res.ColdStart.SessionCreateMs + res.ColdStart.FirstRunMs}}
-	for _, b := range res.Batches {
-		m.Latency.Batches = append(m.Latency.Batches, batchLatency(b))
-	}
+	m := &Model{Name: res.Model, Role: "input", Latency: res.Timing()}
 	if err := readGraph(m, res.Model); err != nil {
 		return nil, err
 	}
@@ -40,10 +37,10 @@ func FromQuantize(res *ptq.Result, level string, threads int) (*Report, error) {
 		in.Accuracy = &Accuracy{Samples: a.Samples, Task: &acc}
 	}
 	if len(res.Latency) > 0 {
-		in.Latency, out.Latency = &Latency{}, &Latency{}
+		in.Latency, out.Latency = &bench.Timing{}, &bench.Timing{}
 		for _, l := range res.Latency {
-			in.Latency.Batches = append(in.Latency.Batches, BatchLatency{Batch: l.Batch, Latency: bench.Latency{P50: l.FloatP50}, Throughput: l.FloatPerSecond})
-			out.Latency.Batches = append(out.Latency.Batches, BatchLatency{Batch: l.Batch, Latency: bench.Latency{P50: l.Int8P50}, Throughput: l.Int8PerSecond})
+			in.Latency.Batches = append(in.Latency.Batches, bench.BatchTiming{Batch: l.Batch, Latency: bench.Latency{P50: l.FloatP50}, Throughput: l.FloatPerSecond})
+			out.Latency.Batches = append(out.Latency.Batches, bench.BatchTiming{Batch: l.Batch, Latency: bench.Latency{P50: l.Int8P50}, Throughput: l.Int8PerSecond})
 		}
 	}
 	out.Delta = delta(in, out)

@@ -107,7 +107,7 @@ func compareModels(old, new *Report, percentile string) *Diff {
 		md := ModelDiff{Name: name, Old: o, New: n}
 		if o != nil && o.Latency != nil && n.Latency != nil {
 			for _, nb := range n.Latency.Batches {
-				ob := o.Latency.batch(nb.Batch)
+				ob := o.Latency.Batch(nb.Batch)
 				if ob == nil {
 					continue
 				}
@@ -188,7 +188,7 @@ func (d *Diff) gates(g config.Gates) {
 				continue
 			}
 			for _, b := range m.New.Latency.Batches {
-				ib := in.Latency.batch(b.Batch)
+				ib := in.Latency.Batch(b.Batch)
 				if ib == nil {
 					continue
 				}
@@ -375,7 +375,7 @@ func (e Environment) short() string {
 
 // runs are the per-run values at a percentile (the median alone for a
 // report without repeats).
-func runs(b *BatchLatency, percentile string) []float64 {
+func runs(b *bench.BatchTiming, percentile string) []float64 {
 	pick := func(p50, p90, p99 float64) float64 {
 		switch percentile {
 		case "p90":
@@ -400,7 +400,7 @@ func runs(b *BatchLatency, percentile string) []float64 {
 // windows had fewer runs than it needs (bench.Percentiles), so each
 // window's "p99" is its slowest run. "" when both hold it, or when a
 // report does not say how many runs there were.
-func unsupported(percentile string, batch int, a *BatchLatency, aName string, b *BatchLatency, bName string) string {
+func unsupported(percentile string, batch int, a *bench.BatchTiming, aName string, b *bench.BatchTiming, bName string) string {
 	need := 1
 	for _, p := range bench.Percentiles {
 		if p.Name == percentile {
@@ -409,7 +409,7 @@ func unsupported(percentile string, batch int, a *BatchLatency, aName string, b 
 	}
 	var short []string
 	for _, t := range []struct {
-		l    *BatchLatency
+		l    *bench.BatchTiming
 		name string
 	}{{a, aName}, {b, bName}} {
 		if per := t.l.N / max(len(t.l.Repeats), 1); t.l.N > 0 && per < need {

@@ -58,7 +58,7 @@ func (r *Report) charts() []chart {
 		first := timed[0].Latency.Batches[0].Batch
 		var ss []series
 		for _, m := range timed {
-			b := m.Latency.batch(first)
+			b := m.Latency.Batch(first)
 			if b == nil {
 				continue
 			}
@@ -77,7 +77,7 @@ func (r *Report) charts() []chart {
 		for _, m := range timed {
 			t, p := series{name: m.Name, color: color[m]}, series{name: m.Name, color: color[m]}
 			for _, b := range batches {
-				bl := m.Latency.batch(b)
+				bl := m.Latency.Batch(b)
 				if bl == nil {
 					t.ys, p.ys = append(t.ys, math.NaN()), append(p.ys, math.NaN())
 					continue

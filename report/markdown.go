@@ -134,7 +134,7 @@ func (p *printer) modelTables(r *Report, batches []int) {
 		for _, m := range r.Models {
 			line := "| " + modelCell(m) + " |"
 			for _, b := range batches {
-				bl := m.Latency.batch(b)
+				bl := m.Latency.Batch(b)
 				if bl == nil {
 					line += " - | - | - |"
 					continue

@@ -261,7 +261,7 @@ func (d *Diff) remeasure(opts RemeasureOptions, limit float64) error {
 		}
 		var bs []int
 		for _, nb := range m.New.Latency.Batches {
-			if m.Old.Latency.batch(nb.Batch) != nil {
+			if m.Old.Latency.Batch(nb.Batch) != nil {
 				bs = append(bs, nb.Batch)
 			}
 		}

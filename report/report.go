@@ -99,7 +99,7 @@ type Model struct {
 	Nodes    int             `json:"nodes,omitempty"`
 	Ops      []graph.OpCount `json:"ops,omitempty"`
 	Accuracy *Accuracy       `json:"accuracy,omitempty"`
-	Latency  *Latency        `json:"latency,omitempty"`
+	Latency  *bench.Timing   `json:"latency,omitempty"`
 	Delta    *Delta          `json:"delta,omitempty"` // against the input model
 }
 
@@ -169,41 +169,6 @@ type OutputAccuracy struct {
 	MeanAbs         jsonfloat.Float  `json:"mean_abs_error"`
 	Top1Agree       float64          `json:"top1_agreement,omitempty"`
 	Top5Agree       float64          `json:"top5_agreement,omitempty"`
-}
-
-// Latency is a model's timing: medians over repeated short runs, and each
-// run's figures so that a comparison can tell change from noise.
-type Latency struct {
-	ColdStartMs float64        `json:"cold_start_ms"`
-	Batches     []BatchLatency `json:"batches"`
-	// SeqLengths is a language model's latency per sequence at batch 1
-	// (latency.seq_lengths), one timing window per length.
-	SeqLengths []SeqLatency `json:"seq_lengths,omitempty"`
-}
-
-// SeqLatency is the latency of one batch-1 sequence of SeqLen tokens.
-type SeqLatency struct {
-	SeqLen int `json:"seq_len"`
-	bench.Latency
-}
-
-// BatchLatency is the latency at one batch size, in milliseconds per run:
-// bench's statistics (one type, whose fields appear inline in JSON), with
-// the throughput and the runs they are medians of.
-type BatchLatency struct {
-	Batch int `json:"batch"`
-	bench.Latency
-	Throughput float64 `json:"throughput_samples_per_s"`
-	// Repeats are the separate runs the figures above are medians of.
-	Repeats []RepeatLatency `json:"repeats,omitempty"`
-}
-
-// RepeatLatency is one timing run's percentiles.
-type RepeatLatency struct {
-	P50        float64 `json:"p50_ms"`
-	P90        float64 `json:"p90_ms"`
-	P99        float64 `json:"p99_ms"`
-	Throughput float64 `json:"throughput_samples_per_s"`
 }
 
 // Delta is a model against the input model.

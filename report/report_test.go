@@ -23,13 +23,13 @@ import (
 // the per-run p50 values of each model at batch 1.
 func sample(inRuns, artRuns []float64, task, cosine float64) *Report {
 	acc := 98.5
-	lat := func(runs []float64) *Latency {
-		b := BatchLatency{Batch: 1, Latency: bench.Latency{Min: runs[0] * 0.9, P50: bench.Median(runs), P90: bench.Median(runs) * 1.1, P95: bench.Median(runs) * 1.2,
+	lat := func(runs []float64) *bench.Timing {
+		b := bench.BatchTiming{Batch: 1, Latency: bench.Latency{Min: runs[0] * 0.9, P50: bench.Median(runs), P90: bench.Median(runs) * 1.1, P95: bench.Median(runs) * 1.2,
 			P99: bench.Median(runs) * 1.5, Max: bench.Median(runs) * 2, Mean: bench.Median(runs), CV: 0.05}, Throughput: 1000 / bench.Median(runs)}
 		for _, r := range runs {
-			b.Repeats = append(b.Repeats, RepeatLatency{P50: r, P90: r * 1.1, P99: r * 1.5, Throughput: 1000 / r})
+			b.Repeats = append(b.Repeats, bench.WindowTiming{P50: r, P90: r * 1.1, P99: r * 1.5, Throughput: 1000 / r})
 		}
-		return &Latency{ColdStartMs: 12, Batches: []BatchLatency{b}}
+		return &bench.Timing{ColdStartMs: 12, Batches: []bench.BatchTiming{b}}
 	}
 	in := &Model{Name: "in/<model>.onnx", Role: "input", Precision: "fp32", Bytes: 4000, Params: 900, Nodes: 10,
 		Ops:      []graph.OpCount{{Op: "Conv", Count: 4}, {Op: "BatchNormalization", Count: 4}, {Op: "Relu", Count: 2}},
