@@ -29,10 +29,12 @@ type IO struct {
 }
 
 // StdIO is the process's standard streams, their writes gated by
-// ExitOnSignal's line (interruptGate).
+// ExitOnSignal's line (interruptGate). Progress lines go to stderr with a
+// heartbeat: a command that has said nothing for heartbeatEvery repeats
+// its last step with the time it has run.
 func StdIO() *IO {
 	out, errOut := gatedWriter{os.Stdout}, gatedWriter{os.Stderr}
-	return &IO{In: os.Stdin, Out: out, ErrOut: errOut, Progress: errOut}
+	return &IO{In: os.Stdin, Out: out, ErrOut: errOut, Progress: newHeartbeat(errOut, heartbeatEvery)}
 }
 
 // usageError marks a mistake in how optc was called (exit status 2).
@@ -101,6 +103,9 @@ func Main(args []string, io *IO) (status int) {
 	// What killed optc processes left beside a file or folder written now
 	// is removed as it is written, one line each (build says so itself).
 	atomicfile.SetStaleReporter(func(msg string) { fmt.Fprintf(io.ErrOut, "optc: %s\n", msg) })
+	if hb, ok := io.Progress.(*heartbeat); ok {
+		defer hb.stop()
+	}
 	root := NewRoot(io)
 	root.SetArgs(args)
 	err := root.Execute()
