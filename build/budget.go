@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"github.com/optc-dev/optc/data"
 	"math"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/export"
+	"github.com/optc-dev/optc/export/target"
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
@@ -81,13 +81,13 @@ const minWindowRuns = 3
 func (b *builder) plan() *Plan {
 	c := b.c
 	p := &Plan{BudgetSeconds: c.Budget.Seconds()}
-	placementOn := c.INT8 && (b.wants("ort") || b.wants("triton")) && c.Quantize.Placement == placement.ModeAuto &&
+	placementOn := c.INT8 && b.needs(quantize.TargetORT) && c.Quantize.Placement == placement.ModeAuto &&
 		c.Quantize.Format != string(quantize.FormatQOperator) && b.replay == nil
 	p.TimedModels = b.timedModels()
 	repeats := max(c.Latency.Repeats, 1)
 	p.TimingWindows = p.TimedModels * len(c.Latency.Batches) * repeats
-	if b.wants("triton") && (c.Triton.Batch <= 0 || c.Triton.Threads <= 0) && b.replay == nil {
-		p.SweepPoints = len(sweepThreads(c.Latency.Threads)) * len(export.DefaultSweepBatches)
+	if b.replay == nil {
+		p.SweepPoints = b.cost().SweepPoints
 	}
 	placementS, windowS, sweepS := c.Quantize.PlacementBudget.Seconds(), c.Latency.Duration.Seconds()/float64(repeats), c.Latency.Duration.Seconds()
 	if p.BudgetSeconds > 0 {
@@ -248,26 +248,28 @@ func (b *builder) restShareDeadline(share float64) time.Time {
 }
 
 // timedModels counts the models verify times: the input, the float
-// artifact, and per target the models ORT itself deploys (export and
-// verify decide the same; TensorRT's are checked, not timed).
+// artifact, the ort scheme's INT8 model, and what each target times of its
+// own (export and verify decide the same).
 func (b *builder) timedModels() int {
 	n := 2 // the input (baseline) and model.fp32.onnx
-	if b.c.INT8 && (b.wants("ort") || b.wants("triton")) {
+	if b.c.INT8 && b.needs(quantize.TargetORT) {
 		n++ // model.int8.onnx
 	}
-	if b.wants("ort") {
-		n++ // ort/model.ort
-	}
-	return n
+	return n + b.cost().Timed
 }
 
-// sweepThreads are the thread counts the Triton sweep tries (export.Sweep's
-// default: 1 and every core).
-func sweepThreads(threads []int) []int {
-	if len(threads) > 0 {
-		return threads
+// cost is what the wanted targets add to the build's runs, together.
+func (b *builder) cost() target.Cost {
+	var sum target.Cost
+	for _, name := range b.targets {
+		if t, ok := target.Lookup(name).(target.Costed); ok {
+			c := t.Cost(b.c)
+			sum.Timed += c.Timed
+			sum.Checked += c.Checked
+			sum.SweepPoints += c.SweepPoints
+		}
 	}
-	return slices.Compact([]int{1, runtime.NumCPU()})
+	return sum
 }
 
 // windowDuration is one timing window: the plan's.
@@ -437,17 +439,15 @@ func (b *builder) checkBudgetPossible() error {
 		timing += float64(minWindowRuns+1) * perRun[batch]
 	}
 	timing *= float64(p.TimedModels * max(b.c.Latency.Repeats, 1))
-	checked := p.TimedModels // the input's reference run, and each artifact ORT deploys but the .ort (the same float model)
-	if b.wants("tensorrt") {
-		checked += 2 // its Q/DQ and float16 models
-	}
+	checked := p.TimedModels    // the input's reference run, and each artifact ORT deploys but the .ort (the same float model)
+	checked += b.cost().Checked // models checked but not timed (TensorRT's)
 	evalSamples := b.checkSamples()
 	checks := float64(checked*min(evalSamples, ptq.MinCheckSamples)) * perSample
 	why := fmt.Sprintf("%d artifact checks on %d samples, %d timing windows of %d runs", checked, min(evalSamples, ptq.MinCheckSamples), p.TimingWindows, minWindowRuns)
 	least := timing + checks
 	if b.c.INT8 && b.staticINT8() {
 		schemes := 0
-		for _, s := range []quantize.Target{quantize.TargetORT, quantize.TargetTensorRT} {
+		for _, s := range quantize.Targets() {
 			if b.needs(s) {
 				schemes++
 			}

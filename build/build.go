@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/export/target"
 	"github.com/optc-dev/optc/export/tensorrt"
 	"github.com/optc-dev/optc/export/triton"
 	"github.com/optc-dev/optc/graph"
@@ -105,6 +107,28 @@ type Result struct {
 	// model kept by allow_accuracy_loss): optc build exits 3.
 	NotRecommended []string      `json:"not_recommended,omitempty"`
 	opts           config.Config // effective options, for the manifest
+}
+
+// Quantization is one INT8 model a build quantized: its scheme, its path
+// in the output folder and what ptq did.
+type Quantization struct {
+	Scheme quantize.Target
+	Model  string
+	Result *ptq.Result
+}
+
+// Quantizations are the INT8 models the build quantized, in build order
+// (a refused one included: its result holds the guard's verdict).
+func (r *Result) Quantizations() []Quantization {
+	ortModel, _ := target.QuantizedModel(quantize.TargetORT)
+	trtModel, _ := target.QuantizedModel(quantize.TargetTensorRT)
+	var out []Quantization
+	for _, q := range []Quantization{{quantize.TargetORT, ortModel, r.INT8}, {quantize.TargetORT, DynamicModel, r.Dynamic}, {quantize.TargetTensorRT, trtModel, r.INT8TRT}} {
+		if q.Result != nil && q.Result.Quantize != nil {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 // Refusal is an INT8 model the accuracy guard refused, with its figures.
@@ -359,7 +383,7 @@ func (b *builder) stages() []stage {
 	if b.c.Quantize.Dynamic && b.needs(quantize.TargetORT) {
 		s = append(s, stage{name: "dynamic", run: b.dynamic})
 	}
-	if b.wants("ort") || b.wants("triton") {
+	if b.needs(quantize.TargetORT) { // a target deploys the ORT model
 		s = append(s, stage{name: "nchwc", run: b.layout})
 	}
 	s = append(s, stage{name: "export", run: b.export}, stage{name: "verify", run: b.verify}, stage{name: "report", run: b.report})
@@ -518,58 +542,63 @@ func (b *builder) quantize() error {
 	return nil
 }
 
-// quantizeORT makes model.int8.onnx, the ort scheme's model, and
-// decides whether the ORT and Triton artifacts deploy it.
+// quantizeScheme makes scheme's INT8 model where the target owning it says
+// (target.QuantizedModel) and records it, unless the accuracy guard
+// refused it or there was nothing to quantize; its path is then not in
+// b.quantized.
+func (b *builder) quantizeScheme(scheme quantize.Target) (*ptq.Result, error) {
+	rel, _ := target.QuantizedModel(scheme)
+	out, err := b.dir.path(rel)
+	if err != nil {
+		return nil, err
+	}
+	o, err := b.ptqOptions(scheme, out)
+	if err != nil {
+		return nil, err
+	}
+	res, err := ptq.Run(o)
+	b.recordStops(scheme, stopsOf(res, err))
+	if err != nil {
+		return res, b.refused(scheme, rel, err)
+	}
+	b.quantized[scheme] = out
+	b.add(rel, string(scheme), "model", "int8", "")
+	return res, nil
+}
+
+// quantizeORT makes the ort scheme's model and decides whether the ORT
+// and Triton artifacts deploy it.
 func (b *builder) quantizeORT() error {
-	out, err := b.dir.path("model.int8.onnx")
-	if err != nil {
+	var err error
+	b.res.INT8, err = b.quantizeScheme(quantize.TargetORT)
+	out := b.quantized[quantize.TargetORT]
+	if err != nil || out == "" {
 		return err
-	}
-	o, err := b.ptqOptions(quantize.TargetORT, out)
-	if err != nil {
-		return err
-	}
-	b.res.INT8, err = ptq.Run(o)
-	b.recordStops(quantize.TargetORT, stopsOf(b.res.INT8, err))
-	if err != nil {
-		return b.refused(quantize.TargetORT, "model.int8.onnx", err)
 	}
 	b.ortModel, b.ortPrecision = out, "int8"
-	b.quantized[quantize.TargetORT] = out
-	b.add("model.int8.onnx", "ort", "model", "int8", "")
 	b.disqualifyNonFinite()
 	if err := b.writePlacement(); err != nil {
 		return err
 	}
 	if g := b.res.INT8.Guard; g != nil && g.Allowed {
-		b.res.NotRecommended = append(b.res.NotRecommended, "model.int8.onnx")
+		rel, _ := target.QuantizedModel(quantize.TargetORT)
+		b.res.NotRecommended = append(b.res.NotRecommended, rel)
 		b.ortModel = b.float
-		b.note(fmt.Sprintf("ort: model.int8.onnx misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended: the ORT and Triton artifacts are FP32", ptq.FailedChecks(g.Checks)))
+		b.note(fmt.Sprintf("ort: %s misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended: the ORT and Triton artifacts are FP32", rel, ptq.FailedChecks(g.Checks)))
 	}
 	return nil
 }
 
-// quantizeTensorRT makes tensorrt/model.int8.qdq.onnx, the tensorrt
-// scheme's model.
+// quantizeTensorRT makes the tensorrt scheme's Q/DQ model.
 func (b *builder) quantizeTensorRT() error {
-	out, err := b.dir.path("tensorrt/model.int8.qdq.onnx")
-	if err != nil {
+	var err error
+	b.res.INT8TRT, err = b.quantizeScheme(quantize.TargetTensorRT)
+	if err != nil || b.quantized[quantize.TargetTensorRT] == "" {
 		return err
 	}
-	o, err := b.ptqOptions(quantize.TargetTensorRT, out)
-	if err != nil {
-		return err
-	}
-	b.res.INT8TRT, err = ptq.Run(o)
-	b.recordStops(quantize.TargetTensorRT, stopsOf(b.res.INT8TRT, err))
-	if err != nil {
-		return b.refused(quantize.TargetTensorRT, "tensorrt/model.int8.qdq.onnx", err)
-	}
-	b.quantized[quantize.TargetTensorRT] = out
-	b.add("tensorrt/model.int8.qdq.onnx", "tensorrt", "model", "int8", "")
 	if g := b.res.INT8TRT.Guard; g != nil && g.Allowed {
-		b.res.NotRecommended = append(b.res.NotRecommended, "tensorrt/model.int8.qdq.onnx")
-		b.note(fmt.Sprintf("tensorrt: model.int8.qdq.onnx misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended", ptq.FailedChecks(g.Checks)))
+		b.res.NotRecommended = append(b.res.NotRecommended, tensorrt.QDQModel)
+		b.note(fmt.Sprintf("tensorrt: %s misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended", path.Base(tensorrt.QDQModel), ptq.FailedChecks(g.Checks)))
 	}
 	return nil
 }
@@ -591,10 +620,7 @@ func (b *builder) refused(scheme quantize.Target, rel string, err error) error {
 		return err
 	}
 	b.res.Refused = append(b.res.Refused, Refusal{Scheme: string(scheme), Artifact: rel, Guard: ge.Guard})
-	what := "the ORT and Triton artifacts are FP32"
-	if scheme == quantize.TargetTensorRT {
-		what = "the TensorRT engine script builds the fp16 model"
-	}
+	_, what := target.QuantizedModel(scheme)
 	b.note(fmt.Sprintf("%s: INT8 REFUSED by the accuracy guard on %s (%s): %s was not written; %s", scheme, ge.Guard.On(), ptq.FailedChecks(ge.Guard.Checks), rel, what))
 	return nil
 }
@@ -765,7 +791,7 @@ func (b *builder) writePlacement() error {
 	if err != nil {
 		return err
 	}
-	b.add("placement.json", "ort", "placement", "", "")
+	b.add("placement.json", string(quantize.TargetORT), "placement", "", "")
 	if err := atomicfile.Write(path, js); err != nil {
 		return err
 	}

@@ -8,6 +8,10 @@ import (
 	"github.com/optc-dev/optc/quantize"
 )
 
+// DynamicModel is the dynamic INT8 model of the ORT artifact
+// (quantize.dynamic).
+const DynamicModel = "model.int8.dynamic.onnx"
+
 // dynamic makes the ORT (and Triton) artifact dynamic INT8
 // (quantize.dynamic): the optimized float model's MatMul/Gemm weights
 // become int8 and their activations are quantized at run time. ptq
@@ -15,7 +19,7 @@ import (
 // every artifact it is then checked and timed against the input in the
 // verify stage. It takes the place of the static ort INT8 model.
 func (b *builder) dynamic() error {
-	const rel = "model.int8.dynamic.onnx"
+	rel := DynamicModel
 	out, err := b.dir.path(rel)
 	if err != nil {
 		return err
@@ -36,7 +40,7 @@ func (b *builder) dynamic() error {
 		return err
 	}
 	b.ortModel, b.ortPrecision = out, "int8-dynamic"
-	b.add(rel, "ort", "model", "int8-dynamic", "")
+	b.add(rel, string(quantize.TargetORT), "model", "int8-dynamic", "")
 	if g := b.res.Dynamic.Guard; g != nil && g.Allowed {
 		b.ortModel = b.float
 		b.note(fmt.Sprintf("ort: %s misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended: the ORT and Triton artifacts are FP32", rel, ptq.FailedChecks(g.Checks)))

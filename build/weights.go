@@ -8,6 +8,7 @@ import (
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/internal/jsonfloat"
 	"github.com/optc-dev/optc/prune"
+	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/weightonly"
 )
 
@@ -44,7 +45,7 @@ func (b *builder) weights() error {
 		return err
 	}
 	b.ortModel, b.ortPrecision = out, string(typ)
-	b.add(rel, "ort", "model", string(typ), "")
+	b.add(rel, string(quantize.TargetORT), "model", string(typ), "")
 	return b.perplexityGuard(rel)
 }
 

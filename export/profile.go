@@ -91,11 +91,7 @@ func Sweep(opts SweepOptions) (*SweepResult, error) {
 	case len(batches) == 0:
 		batches = DefaultSweepBatches
 	}
-	threads := opts.Threads
-	if len(threads) == 0 {
-		threads = []int{1, runtime.NumCPU()}
-	}
-	threads = slices.Compact(slices.Sorted(slices.Values(threads)))
+	threads := SweepThreads(opts.Threads)
 	batches = slices.Compact(slices.Sorted(slices.Values(batches)))
 	if threads[0] < 1 || batches[0] < 1 {
 		return nil, fmt.Errorf("%s: thread counts and batch sizes must be at least 1 (threads %v, batches %v)", opts.Model, threads, batches)
@@ -328,4 +324,13 @@ func threadsText(n int) string {
 		return "1 thread"
 	}
 	return fmt.Sprintf("%d threads", n)
+}
+
+// SweepThreads are the intra-op thread counts a sweep tries: threads,
+// sorted and without repeats, or by default 1 and every core.
+func SweepThreads(threads []int) []int {
+	if len(threads) == 0 {
+		threads = []int{1, runtime.NumCPU()}
+	}
+	return slices.Compact(slices.Sorted(slices.Values(threads)))
 }

@@ -73,13 +73,8 @@ func FromBuild(res *build.Result, dir string) (*Report, error) {
 	if res.Optimize != nil && res.Optimize.Passes != nil {
 		r.Passes = passesOf(res.Optimize.Passes.Passes)
 	}
-	for _, q := range []struct {
-		target, model string
-		res           *ptq.Result
-	}{{"ort", "model.int8.onnx", res.INT8}, {"ort", "model.int8.dynamic.onnx", res.Dynamic}, {"tensorrt", "tensorrt/model.int8.qdq.onnx", res.INT8TRT}} {
-		if q.res != nil && q.res.Quantize != nil {
-			r.Quantization = append(r.Quantization, quantizationOf(q.target, q.model, q.res))
-		}
+	for _, q := range res.Quantizations() {
+		r.Quantization = append(r.Quantization, quantizationOf(string(q.Scheme), q.Model, q.Result))
 	}
 	if res.INT8 != nil {
 		r.Placement, r.PlacementFrom = res.INT8.Placement, res.INT8.PlacementFrom

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/export/target"
 	"github.com/optc-dev/optc/graph"
 	onnxrt "github.com/optc-dev/optc/ort"
@@ -25,6 +26,16 @@ func (Target) Section() string                   { return "runtime" }
 func (Target) Scheme() quantize.Target           { return quantize.TargetORT }
 func (Target) Artifacts() []string               { return []string{"ort/model.ort", "ort/session.json"} }
 func (Target) Export(h target.Host) (any, error) { return nil, export(h) }
+
+// INT8Model is the ort scheme's INT8 model, which the ort and triton
+// targets deploy where the placement says INT8 pays.
+const INT8Model = "model.int8.onnx"
+
+func (Target) QuantizedModel() string { return INT8Model }
+func (Target) WithoutINT8() string    { return "the ORT and Triton artifacts are FP32" }
+
+// Cost: verify times ort/model.ort.
+func (Target) Cost(config.Config) target.Cost { return target.Cost{Timed: 1} }
 
 // SessionSettings is ort/session.json: how the ORT artifacts were made
 // and measured, so a deployment can run them the same way.

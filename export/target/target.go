@@ -44,6 +44,49 @@ type Target interface {
 	Export(h Host) (any, error)
 }
 
+// Quantizer is a target that owns a quantization scheme's INT8 model (its
+// Scheme): the quantize stage writes the model where the target says, and
+// says what the target deploys when the accuracy guard refuses it.
+type Quantizer interface {
+	// QuantizedModel is the INT8 model's path relative to the output
+	// folder.
+	QuantizedModel() string
+	// WithoutINT8 is what the target deploys instead of a refused INT8
+	// model, for the build's note.
+	WithoutINT8() string
+}
+
+// QuantizedModel is where scheme's INT8 model goes: the path the target
+// owning the scheme names ("" when no registered target owns it).
+func QuantizedModel(scheme quantize.Target) (path, without string) {
+	for _, t := range registry {
+		if q, ok := t.(Quantizer); ok && t.Scheme() == scheme {
+			return q.QuantizedModel(), q.WithoutINT8()
+		}
+	}
+	return "", ""
+}
+
+// Costed is a target that adds to what the build runs beyond the models
+// every build has (the input, model.fp32.onnx and the ort scheme's INT8
+// model), so that the budget's plan counts it without naming it.
+type Costed interface {
+	Cost(c config.Config) Cost
+}
+
+// Cost is what one target adds to a build's runs.
+type Cost struct {
+	// Timed are the models verify times for the target (ort: the .ort
+	// twin of the deployed model).
+	Timed int
+	// Checked are the models verify checks but does not time (tensorrt:
+	// the Q/DQ and float16 models).
+	Checked int
+	// SweepPoints are the timing points its export sweeps (triton, unless
+	// the config pins its profile); a replayed build sweeps none.
+	SweepPoints int
+}
+
 // Linter is a target that can check a model against what its runtime
 // accepts (optc lint --target NAME).
 type Linter interface {

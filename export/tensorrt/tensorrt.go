@@ -39,9 +39,20 @@ func (Target) Doc() string {
 func (Target) Section() string         { return "tensorrt" }
 func (Target) Scheme() quantize.Target { return quantize.TargetTensorRT }
 func (Target) Artifacts() []string {
-	return []string{"tensorrt/model.int8.qdq.onnx", "tensorrt/model.fp16.onnx", "tensorrt/calibration.cache",
+	return []string{QDQModel, "tensorrt/model.fp16.onnx", "tensorrt/calibration.cache",
 		"tensorrt/build_engine.sh", "tensorrt/build_engine_fp16.sh", "tensorrt/build_engine_calib_cache.sh", "tensorrt/lint.json"}
 }
+
+// QDQModel is the tensorrt scheme's INT8 model: Q/DQ for TensorRT's
+// explicit quantization.
+const QDQModel = "tensorrt/model.int8.qdq.onnx"
+
+func (Target) QuantizedModel() string { return QDQModel }
+func (Target) WithoutINT8() string    { return "the TensorRT engine script builds the fp16 model" }
+
+// Cost: verify checks the Q/DQ and float16 models, and times neither (ORT
+// would run them as an emulation of TensorRT).
+func (Target) Cost(config.Config) target.Cost { return target.Cost{Checked: 2} }
 
 // Lint is optc lint --target tensorrt.
 func (Target) Lint(m *graph.Model) []lint.Finding { return trtlint.Check(m) }

@@ -31,6 +31,15 @@ func (Target) Artifacts() []string {
 		"triton/model_repository/NAME/configs/low_latency.pbtxt"}
 }
 
+// Cost: the batch and thread sweep behind the profiles, unless the config
+// pins them.
+func (Target) Cost(c config.Config) target.Cost {
+	if c.Triton.Batch > 0 && c.Triton.Threads > 0 {
+		return target.Cost{}
+	}
+	return target.Cost{SweepPoints: len(export.SweepThreads(c.Latency.Threads)) * len(export.DefaultSweepBatches)}
+}
+
 // Deployment is the latency/throughput trade-off the Triton target was
 // configured for (report.json: deployment).
 type Deployment struct {
