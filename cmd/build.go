@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -134,7 +135,24 @@ var buildFlagKeys = map[string]string{
 	"eval-task": "eval.task", "eval-dict": "eval.dict", "eval-output": "eval.output", "eval-param": "eval.params", "eval-logits": "eval.logits", "max-perplexity-increase": "quantize.max_perplexity_increase",
 	"level": "runtime.level", "threads": "runtime.threads", "ort-lib": "runtime.ort_lib", "nchwc": "runtime.nchwc",
 	"latency-batches": "latency.batches", "latency-seq-lengths": "latency.seq_lengths", "latency-duration": "latency.duration", "p99-budget-ms": "latency.p99_budget_ms",
-	"trt-version": "tensorrt.version", "triton-name": "triton.name",
+}
+
+// The targets' own flags and keys (target.Flagged) join build's.
+func init() {
+	for k, v := range targetFlags(pflag.NewFlagSet("keys", pflag.ContinueOnError), &config.Config{}) {
+		buildFlagKeys[k] = v
+	}
+}
+
+// targetFlags registers every target's own flags on fs, bound to c.
+func targetFlags(fs *pflag.FlagSet, c *config.Config) map[string]string {
+	keys := map[string]string{}
+	for _, t := range target.All() {
+		if f, ok := t.(target.Flagged); ok {
+			maps.Copy(keys, f.Flags(fs, c))
+		}
+	}
+	return keys
 }
 
 // evalFlags are the flags of the eval data's ground truth and task, the
@@ -282,8 +300,7 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntSliceVar(&c.Latency.SeqLengths, "latency-seq-lengths", c.Latency.SeqLengths, "--eval-task lm: also time every model at batch 1 at these sequence lengths")
 	fs.DurationVar(&c.Latency.Duration.Duration, "latency-duration", c.Latency.Duration.Duration, "timing per batch size")
 	fs.Float64Var(&c.Latency.P99BudgetMs, "p99-budget-ms", c.Latency.P99BudgetMs, "p99 bound for the high-throughput profile (0: none)")
-	fs.StringVar(&c.TensorRT.Version, "trt-version", c.TensorRT.Version, "TensorRT version for the calibration cache header (e.g. 100300)")
-	fs.StringVar(&c.Triton.Name, "triton-name", c.Triton.Name, "model name in the Triton repository (default: the model file's name)")
+	targetFlags(fs, c)
 }
 
 // overrideWithFlags replays the flags the user set onto c.

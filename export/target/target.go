@@ -20,6 +20,7 @@ import (
 	"github.com/optc-dev/optc/lint"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/spf13/pflag"
 )
 
 // Target is one deployment target of optc build.
@@ -85,6 +86,15 @@ type Cost struct {
 	// SweepPoints are the timing points its export sweeps (triton, unless
 	// the config pins its profile); a replayed build sweeps none.
 	SweepPoints int
+}
+
+// Flagged is a target with options of its own on optc build's command
+// line.
+type Flagged interface {
+	// Flags registers the target's flags on fs, bound to its section of
+	// c, and returns each flag's config key (a flag the user sets
+	// overrides that key of the config file, and names it in errors).
+	Flags(fs *pflag.FlagSet, c *config.Config) map[string]string
 }
 
 // Linter is a target that can check a model against what its runtime

@@ -27,6 +27,7 @@ import (
 	"github.com/optc-dev/optc/internal/atomicfile"
 	"github.com/optc-dev/optc/lint"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/spf13/pflag"
 )
 
 // Target is the tensorrt target.
@@ -53,6 +54,12 @@ func (Target) WithoutINT8() string    { return "the TensorRT engine script build
 // Cost: verify checks the Q/DQ and float16 models, and times neither (ORT
 // would run them as an emulation of TensorRT).
 func (Target) Cost(config.Config) target.Cost { return target.Cost{Checked: 2} }
+
+// Flags: --trt-version.
+func (Target) Flags(fs *pflag.FlagSet, c *config.Config) map[string]string {
+	fs.StringVar(&c.TensorRT.Version, "trt-version", c.TensorRT.Version, "TensorRT version for the calibration cache header (e.g. 100300)")
+	return map[string]string{"trt-version": "tensorrt.version"}
+}
 
 // Lint is optc lint --target tensorrt.
 func (Target) Lint(m *graph.Model) []lint.Finding { return trtlint.Check(m) }

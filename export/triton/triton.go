@@ -15,6 +15,7 @@ import (
 	"github.com/optc-dev/optc/export"
 	"github.com/optc-dev/optc/export/target"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/spf13/pflag"
 )
 
 // Target is the triton target.
@@ -29,6 +30,12 @@ func (Target) Scheme() quantize.Target { return quantize.TargetORT }
 func (Target) Artifacts() []string {
 	return []string{"triton/model_repository/NAME/1/model.onnx", "triton/model_repository/NAME/config.pbtxt",
 		"triton/model_repository/NAME/configs/low_latency.pbtxt"}
+}
+
+// Flags: --triton-name.
+func (Target) Flags(fs *pflag.FlagSet, c *config.Config) map[string]string {
+	fs.StringVar(&c.Triton.Name, "triton-name", c.Triton.Name, "model name in the Triton repository (default: the model file's name)")
+	return map[string]string{"triton-name": "triton.name"}
 }
 
 // Cost: the batch and thread sweep behind the profiles, unless the config
