@@ -7,6 +7,7 @@ package targets
 import (
 	"github.com/optc-dev/optc/export/openvino"
 	"github.com/optc-dev/optc/export/ort"
+	"github.com/optc-dev/optc/export/ortmobile"
 	"github.com/optc-dev/optc/export/target"
 	"github.com/optc-dev/optc/export/tensorrt"
 	"github.com/optc-dev/optc/export/triton"
@@ -18,5 +19,6 @@ func init() {
 		tensorrt.Target{},
 		triton.Target{},
 		openvino.Target{},
+		ortmobile.Target{},
 	)
 }
