@@ -22,18 +22,18 @@ func TestPlanShares(t *testing.T) {
 		b := &builder{c: c, targets: targets, res: &Result{}}
 		return b.plan()
 	}
-	// The input and the models ORT deploys (fp32, int8, .ort; TensorRT's
-	// are not timed); latency batches 1 and 8, 5 repeats; the sweep 6
-	// batch sizes at 1 and all cores.
+	// The input and the models ORT deploys (fp32, int8, the ort and
+	// ort-mobile .ort files; TensorRT's are not timed); latency batches 1
+	// and 8, 5 repeats; the sweep 6 batch sizes at 1 and all cores.
 	p := planFor(20 * time.Second)
-	if p.TimedModels != 4 || p.TimingWindows != 40 || p.SweepPoints == 0 {
+	if p.TimedModels != 5 || p.TimingWindows != 50 || p.SweepPoints == 0 {
 		t.Fatalf("plan %+v", p)
 	}
 	// weights: placement 3, timing 3, sweep 1.5, rest 3 of 10.5.
 	if want := 20 * 3 / 10.5; p.PlacementSeconds != round2(want) {
 		t.Errorf("placement %v s, want %.2f", p.PlacementSeconds, want)
 	}
-	if want := 20 * 3 / 10.5 / 40; p.WindowSeconds != windowSeconds(want) {
+	if want := 20 * 3 / 10.5 / 50; p.WindowSeconds != windowSeconds(want) {
 		t.Errorf("window %v s, want %.2f", p.WindowSeconds, want)
 	}
 	// The sweep's share bounds it whole; half of each point's is its window.

@@ -27,7 +27,6 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/export/target"
 	"github.com/optc-dev/optc/export/tensorrt"
-	"github.com/optc-dev/optc/export/triton"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/atomicfile"
 	"github.com/optc-dev/optc/optimize"
@@ -86,11 +85,11 @@ type Result struct {
 	// Caveats are what the checks rest on: random calibration, checks on
 	// the calibration samples themselves or on few samples.
 	Caveats ptq.Caveats `json:"caveats"`
-	// TensorRT is the TensorRT target's fp16 report, lint findings and
-	// engine measurement (or why there is none).
-	TensorRT *tensorrt.Result `json:"tensorrt,omitempty"`
-	// Deployment is the Triton target's profiles and the sweep behind them.
-	Deployment *triton.Deployment `json:"deployment,omitempty"`
+	// TargetReports are the targets' own sections, by target name: what
+	// each target's Export returned (tensorrt: its fp16 report, lint
+	// findings and engine measurement; triton: its profiles and the sweep
+	// behind them).
+	TargetReports map[string]any `json:"target_reports,omitempty"`
 	// ReplayedFrom is the decisions.json whose choices the build applied
 	// instead of timing them (replay: in the config).
 	ReplayedFrom string `json:"replayed_from,omitempty"`

@@ -23,6 +23,7 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/export"
 	exportort "github.com/optc-dev/optc/export/ort"
+	"github.com/optc-dev/optc/export/tensorrt"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/lint"
 	"github.com/optc-dev/optc/passes"
@@ -184,8 +185,8 @@ func checkTensorRT(t *testing.T, out string, res *Result) {
 			t.Errorf("%s: amax %v in the cache, range %v", name, amax[name], r)
 		}
 	}
-	if res.TensorRT == nil || lint.Errors(res.TensorRT.Lint) != 0 || res.TensorRT.EngineSkipped == "" {
-		t.Errorf("tensorrt result %+v", res.TensorRT)
+	if trt, _ := res.TargetReports["tensorrt"].(*tensorrt.Result); trt == nil || lint.Errors(trt.Lint) != 0 || trt.EngineSkipped == "" {
+		t.Errorf("tensorrt result %+v", res.TargetReports["tensorrt"])
 	}
 	for _, s := range []string{"build_engine.sh", "build_engine_fp16.sh", "build_engine_calib_cache.sh"} {
 		p := filepath.Join(out, "tensorrt", s)
@@ -274,8 +275,8 @@ func TestBuildPlacement(t *testing.T) {
 }
 
 // Two builds of the same inputs give the same bytes for everything but the
-// timings (report.json), the manifest that digests the .ort file, and the
-// .ort file itself, which ONNX Runtime does not serialize deterministically
+// timings (report.json), the manifest that digests the .ort files, and the
+// .ort files themselves, which ONNX Runtime does not serialize deterministically
 // (the two files are still checked to compute the same thing).
 func TestBuildIsDeterministic(t *testing.T) {
 	dir := t.TempDir()
@@ -295,21 +296,25 @@ func TestBuildIsDeterministic(t *testing.T) {
 	if len(sums[0]) != len(sums[1]) || len(sums[0]) < 16 {
 		t.Fatalf("different files: %v vs %v", sums[0], sums[1])
 	}
+	var a, b Manifest
+	readJSON(t, filepath.Join(dir, "a", "manifest.json"), &a)
+	readJSON(t, filepath.Join(dir, "b", "manifest.json"), &b)
+	ortFiles := map[string]bool{} // every target's .ort (ort, ort-mobile)
+	for i := range a.Artifacts {
+		if a.Artifacts[i].Kind == "ort-model" {
+			ortFiles[a.Artifacts[i].Path] = true
+			a.Artifacts[i].SHA256, b.Artifacts[i].SHA256 = "", ""
+		}
+	}
+	if len(ortFiles) != 2 {
+		t.Errorf(".ort files %v, want ort's and ort-mobile's", ortFiles)
+	}
 	for p, s := range sums[0] {
-		switch p {
-		case "report.json", "manifest.json", "ort/model.ort":
+		if p == "report.json" || p == "manifest.json" || ortFiles[p] {
 			continue
 		}
 		if sums[1][p] != s {
 			t.Errorf("%s differs between two builds of the same inputs", p)
-		}
-	}
-	var a, b Manifest
-	readJSON(t, filepath.Join(dir, "a", "manifest.json"), &a)
-	readJSON(t, filepath.Join(dir, "b", "manifest.json"), &b)
-	for i := range a.Artifacts {
-		if a.Artifacts[i].Path == "ort/model.ort" {
-			a.Artifacts[i].SHA256, b.Artifacts[i].SHA256 = "", ""
 		}
 	}
 	ja, _ := json.Marshal(a)
@@ -529,7 +534,7 @@ func TestBuildFP16MeasuredRanges(t *testing.T) {
 	c.Latency.Duration = config.Duration{Duration: 20 * time.Millisecond}
 	c.Latency.Batches = []int{1} // the model's batch is static
 	res := run(t, c)
-	r := res.TensorRT
+	r, _ := res.TargetReports["tensorrt"].(*tensorrt.Result)
 	if r == nil || r.FP16 == nil || r.FP16Ranges != calib {
 		t.Fatalf("tensorrt result %+v", r)
 	}

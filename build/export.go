@@ -11,8 +11,6 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/export/target"
 	_ "github.com/optc-dev/optc/export/targets" // every target, registered
-	"github.com/optc-dev/optc/export/tensorrt"
-	"github.com/optc-dev/optc/export/triton"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/quantize"
 )
@@ -28,20 +26,14 @@ func (b *builder) export() error {
 		if err != nil {
 			return fmt.Errorf("%s target: %w", t.Name(), err)
 		}
-		b.record(res)
+		if res != nil {
+			if b.res.TargetReports == nil {
+				b.res.TargetReports = map[string]any{}
+			}
+			b.res.TargetReports[t.Name()] = res
+		}
 	}
 	return nil
-}
-
-// record keeps a target's section of report.json. Only targets with
-// their own section are named here.
-func (b *builder) record(res any) {
-	switch r := res.(type) {
-	case *tensorrt.Result:
-		b.res.TensorRT = r
-	case *triton.Deployment:
-		b.res.Deployment = r
-	}
 }
 
 // needs reports whether a wanted target deploys the quantization scheme.

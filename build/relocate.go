@@ -32,9 +32,6 @@ func (b *builder) relocate() {
 			final(&q.Calibration.Cache)
 		}
 	}
-	if d := b.res.Deployment; d != nil && d.Sweep != nil {
-		final(&d.Sweep.Model)
-	}
 	for i := range b.res.Notes {
 		b.res.Notes[i] = strings.ReplaceAll(b.res.Notes[i], b.dir.tmp, b.c.Output)
 	}

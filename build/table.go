@@ -8,9 +8,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/optc-dev/optc/bench"
-	"github.com/optc-dev/optc/export"
+	"github.com/optc-dev/optc/export/target"
 	"github.com/optc-dev/optc/internal/jsonfloat"
-	"github.com/optc-dev/optc/lint"
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
@@ -72,12 +71,11 @@ func WriteTable(w io.Writer, r *Result) error {
 	if r.INT8 != nil && r.INT8.Placement != nil {
 		writePlacement(w, r.INT8.Placement, r.INT8.PlacementFrom)
 	}
-	if t := r.TensorRT; t != nil && t.Lint != nil {
-		fmt.Fprintf(w, "tensorrt lint: %d errors, %d warnings (tensorrt/lint.json)\n", lint.Errors(t.Lint), len(t.Lint)-lint.Errors(t.Lint))
-	}
-	if d := r.Deployment; d != nil {
-		for _, p := range []export.Profile{d.LowLatency, d.HighThroughput} {
-			fmt.Fprintf(w, "triton %s: batch %d, %d thread(s): %s\n", p.Name, p.Batch, p.Threads, p.Reason)
+	for _, t := range target.All() {
+		if s, ok := t.(target.Summarized); ok && r.TargetReports[t.Name()] != nil {
+			for _, line := range s.Summary(r.TargetReports[t.Name()]) {
+				fmt.Fprintln(w, line)
+			}
 		}
 	}
 	for _, n := range r.Notes {

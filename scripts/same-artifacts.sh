@@ -10,7 +10,7 @@
 # Each case is an optc build with --target all; the replay applies the first
 # build's decisions.json, so nothing timed can change what is written. The
 # hashes cover every file of the output folder but report.* (which hold
-# timings) and ORT's own .ort file, which ORT does not write the same way
+# timings) and ORT's own .ort files, which ORT does not write the same way
 # twice (its size and hash are left out of manifest.json too, as is the
 # version of optc that wrote it). The cases: the bundled demo (MNIST), the zoo's detector (NMS
 # head) and PaddleOCR's direction classifier on rendered text lines
@@ -38,7 +38,7 @@ build() { # case name, output folder, extra flags...
 
 hashes() { # folder -> sorted "sha256  path" lines, report.* and .ort left out
 	(cd "$1" && find . -type f ! -name 'report.*' ! -name '*.ort' ! -name manifest.json | LC_ALL=C sort | xargs sha256sum)
-	sed -e '/"optc_version"/d' -e '/"path": "ort\/model.ort"/,/"sha256"/{/"bytes"\|"sha256"/d}' "$1/manifest.json" |
+	sed -e '/"optc_version"/d' -e '/"path": ".*\.ort"/,/"sha256"/{/"bytes"\|"sha256"/d}' "$1/manifest.json" |
 		sha256sum | sed 's|-$|./manifest.json (.ort and optc_version aside)|'
 }
 

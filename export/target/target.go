@@ -97,6 +97,12 @@ type Flagged interface {
 	Flags(fs *pflag.FlagSet, c *config.Config) map[string]string
 }
 
+// Summarized is a target whose section of report.json (what Export
+// returned) has lines of its own in the build's summary.
+type Summarized interface {
+	Summary(section any) []string
+}
+
 // Linter is a target that can check a model against what its runtime
 // accepts (optc lint --target NAME).
 type Linter interface {

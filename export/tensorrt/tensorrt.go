@@ -55,6 +55,15 @@ func (Target) WithoutINT8() string    { return "the TensorRT engine script build
 // would run them as an emulation of TensorRT).
 func (Target) Cost(config.Config) target.Cost { return target.Cost{Checked: 2} }
 
+// Summary is the build's line on the lint of the Q/DQ model.
+func (Target) Summary(section any) []string {
+	r, ok := section.(*Result)
+	if !ok || r.Lint == nil {
+		return nil
+	}
+	return []string{fmt.Sprintf("tensorrt lint: %d errors, %d warnings (tensorrt/lint.json)", lint.Errors(r.Lint), len(r.Lint)-lint.Errors(r.Lint))}
+}
+
 // Flags: --trt-version.
 func (Target) Flags(fs *pflag.FlagSet, c *config.Config) map[string]string {
 	fs.StringVar(&c.TensorRT.Version, "trt-version", c.TensorRT.Version, "TensorRT version for the calibration cache header (e.g. 100300)")
@@ -81,7 +90,7 @@ func (e *exporter) note(s string)                         { e.h.Note(s) }
 func (e *exporter) add(rel, kind, precision, from string) { e.h.Add(rel, kind, precision, from) }
 
 // Result is what the TensorRT target made and found (report.json:
-// tensorrt).
+// details.target_reports.tensorrt).
 type Result struct {
 	FP16 *export.FP16Report `json:"fp16"`
 	// FP16Ranges names the data the float16 variant's value ranges were
@@ -215,7 +224,7 @@ func (e *exporter) fp16Ranges(m *graph.Model) (map[string]calibrate.Range, error
 
 // noteFP16 is the build output's line on the values the float16 variant
 // keeps float32 for their measured range (report.json has each node and
-// reason under tensorrt.fp16).
+// reason under details.target_reports.tensorrt.fp16).
 func (e *exporter) noteFP16() {
 	r := e.r
 	out := r.FP16.OutOfRange
@@ -230,7 +239,7 @@ func (e *exporter) noteFP16() {
 		}
 		names = append(names, fmt.Sprintf("%s (|x| up to %.3g)", v.Value, math.Max(math.Abs(v.Min), math.Abs(v.Max))))
 	}
-	e.note(fmt.Sprintf("tensorrt fp16: %d tensor(s) stay float32, measured beyond ±%g (float16's 65504/4) on %s: %s; %d node(s) beyond those the op rules keep run float32 for them (report.json: tensorrt.fp16)",
+	e.note(fmt.Sprintf("tensorrt fp16: %d tensor(s) stay float32, measured beyond ±%g (float16's 65504/4) on %s: %s; %d node(s) beyond those the op rules keep run float32 for them (report.json: details.target_reports.tensorrt.fp16)",
 		len(out), float64(export.FP16SafeMax), r.FP16Ranges, strings.Join(names, ", "), r.FP16.KeptForRange))
 }
 

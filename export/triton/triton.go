@@ -38,6 +38,19 @@ func (Target) Flags(fs *pflag.FlagSet, c *config.Config) map[string]string {
 	return map[string]string{"triton-name": "triton.name"}
 }
 
+// Summary is the build's lines on the two profiles.
+func (Target) Summary(section any) []string {
+	d, ok := section.(*Deployment)
+	if !ok {
+		return nil
+	}
+	var lines []string
+	for _, p := range []export.Profile{d.LowLatency, d.HighThroughput} {
+		lines = append(lines, fmt.Sprintf("triton %s: batch %d, %d thread(s): %s", p.Name, p.Batch, p.Threads, p.Reason))
+	}
+	return lines
+}
+
 // Cost: the batch and thread sweep behind the profiles, unless the config
 // pins them.
 func (Target) Cost(c config.Config) target.Cost {
@@ -48,7 +61,7 @@ func (Target) Cost(c config.Config) target.Cost {
 }
 
 // Deployment is the latency/throughput trade-off the Triton target was
-// configured for (report.json: deployment).
+// configured for (report.json: details.target_reports.triton).
 type Deployment struct {
 	Sweep          *export.SweepResult `json:"sweep,omitempty"` // nil when the profile was pinned or replayed
 	LowLatency     export.Profile      `json:"low_latency"`
@@ -102,6 +115,7 @@ func (Target) Export(h target.Host) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		sweep.Model = h.Rel(sweep.Model) // not the build's working folder
 		d.Sweep = sweep
 		share := "no budget"
 		if b := h.SweepBudget(); b > 0 {
