@@ -43,7 +43,7 @@ var layers = map[string]int{
 	// line in export/targets)
 	"export/targets": 8,
 	// drivers
-	"build": 9, "report": 10, "cmd": 11, "tools/benchsuite": 11,
+	"build": 9, "report": 10, "tools/targettest": 10, "cmd": 11, "tools/benchsuite": 11,
 	"cmd/optc": 12, "tools/benchsuite/run": 12,
 }
 
