@@ -11,8 +11,11 @@
 //     (trtexec.go).
 //   - Triton model repositories (triton.go) and the batch/thread sweep
 //     that chooses their deployment profiles (profile.go).
+//   - ONNX Runtime's own format (ortformat.go), written by ORT for the ort
+//     and ort-mobile targets, or skipped with the reason where the format
+//     cannot hold the model.
 //
 // The targets themselves are plug-ins in subpackages (export/ort,
-// export/tensorrt, export/triton, export/openvino), each implementing
+// export/tensorrt, export/triton, export/openvino, export/ortmobile), each implementing
 // export/target.Target and registered once in export/targets.
 package export

@@ -5,12 +5,10 @@ package ort
 
 import (
 	"fmt"
-	"os"
-	"slices"
 
 	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/export"
 	"github.com/optc-dev/optc/export/target"
-	"github.com/optc-dev/optc/graph"
 	onnxrt "github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/quantize"
 )
@@ -25,7 +23,7 @@ func (Target) Doc() string {
 func (Target) Section() string                   { return "runtime" }
 func (Target) Scheme() quantize.Target           { return quantize.TargetORT }
 func (Target) Artifacts() []string               { return []string{"ort/model.ort", "ort/session.json"} }
-func (Target) Export(h target.Host) (any, error) { return nil, export(h) }
+func (Target) Export(h target.Host) (any, error) { return nil, write(h) }
 
 // INT8Model is the ort scheme's INT8 model, which the ort and triton
 // targets deploy where the placement says INT8 pays.
@@ -54,40 +52,22 @@ type SessionSettings struct {
 	Portable bool `json:"portable"`
 }
 
-// export writes the deployed model's ORT-format twin (ORT itself
+// write writes the deployed model's ORT-format twin (ORT itself
 // optimizes and serializes it at the runtime level) and the session
 // settings.
-func export(h target.Host) error {
+func write(h target.Host) error {
 	deployed := h.Deployed()
-	if _, err := os.Stat(deployed + ".data"); err == nil {
-		return skipORTFormat(h, fmt.Sprintf("%s keeps its tensors in a side file (over 2 GiB), which the ORT format cannot hold", h.Rel(deployed)))
-	}
 	ortPath, err := h.Path("ort/model.ort")
 	if err != nil {
 		return err
 	}
-	m, err := graph.LoadFile(deployed)
-	if err != nil {
-		return err
-	}
-	ins, outs := onnxrt.Interface(m)
-	m.Close()
 	so := h.Session()
-	so.OptimizedModelPath = ortPath
-	sess, err := onnxrt.NewSession(onnxrt.Source{Path: deployed, Inputs: ins, Outputs: outs}, so)
-	if note := nonTensorNote(ins, outs); err != nil && note != "" {
-		// ORT cannot write such a model in its format ("We do not support
-		// type [9]"); the .onnx runs as it is.
-		return skipORTFormat(h, fmt.Sprintf("ONNX Runtime cannot write %s in the ORT format%s: %v", h.Rel(deployed), note, err))
-	}
+	skipped, err := export.WriteORTFormat(deployed, ortPath, so)
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", ortPath, err)
-	}
-	if err := sess.Close(); err != nil {
 		return err
 	}
-	if _, err := os.Stat(ortPath); err != nil {
-		return fmt.Errorf("ONNX Runtime did not write %s: %w", ortPath, err)
+	if skipped != "" {
+		return skipORTFormat(h, fmt.Sprintf("%s: %s", h.Rel(deployed), skipped))
 	}
 	version, _ := onnxrt.Version()
 	settings := SessionSettings{
@@ -99,18 +79,6 @@ func export(h target.Host) error {
 	h.Add("ort/model.ort", "ort-model", h.DeployedPrecision(), h.Rel(deployed))
 	h.Add("ort/session.json", "settings", "", "")
 	return target.WriteJSON(h, "ort/session.json", settings)
-}
-
-// nonTensorNote names the first value of the interface that is not a
-// tensor, which is what the ORT format fails on ("We do not support type
-// [9]" for an optional), or says nothing.
-func nonTensorNote(ins, outs []onnxrt.IO) string {
-	for _, io := range append(slices.Clone(ins), outs...) {
-		if io.Kind != graph.KindTensor && io.Kind != graph.KindUnknown {
-			return fmt.Sprintf(" (%q is %s, not a tensor)", io.Name, io.NotExpressible())
-		}
-	}
-	return ""
 }
 
 // skipORTFormat is export for a model the ORT format cannot hold (tensors

@@ -10,11 +10,11 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/export"
 	"github.com/optc-dev/optc/export/target"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/atomicfile"
@@ -47,33 +47,27 @@ func (Target) Cost(config.Config) target.Cost { return target.Cost{Timed: 1} }
 // the .ort runs.
 func (Target) Export(h target.Host) (any, error) {
 	float := h.Float()
-	if _, err := os.Stat(float + ".data"); err == nil {
-		return nil, fmt.Errorf("%s keeps its tensors in a side file (over 2 GiB), which the ORT format cannot hold", h.Rel(float))
-	}
 	m, err := graph.LoadFile(float)
 	if err != nil {
 		return nil, err
 	}
-	defer m.Close()
 	config := requiredOperators(m, h.Rel(float))
+	m.Close()
 	out, err := h.Path(model)
 	if err != nil {
 		return nil, err
 	}
-	ins, outs := ort.Interface(m)
 	so := h.Session()
-	so.Level, so.OptimizedModelPath = ort.LevelBasic, out
-	sess, err := ort.NewSession(ort.Source{Path: float, Inputs: ins, Outputs: outs}, so)
+	so.Level = ort.LevelBasic
+	skipped, err := export.WriteORTFormat(float, out, so)
 	if err != nil {
-		return nil, fmt.Errorf("writing %s: %w", model, err)
-	}
-	if err := sess.Close(); err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(out); err != nil {
-		return nil, fmt.Errorf("ONNX Runtime did not write %s: %w", model, err)
+	if skipped != "" {
+		h.Note(fmt.Sprintf("ort-mobile: %s: %s: no %s", h.Rel(float), skipped, model))
+	} else {
+		h.Add(model, "ort-model", "fp32", h.Rel(float))
 	}
-	h.Add(model, "ort-model", "fp32", h.Rel(float))
 	p, err := h.Path(operators)
 	if err != nil {
 		return nil, err
