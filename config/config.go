@@ -504,6 +504,12 @@ func (c Config) ExpandTargets() ([]string, error) {
 // starting with (or naming) the key at fault.
 type Problems []string
 
+// SectionRules check the targets' own sections (tensorrt, triton): each
+// target with rules registers them (export/target.Register), so that a
+// target's rules live in its package; config cannot import the targets.
+// A rule returns one message per problem, naming the key.
+var SectionRules []func(Config) []string
+
 func (p Problems) Error() string { return strings.Join(p, "; ") }
 
 // Validate checks values the types cannot: names, ranges, combinations.
@@ -537,8 +543,11 @@ func (c Config) Validate() error {
 	c.Quantize.validate(bad)
 	c.Runtime.validate(bad)
 	c.Latency.validate(bad)
-	c.TensorRT.validate(bad)
-	c.Triton.validate(bad)
+	for _, rule := range SectionRules {
+		for _, p := range rule(c) {
+			bad("%s", p)
+		}
+	}
 	c.crossSections(bad)
 	if err := c.Gates.Validate(); err != nil {
 		bad("%v", err)
@@ -717,33 +726,6 @@ func (l Latency) validate(bad problem) {
 	}
 	if l.Repeats < 1 {
 		bad("latency.repeats: %d (want at least 1)", l.Repeats)
-	}
-}
-
-func (t TensorRT) validate(bad problem) {
-	if !regexp.MustCompile(`^[0-9]+$`).MatchString(t.Version) {
-		bad("tensorrt.version: %q (want TensorRT's integer version, e.g. 100300 for 10.3.0)", t.Version)
-	}
-	for name, p := range t.Profiles {
-		if len(p.Min) == 0 || len(p.Min) != len(p.Opt) || len(p.Opt) != len(p.Max) {
-			bad("tensorrt.profiles.%s: min, opt and max must have the same rank", name)
-			continue
-		}
-		for i := range p.Min {
-			if p.Min[i] < 0 || p.Min[i] > p.Opt[i] || p.Opt[i] > p.Max[i] {
-				bad("tensorrt.profiles.%s: want 0 <= min <= opt <= max in every dim (0: an empty tensor, a KV cache's first step)", name)
-				break
-			}
-		}
-	}
-}
-
-func (t Triton) validate(bad problem) {
-	if t.MaxBatchSize < 0 || t.Instances < 0 || t.MaxQueueDelayUs < 0 || t.Batch < 0 || t.Threads < 0 {
-		bad("triton: batch, threads, max_batch_size, instances and max_queue_delay_us must not be negative")
-	}
-	if (t.Batch > 0) != (t.Threads > 0) {
-		bad("triton: batch and threads pin the profile together; give both or neither")
 	}
 }
 

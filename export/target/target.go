@@ -88,6 +88,14 @@ type Cost struct {
 	SweepPoints int
 }
 
+// Validator is a target with rules on its config section that the types
+// cannot say (config.Config.Validate runs them, for a build of any
+// target, as it checks every key).
+type Validator interface {
+	// Validate returns one message per problem, naming the key.
+	Validate(c config.Config) []string
+}
+
 // Flagged is a target with options of its own on optc build's command
 // line.
 type Flagged interface {
@@ -177,6 +185,9 @@ func Register(ts ...Target) {
 		}
 		registry = append(registry, t)
 		config.Targets = append(config.Targets, t.Name())
+		if v, ok := t.(Validator); ok {
+			config.SectionRules = append(config.SectionRules, v.Validate)
+		}
 	}
 }
 

@@ -10,10 +10,12 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -62,6 +64,32 @@ func (Target) Summary(section any) []string {
 		return nil
 	}
 	return []string{fmt.Sprintf("tensorrt lint: %d errors, %d warnings (tensorrt/lint.json)", lint.Errors(r.Lint), len(r.Lint)-lint.Errors(r.Lint))}
+}
+
+// versionPattern is TensorRT's integer version, e.g. 100300 for 10.3.0.
+var versionPattern = regexp.MustCompile(`^[0-9]+$`)
+
+// Validate checks the tensorrt section of the config.
+func (Target) Validate(c config.Config) []string {
+	var bad []string
+	t := c.TensorRT
+	if !versionPattern.MatchString(t.Version) {
+		bad = append(bad, fmt.Sprintf("tensorrt.version: %q (want TensorRT's integer version, e.g. 100300 for 10.3.0)", t.Version))
+	}
+	for _, name := range slices.Sorted(maps.Keys(t.Profiles)) {
+		p := t.Profiles[name]
+		if len(p.Min) == 0 || len(p.Min) != len(p.Opt) || len(p.Opt) != len(p.Max) {
+			bad = append(bad, fmt.Sprintf("tensorrt.profiles.%s: min, opt and max must have the same rank", name))
+			continue
+		}
+		for i := range p.Min {
+			if p.Min[i] < 0 || p.Min[i] > p.Opt[i] || p.Opt[i] > p.Max[i] {
+				bad = append(bad, fmt.Sprintf("tensorrt.profiles.%s: want 0 <= min <= opt <= max in every dim (0: an empty tensor, a KV cache's first step)", name))
+				break
+			}
+		}
+	}
+	return bad
 }
 
 // Flags: --trt-version.

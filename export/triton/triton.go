@@ -32,6 +32,19 @@ func (Target) Artifacts() []string {
 		"triton/model_repository/NAME/configs/low_latency.pbtxt"}
 }
 
+// Validate checks the triton section of the config.
+func (Target) Validate(c config.Config) []string {
+	var bad []string
+	t := c.Triton
+	if t.MaxBatchSize < 0 || t.Instances < 0 || t.MaxQueueDelayUs < 0 || t.Batch < 0 || t.Threads < 0 {
+		bad = append(bad, "triton: batch, threads, max_batch_size, instances and max_queue_delay_us must not be negative")
+	}
+	if (t.Batch > 0) != (t.Threads > 0) {
+		bad = append(bad, "triton: batch and threads pin the profile together; give both or neither")
+	}
+	return bad
+}
+
 // Flags: --triton-name.
 func (Target) Flags(fs *pflag.FlagSet, c *config.Config) map[string]string {
 	fs.StringVar(&c.Triton.Name, "triton-name", c.Triton.Name, "model name in the Triton repository (default: the model file's name)")
