@@ -47,7 +47,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"optimize", "--prune-scope", ""}, []string{"layer", "global"}},
 		{[]string{"runtime", "install", "--platform", ""}, []string{"darwin/arm64", "linux/amd64", "linux/arm64", "all"}},
 		// After a comma in a list flag: the values not given yet.
-		{[]string{"build", "--target", "ort,triton,"}, []string{"ort,triton,tensorrt", "ort,triton,openvino", "ort,triton,all"}},
+		{[]string{"build", "--target", "ort,triton,"}, []string{"ort,triton,tensorrt", "ort,triton,openvino", "ort,triton,ort-mobile", "ort,triton,all"}},
 		{[]string{"quantize", "--technique", "gptq,"}, []string{"gptq,cle", "gptq,smoothquant", "gptq,bias-correction"}},
 		{[]string{"runtime", "install", "--platform", "linux/amd64,"}, []string{"linux/amd64,darwin/arm64", "linux/amd64,linux/arm64", "linux/amd64,all"}},
 	}
