@@ -453,9 +453,9 @@ func (s *scorer) Result(samples int64, limited bool) (*task.Figure, error) {
 		metric = "hmean against A's detections"
 		if j.a.Found == 0 && len(s.all[0]) > 0 {
 			// A kept boxes but none reached the threshold (random inputs to
-			// a trained detector, an untrained one): judged at the median
-			// of A's scores instead of vacuously agreeing on nothing.
-			j = s.judge(medianScore(s.all[0]))
+			// a trained detector, an untrained one): judged just below the
+			// median of A's scores instead of vacuously agreeing on nothing.
+			j = s.judge(belowMedianScore(s.all[0]))
 			metric = fmt.Sprintf("hmean against A's detections at score >= %.3g (A had none at %g)", j.thresh, s.opts.ScoreThresh)
 		}
 	}
@@ -484,14 +484,26 @@ func (s *scorer) Result(samples int64, limited bool) (*task.Figure, error) {
 	return f, nil
 }
 
-// medianScore is the median score of dets (the lower middle one).
-func medianScore(dets []detection) float64 {
+// belowMedianScore is a threshold that keeps the upper half of dets'
+// scores (from the median, the lower middle one, up) with no score on
+// it: midway between the median and the next lower score, or half the
+// lowest. A threshold on one of A's own scores would count that box in
+// or out of B's detections by float noise alone (B's score 1e-6 below),
+// which with few boxes is a drop of tens of points for a model that
+// computes the same.
+func belowMedianScore(dets []detection) float64 {
 	scores := make([]float64, len(dets))
 	for i, d := range dets {
 		scores[i] = d.score
 	}
 	slices.Sort(scores)
-	return scores[(len(scores)-1)/2]
+	m := (len(scores) - 1) / 2
+	for i := m - 1; i >= 0; i-- {
+		if scores[i] < scores[m] {
+			return (scores[i] + scores[m]) / 2
+		}
+	}
+	return scores[m] / 2
 }
 
 // meanAP is the mean over the ground truth's classes of PASCAL VOC's

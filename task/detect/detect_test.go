@@ -153,6 +153,29 @@ func TestScoreLowScoresNotVacuous(t *testing.T) {
 	}
 }
 
+// TestScoreLowScoresFloatNoise: judged below the median of A's scores, a
+// model that computes the same up to float noise (B's scores 1e-6 lower)
+// agrees fully: no box sits on the threshold.
+func TestScoreLowScoresFloatNoise(t *testing.T) {
+	s := newScorer(t, "", nil)
+	boxes, labels := [][4]float32{{0, 0, 10, 10}, {20, 20, 30, 30}, {40, 40, 50, 50}}, []float32{0, 1, 2}
+	a := run{boxes: boxes, scores: []float32{0.2, 0.1, 0.05}, labels: labels}
+	b := run{boxes: boxes, scores: []float32{0.2 - 1e-6, 0.1 - 1e-6, 0.05 - 1e-6}, labels: labels}
+	if err := s.AddAll(0, 1, a.values(), b.values()); err != nil {
+		t.Fatal(err)
+	}
+	f, err := s.Result(1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(f.Metric, "A had none at 0.5") || f.A != 100 || f.B != 100 || f.DropPoints != 0 {
+		t.Errorf("%s: A %v B %v drop %v", f.Metric, f.A, f.B, f.DropPoints)
+	}
+	if want := "at score >= 0.075"; !strings.Contains(f.Metric, want) {
+		t.Errorf("%s: want %q (midway between the median 0.1 and 0.05)", f.Metric, want)
+	}
+}
+
 // Empty outputs in both models (no object on the image) are valid.
 func TestScoreEmpty(t *testing.T) {
 	s := newScorer(t, "", nil)
