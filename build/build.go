@@ -26,7 +26,6 @@ import (
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/export/target"
-	"github.com/optc-dev/optc/export/tensorrt"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/atomicfile"
 	"github.com/optc-dev/optc/optimize"
@@ -596,8 +595,9 @@ func (b *builder) quantizeTensorRT() error {
 		return err
 	}
 	if g := b.res.INT8TRT.Guard; g != nil && g.Allowed {
-		b.res.NotRecommended = append(b.res.NotRecommended, tensorrt.QDQModel)
-		b.note(fmt.Sprintf("tensorrt: %s misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended", path.Base(tensorrt.QDQModel), ptq.FailedChecks(g.Checks)))
+		rel, _ := target.QuantizedModel(quantize.TargetTensorRT)
+		b.res.NotRecommended = append(b.res.NotRecommended, rel)
+		b.note(fmt.Sprintf("tensorrt: %s misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended", path.Base(rel), ptq.FailedChecks(g.Checks)))
 	}
 	return nil
 }

@@ -127,6 +127,10 @@ func TestImportDirection(t *testing.T) {
 			if l, ok := layerOf(imp); ok && l >= layer {
 				t.Errorf("%s (layer %d) imports %s (layer %d): imports point down only", pkg, layer, imp, l)
 			}
+			if l, _ := layerOf(imp); l == targetLayer && pkg != "export/targets" {
+				// The build reaches a target only through the registry.
+				t.Errorf("%s imports the target %s: only export/targets does (the rest reach a target through export/target)", pkg, imp)
+			}
 			if allowed, ok := only[pkg]; ok && !slices.Contains(allowed, imp) {
 				t.Errorf("%s imports %s; it may import only %s", pkg, imp, strings.Join(allowed, ", "))
 			}
