@@ -318,7 +318,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 // Default is the configuration without a file or flags.
 func Default() Config {
-	return Config{
+	c := Config{
 		Targets:  []string{"ort"},
 		OptLevel: 2,
 		Budget:   Duration{5 * time.Minute},
@@ -329,11 +329,14 @@ func Default() Config {
 		Prune: Prune{Reconstruct: true, Scope: prune.ScopeLayer},
 		Quantize: Quantize{ReduceRange: "auto", Format: "qdq", PerChannel: true, Placement: "auto", PlacementBudget: Duration{time.Minute},
 			BlockSize: weightonly.DefaultBlockSize, WeightRounding: string(weightonly.RTN)},
-		Eval:     Eval{Batch: 8},
-		Runtime:  Runtime{Level: "all", NCHWc: "auto"},
-		Latency:  Latency{Batches: []int{1, 8}, Duration: Duration{time.Second}, Repeats: 5},
-		TensorRT: TensorRT{Version: "100300"},
+		Eval:    Eval{Batch: 8},
+		Runtime: Runtime{Level: "all", NCHWc: "auto"},
+		Latency: Latency{Batches: []int{1, 8}, Duration: Duration{time.Second}, Repeats: 5},
 	}
+	for _, d := range SectionDefaults {
+		d(&c)
+	}
+	return c
 }
 
 // Load reads a config file over the defaults: keys it does not set keep
@@ -509,6 +512,10 @@ type Problems []string
 // target's rules live in its package; config cannot import the targets.
 // A rule returns one message per problem, naming the key.
 var SectionRules []func(Config) []string
+
+// SectionDefaults set the targets' own sections to their defaults in
+// Default (tensorrt.version), registered like SectionRules.
+var SectionDefaults []func(*Config)
 
 func (p Problems) Error() string { return strings.Join(p, "; ") }
 

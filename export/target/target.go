@@ -96,6 +96,12 @@ type Validator interface {
 	Validate(c config.Config) []string
 }
 
+// Defaulted is a target whose config section has defaults other than
+// zero (config.Default applies them).
+type Defaulted interface {
+	Defaults(c *config.Config)
+}
+
 // Flagged is a target with options of its own on optc build's command
 // line.
 type Flagged interface {
@@ -187,6 +193,9 @@ func Register(ts ...Target) {
 		config.Targets = append(config.Targets, t.Name())
 		if v, ok := t.(Validator); ok {
 			config.SectionRules = append(config.SectionRules, v.Validate)
+		}
+		if d, ok := t.(Defaulted); ok {
+			config.SectionDefaults = append(config.SectionDefaults, d.Defaults)
 		}
 	}
 }

@@ -66,6 +66,10 @@ func (Target) Summary(section any) []string {
 	return []string{fmt.Sprintf("tensorrt lint: %d errors, %d warnings (tensorrt/lint.json)", lint.Errors(r.Lint), len(r.Lint)-lint.Errors(r.Lint))}
 }
 
+// Defaults: the calibration cache's header names TensorRT 10.3.0 unless
+// tensorrt.version says otherwise.
+func (Target) Defaults(c *config.Config) { c.TensorRT.Version = "100300" }
+
 // versionPattern is TensorRT's integer version, e.g. 100300 for 10.3.0.
 var versionPattern = regexp.MustCompile(`^[0-9]+$`)
 
