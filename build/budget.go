@@ -439,8 +439,9 @@ func (b *builder) checkBudgetPossible() error {
 		timing += float64(minWindowRuns+1) * perRun[batch]
 	}
 	timing *= float64(p.TimedModels * max(b.c.Latency.Repeats, 1))
-	checked := p.TimedModels    // the input's reference run, and each artifact ORT deploys but the .ort (the same float model)
-	checked += b.cost().Checked // models checked but not timed (TensorRT's)
+	// One check per timed model (the input's stands for its reference
+	// run), and the models the targets check without timing (TensorRT's).
+	checked := p.TimedModels + b.cost().Checked
 	evalSamples := b.checkSamples()
 	checks := float64(checked*min(evalSamples, ptq.MinCheckSamples)) * perSample
 	why := fmt.Sprintf("%d artifact checks on %d samples, %d timing windows of %d runs", checked, min(evalSamples, ptq.MinCheckSamples), p.TimingWindows, minWindowRuns)
