@@ -421,7 +421,7 @@ func (b *builder) load() error {
 	b.inputs = data.GraphInputs(m.Graph)
 	b.splitCalibration(b.inputs)
 	b.latencyBatches = b.c.Latency.Batches
-	if s := data.StaticBatch(data.GraphInputs(m.Graph), b.c.Inputs()); s > 0 && !slices.Equal(b.latencyBatches, []int{s}) {
+	if s := data.StaticBatch(data.GraphInputs(m.Graph), data.ConfigSpec(b.c)); s > 0 && !slices.Equal(b.latencyBatches, []int{s}) {
 		b.latencyBatches = []int{s}
 		b.note(fmt.Sprintf("the model's batch is static (%d): artifacts are timed at batch %d only", s, s))
 	}
@@ -458,7 +458,7 @@ func (b *builder) shapesFromData(inputs []data.Input) error {
 	if spec == "" || spec == "random" {
 		spec = b.c.Eval.Data
 	}
-	opts := data.Options{Spec: b.c.Inputs(), Image: b.c.ImageOptions(), Seed: b.c.Calibration.Seed, High: 1}
+	opts := data.Options{Spec: data.ConfigSpec(b.c), Image: data.ConfigImage(b.c.Image), Seed: b.c.Calibration.Seed, High: 1}
 	shapes, named, err := data.ShapesFromData(spec, inputs, opts)
 	if err != nil || named == nil {
 		return err
@@ -487,7 +487,7 @@ func (b *builder) passes() error {
 	o := optimize.Options{
 		Input: b.c.Model, Output: out, Level: b.c.OptLevel, Check: true,
 		CheckAtol: optimize.DefaultCheckAtol, CheckRtol: optimize.DefaultCheckRtol,
-		DataOpts: data.Options{Spec: b.c.Inputs(), High: 1, Seed: 1}, ORTLib: b.c.Runtime.ORTLib,
+		DataOpts: data.Options{Spec: data.ConfigSpec(b.c), High: 1, Seed: 1}, ORTLib: b.c.Runtime.ORTLib,
 	}
 	// The user's data, when there is some, is what the passes are checked
 	// on: a model whose inputs must hold valid values (a mask that fits
@@ -634,7 +634,7 @@ func (b *builder) ptqOptions(target quantize.Target, out string) (ptq.Options, e
 		Calib:     calibrate.Options{Percentile: c.Calibration.Percentile, MovingAverage: c.Calibration.MovingAverage},
 		Quant: quantize.Options{Target: target, Exclude: c.Quantize.Exclude,
 			KeepFirstLast: c.Quantize.KeepFirstLast, PerChannel: &c.Quantize.PerChannel},
-		EvalData: b.eval.spec, EvalOpts: b.eval.opts, Session: b.session(), Inputs: c.Inputs(), NoLatency: true,
+		EvalData: b.eval.spec, EvalOpts: b.eval.opts, Session: b.session(), Inputs: data.ConfigSpec(c), NoLatency: true,
 		Batches: c.Latency.Batches, ORTLib: c.Runtime.ORTLib, MaxAccuracyDrop: c.Quantize.MaxAccuracyDrop, MinCosine: c.Quantize.MinCosine,
 		MaxRelError: c.Quantize.MaxRelError, NoGuard: c.Quantize.NoGuard, AllowAccuracyLoss: c.Quantize.AllowAccuracyLoss,
 		FallbackBudget:      time.Duration(b.res.Plan.FallbackSeconds * float64(time.Second)),
@@ -645,7 +645,7 @@ func (b *builder) ptqOptions(target quantize.Target, out string) (ptq.Options, e
 	}
 	// config.Validate checked the names.
 	o.Techniques, _ = quantize.ParseTechniques(c.Quantize.Techniques)
-	o.EvalLabels, o.EvalTask = tasks.Scoring(c.Eval.TaskSpec())
+	o.EvalLabels, o.EvalTask = tasks.Scoring(tasks.Spec(c.Eval))
 	if !b.res.EvalHeldOut {
 		// ptq then measures on the calibration data and says so.
 		o.EvalData, o.EvalOpts = "", data.Options{}
@@ -706,7 +706,7 @@ func (b *builder) calibrationProgress(total int64) func(int64) {
 // dataOptions reads a data file: shapes only fix random data (files carry
 // their own), samples bound what is read.
 func (b *builder) dataOptions(spec string, batch, samples int) data.Options {
-	o := data.Options{Batch: batch, Samples: samples, Seed: b.c.Calibration.Seed, High: 1, Image: b.c.ImageOptions(), Spec: b.c.Inputs()}
+	o := data.Options{Batch: batch, Samples: samples, Seed: b.c.Calibration.Seed, High: 1, Image: data.ConfigImage(b.c.Image), Spec: data.ConfigSpec(b.c)}
 	if spec != "random" {
 		o.Shapes = nil
 	} else {
@@ -735,7 +735,7 @@ func Session(c config.Config) ort.Options {
 // TimingData is what a build with configuration c times models on:
 // random inputs in [0, 1), seeded, with c's shapes, ranges and values.
 func TimingData(c config.Config) data.Options {
-	return data.Options{High: 1, Seed: 1, Spec: c.Inputs()}
+	return data.Options{High: 1, Seed: 1, Spec: data.ConfigSpec(c)}
 }
 
 // checkSession is how an artifact is checked: the runtime's level, and

@@ -137,7 +137,7 @@ func (b *builder) replayLayout() error {
 // layoutOptions are the nchwc stage's, shaping at block into out.
 func (b *builder) layoutOptions(out string, block int, untimed bool) LayoutOptions {
 	return LayoutOptions{Float: b.float, Deployed: b.ortModel, Output: out, Block: block,
-		Session: b.session(), Inputs: b.c.Inputs(), Batches: b.latencyBatches, ORTLib: b.c.Runtime.ORTLib,
+		Session: b.session(), Inputs: data.ConfigSpec(b.c), Batches: b.latencyBatches, ORTLib: b.c.Runtime.ORTLib,
 		Untimed: untimed, Progress: b.progress}
 }
 

@@ -44,7 +44,7 @@ func (b *builder) pruneOptions(o *optimize.Options) error {
 	if b.eval.spec != "" && b.eval.spec != "random" {
 		o.PruneData, o.PruneDataOpts = b.eval.spec, b.eval.opts
 		if c.Eval.Data != "" {
-			o.PruneLabels, _ = tasks.Scoring(c.Eval.TaskSpec()) // class labels only
+			o.PruneLabels, _ = tasks.Scoring(tasks.Spec(c.Eval)) // class labels only
 		}
 	}
 	return nil

@@ -90,7 +90,7 @@ type OutputCheck struct {
 // itself deploys, and times the input model as the baseline.
 func (b *builder) verify() error {
 	spec, dopts := b.eval.spec, b.eval.opts
-	labels, scorer := tasks.Scoring(b.c.Eval.TaskSpec())
+	labels, scorer := tasks.Scoring(tasks.Spec(b.c.Eval))
 	var err error
 	if b.res.Baseline, err = b.timing(b.c.Model, "", b.session()); err != nil {
 		return fmt.Errorf("%s: %w", b.c.Model, err)
@@ -214,7 +214,7 @@ func (b *builder) verifyFP16(a *Artifact, path string) error {
 	check := func(spec string, dopts data.Options, eval bool) (*Check, error) {
 		labels, scorer, key := "", task.Factory(nil), a.Path+" (calibration data)"
 		if eval {
-			labels, scorer = tasks.Scoring(b.c.Eval.TaskSpec())
+			labels, scorer = tasks.Scoring(tasks.Spec(b.c.Eval))
 			key = a.Path
 		}
 		r, err := compare.Models(compare.Options{
@@ -359,7 +359,7 @@ func (b *builder) seqTimings(model, runModel string, sess ort.Options) ([]bench.
 	}
 	var ts []bench.SeqTiming
 	for _, l := range b.c.Latency.SeqLengths {
-		spec := b.c.Inputs()
+		spec := data.ConfigSpec(b.c)
 		spec.Shapes = maps.Clone(spec.Shapes)
 		if spec.Shapes == nil {
 			spec.Shapes = map[string][]int64{}

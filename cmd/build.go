@@ -295,7 +295,7 @@ func bindBuildFlags(fs *pflag.FlagSet, c *config.Config) {
 
 	fs.StringVar(&c.Runtime.Level, "level", c.Runtime.Level, "ORT graph optimization level the artifacts run at: "+choice.Or(ort.Levels))
 	fs.IntVar(&c.Runtime.Threads, "threads", c.Runtime.Threads, "ORT intra-op threads (0: one per core)")
-	fs.StringVar(&c.Runtime.NCHWc, "nchwc", c.Runtime.NCHWc, "shape the ORT artifact's FP32 model for ORT's blocked CPU layout and deploy it when measured faster: "+choice.Or(config.NCHWcChoices)+" (auto: this CPU's block)")
+	fs.StringVar(&c.Runtime.NCHWc, "nchwc", c.Runtime.NCHWc, "shape the ORT artifact's FP32 model for ORT's blocked CPU layout and deploy it when measured faster: "+choice.Or(build.NCHWcChoices)+" (auto: this CPU's block)")
 	fs.IntSliceVar(&c.Latency.Batches, "latency-batches", c.Latency.Batches, "the deployment's batch sizes: artifacts are timed at them, and INT8 ships only where it is faster at each")
 	fs.IntSliceVar(&c.Latency.SeqLengths, "latency-seq-lengths", c.Latency.SeqLengths, "--eval-task lm: also time every model at batch 1 at these sequence lengths")
 	fs.DurationVar(&c.Latency.Duration.Duration, "latency-duration", c.Latency.Duration.Duration, "timing per batch size")

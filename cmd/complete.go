@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/optc-dev/optc/build"
 	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/config"
@@ -42,7 +43,7 @@ var flagChoices = map[string][]string{
 	"technique":   choice.Strings(quantize.Techniques),
 	"eval-task":   tasks.Names(),
 	"prune-scope": prune.Scopes,
-	"nchwc":       config.NCHWcChoices,
+	"nchwc":       build.NCHWcChoices,
 }
 
 // commandFlagChoices are the flags whose names mean different things in

@@ -568,9 +568,9 @@ func quantizeTask(o *ptq.Options, e config.Eval) error {
 	if e.Task == tasks.LM {
 		return usageError{fmt.Errorf("--eval-task lm scores a weight-only language model: optc build --weights int4 --eval-task lm")}
 	}
-	if ps := tasks.Validate(e.TaskSpec()); len(ps) > 0 {
+	if ps := tasks.Validate(tasks.Spec(e)); len(ps) > 0 {
 		return usageError{errors.New(tasks.FlagNames(ps[0]))}
 	}
-	o.EvalLabels, o.EvalTask = tasks.Scoring(e.TaskSpec())
+	o.EvalLabels, o.EvalTask = tasks.Scoring(tasks.Spec(e))
 	return nil
 }

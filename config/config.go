@@ -8,7 +8,6 @@ package config
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,16 +21,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/optc-dev/optc/calibrate"
-	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/internal/choice"
-	"github.com/optc-dev/optc/ort"
-	"github.com/optc-dev/optc/placement"
-	"github.com/optc-dev/optc/prune"
-	"github.com/optc-dev/optc/quantize"
-	"github.com/optc-dev/optc/task"
-	"github.com/optc-dev/optc/task/tasks"
-	"github.com/optc-dev/optc/weightonly"
 )
 
 // Config is everything `optc build` does, as one value.
@@ -78,11 +68,6 @@ type Config struct {
 	src *source // where Load read the paths from (paths.go)
 }
 
-// TaskSpec is the eval section as a task plug-in reads it.
-func (e Eval) TaskSpec() task.Spec {
-	return task.Spec{Name: e.Task, Labels: e.Labels, Dict: e.Dict, Output: e.Output, Params: e.Params}
-}
-
 // Gates are the budgets `optc diff` enforces between two builds (zero: not
 // checked); flags of optc diff override them.
 type Gates struct {
@@ -111,7 +96,7 @@ type Calibration struct {
 	Samples       int     `yaml:"samples" json:"samples"` // 0: all
 	Batch         int     `yaml:"batch" json:"batch"`
 	Seed          int64   `yaml:"seed" json:"seed"`
-	Method        string  `yaml:"method" json:"method"` // one of calibrate.Methods
+	Method        string  `yaml:"method" json:"method"` // one of calibrate's methods
 	Percentile    float64 `yaml:"percentile" json:"percentile"`
 	MovingAverage float64 `yaml:"moving_average" json:"moving_average"`
 	Cache         string  `yaml:"cache" json:"cache"` // reused when it matches the model
@@ -230,9 +215,6 @@ type Runtime struct {
 	NCHWc string `yaml:"nchwc" json:"nchwc"`
 }
 
-// NCHWcChoices is what runtime.nchwc takes.
-var NCHWcChoices = []string{"auto", "on", "off", "8", "16"}
-
 // Latency is how the artifacts are timed.
 type Latency struct {
 	Batches  []int    `yaml:"batches" json:"batches"`
@@ -316,25 +298,20 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Default is the configuration without a file or flags.
+// Default is the configuration without a file or flags: config's own
+// keys here, each owned section's from its owner (Owner.Defaults).
 func Default() Config {
 	c := Config{
 		Targets:  []string{"ort"},
 		OptLevel: 2,
 		Budget:   Duration{5 * time.Minute},
-		Image:    Image{Layout: "NCHW", Color: "rgb"},
-		Calibration: Calibration{
-			Batch: 8, Seed: 1, Method: string(calibrate.DefaultMethod), Percentile: calibrate.DefaultPercentile,
-		},
-		Prune: Prune{Reconstruct: true, Scope: prune.ScopeLayer},
-		Quantize: Quantize{ReduceRange: "auto", Format: "qdq", PerChannel: true, Placement: "auto", PlacementBudget: Duration{time.Minute},
-			BlockSize: weightonly.DefaultBlockSize, WeightRounding: string(weightonly.RTN)},
-		Eval:    Eval{Batch: 8},
-		Runtime: Runtime{Level: "all", NCHWc: "auto"},
-		Latency: Latency{Batches: []int{1, 8}, Duration: Duration{time.Second}, Repeats: 5},
+		Eval:     Eval{Batch: 8},
+		Latency:  Latency{Batches: []int{1, 8}, Duration: Duration{time.Second}, Repeats: 5},
 	}
-	for _, d := range SectionDefaults {
-		d(&c)
+	for _, o := range owners {
+		if o.Defaults != nil {
+			o.Defaults(&c)
+		}
 	}
 	return c
 }
@@ -419,30 +396,6 @@ func tidy(msg string) string {
 	return strings.Join(strings.Fields(msg), " ")
 }
 
-// Inputs is the input specification every stage of the build uses.
-func (c Config) Inputs() data.Spec {
-	s := data.Spec{Shapes: c.Shapes, BatchAxes: c.BatchAxes, Values: c.Values}
-	for name, r := range c.Ranges {
-		if len(r) == 2 {
-			if s.Ranges == nil {
-				s.Ranges = map[string][2]float64{}
-			}
-			s.Ranges[name] = [2]float64{r[0], r[1]}
-		}
-	}
-	return s
-}
-
-// ImageOptions is the image section as the data readers take it.
-func (c Config) ImageOptions() data.ImageOptions {
-	o := data.ImageOptions{Resize: c.Image.Resize, Layout: c.Image.Layout, Color: c.Image.Color,
-		Scale: c.Image.Scale, Mean: c.Image.Mean, Std: c.Image.Std}
-	if len(c.Image.Size) == 2 {
-		o.Height, o.Width = c.Image.Size[0], c.Image.Size[1]
-	}
-	return o
-}
-
 // Marshal writes c as YAML, the form --print-config shows.
 func Marshal(c Config) ([]byte, error) {
 	var buf bytes.Buffer
@@ -507,21 +460,13 @@ func (c Config) ExpandTargets() ([]string, error) {
 // starting with (or naming) the key at fault.
 type Problems []string
 
-// SectionRules check the targets' own sections (tensorrt, triton): each
-// target with rules registers them (export/target.Register), so that a
-// target's rules live in its package; config cannot import the targets.
-// A rule returns one message per problem, naming the key.
-var SectionRules []func(Config) []string
-
-// SectionDefaults set the targets' own sections to their defaults in
-// Default (tensorrt.version), registered like SectionRules.
-var SectionDefaults []func(*Config)
-
 func (p Problems) Error() string { return strings.Join(p, "; ") }
 
 // Validate checks values the types cannot: names, ranges, combinations.
-// Messages name the key; the error is Problems. Each section checks its
-// own keys (validate); the rules that join sections are here.
+// Messages name the key; the error is Problems. config checks its own
+// keys (the top level, eval's data, latency, gates); each owned section's
+// owner checks its keys (Owner.Rules), then the rules that join sections
+// run (config's and the owners' Joins).
 func (c Config) Validate() error {
 	var errs Problems
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
@@ -544,24 +489,21 @@ func (c Config) Validate() error {
 	if c.Budget.Duration < 0 {
 		bad("budget: %v (want a positive duration, or 0 for none)", c.Budget)
 	}
-	c.Calibration.validate(bad)
+	errs = append(errs, unowned()...)
 	c.Eval.validate(bad)
-	c.Prune.validate(bad)
-	c.Quantize.validate(bad)
-	c.Runtime.validate(bad)
 	c.Latency.validate(bad)
-	for _, rule := range SectionRules {
-		for _, p := range rule(c) {
-			bad("%s", p)
+	for _, o := range owners {
+		if o.Rules != nil {
+			errs = append(errs, o.Rules(c)...)
 		}
 	}
 	c.crossSections(bad)
-	if err := c.Gates.Validate(); err != nil {
-		bad("%v", err)
+	for _, o := range owners {
+		if o.Joins != nil {
+			errs = append(errs, o.Joins(c)...)
+		}
 	}
-	if n := len(c.Image.Size); n != 0 && n != 2 {
-		bad("image.size: want [height, width]")
-	} else if err := c.ImageOptions().Validate(); err != nil {
+	if err := c.Gates.Validate(); err != nil {
 		bad("%v", err)
 	}
 	if len(errs) > 0 {
@@ -570,15 +512,16 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// ValidateQuantization checks the calibration and quantize sections and
-// the guard's need of labels, as Validate does: optc quantize fills them
-// from its flags, so that a rule exists once.
+// ValidateQuantization checks the calibration and quantize sections as
+// Validate does: optc quantize fills them from its flags, so that a rule
+// exists once.
 func (c Config) ValidateQuantization() error {
-	var errs Problems
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
-	c.Calibration.validate(bad)
-	c.Quantize.validate(bad)
-	c.guardNeedsLabels(bad)
+	errs := unowned()
+	for _, o := range owners {
+		if o.Rules != nil && (o.Section == "calibration" || o.Section == "quantize") {
+			errs = append(errs, o.Rules(c)...)
+		}
+	}
 	if len(errs) > 0 {
 		return errs
 	}
@@ -588,24 +531,7 @@ func (c Config) ValidateQuantization() error {
 // problem is how a section's validate reports one (Validate's bad).
 type problem func(format string, args ...any)
 
-func (c Calibration) validate(bad problem) {
-	if _, err := calibrate.ParseMethod(c.Method); err != nil {
-		bad("calibration.method: %q (want %s)", c.Method, calibrate.MethodNames())
-	}
-	if p := c.Percentile; p <= 0 || p > 100 {
-		bad("calibration.percentile: %g (want 0 < p <= 100)", p)
-	}
-	if a := c.MovingAverage; a < 0 || a >= 1 {
-		bad("calibration.moving_average: %g (want 0 <= a < 1)", a)
-	}
-	if c.Batch < 1 {
-		bad("calibration.batch: %d (want at least 1)", c.Batch)
-	}
-	if c.Samples < 0 {
-		bad("calibration.samples: %d must not be negative", c.Samples)
-	}
-}
-
+// validate checks eval's own keys; its task keys are task/tasks'.
 func (e Eval) validate(bad problem) {
 	if e.Batch < 1 {
 		bad("eval.batch: %d (want at least 1)", e.Batch)
@@ -615,94 +541,6 @@ func (e Eval) validate(bad problem) {
 	}
 	if e.Labels != "" && e.Data == "" {
 		bad("eval.labels needs eval.data")
-	}
-	for _, p := range tasks.Validate(e.TaskSpec()) {
-		bad("%s", p)
-	}
-}
-
-func (p Prune) validate(bad problem) {
-	for _, m := range p.Methods {
-		if _, err := prune.ParseMethod(m); err != nil {
-			bad("prune.methods: %v", strings.TrimPrefix(err.Error(), "--prune "))
-		}
-	}
-	if p.MaxAccuracyDrop < 0 {
-		bad("prune.max_accuracy_drop must not be negative")
-	}
-	if p.MinCosine < 0 || p.MinCosine > 1 {
-		bad("prune.min_cosine: %g (want 0 to 1)", p.MinCosine)
-	}
-	if slices.Contains(p.Methods, "channels:auto") && p.MaxAccuracyDrop <= 0 && p.MinCosine <= 0 {
-		bad("prune.methods: channels:auto needs a budget: prune.max_accuracy_drop (with eval.labels) or prune.min_cosine")
-	}
-	if !slices.Contains(prune.Scopes, p.Scope) {
-		bad("prune.scope: %q (want %s)", p.Scope, choice.Or(prune.Scopes))
-	}
-}
-
-func (q Quantize) validate(bad problem) {
-	if _, err := quantize.ParseTechniques(q.Techniques); err != nil {
-		bad("quantize.techniques: %v", err)
-	}
-	if q.SmoothAlpha < 0 || q.SmoothAlpha > 1 {
-		bad("quantize.smoothquant_alpha: %g (want a value in [0, 1])", q.SmoothAlpha)
-	}
-	if _, err := quantize.ParseReduceRange(q.ReduceRange); err != nil {
-		bad("quantize.reduce_range: %v", err)
-	}
-	if q.Placement == "" {
-		bad("quantize.placement: empty (want %s or a placement.json)", strings.Join(placement.Modes, ", "))
-	}
-	if q.PlacementBudget.Duration <= 0 {
-		bad("quantize.placement_budget: %v (want a positive duration)", q.PlacementBudget)
-	}
-	if !slices.Contains(quantize.Formats, quantize.Format(q.Format)) {
-		bad("quantize.format: %q (want %s)", q.Format, choice.Or(quantize.Formats))
-	}
-	for _, e := range q.Exclude {
-		if _, err := regexp.Compile(e); err != nil {
-			bad("quantize.exclude: %q: %v", e, err)
-		}
-	}
-	if q.MaxAccuracyDrop < 0 {
-		bad("quantize.max_accuracy_drop: %g must not be negative", q.MaxAccuracyDrop)
-	}
-	if q.MaxRelError < 0 {
-		bad("quantize.max_rel_error: %g must not be negative", q.MaxRelError)
-	}
-	if q.NoGuard && q.AllowAccuracyLoss {
-		bad("quantize.no_guard and quantize.allow_accuracy_loss: give one (with the guard off nothing is refused)")
-	}
-	if q.MinCosine < 0 || q.MinCosine > 1 {
-		bad("quantize.min_cosine: %g (want 0 to 1)", q.MinCosine)
-	}
-	if w := q.Weights; w != "" && !slices.Contains(weightonly.Types, weightonly.Type(w)) {
-		bad("quantize.weights: %q (want %s)", w, choice.Or(weightonly.Types))
-	}
-	if q.Dynamic && q.Weights != "" {
-		bad("quantize.dynamic and quantize.weights are two kinds of quantization: give one")
-	}
-	if !slices.Contains(weightonly.BlockSizes, q.BlockSize) {
-		bad("quantize.block_size: %d (want %s)", q.BlockSize, choice.Or(weightonly.BlockSizeNames()))
-	}
-	if r := weightonly.Rounding(q.WeightRounding); !slices.Contains(weightonly.Roundings, r) {
-		bad("quantize.weight_rounding: %q (want %s)", r, choice.Or(weightonly.Roundings))
-	}
-	if q.MaxPerplexityIncrease < 0 {
-		bad("quantize.max_perplexity_increase: %g must not be negative", q.MaxPerplexityIncrease)
-	}
-}
-
-func (r Runtime) validate(bad problem) {
-	if !slices.Contains(ort.Levels, r.Level) {
-		bad("runtime.level: %q (want %s)", r.Level, choice.Or(ort.Levels))
-	}
-	if !slices.Contains(NCHWcChoices, r.NCHWc) {
-		bad("runtime.nchwc: %q (want %s)", r.NCHWc, choice.Or(NCHWcChoices))
-	}
-	if r.Threads < 0 {
-		bad("runtime.threads: %d must not be negative", r.Threads)
 	}
 }
 
@@ -736,52 +574,11 @@ func (l Latency) validate(bad problem) {
 	}
 }
 
-// guardNeedsLabels: an accuracy drop is measured against labels.
-func (c Config) guardNeedsLabels(bad problem) {
-	if c.Quantize.MaxAccuracyDrop > 0 && c.Eval.Labels == "" {
-		bad("quantize.max_accuracy_drop needs eval.labels (use quantize.min_cosine without labels)")
-	}
-}
-
-// crossSections checks the rules that join keys of several sections.
+// crossSections checks the rules that join config's own keys with a
+// section's.
 func (c Config) crossSections(bad problem) {
-	if c.Prune.MaxAccuracyDrop > 0 && (c.Eval.Labels == "" || len(c.Prune.Methods) == 0) {
-		bad("prune.max_accuracy_drop needs prune.methods and eval.labels")
-	}
-	c.guardNeedsLabels(bad)
-	if weightonly.Rounding(c.Quantize.WeightRounding) == weightonly.GPTQ && c.Quantize.Weights != "" && c.Calibration.Data == "" {
-		bad("quantize.weight_rounding gptq needs calibration.data (--calib-data)")
-	}
 	if c.INT8 && c.Calibration.Data == "" && c.Calibration.Cache == "" {
 		bad("int8 needs calibration.data (--calib-data) or an existing calibration.cache")
-	}
-	lm := c.Eval.Task == tasks.LM
-	if lm && c.Eval.Labels != "" {
-		bad("eval.labels does not apply to eval.task lm (it scores the next token of eval.data)")
-	}
-	if ev := cmp.Or(c.Eval.Data, c.Calibration.Data); lm && (ev == "" || ev == "random") {
-		bad("eval.task lm needs token ids: eval.data (--eval-data) or calibration.data, not random data")
-	}
-	if c.Eval.Logits != "" && !lm {
-		bad("eval.logits needs eval.task lm")
-	}
-	if len(c.Latency.SeqLengths) > 0 && !lm {
-		bad("latency.seq_lengths needs eval.task lm")
-	}
-	if c.Quantize.MaxPerplexityIncrease > 0 && !lm {
-		bad("quantize.max_perplexity_increase needs eval.task lm")
-	}
-	if dataDriven := c.Prune.Reconstruct && c.Calibration.Data != "" && c.Calibration.Data != "random"; c.Prune.Scope == prune.ScopeGlobal && dataDriven &&
-		(len(c.Prune.Methods) != 1 || !strings.HasPrefix(c.Prune.Methods[0], "channels:") || c.Prune.Methods[0] == "channels:auto") {
-		bad("prune.scope global with reconstruction is for one channels:R (it allocates R's parameters across the channel groups): methods %v", c.Prune.Methods)
-	}
-	if c.Replay != "" {
-		if c.Quantize.Placement != placement.ModeAuto {
-			bad("quantize.placement: %q with replay, which sets the placement from its record (leave it auto)", c.Quantize.Placement)
-		}
-		if c.Runtime.NCHWc != "auto" {
-			bad("runtime.nchwc: %q with replay, which sets the nchwc stage from its record (leave it auto)", c.Runtime.NCHWc)
-		}
 	}
 }
 

@@ -7,14 +7,13 @@ import (
 	"slices"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/optc-dev/optc/placement"
 )
 
 // pathKey is a key whose value is a file or folder: resolved against the
 // config file's folder when relative, and, when it is read (input),
 // checked before the build starts. Words holds the values that are not
-// paths (calibration data "random", placement "auto").
+// paths (calibration data "random"); a key's owner can add more
+// (placement's "auto", Owner.Words).
 type pathKey struct {
 	key   string
 	value func(*Config) *string
@@ -29,8 +28,7 @@ var pathKeys = []pathKey{
 	{key: "replay", value: func(c *Config) *string { return &c.Replay }, input: true},
 	{key: "calibration.data", value: func(c *Config) *string { return &c.Calibration.Data }, input: true, words: []string{"random"}},
 	{key: "calibration.cache", value: func(c *Config) *string { return &c.Calibration.Cache }},
-	{key: "quantize.placement", value: func(c *Config) *string { return &c.Quantize.Placement }, input: true,
-		words: []string{placement.ModeAuto, placement.ModeAllINT8}},
+	{key: "quantize.placement", value: func(c *Config) *string { return &c.Quantize.Placement }, input: true}, // words: placement's
 	{key: "eval.data", value: func(c *Config) *string { return &c.Eval.Data }, input: true, words: []string{"random"}},
 	{key: "eval.labels", value: func(c *Config) *string { return &c.Eval.Labels }, input: true},
 	{key: "eval.dict", value: func(c *Config) *string { return &c.Eval.Dict }, input: true},
@@ -56,7 +54,7 @@ func (c *Config) resolvePaths(file string, doc []byte) {
 			continue
 		}
 		p := k.value(c)
-		if *p == "" || slices.Contains(k.words, *p) {
+		if *p == "" || slices.Contains(Words(k.key), *p) {
 			continue
 		}
 		if !filepath.IsAbs(*p) {

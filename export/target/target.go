@@ -191,11 +191,15 @@ func Register(ts ...Target) {
 		}
 		registry = append(registry, t)
 		config.Targets = append(config.Targets, t.Name())
+		owner := config.Owner{Name: t.Name(), Section: t.Name()}
 		if v, ok := t.(Validator); ok {
-			config.SectionRules = append(config.SectionRules, v.Validate)
+			owner.Rules = v.Validate
 		}
 		if d, ok := t.(Defaulted); ok {
-			config.SectionDefaults = append(config.SectionDefaults, d.Defaults)
+			owner.Defaults = d.Defaults
+		}
+		if owner.Rules != nil || owner.Defaults != nil {
+			config.Register(owner)
 		}
 	}
 }

@@ -333,7 +333,7 @@ func (e *exporter) engineShapes() (map[string]export.ShapeRange, error) {
 	}
 	defer m.Close()
 	ins := data.GraphInputs(m.Graph)
-	spec := e.c.Inputs()
+	spec := data.ConfigSpec(e.c)
 	lo, loErr := data.ResolveShapes(ins, data.Options{Batch: 1, Spec: spec})
 	hi, hiErr := data.ResolveShapes(ins, data.Options{Batch: slices.Max(e.h.LatencyBatches()), Spec: spec})
 	out := map[string]export.ShapeRange{}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/export"
 	"github.com/optc-dev/optc/export/target"
 	"github.com/optc-dev/optc/quantize"
@@ -124,7 +125,7 @@ func (Target) Export(h target.Host) (any, error) {
 	} else {
 		h.Progress("sweep batch sizes and threads for the deployment profiles")
 		sweep, err := export.Sweep(export.SweepOptions{Model: h.Deployed(), Threads: c.Latency.Threads,
-			Duration: h.SweepDuration(), Budget: h.SweepBudget(), Session: h.Session(), Inputs: c.Inputs(), ORTLib: c.Runtime.ORTLib})
+			Duration: h.SweepDuration(), Budget: h.SweepBudget(), Session: h.Session(), Inputs: data.ConfigSpec(c), ORTLib: c.Runtime.ORTLib})
 		if err != nil {
 			return nil, err
 		}

@@ -84,7 +84,7 @@ func floor(c config.Config) (float64, error) {
 	}
 	defer sess.Close()
 	src, err := data.Open(c.Calibration.Data, data.GraphInputs(m.Graph), data.Options{Batch: c.Calibration.Batch,
-		Samples: c.Calibration.Samples, Seed: c.Calibration.Seed, High: 1, Image: c.ImageOptions()})
+		Samples: c.Calibration.Samples, Seed: c.Calibration.Seed, High: 1, Image: data.ConfigImage(c.Image)})
 	if err != nil {
 		return 0, err
 	}

@@ -23,8 +23,10 @@ var layers = map[string]int{
 	"tools/cirecipe": 0, "tools/doccheck": 0,
 	// task: what a task metric plug-in implements
 	"task": 0,
-	// the IR, and the runtime's installer (no cgo)
-	"graph": 1, "ort/install": 1,
+	// the IR, the runtime's installer (no cgo), and the build config: its
+	// sections, whose owners (stages, targets) register their defaults and
+	// rules into it (config.Register)
+	"graph": 1, "ort/install": 1, "config": 1,
 	// over the IR: analyses, kernels, Q/DQ insertion, the ORT binding, data
 	"kernels": 2, "shapes": 2, "task/detect": 2, "quantize": 2, "ort": 2, "data": 2,
 	"tools/testgraph": 2, "tools/synth": 2, "tools/convstack": 2, "tools/testenv": 2,
@@ -35,7 +37,7 @@ var layers = map[string]int{
 	// stages
 	"export": 4, "placement": 4, "optimize": 4, "weightonly": 4, "tools/difftest": 4, "tools/conformance": 4,
 	"task/tasks": 4,
-	"ptq":        5, "config": 5,
+	"ptq":        5,
 	// deployment targets: the registry, the plug-ins, the list of them
 	"export/target": 6,
 	// (layer 7, targetLayer: every package export/targets imports, the
@@ -60,6 +62,9 @@ var only = map[string][]string{
 	// inserts Q/DQ from ranges alone.
 	"passes":   {"graph", "kernels", "shapes"},
 	"quantize": {"graph", "internal/choice"},
+	// config declares and decodes the sections; their names and rules
+	// are their owners' (config.Register).
+	"config": {"internal/choice"},
 	// Targets reach the build only through export/target.Host.
 	"export/target": {"config", "data", "graph", "internal/atomicfile", "lint", "ort", "quantize"},
 }
