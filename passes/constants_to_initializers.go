@@ -17,13 +17,17 @@ var constantsToInitializers = &Pass{
 	Name:  "constants-to-initializers",
 	Doc:   "turn Constant nodes of the main graph into initializers",
 	Level: 1,
-	Run:   runConstantsToInitializers,
+	// It reads a value's declared type only to keep a Constant whose
+	// tensor does not fit it.
+	Shapes: DeclaredShapes,
+	Run:    runConstantsToInitializers,
 }
 
 func runConstantsToInitializers(c *Context) (Stats, error) {
 	if c.Model.IRVersion < 4 || !c.Model.Graph.HasOp("Constant") {
 		return Stats{}, nil
 	}
+	types := c.Declared()
 	return editGraphs(c.Model, func(e *graphEdit) error {
 		if e.g != c.Model.Graph {
 			return nil
@@ -37,7 +41,7 @@ func runConstantsToInitializers(c *Context) (Stats, error) {
 				continue
 			}
 			t := constantTensor(n)
-			if t == nil || !v.Type.Admits(t) {
+			if t == nil || !types.admits(v, t) {
 				continue
 			}
 			t.Name = v.Name

@@ -179,7 +179,7 @@ func clRun(t testing.TB, m *graph.Model, p *Pass) (st Stats, before, after []byt
 		t.Fatalf("test model is invalid: %v", err)
 	}
 	before = clMarshal(t, m)
-	st, err := p.Run(&Context{Model: m, FoldSizeLimit: DefaultFoldSizeLimit})
+	st, err := (&Context{Model: m, FoldSizeLimit: DefaultFoldSizeLimit}).runPass(p)
 	if err != nil {
 		t.Fatalf("%s: %v", p.Name, err)
 	}

@@ -26,8 +26,9 @@ var eliminateNoop = &Pass{
 }
 
 func runEliminateNoop(c *Context) (Stats, error) {
+	types := c.Declared()
 	match := func(e *graphEdit, n *graph.Node) (*graph.Node, bool) {
-		return n, len(n.Outputs()) == 1 && isNoop(n) && e.canBypass(n.Output(0), n.Input(0))
+		return n, len(n.Outputs()) == 1 && isNoop(types, n) && e.canBypass(n.Output(0), n.Input(0))
 	}
 	return Rule[*graph.Node]{OpTypes: noopOps, Match: match, Apply: bypassNode}.apply(c.Model)
 }
@@ -36,26 +37,26 @@ func runEliminateNoop(c *Context) (Stats, error) {
 var noopOps = []string{"Reshape", "Transpose", "Cast", "CastLike", "Pad", "Slice", "Concat"}
 
 // isNoop reports whether n is known to return input 0 unchanged.
-func isNoop(n *graph.Node) bool {
+func isNoop(types declaredTypes, n *graph.Node) bool {
 	if n.Domain != "" && n.Domain != "ai.onnx" || n.Input(0) == nil {
 		return false
 	}
 	switch n.OpType {
 	case "Reshape":
-		return len(n.Inputs()) == 2 && noopReshape(n)
+		return len(n.Inputs()) == 2 && noopReshape(types, n)
 	case "Transpose":
-		return len(n.Inputs()) == 1 && noopTranspose(n)
+		return len(n.Inputs()) == 1 && noopTranspose(types, n)
 	case "Cast":
-		elem, ok := knownElem(n.Input(0))
+		elem, ok := types.elem(n.Input(0))
 		return len(n.Inputs()) == 1 && ok && n.AttrInt("to", -1) == int64(elem)
 	case "CastLike":
-		elem, ok := knownElem(n.Input(0))
-		target, ok2 := knownElem(n.Input(1))
+		elem, ok := types.elem(n.Input(0))
+		target, ok2 := types.elem(n.Input(1))
 		return len(n.Inputs()) == 2 && ok && ok2 && elem == target
 	case "Pad":
-		return noopPad(n)
+		return noopPad(types, n)
 	case "Slice":
-		return noopSlice(n)
+		return noopSlice(types, n)
 	case "Concat":
 		return len(n.Inputs()) == 1
 	}
@@ -65,8 +66,8 @@ func isNoop(n *graph.Node) bool {
 // noopReshape: every target dim is the input's (0 copies it unless
 // allowzero), and a -1 can only be the input's own dim because the others
 // are known and non-zero.
-func noopReshape(n *graph.Node) bool {
-	dims, ok := knownDims(n.Input(0))
+func noopReshape(types declaredTypes, n *graph.Node) bool {
+	dims, ok := types.dims(n.Input(0))
 	shape, ok2 := constInts(n.Input(1))
 	if !ok || !ok2 || len(shape) != len(dims) {
 		return false
@@ -95,10 +96,10 @@ func noopReshape(n *graph.Node) bool {
 
 // noopTranspose: the permutation is the identity (or absent, which
 // reverses the axes, on a tensor of rank 0 or 1).
-func noopTranspose(n *graph.Node) bool {
+func noopTranspose(types declaredTypes, n *graph.Node) bool {
 	a := n.Attr("perm")
 	if a == nil {
-		dims, ok := knownDims(n.Input(0))
+		dims, ok := types.dims(n.Input(0))
 		return ok && len(dims) <= 1
 	}
 	if a.Type != graph.AttrInts {
@@ -114,7 +115,7 @@ func noopTranspose(n *graph.Node) bool {
 
 // noopPad: pads (input 1 from opset 11, an attribute before) are all
 // zero; mode, value and axes do not matter then.
-func noopPad(n *graph.Node) bool {
+func noopPad(types declaredTypes, n *graph.Node) bool {
 	var pads []int64
 	switch {
 	case n.Input(1) != nil:
@@ -131,7 +132,7 @@ func noopPad(n *graph.Node) bool {
 	if len(pads)%2 != 0 {
 		return false
 	}
-	if dims, ok := knownDims(n.Input(0)); ok && n.Input(3) == nil && len(pads) != 2*len(dims) {
+	if dims, ok := types.dims(n.Input(0)); ok && n.Input(3) == nil && len(pads) != 2*len(dims) {
 		return false
 	}
 	for _, p := range pads {
@@ -144,7 +145,7 @@ func noopPad(n *graph.Node) bool {
 
 // noopSlice: steps are 1 and, on every axis named, the start clamps to 0
 // and the end to the dim (the largest int64 is an end past any dim).
-func noopSlice(n *graph.Node) bool {
+func noopSlice(types declaredTypes, n *graph.Node) bool {
 	var starts, ends, axes, steps []int64
 	if len(n.Inputs()) >= 3 {
 		var ok bool
@@ -177,7 +178,7 @@ func noopSlice(n *graph.Node) bool {
 	if len(ends) != len(starts) || len(axes) != len(starts) || steps != nil && len(steps) != len(starts) {
 		return false
 	}
-	dims, rankKnown := knownDims(n.Input(0))
+	dims, rankKnown := types.dims(n.Input(0))
 	seen := map[int64]bool{}
 	for i, ax := range axes {
 		if ax < 0 {

@@ -57,13 +57,14 @@ var layoutOnly = map[string]bool{
 func runFoldConstants(c *Context) (Stats, error) {
 	var st Stats
 	var err error
+	types := c.Declared()
 	c.Model.Graph.Walk(func(g *graph.Graph) {
 		if err != nil {
 			return
 		}
 		var folded []*graph.Node
 		for _, n := range g.Nodes {
-			outs := c.evalConstant(n)
+			outs := c.evalConstant(n, types)
 			if outs == nil {
 				continue
 			}
@@ -87,7 +88,7 @@ func runFoldConstants(c *Context) (Stats, error) {
 					if nv, err = home.AddInitializer(outs[i]); err != nil {
 						return
 					}
-					nv.Type = v.Type
+					nv.Type = types.typ(v)
 					g.ReplaceAllUses(v, nv)
 					continue
 				}
@@ -134,7 +135,7 @@ func foldHome(n *graph.Node) *graph.Graph {
 
 // evalConstant returns n's outputs (one per output, nil where omitted)
 // when n can be folded, else nil.
-func (c *Context) evalConstant(n *graph.Node) []*graph.Tensor {
+func (c *Context) evalConstant(n *graph.Node, types declaredTypes) []*graph.Tensor {
 	if n.Domain != "" && n.Domain != "ai.onnx" || n.OpType == "Constant" || notFolded[n.OpType] || len(n.Subgraphs()) > 0 {
 		return nil
 	}
@@ -157,7 +158,7 @@ func (c *Context) evalConstant(n *graph.Node) []*graph.Tensor {
 		return nil
 	}
 	for _, v := range n.Outputs() {
-		if v != nil && v.Type != nil && (v.Type.Kind != graph.KindTensor || v.Type.Elem == graph.String) {
+		if t := types.typ(v); v != nil && t != nil && (t.Kind != graph.KindTensor || t.Elem == graph.String) {
 			return nil
 		}
 	}
@@ -186,7 +187,7 @@ func (c *Context) evalConstant(n *graph.Node) []*graph.Tensor {
 			continue
 		}
 		t := outs[i]
-		if t == nil || t.ByteSize() > limit || !v.Type.Admits(t) {
+		if t == nil || t.ByteSize() > limit || !types.admits(v, t) {
 			return nil
 		}
 		outBytes += t.ByteSize()

@@ -45,10 +45,10 @@ const (
 )
 
 func runFuseConvActivation(c *Context) (Stats, error) {
-	opset := c.Model.OpsetVersion("")
+	opset, types := c.Model.OpsetVersion(""), c.Declared()
 	match := func(_ *graphEdit, conv *graph.Node) (*convActivation, bool) {
 		p, ok := matchConvActivation(conv, opset)
-		return p, ok && (!c.FusedConv || isFloat32(conv.Input(1)))
+		return p, ok && (!c.FusedConv || isFloat32(types, conv.Input(1)))
 	}
 	rewrite := func(_ *graphEdit, p *convActivation) (Stats, error) { return p.annotate(), nil }
 	if c.FusedConv {
@@ -103,14 +103,14 @@ func matchConvActivation(conv *graph.Node, opset int64) (*convActivation, bool) 
 }
 
 // isFloat32 reports whether v is known to hold float32 elements.
-func isFloat32(v *graph.Value) bool {
+func isFloat32(types declaredTypes, v *graph.Value) bool {
 	if v == nil {
 		return false
 	}
 	if t := v.ConstantTensor(); t != nil {
 		return t.DType == graph.Float
 	}
-	return v.Type != nil && v.Type.Kind == graph.KindTensor && v.Type.Elem == graph.Float
+	return types.floatTensor(v)
 }
 
 // annotate records the pair on the Conv; a pair noted already is no change.

@@ -34,8 +34,8 @@ var fuseConvBN = &Pass{
 }
 
 func runFuseConvBN(c *Context) (Stats, error) {
-	opset := c.Model.OpsetVersion("")
-	match := func(_ *graphEdit, bn *graph.Node) (*convBN, bool) { return matchConvBN(bn, opset) }
+	opset, types := c.Model.OpsetVersion(""), c.Declared()
+	match := func(_ *graphEdit, bn *graph.Node) (*convBN, bool) { return matchConvBN(bn, opset, types) }
 	return Rule[*convBN]{OpTypes: []string{"BatchNormalization"}, Match: match, Apply: func(_ *graphEdit, p *convBN) (Stats, error) { return p.rewrite() }}.apply(c.Model)
 }
 
@@ -50,7 +50,7 @@ type convBN struct {
 	bDims  []int64
 }
 
-func matchConvBN(bn *graph.Node, opset int64) (*convBN, bool) {
+func matchConvBN(bn *graph.Node, opset int64, types declaredTypes) (*convBN, bool) {
 	if !isOp(bn, "BatchNormalization") || !singleOutput(bn) || len(bn.Inputs()) != 5 ||
 		bn.AttrInt("training_mode", 0) != 0 || bn.AttrInt("spatial", 1) != 1 {
 		return nil, false
@@ -73,7 +73,7 @@ func matchConvBN(bn *graph.Node, opset int64) (*convBN, bool) {
 	case "Gemm":
 		fold = foldGemm(op, wt, w, opset)
 	case "MatMul":
-		fold = foldMatMul(op, wt, w, opset)
+		fold = foldMatMul(op, wt, w, opset, types)
 	}
 	channels := outputChannels(op, wt)
 	if fold == nil || channels <= 0 {
@@ -213,8 +213,8 @@ func gemmBiasDims(dims []int64, n int) (rows, cols int, ok bool) {
 // foldMatMul: A [M, K] x W [K, N] with a BN over N becomes
 // Gemm(A, W*s, t). A must be 2-D: for higher ranks BN's channel axis (1)
 // is not the one W produces.
-func foldMatMul(op *graph.Node, wt *graph.Tensor, w []float32, opset int64) func(s, t []float64) (*convBN, bool) {
-	if r, ok := rankOf(op.Input(0)); !ok || r != 2 || opset < 7 || len(op.Inputs()) != 2 {
+func foldMatMul(op *graph.Node, wt *graph.Tensor, w []float32, opset int64, types declaredTypes) func(s, t []float64) (*convBN, bool) {
+	if r, ok := types.rank(op.Input(0)); !ok || r != 2 || opset < 7 || len(op.Inputs()) != 2 {
 		return nil
 	}
 	return func(s, t []float64) (*convBN, bool) {

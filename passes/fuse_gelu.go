@@ -42,8 +42,8 @@ func runFuseGelu(c *Context) (Stats, error) {
 	if opset < 20 && !c.ORTContrib || opset < 1 || !hasOp(c.Model, "Erf", "Tanh") {
 		return Stats{}, nil
 	}
-	shapes := c.Shapes()
-	match := func(_ *graphEdit, last *graph.Node) (*gelu, bool) { return matchGelu(last, shapes) }
+	shapes, types := c.Shapes(), c.Declared()
+	match := func(_ *graphEdit, last *graph.Node) (*gelu, bool) { return matchGelu(last, shapes, types) }
 	rewrite := func(_ *graphEdit, p *gelu) (Stats, error) { return p.rewrite(opset) }
 	st, err := Rule[*gelu]{OpTypes: []string{"Mul"}, Match: match, Apply: rewrite}.apply(c.Model)
 	if err == nil && opset < 20 && st.Added > 0 {
@@ -75,6 +75,7 @@ type geluMatcher struct {
 	g         *graph.Graph
 	nodes     []*graph.Node
 	constRank int
+	types     declaredTypes
 }
 
 // step returns v's producer when it is one of ops in the graph, read only
@@ -99,11 +100,11 @@ func (m *geluMatcher) constOperand(n *graph.Node, want float64) *graph.Value {
 	return v
 }
 
-func matchGelu(last *graph.Node, shapes valueShapes) (*gelu, bool) {
+func matchGelu(last *graph.Node, shapes valueShapes, types declaredTypes) (*gelu, bool) {
 	if !isOp(last, "Mul") || len(last.Inputs()) != 2 || !singleOutput(last) {
 		return nil, false
 	}
-	m := &geluMatcher{g: last.Graph(), nodes: []*graph.Node{last}}
+	m := &geluMatcher{g: last.Graph(), nodes: []*graph.Node{last}, types: types}
 	// The three factors: one operand of last, and the two of the Mul
 	// (read only by last) that gives the other.
 	var factors []*graph.Value
@@ -154,7 +155,7 @@ func (m *geluMatcher) factors(fs []*graph.Value, shapes valueShapes) (*gelu, boo
 			if p, ok := m.activation(act, add, x); ok {
 				rank, known := shapes.rank(x)
 				if !known {
-					rank = minRank(x, 32)
+					rank = m.types.minRank(x, 32)
 				}
 				if rank >= m.constRank {
 					p.nodes = m.nodes

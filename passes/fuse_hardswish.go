@@ -32,7 +32,8 @@ func runFuseHardSwish(c *Context) (Stats, error) {
 	if opset < 6 {
 		return Stats{}, nil // HardSigmoid as used here is opset 6's
 	}
-	match := func(_ *graphEdit, last *graph.Node) (*hardSwish, bool) { return matchHardSwish(last, opset) }
+	types := c.Declared()
+	match := func(_ *graphEdit, last *graph.Node) (*hardSwish, bool) { return matchHardSwish(last, opset, types) }
 	rewrite := func(_ *graphEdit, p *hardSwish) (Stats, error) { return p.rewrite(opset) }
 	return Rule[*hardSwish]{OpTypes: []string{"Div", "Mul"}, Match: match, Apply: rewrite}.apply(c.Model)
 }
@@ -44,7 +45,7 @@ type hardSwish struct {
 	nodes []*graph.Node
 }
 
-func matchHardSwish(last *graph.Node, opset int64) (*hardSwish, bool) {
+func matchHardSwish(last *graph.Node, opset int64, types declaredTypes) (*hardSwish, bool) {
 	g := last.Graph()
 	var prod *graph.Value
 	var rank int // the rank of the constant 6 or 1/6
@@ -82,7 +83,7 @@ func matchHardSwish(last *graph.Node, opset int64) (*hardSwish, bool) {
 			continue
 		}
 		y, rank3, ok := otherOperand(add, 3, 0)
-		if !ok || y != x || minRank(x, 32) < max(rank, rank3) {
+		if !ok || y != x || types.minRank(x, 32) < max(rank, rank3) {
 			continue
 		}
 		return &hardSwish{x: x, nodes: []*graph.Node{add, clip, mul, last}}, true

@@ -57,8 +57,10 @@ func runFuseLayerNorm(c *Context) (Stats, error) {
 	if !c.ORTContrib || opset < 1 || !hasOp(c.Model, "ReduceMean") {
 		return Stats{}, nil
 	}
-	shapes := c.Shapes()
-	match := func(_ *graphEdit, div *graph.Node) (*layerNorm, bool) { return matchLayerNorm(div, opset, shapes) }
+	shapes, types := c.Shapes(), c.Declared()
+	match := func(_ *graphEdit, div *graph.Node) (*layerNorm, bool) {
+		return matchLayerNorm(div, opset, shapes, types)
+	}
 	return Rule[*layerNorm]{OpTypes: []string{"Div"}, Match: match, Apply: func(_ *graphEdit, p *layerNorm) (Stats, error) { return p.rewrite() }}.apply(c.Model)
 }
 
@@ -74,7 +76,7 @@ type layerNorm struct {
 	nodes       []*graph.Node
 }
 
-func matchLayerNorm(div *graph.Node, opset int64, shapes valueShapes) (*layerNorm, bool) {
+func matchLayerNorm(div *graph.Node, opset int64, shapes valueShapes, types declaredTypes) (*layerNorm, bool) {
 	v, ok := matchVariance(div)
 	if !ok {
 		return nil, false
@@ -91,7 +93,7 @@ func matchLayerNorm(div *graph.Node, opset int64, shapes valueShapes) (*layerNor
 	}
 	rank, rankKnown := shapes.rank(x)
 	if !rankKnown {
-		rank = minRank(x, 32)
+		rank = types.minRank(x, 32)
 	}
 	k, ok := trailingMeanAxes(mean, opset, rank, rankKnown)
 	if !ok {

@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/shapes"
 )
 
 // The matcher: small questions a local fusion asks of the graph, so that a
@@ -207,22 +206,6 @@ func uniqueNodeName(g *graph.Graph, prefix string) string {
 	return name
 }
 
-// rankOf returns v's rank when it is certain: a declared shape, a
-// constant, or the output of an op whose result rank is fixed (Flatten and
-// Gemm give 2-D results). ok is false when unknown.
-func rankOf(v *graph.Value) (int, bool) {
-	if v.Type != nil && v.Type.Kind == graph.KindTensor && v.Type.Shape != nil {
-		return len(v.Type.Shape), true
-	}
-	if t := v.ConstantTensor(); t != nil {
-		return len(t.Dims), true
-	}
-	if p := v.Producer(); isOp(p, "Flatten", "Gemm") && p.Output(0) == v {
-		return 2, true
-	}
-	return 0, false
-}
-
 // Ops whose first output has at least their first input's rank
 // (elementwise unary) or at least the largest rank of their inputs
 // (broadcasting), for minRank.
@@ -232,64 +215,6 @@ var (
 	// Spatial ops read and write [N, C, D1, ...]: rank 3 at least.
 	spatialOps = []string{"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool"}
 )
-
-// minRank returns a lower bound of v's rank (0 when nothing is known),
-// from declared shapes and constants, following rank-preserving and
-// broadcasting ops back up to depth steps.
-func minRank(v *graph.Value, depth int) int {
-	if v == nil {
-		return 0
-	}
-	if r, ok := rankOf(v); ok {
-		return r
-	}
-	p := v.Producer()
-	if p == nil || depth <= 0 || p.Output(0) != v {
-		return 0
-	}
-	switch {
-	case isOp(p, spatialOps...):
-		return 3
-	case isOp(p, rankKeepingOps...):
-		return minRank(p.Input(0), depth-1)
-	case isOp(p, broadcastOps...):
-		r := 0
-		for _, in := range p.Inputs() {
-			r = max(r, minRank(in, depth-1))
-		}
-		return r
-	}
-	return 0
-}
-
-// valueShapes is what shape inference knows of a model's values, for the
-// fusions that need static dims (nil when inference failed: then only
-// declarations and constants count). Take it before rewriting: values a
-// rewrite keeps keep their shapes.
-type valueShapes struct{ *graph.ValueTable[*graph.Type] }
-
-func inferShapesOf(m *graph.Model) valueShapes {
-	res, err := shapes.Infer(m)
-	if err != nil {
-		return valueShapes{}
-	}
-	return valueShapes{res.Types}
-}
-
-// dims returns v's dims, -1 where not static; ok is false when even the
-// rank is unknown.
-func (s valueShapes) dims(v *graph.Value) ([]int64, bool) {
-	if t := s.Get(v); t != nil && t.Kind == graph.KindTensor && t.Shape != nil {
-		return t.Shape.Dims(), true
-	}
-	return knownDims(v)
-}
-
-// rank returns v's rank when known.
-func (s valueShapes) rank(v *graph.Value) (int, bool) {
-	d, ok := s.dims(v)
-	return len(d), ok
-}
 
 // hasOp reports whether any graph of m has a default-domain node of one of
 // ops: the fusions that need shape inference skip it (and themselves) on
@@ -366,35 +291,4 @@ func constInts(v *graph.Value) ([]int64, bool) {
 		return nil, false
 	}
 	return xs, true
-}
-
-// knownDims returns v's dims, -1 for an unknown or symbolic one, from its
-// constant contents or its declared tensor type; false when even the rank
-// is unknown.
-func knownDims(v *graph.Value) ([]int64, bool) {
-	if v == nil {
-		return nil, false
-	}
-	if t := v.ConstantTensor(); t != nil {
-		return t.Dims, true
-	}
-	if v.Type == nil || v.Type.Kind != graph.KindTensor || v.Type.Shape == nil {
-		return nil, false
-	}
-	return v.Type.Shape.Dims(), true
-}
-
-// knownElem returns v's element type from its constant contents or its
-// declared tensor type.
-func knownElem(v *graph.Value) (graph.DataType, bool) {
-	if v == nil {
-		return graph.Undefined, false
-	}
-	if t := v.ConstantTensor(); t != nil {
-		return t.DType, true
-	}
-	if v.Type == nil || v.Type.Kind != graph.KindTensor || v.Type.Elem == graph.Undefined {
-		return graph.Undefined, false
-	}
-	return v.Type.Elem, true
 }

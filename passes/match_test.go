@@ -145,7 +145,7 @@ func (f *fusionFixture) run(p *Pass, ctx Context) Stats {
 		f.T.Fatalf("fixture invalid before %s: %v", p.Name, err)
 	}
 	ctx.Model = f.Model
-	st, err := p.Run(&ctx)
+	st, err := ctx.runPass(p)
 	if err != nil {
 		f.T.Fatalf("%s: %v", p.Name, err)
 	}
@@ -306,11 +306,11 @@ func TestMinRank(t *testing.T) {
 		v    *graph.Value
 		want int
 	}{{x, 4}, {unknown, 0}, {conv, 3}, {sum, 3}, {flat, 2}, {f.op("Abs", unknown), 0}} {
-		if got := minRank(tc.v, 8); got != tc.want {
+		if got := (declaredTypes{}).minRank(tc.v, 8); got != tc.want {
 			t.Errorf("minRank(%s) = %d, want %d", tc.v.Name, got, tc.want)
 		}
 	}
-	if got := minRank(sum, 1); got != 1 {
+	if got := (declaredTypes{}).minRank(sum, 1); got != 1 {
 		t.Errorf("minRank at depth 1 = %d, want 1 (only the constant seen)", got)
 	}
 }

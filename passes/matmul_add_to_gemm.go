@@ -27,7 +27,9 @@ func runMatMulAddToGemm(c *Context) (Stats, error) {
 	if c.Model.OpsetVersion("") < 7 {
 		return Stats{}, nil
 	}
-	return Rule[*matMulAdd]{OpTypes: []string{"Add"}, Match: matchMatMulAdd, Apply: toGemm}.apply(c.Model)
+	types := c.Declared()
+	match := func(e *graphEdit, n *graph.Node) (*matMulAdd, bool) { return matchMatMulAdd(e, n, types) }
+	return Rule[*matMulAdd]{OpTypes: []string{"Add"}, Match: match, Apply: toGemm}.apply(c.Model)
 }
 
 // matMulAdd is an Add of a MatMul's one output and a bias.
@@ -38,13 +40,13 @@ type matMulAdd struct {
 
 // matchMatMulAdd tries the MatMul as the Add's first input, then as its
 // second.
-func matchMatMulAdd(e *graphEdit, n *graph.Node) (*matMulAdd, bool) {
+func matchMatMulAdd(e *graphEdit, n *graph.Node, types declaredTypes) (*matMulAdd, bool) {
 	if len(n.Inputs()) != 2 || len(n.Outputs()) != 1 || len(n.Attrs) != 0 {
 		return nil, false
 	}
 	for side := range 2 {
 		mm, bias := e.absorbable(n.Input(side), "MatMul"), n.Input(1-side)
-		if mm == nil || len(mm.Inputs()) != 2 || !gemmOperands(mm.Input(0), mm.Input(1), bias) {
+		if mm == nil || len(mm.Inputs()) != 2 || !gemmOperands(mm.Input(0), mm.Input(1), bias, types) {
 			continue
 		}
 		return &matMulAdd{add: n, mm: mm, bias: bias}, true
@@ -65,8 +67,8 @@ func toGemm(e *graphEdit, m *matMulAdd) (Stats, error) {
 
 // gemmOperands reports whether A, B and the bias fit Gemm (see the pass
 // comment).
-func gemmOperands(a, b, bias *graph.Value) bool {
-	ad, ok := knownDims(a)
+func gemmOperands(a, b, bias *graph.Value, types declaredTypes) bool {
+	ad, ok := types.dims(a)
 	if !ok || len(ad) != 2 || b == nil || bias == nil {
 		return false
 	}
@@ -75,7 +77,7 @@ func gemmOperands(a, b, bias *graph.Value) bool {
 		bt.DType != graph.Float && bt.DType != graph.Double {
 		return false
 	}
-	if ae, ok := knownElem(a); ok && ae != bt.DType {
+	if ae, ok := types.elem(a); ok && ae != bt.DType {
 		return false
 	}
 	m, k, n := ad[0], bt.Dims[0], bt.Dims[1]

@@ -26,13 +26,15 @@ var mergeSqueezeUnsqueeze = &Pass{
 }
 
 func runMergeSqueezeUnsqueeze(c *Context) (Stats, error) {
-	return Rule[[2]*graph.Node]{OpTypes: []string{"Squeeze", "Unsqueeze"}, Match: matchSqueezePair, Apply: removeSqueezePair}.apply(c.Model)
+	types := c.Declared()
+	match := func(e *graphEdit, n *graph.Node) ([2]*graph.Node, bool) { return matchSqueezePair(e, n, types) }
+	return Rule[[2]*graph.Node]{OpTypes: []string{"Squeeze", "Unsqueeze"}, Match: match, Apply: removeSqueezePair}.apply(c.Model)
 }
 
 // matchSqueezePair matches a Squeeze (Unsqueeze) n reading the one output
 // of an Unsqueeze (Squeeze) over the same axes, so that n's readers may
 // read the first op's input. It returns the first op and n.
-func matchSqueezePair(e *graphEdit, n *graph.Node) ([2]*graph.Node, bool) {
+func matchSqueezePair(e *graphEdit, n *graph.Node, types declaredTypes) ([2]*graph.Node, bool) {
 	if len(n.Outputs()) != 1 || n.Input(0) == nil {
 		return [2]*graph.Node{}, false
 	}
@@ -41,7 +43,7 @@ func matchSqueezePair(e *graphEdit, n *graph.Node) ([2]*graph.Node, bool) {
 		want = "Unsqueeze"
 	}
 	first := e.absorbable(n.Input(0), want)
-	if first == nil || !sameSqueezeAxes(first, n) || !e.canBypass(n.Output(0), first.Input(0)) {
+	if first == nil || !sameSqueezeAxes(first, n, types) || !e.canBypass(n.Output(0), first.Input(0)) {
 		return [2]*graph.Node{}, false
 	}
 	return [2]*graph.Node{first, n}, true
@@ -57,8 +59,8 @@ func removeSqueezePair(e *graphEdit, pair [2]*graph.Node) (Stats, error) {
 }
 
 // sameSqueezeAxes reports whether second undoes first.
-func sameSqueezeAxes(first, second *graph.Node) bool {
-	dims, rankKnown := knownDims(first.Input(0))
+func sameSqueezeAxes(first, second *graph.Node, types declaredTypes) bool {
+	dims, rankKnown := types.dims(first.Input(0))
 	a, ok := squeezeAxes(first)
 	if !ok && first.OpType == "Squeeze" && rankKnown && len(first.Inputs()) == 1 && first.Attr("axes") == nil {
 		// Squeeze without axes drops every dim of size 1.

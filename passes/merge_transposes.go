@@ -21,7 +21,9 @@ var mergeTransposes = &Pass{
 }
 
 func runMergeTransposes(c *Context) (Stats, error) {
-	return Rule[*transposePair]{OpTypes: []string{"Transpose"}, Match: matchTransposePair, Apply: mergeTransposePair}.apply(c.Model)
+	types := c.Declared()
+	match := func(e *graphEdit, n *graph.Node) (*transposePair, bool) { return matchTransposePair(e, n, types) }
+	return Rule[*transposePair]{OpTypes: []string{"Transpose"}, Match: match, Apply: mergeTransposePair}.apply(c.Model)
 }
 
 // transposePair is a Transpose (first) read only by another (second), and
@@ -34,7 +36,7 @@ type transposePair struct {
 	cancel bool
 }
 
-func matchTransposePair(e *graphEdit, n *graph.Node) (*transposePair, bool) {
+func matchTransposePair(e *graphEdit, n *graph.Node, types declaredTypes) (*transposePair, bool) {
 	if len(n.Inputs()) != 1 || len(n.Outputs()) != 1 {
 		return nil, false
 	}
@@ -42,7 +44,7 @@ func matchTransposePair(e *graphEdit, n *graph.Node) (*transposePair, bool) {
 	if first == nil {
 		return nil, false
 	}
-	p, q, ok := transposePerms(first, n)
+	p, q, ok := transposePerms(first, n, types)
 	if !ok {
 		return nil, false
 	}
@@ -75,7 +77,7 @@ func mergeTransposePair(e *graphEdit, tp *transposePair) (Stats, error) {
 // transposePerms returns the permutations of first and then second, with
 // an absent one spelled out; false when they are not permutations of the
 // same rank or the rank is unknown.
-func transposePerms(first, second *graph.Node) (p, q []int64, ok bool) {
+func transposePerms(first, second *graph.Node, types declaredTypes) (p, q []int64, ok bool) {
 	rank := -1
 	for _, n := range []*graph.Node{first, second} {
 		if a := n.Attr("perm"); a != nil {
@@ -86,7 +88,7 @@ func transposePerms(first, second *graph.Node) (p, q []int64, ok bool) {
 		}
 	}
 	if rank < 0 {
-		dims, known := knownDims(first.Input(0))
+		dims, known := types.dims(first.Input(0))
 		if !known {
 			return nil, nil, false
 		}

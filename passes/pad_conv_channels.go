@@ -51,7 +51,7 @@ func runPadConvChannels(c *Context) (Stats, error) {
 	if c.ChannelBlock < 2 || !c.Model.Graph.HasOp("Conv") || hasSubgraphs(c.Model) {
 		return Stats{}, nil
 	}
-	p := &channelPadding{g: c.Model.Graph, block: int64(c.ChannelBlock), opset: c.Model.OpsetVersion(""),
+	p := &channelPadding{g: c.Model.Graph, block: int64(c.ChannelBlock), opset: c.Model.OpsetVersion(""), types: c.Declared(),
 		padded: map[*graph.Value]paddedChannels{}, sliced: map[*graph.Value]*graph.Value{}}
 	for _, n := range append([]*graph.Node(nil), p.g.Nodes...) {
 		if err := p.visit(n); err != nil {
@@ -78,6 +78,7 @@ type channelPadding struct {
 	opset  int64
 	padded map[*graph.Value]paddedChannels
 	sliced map[*graph.Value]*graph.Value // padded value -> its real channels
+	types  declaredTypes
 	st     Stats
 }
 
@@ -129,8 +130,8 @@ func (p *channelPadding) unpadInputs(n *graph.Node) error {
 // widens its declared channel dim.
 func (p *channelPadding) mark(v *graph.Value, pc paddedChannels) {
 	p.padded[v] = pc
-	if v.Type != nil && v.Type.Kind == graph.KindTensor && len(v.Type.Shape) >= 2 {
-		t := v.Type.Clone()
+	if t := p.types.typ(v); t != nil && t.Kind == graph.KindTensor && len(t.Shape) >= 2 {
+		t = t.Clone()
 		t.Shape[1] = graph.StaticDim(pc.width)
 		v.Type = t
 	}

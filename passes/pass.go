@@ -20,8 +20,10 @@ type Pass struct {
 	Level int
 	// Shapes is what the pass reads of value types and shapes (a
 	// combination of DeclaredShapes and InferredShapes), declared
-	// as x/tools/go/analysis declares Requires; TestPassDependencies
-	// checks the declarations against the code and the table order.
+	// as x/tools/go/analysis declares Requires. The driver hands a pass
+	// only the analyses it declares (analyses.go); the tests check that
+	// nothing reads types around the driver and that every declared
+	// analysis is asked for, and TestPassDependencies the table order.
 	Shapes ShapeUse
 	// ProvidesShapes says the pass writes inferred types onto values
 	// (infer-shapes, last in the table, so every round ends with them).
@@ -46,7 +48,7 @@ const (
 	// NoShapes: the pass does not look at value types.
 	NoShapes ShapeUse = 0
 	// DeclaredShapes: the pass reads the types declared on values
-	// (knownDims, knownElem, rankOf). infer-shapes writes them at the end
+	// (Context.Declared: dims, elem, rank). infer-shapes writes them at the end
 	// of each round, so the pass sees new values' types from the next
 	// round on, and complete ones in the round that ends the fixed point.
 	// It never assumes a type it cannot read.
@@ -124,24 +126,6 @@ type Context struct {
 	running    *Pass
 	undeclared string
 }
-
-// Shapes is the inferred types and shapes of the current model's values
-// (nil where inference failed), computed once until a pass changes the
-// model (the driver then calls shapesChanged). The driver hands it out
-// only to a pass that declares InferredShapes: another's asking fails
-// its run.
-func (c *Context) Shapes() valueShapes {
-	if p := c.running; p != nil && p.Shapes&InferredShapes == 0 && c.undeclared == "" {
-		c.undeclared = "inferred shapes (Context.Shapes)"
-	}
-	if !c.shapesValid {
-		c.shapes, c.shapesValid = inferShapesOf(c.Model), true
-	}
-	return c.shapes
-}
-
-// shapesChanged drops the inference Shapes keeps.
-func (c *Context) shapesChanged() { c.shapes, c.shapesValid = valueShapes{}, false }
 
 // DefaultFoldSizeLimit keeps constant folding from turning a small
 // expression (e.g. ConstantOfShape of a large shape) into a large weight.

@@ -211,17 +211,12 @@ func Run(m *graph.Model, pipeline []*Pass, opts Options) (*Report, error) {
 				continue
 			}
 			start := time.Now()
-			ctx.running = p
-			st, err := p.Run(ctx)
-			ctx.running = nil
+			st, err := ctx.runPass(p)
 			pr := rep.Passes[i]
 			pr.Time += time.Since(start)
 			pr.Runs++
 			if err != nil {
-				return nil, fmt.Errorf("pass %s: %w", p.Name, err)
-			}
-			if ctx.undeclared != "" {
-				return nil, fmt.Errorf("pass %s asked the driver for %s without declaring it in its table entry (Pass.Shapes): a bug in optc", p.Name, ctx.undeclared)
+				return nil, err
 			}
 			pr.Stats.add(st)
 			if st.Changed() {

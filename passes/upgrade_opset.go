@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/shapes"
 )
 
 // upgradeOpset is UpgradeOpset as a pass. No -O level runs it: it changes
@@ -36,7 +35,7 @@ func runUpgradeOpset(c *Context) (Stats, error) {
 	if c.Model.OpsetVersion("") >= target {
 		return Stats{}, nil
 	}
-	n, err := UpgradeOpset(c.Model, target)
+	n, err := upgradeOpsetIn(c, target)
 	return Stats{Rewritten: n}, err
 }
 
@@ -51,6 +50,14 @@ func runUpgradeOpset(c *Context) (Stats, error) {
 // driver calls it because QuantizeLinear/DequantizeLinear with
 // per-channel axes need opset 13.
 func UpgradeOpset(m *graph.Model, target int64) (changed int, err error) {
+	// Outside the driver no pass runs, so the analyses are handed out
+	// unchecked.
+	return upgradeOpsetIn(&Context{Model: m}, target)
+}
+
+// upgradeOpsetIn is UpgradeOpset reading the types c hands out.
+func upgradeOpsetIn(c *Context, target int64) (changed int, err error) {
+	m := c.Model
 	if m == nil || m.Graph == nil {
 		return 0, fmt.Errorf("upgrade opset: the model has no graph")
 	}
@@ -68,12 +75,9 @@ func UpgradeOpset(m *graph.Model, target int64) (changed int, err error) {
 		return 0, fmt.Errorf("upgrade opset: %d -> %d is not supported (sources %d..%d, targets up to %d)",
 			from, target, minUpgradeSource, maxUpgradeTarget-1, maxUpgradeTarget)
 	}
-	u := &upgrader{m: m, from: from, to: target}
 	// Types are read before any rewrite, at the source opset. When
 	// inference fails the declared types are used.
-	if res, ierr := shapes.Infer(m); ierr == nil {
-		u.types = res.Types
-	}
+	u := &upgrader{m: m, from: from, to: target, types: c.Shapes(), declared: c.Declared()}
 	// Plan every node first, so that a refused node leaves m untouched.
 	var plans []func() error
 	var refused []string
@@ -165,7 +169,8 @@ var upgradeSince = map[string]int64{
 type upgrader struct {
 	m        *graph.Model
 	from, to int64
-	types    *graph.ValueTable[*graph.Type]
+	types    valueShapes
+	declared declaredTypes
 	changed  int
 }
 
@@ -180,8 +185,8 @@ func (u *upgrader) typeOf(v *graph.Value) *graph.Type {
 	if t := u.types.Get(v); t != nil {
 		return t
 	}
-	if v.Type != nil {
-		return v.Type
+	if t := u.declared.typ(v); t != nil {
+		return t
 	}
 	if c := v.ConstantTensor(); c != nil {
 		return &graph.Type{Kind: graph.KindTensor, Elem: c.DType, Shape: graph.StaticShape(c.Dims...)}
