@@ -17,6 +17,7 @@ var constantsToInitializers = &Pass{
 	Name:  "constants-to-initializers",
 	Doc:   "turn Constant nodes of the main graph into initializers",
 	Level: 1,
+	Form:  GraphWide,
 	// It reads a value's declared type only to keep a Constant whose
 	// tensor does not fit it.
 	Shapes: DeclaredShapes,

@@ -29,6 +29,7 @@ var eliminateCSE = &Pass{
 	Name:  "eliminate-common-subexpressions",
 	Doc:   "merge nodes with the same operator, attributes and inputs",
 	Level: 1,
+	Form:  GraphWide,
 	Run:   runEliminateCSE,
 }
 

@@ -10,6 +10,7 @@ var deadCode = &Pass{
 	Name:  "eliminate-dead-code",
 	Doc:   "remove nodes and initializers whose results nothing uses",
 	Level: 1,
+	Form:  GraphWide,
 	Run:   runDeadCode,
 }
 

@@ -25,6 +25,7 @@ var dedupInitializers = &Pass{
 	Name:  "dedup-initializers",
 	Doc:   "merge initializers with identical type, dims and contents",
 	Level: 1,
+	Form:  GraphWide,
 	Run:   runDedupInitializers,
 }
 

@@ -2,6 +2,10 @@ package passes
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -130,5 +134,83 @@ func TestUndeclaredAnalysis(t *testing.T) {
 	declared.Shapes = InferredShapes
 	if _, err := Run(f.Model, []*Pass{&declared}, Options{}); err != nil {
 		t.Fatalf("a declared analysis: %v", err)
+	}
+}
+
+// TestPassForms: every table entry says how it is written, and says it
+// truly: a LocalRule pass's Run builds a Rule, a GraphWide pass's does
+// not (read from the source of the file declaring it).
+func TestPassForms(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgFiles, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runOf := map[string]string{}        // pass name -> its Run function's name
+	funcs := map[string]*ast.FuncDecl{} // function name -> declaration
+	for _, name := range pkgFiles {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncDecl:
+				if n.Recv == nil {
+					funcs[n.Name.Name] = n
+				}
+			case *ast.CompositeLit:
+				if id, ok := n.Type.(*ast.Ident); ok && id.Name == "Pass" {
+					var passName, run string
+					for _, e := range n.Elts {
+						kv, ok := e.(*ast.KeyValueExpr)
+						if !ok {
+							continue
+						}
+						switch key := kv.Key.(*ast.Ident).Name; {
+						case key == "Name":
+							if lit, ok := kv.Value.(*ast.BasicLit); ok {
+								passName = strings.Trim(lit.Value, `"`)
+							}
+						case key == "Run":
+							if id, ok := kv.Value.(*ast.Ident); ok {
+								run = id.Name
+							}
+						}
+					}
+					runOf[passName] = run
+				}
+			}
+			return true
+		})
+	}
+	for _, p := range All() {
+		fd := funcs[runOf[p.Name]]
+		if fd == nil {
+			t.Errorf("%s: no Run function found in the package's source", p.Name)
+			continue
+		}
+		buildsRule := false
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			if cl, ok := n.(*ast.CompositeLit); ok {
+				if ix, ok := cl.Type.(*ast.IndexExpr); ok {
+					if id, ok := ix.X.(*ast.Ident); ok && id.Name == "Rule" {
+						buildsRule = true
+					}
+				}
+			}
+			return true
+		})
+		switch {
+		case p.Form == formUnset:
+			t.Errorf("%s: its table entry has no Form (LocalRule or GraphWide)", p.Name)
+		case p.Form == LocalRule && !buildsRule:
+			t.Errorf("%s says LocalRule but %s builds no Rule", p.Name, fd.Name.Name)
+		case p.Form == GraphWide && buildsRule:
+			t.Errorf("%s says GraphWide but %s builds a Rule", p.Name, fd.Name.Name)
+		}
 	}
 }

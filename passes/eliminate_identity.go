@@ -18,6 +18,7 @@ var eliminateIdentity = &Pass{
 	Name:  "eliminate-identity",
 	Doc:   "remove Identity nodes and inference-mode Dropout",
 	Level: 1,
+	Form:  LocalRule,
 	Run:   runEliminateIdentity,
 }
 

@@ -21,6 +21,7 @@ var eliminateNoop = &Pass{
 	Name:   "eliminate-noop",
 	Doc:    "remove Reshape, Transpose, Cast, Pad, Slice and Concat nodes that change nothing",
 	Level:  1,
+	Form:   LocalRule,
 	Shapes: DeclaredShapes,
 	Run:    runEliminateNoop,
 }

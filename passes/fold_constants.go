@@ -27,6 +27,7 @@ var foldConstants = &Pass{
 	Name:   "fold-constants",
 	Doc:    "evaluate nodes whose inputs are all constant and store their outputs as initializers",
 	Level:  1,
+	Form:   GraphWide,
 	Shapes: DeclaredShapes,
 	Run:    runFoldConstants,
 }

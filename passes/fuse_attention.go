@@ -74,6 +74,7 @@ var fuseAttention = &Pass{
 	Name:   "fuse-attention",
 	Doc:    "rewrite torch's multi-head attention (head split, Q·Kᵀ, scale, key-padding mask, Softmax, ·V) into com.microsoft MultiHeadAttention (ORT-only output)",
 	Level:  2,
+	Form:   LocalRule,
 	Shapes: InferredShapes,
 	Run:    runFuseAttention,
 }

@@ -10,6 +10,7 @@ var fuseBiasAdd = &Pass{
 	Name:  "fuse-bias-add",
 	Doc:   "fold an Add of a per-channel constant after Conv/ConvTranspose into its bias",
 	Level: 2,
+	Form:  LocalRule,
 	Run:   runFuseBiasAdd,
 }
 

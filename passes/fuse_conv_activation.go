@@ -30,6 +30,7 @@ var fuseConvActivation = &Pass{
 	Name:   "fuse-conv-activation",
 	Doc:    "pair Conv with its activation: note it in metadata, or emit com.microsoft FusedConv",
 	Level:  2,
+	Form:   LocalRule,
 	Shapes: DeclaredShapes,
 	After: []Follows{
 		{"fuse-conv-bn", "a BatchNormalization between a conv and its activation is folded into the conv first, so that the two meet"},

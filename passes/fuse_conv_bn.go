@@ -29,6 +29,7 @@ var fuseConvBN = &Pass{
 	Name:   "fuse-conv-bn",
 	Doc:    "fold inference BatchNormalization into the Conv, ConvTranspose, Gemm or MatMul before it",
 	Level:  2,
+	Form:   LocalRule,
 	Shapes: DeclaredShapes,
 	Run:    runFuseConvBN,
 }

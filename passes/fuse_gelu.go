@@ -33,6 +33,7 @@ var fuseGelu = &Pass{
 	Name:   "fuse-gelu",
 	Doc:    "replace the erf and tanh forms of GELU with Gelu (opset >= 20), or ORT-only com.microsoft Gelu/FastGelu below",
 	Level:  2,
+	Form:   LocalRule,
 	Shapes: DeclaredShapes | InferredShapes,
 	Run:    runFuseGelu,
 }

@@ -23,6 +23,7 @@ var fuseHardSwish = &Pass{
 	Name:   "fuse-hardswish",
 	Doc:    "replace x*Clip(x+3,0,6)/6 with HardSwish (opset >= 14) or x*HardSigmoid(x)",
 	Level:  2,
+	Form:   LocalRule,
 	Shapes: DeclaredShapes,
 	Run:    runFuseHardSwish,
 }

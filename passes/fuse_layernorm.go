@@ -48,6 +48,7 @@ var fuseLayerNorm = &Pass{
 	Name:   "fuse-layernorm",
 	Doc:    "replace ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div[/Mul/Add] with LayerNormalization (with --ort-contrib only)",
 	Level:  2,
+	Form:   LocalRule,
 	Shapes: DeclaredShapes | InferredShapes,
 	Run:    runFuseLayerNorm,
 }

@@ -21,6 +21,7 @@ var fusePadIntoConv = &Pass{
 	Name:  "fuse-pad-into-conv",
 	Doc:   "fold a zero Pad of the spatial axes into the following Conv's pads",
 	Level: 1,
+	Form:  LocalRule,
 	Run:   runFusePadIntoConv,
 }
 

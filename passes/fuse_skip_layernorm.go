@@ -29,6 +29,7 @@ var fuseSkipLayerNorm = &Pass{
 	Name:   "fuse-skip-layernorm",
 	Doc:    "fold the residual Add before LayerNormalization into com.microsoft SkipLayerNormalization (ORT-only output)",
 	Level:  2,
+	Form:   LocalRule,
 	Shapes: InferredShapes,
 	After: []Follows{
 		{"fuse-layernorm", "it folds the Add before a LayerNormalization, which fuse-layernorm makes from the decomposed ReduceMean/Sub/Pow form"},

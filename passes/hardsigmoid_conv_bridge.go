@@ -28,6 +28,7 @@ var hardSigmoidConvBridge = &Pass{
 	Name:   "hardsigmoid-conv-bridge",
 	Doc:    "ORT CPU: read a HardSwish's x through an identity depthwise conv so HardSigmoid fuses into it (--nchwc-block)",
 	Level:  OnRequest,
+	Form:   LocalRule,
 	Shapes: NoShapes,
 	After: []Follows{
 		{"pad-conv-channels", "it bridges only convs whose channels are a multiple of the block, which pad-conv-channels makes"},

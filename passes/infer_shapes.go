@@ -19,6 +19,7 @@ var inferShapes = &Pass{
 	Name:           "infer-shapes",
 	Doc:            "annotate values with their inferred element types and shapes",
 	Level:          1,
+	Form:           GraphWide,
 	ProvidesShapes: true,
 	Run:            runInferShapes,
 }

@@ -19,6 +19,7 @@ var matmulAddToGemm = &Pass{
 	Name:   "matmul-add-to-gemm",
 	Doc:    "turn 2-D MatMul + constant bias Add into Gemm",
 	Level:  1,
+	Form:   LocalRule,
 	Shapes: DeclaredShapes,
 	Run:    runMatMulAddToGemm,
 }

@@ -18,6 +18,7 @@ var mergeReshapes = &Pass{
 	Name:  "merge-reshapes",
 	Doc:   "let a Reshape read past a Reshape, Flatten, Squeeze or Unsqueeze feeding only it",
 	Level: 1,
+	Form:  LocalRule,
 	Run:   runMergeReshapes,
 }
 

@@ -21,6 +21,7 @@ var mergeSqueezeUnsqueeze = &Pass{
 	Name:   "merge-squeeze-unsqueeze",
 	Doc:    "remove Squeeze/Unsqueeze pairs over the same axes",
 	Level:  1,
+	Form:   LocalRule,
 	Shapes: DeclaredShapes,
 	Run:    runMergeSqueezeUnsqueeze,
 }

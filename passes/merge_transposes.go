@@ -16,6 +16,7 @@ var mergeTransposes = &Pass{
 	Name:   "merge-transposes",
 	Doc:    "merge consecutive Transposes, removing pairs that cancel",
 	Level:  1,
+	Form:   LocalRule,
 	Shapes: DeclaredShapes,
 	Run:    runMergeTransposes,
 }

@@ -43,6 +43,7 @@ var padConvChannels = &Pass{
 	Name:   "pad-conv-channels",
 	Doc:    "ORT CPU: pad conv channels with zero filters to a multiple of the NCHWc block (--nchwc-block) or of the INT8 kernels' alignment",
 	Level:  OnRequest,
+	Form:   GraphWide,
 	Shapes: DeclaredShapes,
 	Run:    runPadConvChannels,
 }

@@ -18,6 +18,9 @@ type Pass struct {
 	// Level is the lowest -O level that runs the pass: 1 for exact
 	// cleanups and folding, 2 for fusions.
 	Level int
+	// Form is how the pass is written: a local Rule or a graph-wide loop
+	// (TestPassForms checks it against the pass's Run).
+	Form Form
 	// Shapes is what the pass reads of value types and shapes (a
 	// combination of DeclaredShapes and InferredShapes), declared
 	// as x/tools/go/analysis declares Requires. The driver hands a pass
@@ -40,6 +43,20 @@ type Pass struct {
 type Follows struct {
 	Pass, Why string
 }
+
+// Form is how a pass is written.
+type Form int
+
+const (
+	formUnset Form = iota
+	// LocalRule: one anchor node and its neighbours at a time, written as
+	// a Rule (rule.go): the anchor's op types, Match, Apply.
+	LocalRule
+	// GraphWide: compares or rewrites many unrelated nodes at once (CSE,
+	// folding, dead code, shape inference, channel padding, the opset
+	// upgrade), so it loops over the graph itself.
+	GraphWide
+)
 
 // ShapeUse is what a pass reads of value types and shapes.
 type ShapeUse int

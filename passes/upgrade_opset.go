@@ -20,6 +20,7 @@ var upgradeOpset = &Pass{
 	Name:   "upgrade-opset",
 	Doc:    "rewrite default-domain nodes from opset 9..12 to 13 (on request: ptq, --passes)",
 	Level:  OnRequest,
+	Form:   GraphWide,
 	Shapes: DeclaredShapes | InferredShapes,
 	Run:    runUpgradeOpset,
 }
