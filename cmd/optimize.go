@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/choice"
@@ -137,6 +138,13 @@ before/after table and per-pass statistics.`,
 
 // pruneFlags are optimize's flags of pruning and of the data it is
 // measured and reconstructed on.
+// optimizePruneKeys are the build config keys optc optimize's pruning
+// flags set, for the rules they share (prune/config.go).
+var optimizePruneKeys = map[string]string{
+	"prune": "prune.methods", "prune-scope": "prune.scope", "min-cosine": "prune.min_cosine",
+	"max-accuracy-drop": "prune.max_accuracy_drop", "labels": "eval.labels", "calib-data": "calibration.data",
+}
+
 type pruneFlags struct {
 	specs         []string
 	exclude, damp string
@@ -154,8 +162,13 @@ func (f *pruneFlags) apply(o *optimize.Options, df *dataFlags, g *globals) error
 		}
 		o.Prune = append(o.Prune, meth)
 	}
-	if !slices.Contains(prune.Scopes, o.PruneOpts.Scope) {
-		return usageError{fmt.Errorf("--prune-scope %q: want %s", o.PruneOpts.Scope, choice.Or(prune.Scopes))}
+	// The build config's prune rules, on the same struct: one home for
+	// each (prune/config.go).
+	pc := config.Default()
+	pc.Prune.Methods, pc.Prune.Scope, pc.Prune.MinCosine, pc.Prune.MaxAccuracyDrop = f.specs, o.PruneOpts.Scope, o.MinCosine, o.MaxAccuracyDrop
+	pc.Calibration.Data, pc.Eval.Labels = f.calib.spec, o.PruneLabels
+	if err := pc.ValidateSections(true, "prune"); err != nil {
+		return usageError{errors.New(byFlagKeys(optimizePruneKeys, err))}
 	}
 	if o.PruneOpts.Scope == prune.ScopeGlobal && f.calib.spec == "" && slices.ContainsFunc(o.Prune, func(m prune.Method) bool { return m.Kind == "channels" }) {
 		return usageError{fmt.Errorf("--prune-scope global for channels:R allocates by measured cost: give --calib-data")}
@@ -178,9 +191,6 @@ func (f *pruneFlags) apply(o *optimize.Options, df *dataFlags, g *globals) error
 		if f.calib.spec == "random" {
 			return usageError{fmt.Errorf("--calib-data random: reconstruction fits the weights to the data, so it needs real samples")}
 		}
-		if o.PruneOpts.Scope == prune.ScopeGlobal && (len(o.Prune) != 1 || o.Prune[0].Kind != "channels" || o.Prune[0].Auto) {
-			return usageError{fmt.Errorf("--calib-data prunes each layer on its own data: --prune-scope global's data-driven form is for one channels:R (it allocates R's parameters across the channel groups)")}
-		}
 		f.calib.inherit(df)
 		d := &prune.Data{Spec: f.calib.spec, ORTLib: g.ortLib, Session: ort.DefaultOptions()}
 		if f.damp == "auto" {
@@ -195,20 +205,14 @@ func (f *pruneFlags) apply(o *optimize.Options, df *dataFlags, g *globals) error
 		d.Opts.Shuffle = f.calib.samples > 0
 		o.PruneOpts.Data = d
 	}
-	if o.MinCosine < 0 || o.MinCosine > 1 {
-		return usageError{fmt.Errorf("--min-cosine must be in [0, 1]")}
-	}
-	if slices.ContainsFunc(o.Prune, func(m prune.Method) bool { return m.Auto }) && o.MaxAccuracyDrop <= 0 && o.MinCosine <= 0 {
-		return usageError{fmt.Errorf("--prune channels:auto needs a budget: --max-accuracy-drop P (with --data and --labels) or --min-cosine C")}
-	}
 	if (o.PruneLabels != "" || o.MaxAccuracyDrop > 0 || o.MinCosine > 0) && len(o.Prune) == 0 {
 		return usageError{fmt.Errorf("--labels and --max-accuracy-drop measure pruning: give --prune too")}
 	}
 	if o.MaxAccuracyDrop > 0 && (o.PruneLabels == "" || f.cost.spec == "") {
 		return usageError{fmt.Errorf("--max-accuracy-drop needs --labels (and --data) to measure accuracy")}
 	}
-	if o.MaxAccuracyDrop < 0 || o.CheckSamples < 0 {
-		return usageError{fmt.Errorf("--max-accuracy-drop and --check must not be negative")}
+	if o.CheckSamples < 0 {
+		return usageError{fmt.Errorf("--check must not be negative")}
 	}
 	return nil
 }

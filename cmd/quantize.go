@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -294,20 +295,28 @@ func (v *quantizeVars) register(fs *pflag.FlagSet, opts *QuantizeOptions) {
 }
 
 // byFlags is the build config's problems in the words of the command's
-// flags: each key a flag set sets is named by the flag.
+// flags: each key a flag set sets (build's flag names) is named by the
+// flag.
 func byFlags(set *pflag.FlagSet, err error) string {
-	msg := err.Error()
-	var flags []string
+	keys := map[string]string{}
 	set.VisitAll(func(f *pflag.Flag) {
-		if _, ok := buildFlagKeys[f.Name]; ok {
-			flags = append(flags, f.Name)
+		if key, ok := buildFlagKeys[f.Name]; ok {
+			keys[f.Name] = key
 		}
 	})
+	return byFlagKeys(keys, err)
+}
+
+// byFlagKeys is the problems in the words of a command's own flags
+// (flag name -> the key it sets).
+func byFlagKeys(keys map[string]string, err error) string {
+	msg := err.Error()
+	flags := slices.Sorted(maps.Keys(keys))
 	// Longer keys first: quantize.placement_budget before
 	// quantize.placement.
-	slices.SortFunc(flags, func(a, b string) int { return len(buildFlagKeys[b]) - len(buildFlagKeys[a]) })
+	slices.SortStableFunc(flags, func(a, b string) int { return len(keys[b]) - len(keys[a]) })
 	for _, f := range flags {
-		if key := buildFlagKeys[f]; mentionsKey(msg, key) {
+		if key := keys[f]; mentionsKey(msg, key) {
 			msg = strings.ReplaceAll(msg, key, "--"+f)
 		}
 	}

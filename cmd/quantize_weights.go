@@ -1,37 +1,38 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/pflag"
 
-	"github.com/optc-dev/optc/internal/choice"
+	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/prune"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/weightonly"
 )
 
+// weightsFlagKeys are the build config keys optc quantize --weights's
+// flags set.
+var weightsFlagKeys = map[string]string{
+	"weights": "quantize.weights", "block-size": "quantize.block_size", "weight-rounding": "quantize.weight_rounding",
+	"calib-data": "calibration.data",
+}
+
 // weightOnlyOptions turns the flags of `optc quantize --weights` into the
 // options of weightonly.Run: calibration data (needed by gptq, optional
 // for rtn) and evaluation data as for INT8.
 func weightOnlyOptions(weights, rounding string, blockSize int, calib, eval *dataFlags, o *ptq.Options, g *globals) (*weightonly.RunOptions, error) {
-	typ := weightonly.Type(weights)
-	if !slices.Contains(weightonly.Types, typ) {
-		return nil, usageError{fmt.Errorf("--weights %q: want %s", weights, choice.Or(weightonly.Types))}
+	// The build config's weight-only rules, on the same struct: one home
+	// for each (weightonly/config.go).
+	qc := config.Default()
+	qc.Quantize.Weights, qc.Quantize.BlockSize, qc.Quantize.WeightRounding, qc.Calibration.Data = weights, blockSize, rounding, calib.spec
+	if err := qc.ValidateSections(true, "quantize"); err != nil {
+		return nil, usageError{errors.New(byFlagKeys(weightsFlagKeys, err))}
 	}
-	if !slices.Contains(weightonly.BlockSizes, blockSize) {
-		return nil, usageError{fmt.Errorf("--block-size %d: want %s", blockSize, choice.Or(weightonly.BlockSizeNames()))}
-	}
-	r := weightonly.Rounding(rounding)
-	if !slices.Contains(weightonly.Roundings, r) {
-		return nil, usageError{fmt.Errorf("--weight-rounding %q: want %s", rounding, choice.Or(weightonly.Roundings))}
-	}
-	if r == weightonly.GPTQ && calib.spec == "" {
-		return nil, usageError{fmt.Errorf("--weight-rounding gptq needs --calib-data")}
-	}
+	typ, r := weightonly.Type(weights), weightonly.Rounding(rounding)
 	w := &weightonly.RunOptions{Input: o.Input, Output: o.Output, Session: o.Session, ORTLib: g.ortLib,
 		Weights: weightonly.Options{Type: typ, BlockSize: blockSize, Rounding: r, Exclude: o.Quant.Exclude}}
 	if calib.spec != "" {

@@ -516,10 +516,25 @@ func (c Config) Validate() error {
 // Validate does: optc quantize fills them from its flags, so that a rule
 // exists once.
 func (c Config) ValidateQuantization() error {
+	return c.ValidateSections(false, "calibration", "quantize")
+}
+
+// ValidateSections checks the named sections as Validate does, with the
+// rules their owners join with other sections when joins is set: a
+// command that takes a section's keys as flags (optc quantize:
+// calibration and quantize; optc optimize: prune) fills the same structs,
+// so that a rule exists once.
+func (c Config) ValidateSections(joins bool, sections ...string) error {
 	errs := unowned()
 	for _, o := range owners {
-		if o.Rules != nil && (o.Section == "calibration" || o.Section == "quantize") {
+		if !slices.Contains(sections, o.Section) {
+			continue
+		}
+		if o.Rules != nil {
 			errs = append(errs, o.Rules(c)...)
+		}
+		if joins && o.Joins != nil {
+			errs = append(errs, o.Joins(c)...)
 		}
 	}
 	if len(errs) > 0 {

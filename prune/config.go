@@ -45,8 +45,18 @@ func configRules(c config.Config) []string {
 func configJoins(c config.Config) []string {
 	var bad []string
 	p := c.Prune
-	if p.MaxAccuracyDrop > 0 && (c.Eval.Labels == "" || len(p.Methods) == 0) {
-		bad = append(bad, "prune.max_accuracy_drop needs prune.methods and eval.labels")
+	if p.MaxAccuracyDrop > 0 {
+		// It measures pruning's cost on labelled data: name what is missing.
+		var missing []string
+		if len(p.Methods) == 0 {
+			missing = append(missing, "prune.methods")
+		}
+		if c.Eval.Labels == "" {
+			missing = append(missing, "eval.labels")
+		}
+		if len(missing) > 0 {
+			bad = append(bad, "prune.max_accuracy_drop needs "+strings.Join(missing, " and "))
+		}
 	}
 	if dataDriven := p.Reconstruct && c.Calibration.Data != "" && c.Calibration.Data != "random"; p.Scope == ScopeGlobal && dataDriven &&
 		(len(p.Methods) != 1 || !strings.HasPrefix(p.Methods[0], "channels:") || p.Methods[0] == "channels:auto") {

@@ -38,7 +38,7 @@ func configRules(c config.Config) []string {
 
 func configJoins(c config.Config) []string {
 	if Rounding(c.Quantize.WeightRounding) == GPTQ && c.Quantize.Weights != "" && c.Calibration.Data == "" {
-		return []string{"quantize.weight_rounding gptq needs calibration.data (--calib-data)"}
+		return []string{"quantize.weight_rounding gptq needs calibration.data"}
 	}
 	return nil
 }
