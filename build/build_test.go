@@ -24,6 +24,7 @@ import (
 	"github.com/optc-dev/optc/export"
 	exportort "github.com/optc-dev/optc/export/ort"
 	"github.com/optc-dev/optc/export/tensorrt"
+	"github.com/optc-dev/optc/export/triton"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/lint"
 	"github.com/optc-dev/optc/passes"
@@ -49,7 +50,8 @@ func mnistConfig(t *testing.T, out string) config.Config {
 	c.Eval.Samples = 500
 	c.Latency.Duration = config.Duration{Duration: 50 * time.Millisecond}
 	c.Targets = []string{"all"}
-	c.Triton.Batch, c.Triton.Threads = 8, 1
+	ts := triton.SectionOf(&c)
+	ts.Batch, ts.Threads = 8, 1
 	// Every region INT8, unmeasured: the placement search's own test is
 	// TestBuildPlacement.
 	c.Quantize.Placement = "all-int8"

@@ -61,11 +61,12 @@ type Config struct {
 	Eval        Eval                 `yaml:"eval" json:"eval"`
 	Runtime     Runtime              `yaml:"runtime" json:"runtime"`
 	Latency     Latency              `yaml:"latency" json:"latency"`
-	TensorRT    TensorRT             `yaml:"tensorrt" json:"tensorrt"`
-	Triton      Triton               `yaml:"triton" json:"triton"`
-	Gates       Gates                `yaml:"gates" json:"gates"`
+	// (here, in the files: each target's own section, tensorrt and triton,
+	// of its own type: SectionOf, sections.go)
+	Gates Gates `yaml:"gates" json:"gates"`
 
-	src *source // where Load read the paths from (paths.go)
+	sections map[string]any // the owned sections by name (sections.go)
+	src      *source        // where Load read the paths from (paths.go)
 }
 
 // Gates are the budgets `optc diff` enforces between two builds (zero: not
@@ -232,35 +233,6 @@ type Latency struct {
 	SeqLengths []int `yaml:"seq_lengths,omitempty" json:"seq_lengths,omitempty"`
 }
 
-// TensorRT is the TensorRT target's engine settings.
-type TensorRT struct {
-	// Version is written into the legacy calibration cache header
-	// (TRT-<version>-EntropyCalibration2), e.g. 100300 for 10.3.0.
-	Version string `yaml:"version" json:"version"`
-	// Profiles are the optimization profile per dynamic input for
-	// build_engine.sh (empty: min=opt=max=the measured shape).
-	Profiles map[string]ShapeProfile `yaml:"profiles" json:"profiles"`
-}
-
-// ShapeProfile is one input's min/opt/max shapes for a TensorRT profile.
-type ShapeProfile struct {
-	Min []int64 `yaml:"min" json:"min"`
-	Opt []int64 `yaml:"opt" json:"opt"`
-	Max []int64 `yaml:"max" json:"max"`
-}
-
-// Triton pins the Triton model configuration (zeros: derived from the
-// sweep). Batch and Threads together pin the high-throughput profile and
-// skip the sweep, so that the configuration is the same on every build.
-type Triton struct {
-	Name            string `yaml:"name" json:"name"`
-	Batch           int    `yaml:"batch" json:"batch"`
-	Threads         int    `yaml:"threads" json:"threads"`
-	MaxBatchSize    int    `yaml:"max_batch_size" json:"max_batch_size"`
-	Instances       int    `yaml:"instances" json:"instances"`
-	MaxQueueDelayUs int    `yaml:"max_queue_delay_us" json:"max_queue_delay_us"`
-}
-
 // Duration is a time.Duration written as "2s" or "500ms".
 type Duration struct{ time.Duration }
 
@@ -312,6 +284,12 @@ func Default() Config {
 		if o.Defaults != nil {
 			o.Defaults(&c)
 		}
+		if o.New != nil {
+			if c.sections == nil {
+				c.sections = map[string]any{}
+			}
+			c.sections[o.Section] = o.New()
+		}
 	}
 	return c
 }
@@ -336,13 +314,15 @@ func Load(path string) (Config, error) {
 func Decode(r io.Reader, c *Config) error {
 	dec := yaml.NewDecoder(r)
 	dec.KnownFields(true)
-	err := dec.Decode(c)
+	w := c.wire()
+	err := dec.Decode(w.Interface())
 	if errors.Is(err, io.EOF) {
 		return nil // an empty file is the defaults
 	}
 	if err != nil {
-		return errors.New(tidy(err.Error()))
+		return errors.New(tidy(wireNames(err.Error(), w.Elem().Type())))
 	}
+	c.unwire(w)
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return errors.New("more than one YAML document; a config is one")
@@ -361,9 +341,6 @@ var typeNames = strings.NewReplacer(
 	"in type config.Eval", "in eval",
 	"in type config.Runtime", "in runtime",
 	"in type config.Latency", "in latency",
-	"in type config.TensorRT", "in tensorrt",
-	"in type config.ShapeProfile", "in a tensorrt profile",
-	"in type config.Triton", "in triton",
 	"in type config.Gates", "in gates",
 	"field ", "unknown key ",
 	" not found", "",
@@ -396,12 +373,26 @@ func tidy(msg string) string {
 	return strings.Join(strings.Fields(msg), " ")
 }
 
+// MarshalJSON writes c with its owned sections in their place.
+func (c Config) MarshalJSON() ([]byte, error) { return json.Marshal(c.wire().Interface()) }
+
+// UnmarshalJSON reads c with its owned sections (manifest.json's
+// options).
+func (c *Config) UnmarshalJSON(b []byte) error {
+	w := c.wire()
+	if err := json.Unmarshal(b, w.Interface()); err != nil {
+		return err
+	}
+	c.unwire(w)
+	return nil
+}
+
 // Marshal writes c as YAML, the form --print-config shows.
 func Marshal(c Config) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(c); err != nil {
+	if err := enc.Encode(c.wire().Interface()); err != nil {
 		return nil, err
 	}
 	if err := enc.Close(); err != nil {

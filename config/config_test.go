@@ -60,11 +60,20 @@ gates: {max_accuracy_drop: 1, min_cosine: 0.99, max_latency_regression: 10, perc
 		Eval:    Eval{Data: "e.npy", Labels: "l.npy", Samples: 10, Batch: 2},
 		Runtime: Runtime{Level: "extended", Threads: 2, ORTLib: "/x.so", NCHWc: "8"},
 		Latency: Latency{Batches: []int{1, 4}, Duration: Duration{500 * time.Millisecond}, Threads: []int{1, 2}, P99BudgetMs: 12.5, Repeats: 3},
-		TensorRT: TensorRT{Version: "10100", Profiles: map[string]ShapeProfile{
-			"x": {Min: []int64{1, 3, 48, 32}, Opt: []int64{8, 3, 48, 192}, Max: []int64{32, 3, 48, 512}}}},
-		Triton: Triton{Name: "cls", Batch: 8, Threads: 2, MaxBatchSize: 16, Instances: 2, MaxQueueDelayUs: 500},
-		Gates:  Gates{MaxAccuracyDrop: 1, MinCosine: 0.99, MaxLatencyRegression: 10, Percentile: "p99", MinSpeedup: 1.2, MaxSize: 1000},
+		Gates: Gates{MaxAccuracyDrop: 1, MinCosine: 0.99, MaxLatencyRegression: 10, Percentile: "p99", MinSpeedup: 1.2, MaxSize: 1000},
 	}
+	// The targets' own sections, of their packages' types (which this
+	// package cannot import), as JSON.
+	for name, js := range map[string]string{
+		"tensorrt": `{"version":"10100","profiles":{"x":{"min":[1,3,48,32],"opt":[8,3,48,192],"max":[32,3,48,512]}}}`,
+		"triton":   `{"name":"cls","batch":8,"threads":2,"max_batch_size":16,"instances":2,"max_queue_delay_us":500}`,
+	} {
+		got, err := json.Marshal(c.section(name))
+		if err != nil || string(got) != js {
+			t.Errorf("section %s decoded as %s (%v), want %s", name, got, err, js)
+		}
+	}
+	want.sections = c.sections
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("decoded\n%+v\nwant\n%+v", c, want)
 	}
@@ -171,6 +180,15 @@ func TestLoadKeepsDefaultsAndNamesTheFile(t *testing.T) {
 	}
 }
 
+// setSection sets keys of c's section name, a type of a target's package,
+// from JSON.
+func setSection(t *testing.T, c *Config, name, js string) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(js), c.section(name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestValidateNamesTheKey(t *testing.T) {
 	for _, tc := range []struct {
 		edit func(*Config)
@@ -195,10 +213,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{func(c *Config) { c.Latency.Repeats = 0 }, "latency.repeats: 0"},
 		{func(c *Config) { c.Gates.Percentile = "p95" }, `gates.percentile: "p95"`},
 		{func(c *Config) { c.Gates.MinCosine = 2 }, "gates.min_cosine: 2"},
-		{func(c *Config) { c.TensorRT.Version = "10.3" }, "tensorrt.version"},
-		{func(c *Config) {
-			c.TensorRT.Profiles = map[string]ShapeProfile{"x": {Min: []int64{4}, Opt: []int64{2}, Max: []int64{8}}}
-		}, "tensorrt.profiles.x"},
+		{func(c *Config) { setSection(t, c, "tensorrt", `{"version": "10.3"}`) }, "tensorrt.version"},
+		{func(c *Config) { setSection(t, c, "tensorrt", `{"profiles": {"x": {"min": [4], "opt": [2], "max": [8]}}}`) }, "tensorrt.profiles.x"},
+		{func(c *Config) { setSection(t, c, "triton", `{"batch": 8}`) }, "triton: batch and threads"},
 		{func(c *Config) { c.Image.Layout = "CHW" }, `image layout "CHW"`},
 		{func(c *Config) { c.Image.Std = []float64{1, 0, 1} }, "image std"},
 		{func(c *Config) { c.Image.Size = []int{224} }, "image.size"},

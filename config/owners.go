@@ -26,6 +26,10 @@ type Owner struct {
 	// Words are, per path key ("quantize.placement"), the values that
 	// are not paths ("auto").
 	Words map[string][]string
+	// New, for a section whose type is the owner's (a target's), is a
+	// pointer to a new one holding the section's defaults: the config
+	// holds it by name (SectionOf).
+	New func() any
 }
 
 // ownedSections are the sections whose keys' defaults and rules are their

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/export/tensorrt"
 
 	// The owners of the config's sections register themselves (the
 	// stages through build, the targets through export/targets): the
@@ -18,7 +19,7 @@ func TestDefaultIsValid(t *testing.T) {
 	if err := config.Default().Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if d := config.Default(); d.Calibration.Method == "" || d.Quantize.Placement == "" || d.Runtime.Level == "" || d.Image.Layout == "" || d.TensorRT.Version == "" {
+	if d := config.Default(); d.Calibration.Method == "" || d.Quantize.Placement == "" || d.Runtime.Level == "" || d.Image.Layout == "" || tensorrt.SectionOf(&d).Version == "" {
 		t.Fatalf("an owner's defaults are missing: %+v", d)
 	}
 }

@@ -96,10 +96,12 @@ type Validator interface {
 	Validate(c config.Config) []string
 }
 
-// Defaulted is a target whose config section has defaults other than
-// zero (config.Default applies them).
-type Defaulted interface {
-	Defaults(c *config.Config)
+// Sectioned is a target with a config section of its own (keyed by its
+// name), of a type its package declares: NewSection is a pointer to a new
+// one holding the section's defaults. config decodes and writes it in its
+// place; the target reads it with config.SectionOf.
+type Sectioned interface {
+	NewSection() any
 }
 
 // Flagged is a target with options of its own on optc build's command
@@ -195,10 +197,10 @@ func Register(ts ...Target) {
 		if v, ok := t.(Validator); ok {
 			owner.Rules = v.Validate
 		}
-		if d, ok := t.(Defaulted); ok {
-			owner.Defaults = d.Defaults
+		if s, ok := t.(Sectioned); ok {
+			owner.New = s.NewSection
 		}
-		if owner.Rules != nil || owner.Defaults != nil {
+		if owner.Rules != nil || owner.New != nil {
 			config.Register(owner)
 		}
 	}

@@ -66,9 +66,30 @@ func (Target) Summary(section any) []string {
 	return []string{fmt.Sprintf("tensorrt lint: %d errors, %d warnings (tensorrt/lint.json)", lint.Errors(r.Lint), len(r.Lint)-lint.Errors(r.Lint))}
 }
 
-// Defaults: the calibration cache's header names TensorRT 10.3.0 unless
-// tensorrt.version says otherwise.
-func (Target) Defaults(c *config.Config) { c.TensorRT.Version = "100300" }
+// Section is the tensorrt section of the build config: the engine
+// settings.
+type Section struct {
+	// Version is written into the legacy calibration cache header
+	// (TRT-<version>-EntropyCalibration2), e.g. 100300 for 10.3.0.
+	Version string `yaml:"version" json:"version"`
+	// Profiles are the optimization profile per dynamic input for
+	// build_engine.sh (empty: min=opt=max=the measured shape).
+	Profiles map[string]ShapeProfile `yaml:"profiles" json:"profiles"`
+}
+
+// ShapeProfile is one input's min/opt/max shapes for a TensorRT profile.
+type ShapeProfile struct {
+	Min []int64 `yaml:"min" json:"min"`
+	Opt []int64 `yaml:"opt" json:"opt"`
+	Max []int64 `yaml:"max" json:"max"`
+}
+
+// NewSection is the section's defaults: the calibration cache's header
+// names TensorRT 10.3.0 unless tensorrt.version says otherwise.
+func (Target) NewSection() any { return &Section{Version: "100300"} }
+
+// SectionOf is c's tensorrt section.
+func SectionOf(c *config.Config) *Section { return config.SectionOf[Section](c, Target{}.Name()) }
 
 // versionPattern is TensorRT's integer version, e.g. 100300 for 10.3.0.
 var versionPattern = regexp.MustCompile(`^[0-9]+$`)
@@ -76,7 +97,7 @@ var versionPattern = regexp.MustCompile(`^[0-9]+$`)
 // Validate checks the tensorrt section of the config.
 func (Target) Validate(c config.Config) []string {
 	var bad []string
-	t := c.TensorRT
+	t := SectionOf(&c)
 	if !versionPattern.MatchString(t.Version) {
 		bad = append(bad, fmt.Sprintf("tensorrt.version: %q (want TensorRT's integer version, e.g. 100300 for 10.3.0)", t.Version))
 	}
@@ -98,7 +119,8 @@ func (Target) Validate(c config.Config) []string {
 
 // Flags: --trt-version.
 func (Target) Flags(fs *pflag.FlagSet, c *config.Config) map[string]string {
-	fs.StringVar(&c.TensorRT.Version, "trt-version", c.TensorRT.Version, "TensorRT version for the calibration cache header (e.g. 100300)")
+	s := SectionOf(c)
+	fs.StringVar(&s.Version, "trt-version", s.Version, "TensorRT version for the calibration cache header (e.g. 100300)")
 	return map[string]string{"trt-version": "tensorrt.version"}
 }
 
@@ -288,7 +310,7 @@ func (e *exporter) writeTRTCache() error {
 		amax[name] = math.Max(math.Abs(r.Min), math.Abs(r.Max))
 	}
 	var buf bytes.Buffer
-	if err := export.WriteTRTCalibCache(&buf, e.c.TensorRT.Version, amax); err != nil {
+	if err := export.WriteTRTCalibCache(&buf, SectionOf(&e.c).Version, amax); err != nil {
 		return err
 	}
 	p, err := e.h.Path("tensorrt/calibration.cache")
@@ -338,7 +360,7 @@ func (e *exporter) engineShapes() (map[string]export.ShapeRange, error) {
 	hi, hiErr := data.ResolveShapes(ins, data.Options{Batch: slices.Max(e.h.LatencyBatches()), Spec: spec})
 	out := map[string]export.ShapeRange{}
 	for i, in := range ins {
-		if p, ok := e.c.TensorRT.Profiles[in.Name]; ok {
+		if p, ok := SectionOf(&e.c).Profiles[in.Name]; ok {
 			out[in.Name] = export.ShapeRange{Min: p.Min, Opt: p.Opt, Max: p.Max}
 			continue
 		}

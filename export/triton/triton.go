@@ -33,10 +33,29 @@ func (Target) Artifacts() []string {
 		"triton/model_repository/NAME/configs/low_latency.pbtxt"}
 }
 
+// Section is the triton section of the build config: it pins the Triton
+// model configuration (zeros: derived from the sweep). Batch and Threads
+// together pin the high-throughput profile and skip the sweep, so that
+// the configuration is the same on every build.
+type Section struct {
+	Name            string `yaml:"name" json:"name"`
+	Batch           int    `yaml:"batch" json:"batch"`
+	Threads         int    `yaml:"threads" json:"threads"`
+	MaxBatchSize    int    `yaml:"max_batch_size" json:"max_batch_size"`
+	Instances       int    `yaml:"instances" json:"instances"`
+	MaxQueueDelayUs int    `yaml:"max_queue_delay_us" json:"max_queue_delay_us"`
+}
+
+// NewSection is the section's defaults: nothing pinned.
+func (Target) NewSection() any { return &Section{} }
+
+// SectionOf is c's triton section.
+func SectionOf(c *config.Config) *Section { return config.SectionOf[Section](c, Target{}.Name()) }
+
 // Validate checks the triton section of the config.
 func (Target) Validate(c config.Config) []string {
 	var bad []string
-	t := c.Triton
+	t := SectionOf(&c)
 	if t.MaxBatchSize < 0 || t.Instances < 0 || t.MaxQueueDelayUs < 0 || t.Batch < 0 || t.Threads < 0 {
 		bad = append(bad, "triton: batch, threads, max_batch_size, instances and max_queue_delay_us must not be negative")
 	}
@@ -48,7 +67,8 @@ func (Target) Validate(c config.Config) []string {
 
 // Flags: --triton-name.
 func (Target) Flags(fs *pflag.FlagSet, c *config.Config) map[string]string {
-	fs.StringVar(&c.Triton.Name, "triton-name", c.Triton.Name, "model name in the Triton repository (default: the model file's name)")
+	s := SectionOf(c)
+	fs.StringVar(&s.Name, "triton-name", s.Name, "model name in the Triton repository (default: the model file's name)")
 	return map[string]string{"triton-name": "triton.name"}
 }
 
@@ -68,7 +88,7 @@ func (Target) Summary(section any) []string {
 // Cost: the batch and thread sweep behind the profiles, unless the config
 // pins them.
 func (Target) Cost(c config.Config) target.Cost {
-	if c.Triton.Batch > 0 && c.Triton.Threads > 0 {
+	if t := SectionOf(&c); t.Batch > 0 && t.Threads > 0 {
 		return target.Cost{}
 	}
 	return target.Cost{SweepPoints: len(export.SweepThreads(c.Latency.Threads)) * len(export.DefaultSweepBatches)}
@@ -103,7 +123,7 @@ type Decision struct {
 // configuration reproducible). The result is the *Deployment.
 func (Target) Export(h target.Host) (any, error) {
 	c := h.Config()
-	t := c.Triton
+	t := *SectionOf(&c)
 	d := &Deployment{}
 	var replayed *Decision
 	cores := 0 // this machine's
@@ -173,7 +193,7 @@ func (Target) Export(h target.Host) (any, error) {
 }
 
 // replay reads a recorded decision; pins in the config must agree with it.
-func replay(raw []byte, from string, t config.Triton) (*Decision, error) {
+func replay(raw []byte, from string, t Section) (*Decision, error) {
 	var d Decision
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return nil, fmt.Errorf("replaying %s: its triton decision: %w", from, err)
