@@ -60,7 +60,7 @@ gates: {max_accuracy_drop: 1, min_cosine: 0.99, max_latency_regression: 10, perc
 		Eval:    Eval{Data: "e.npy", Labels: "l.npy", Samples: 10, Batch: 2},
 		Runtime: Runtime{Level: "extended", Threads: 2, ORTLib: "/x.so", NCHWc: "8"},
 		Latency: Latency{Batches: []int{1, 4}, Duration: Duration{500 * time.Millisecond}, Threads: []int{1, 2}, P99BudgetMs: 12.5, Repeats: 3},
-		Gates: Gates{MaxAccuracyDrop: 1, MinCosine: 0.99, MaxLatencyRegression: 10, Percentile: "p99", MinSpeedup: 1.2, MaxSize: 1000},
+		Gates:   Gates{MaxAccuracyDrop: 1, MinCosine: 0.99, MaxLatencyRegression: 10, Percentile: "p99", MinSpeedup: 1.2, MaxSize: 1000},
 	}
 	// The targets' own sections, of their packages' types (which this
 	// package cannot import), as JSON.
@@ -214,7 +214,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{func(c *Config) { c.Gates.Percentile = "p95" }, `gates.percentile: "p95"`},
 		{func(c *Config) { c.Gates.MinCosine = 2 }, "gates.min_cosine: 2"},
 		{func(c *Config) { setSection(t, c, "tensorrt", `{"version": "10.3"}`) }, "tensorrt.version"},
-		{func(c *Config) { setSection(t, c, "tensorrt", `{"profiles": {"x": {"min": [4], "opt": [2], "max": [8]}}}`) }, "tensorrt.profiles.x"},
+		{func(c *Config) {
+			setSection(t, c, "tensorrt", `{"profiles": {"x": {"min": [4], "opt": [2], "max": [8]}}}`)
+		}, "tensorrt.profiles.x"},
 		{func(c *Config) { setSection(t, c, "triton", `{"batch": 8}`) }, "triton: batch and threads"},
 		{func(c *Config) { c.Image.Layout = "CHW" }, `image layout "CHW"`},
 		{func(c *Config) { c.Image.Std = []float64{1, 0, 1} }, "image std"},
