@@ -58,8 +58,9 @@ type Result struct {
 	Output   string           `json:"output"`
 	Targets  []string         `json:"targets"`
 	Optimize *optimize.Result `json:"optimize"`
-	INT8     *ptq.Result      `json:"int8,omitempty"`          // the ort quantization
-	INT8TRT  *ptq.Result      `json:"int8_tensorrt,omitempty"` // the tensorrt quantization
+	// INT8 are the static INT8 quantizations by scheme (ort, tensorrt):
+	// one per scheme a wanted target deploys.
+	INT8 map[quantize.Target]*ptq.Result `json:"int8,omitempty"`
 	// Weights is the weight-only quantization of the ORT artifact
 	// (quantize.weights).
 	Weights *weightonly.Result `json:"weights,omitempty"`
@@ -116,18 +117,34 @@ type Quantization struct {
 }
 
 // Quantizations are the INT8 models the build quantized, in build order
-// (a refused one included: its result holds the guard's verdict).
+// (a refused one included: its result holds the guard's verdict): each
+// scheme's static model, and the placed scheme's dynamic one after it.
 func (r *Result) Quantizations() []Quantization {
-	ortModel, _ := target.QuantizedModel(quantize.TargetORT)
-	trtModel, _ := target.QuantizedModel(quantize.TargetTensorRT)
 	var out []Quantization
-	for _, q := range []Quantization{{quantize.TargetORT, ortModel, r.INT8}, {quantize.TargetORT, DynamicModel, r.Dynamic}, {quantize.TargetTensorRT, trtModel, r.INT8TRT}} {
+	add := func(q Quantization) {
 		if q.Result != nil && q.Result.Quantize != nil {
 			out = append(out, q)
 		}
 	}
+	for _, scheme := range quantize.Targets() {
+		model, _ := target.QuantizedModel(scheme)
+		add(Quantization{scheme, model, r.INT8[scheme]})
+		if scheme == PlacedScheme {
+			add(Quantization{scheme, DynamicModel, r.Dynamic})
+		}
+	}
 	return out
 }
+
+// PlacedScheme is the scheme whose INT8 model the build's deployed model
+// takes (what the ORT and Triton artifacts deploy), decided by the
+// placement search (placement.json), and which weight-only and dynamic
+// INT8 replace.
+const PlacedScheme = quantize.TargetORT
+
+// Placed is the placed scheme's static quantization (nil when there was
+// none).
+func (r *Result) Placed() *ptq.Result { return r.INT8[PlacedScheme] }
 
 // Refusal is an INT8 model the accuracy guard refused, with its figures.
 type Refusal struct {
@@ -529,13 +546,13 @@ func (b *builder) quantize() error {
 	}
 	b.add("calibration.json", "all", "calibration", "", "")
 	b.quantized = map[quantize.Target]string{}
-	if b.needs(quantize.TargetORT) && b.c.Quantize.Weights == "" && !b.c.Quantize.Dynamic {
-		if err := b.quantizeORT(); err != nil {
+	for _, scheme := range quantize.Targets() {
+		if !b.needs(scheme) || scheme == PlacedScheme && (b.c.Quantize.Weights != "" || b.c.Quantize.Dynamic) {
+			continue // (weight-only and dynamic INT8 replace it: weights.go, dynamic.go)
+		}
+		if err := b.quantizeFor(scheme); err != nil {
 			return err
 		}
-	}
-	if b.needs(quantize.TargetTensorRT) {
-		return b.quantizeTensorRT()
 	}
 	return nil
 }
@@ -564,40 +581,38 @@ func (b *builder) quantizeScheme(scheme quantize.Target) (*ptq.Result, error) {
 	return res, nil
 }
 
-// quantizeORT makes the ort scheme's model and decides whether the ORT
-// and Triton artifacts deploy it.
-func (b *builder) quantizeORT() error {
-	var err error
-	b.res.INT8, err = b.quantizeScheme(quantize.TargetORT)
-	out := b.quantized[quantize.TargetORT]
+// quantizeFor makes scheme's INT8 model; the placed scheme's becomes the
+// build's deployed model unless it is non-finite, INT8 does not pay
+// (placement.json) or the guard missed it.
+func (b *builder) quantizeFor(scheme quantize.Target) error {
+	res, err := b.quantizeScheme(scheme)
+	if res != nil {
+		if b.res.INT8 == nil {
+			b.res.INT8 = map[quantize.Target]*ptq.Result{}
+		}
+		b.res.INT8[scheme] = res
+	}
+	out := b.quantized[scheme]
 	if err != nil || out == "" {
 		return err
 	}
-	b.ortModel, b.ortPrecision = out, "int8"
-	b.disqualifyNonFinite()
-	if err := b.writePlacement(); err != nil {
-		return err
+	placed := scheme == PlacedScheme
+	if placed {
+		b.ortModel, b.ortPrecision = out, "int8"
+		b.disqualifyNonFinite()
+		if err := b.writePlacement(); err != nil {
+			return err
+		}
 	}
-	if g := b.res.INT8.Guard; g != nil && g.Allowed {
-		rel, _ := target.QuantizedModel(quantize.TargetORT)
+	if g := res.Guard; g != nil && g.Allowed {
+		rel, _ := target.QuantizedModel(scheme)
 		b.res.NotRecommended = append(b.res.NotRecommended, rel)
-		b.ortModel = b.float
-		b.note(fmt.Sprintf("ort: %s misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended: the ORT and Triton artifacts are FP32", rel, ptq.FailedChecks(g.Checks)))
-	}
-	return nil
-}
-
-// quantizeTensorRT makes the tensorrt scheme's Q/DQ model.
-func (b *builder) quantizeTensorRT() error {
-	var err error
-	b.res.INT8TRT, err = b.quantizeScheme(quantize.TargetTensorRT)
-	if err != nil || b.quantized[quantize.TargetTensorRT] == "" {
-		return err
-	}
-	if g := b.res.INT8TRT.Guard; g != nil && g.Allowed {
-		rel, _ := target.QuantizedModel(quantize.TargetTensorRT)
-		b.res.NotRecommended = append(b.res.NotRecommended, rel)
-		b.note(fmt.Sprintf("tensorrt: %s misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended", path.Base(rel), ptq.FailedChecks(g.Checks)))
+		note := fmt.Sprintf("%s: %s misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended", scheme, path.Base(rel), ptq.FailedChecks(g.Checks))
+		if placed {
+			b.ortModel = b.float
+			note += ": the ORT and Triton artifacts are FP32"
+		}
+		b.note(note)
 	}
 	return nil
 }
@@ -774,7 +789,7 @@ func copyFile(from, to string) error {
 // quantized and why) and deploys the float model for ORT when INT8 does not
 // pay on this CPU.
 func (b *builder) writePlacement() error {
-	p := b.res.INT8.Placement
+	p := b.res.Placed().Placement
 	if p == nil {
 		return nil
 	}
@@ -790,7 +805,7 @@ func (b *builder) writePlacement() error {
 	if err != nil {
 		return err
 	}
-	b.add("placement.json", string(quantize.TargetORT), "placement", "", "")
+	b.add("placement.json", string(PlacedScheme), "placement", "", "")
 	if err := atomicfile.Write(path, js); err != nil {
 		return err
 	}
@@ -802,7 +817,7 @@ func (b *builder) writePlacement() error {
 // the data ptq measured it on: no speed makes up for that. The placement
 // (when there is one) then recommends FP32 and says why.
 func (b *builder) disqualifyNonFinite() {
-	acc := b.res.INT8.Accuracy
+	acc := b.res.Placed().Accuracy
 	if acc == nil {
 		return
 	}
@@ -815,7 +830,7 @@ func (b *builder) disqualifyNonFinite() {
 	}
 	b.ortModel = b.float
 	why := fmt.Sprintf("the INT8 model is NaN/Inf at %d of %d output values where the float model is finite (on %s)", n, total, acc.Data)
-	if p := b.res.INT8.Placement; p != nil {
+	if p := b.res.Placed().Placement; p != nil {
 		p.Recommended, p.Reason = placement.RecommendFP32, "FP32: "+why
 	}
 	b.note("ort: " + why + ", so it is not deployed: the ORT and Triton artifacts are FP32; model.int8.onnx is kept for inspection")

@@ -30,6 +30,7 @@ import (
 	"github.com/optc-dev/optc/passes"
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
+	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
 	"github.com/optc-dev/optc/tools/testgraph"
@@ -265,8 +266,8 @@ func TestBuildPlacement(t *testing.T) {
 	replay.Output = filepath.Join(dir, "replay")
 	replay.Quantize.Placement = filepath.Join(c.Output, "placement.json")
 	res := run(t, replay)
-	if res.INT8.PlacementFrom != replay.Quantize.Placement || res.INT8.Placement.Recommended != file.Recommended {
-		t.Errorf("replay: from %q, %+v", res.INT8.PlacementFrom, res.INT8.Placement)
+	if res.Placed().PlacementFrom != replay.Quantize.Placement || res.Placed().Placement.Recommended != file.Recommended {
+		t.Errorf("replay: from %q, %+v", res.Placed().PlacementFrom, res.Placed().Placement)
 	}
 	if fileSHA(t, filepath.Join(c.Output, "placement.json")) != fileSHA(t, filepath.Join(replay.Output, "placement.json")) {
 		t.Error("the replayed build's placement.json is not the file it replayed")
@@ -483,7 +484,7 @@ func TestBuildChecksOnHeldOutCalibrationSamples(t *testing.T) {
 	c.Image.Color = "gray"
 	c.Calibration.Samples = 150
 	res := run(t, c)
-	if !res.EvalHeldOut || !strings.Contains(res.EvalData, "did not draw") || res.INT8 == nil || !res.INT8.HeldOut {
+	if !res.EvalHeldOut || !strings.Contains(res.EvalData, "did not draw") || res.Placed() == nil || !res.Placed().HeldOut {
 		t.Fatalf("eval %q held out %v", res.EvalData, res.EvalHeldOut)
 	}
 	for _, a := range res.Artifacts {
@@ -496,9 +497,9 @@ func TestBuildChecksOnHeldOutCalibrationSamples(t *testing.T) {
 	c.Calibration.Samples = 0
 	c.Output = filepath.Join(t.TempDir(), "out2")
 	res = run(t, c)
-	if !res.EvalHeldOut || res.Caveats.OnCalibrationData || res.INT8.Calibration.Samples != 150 || !res.INT8.HeldOut ||
+	if !res.EvalHeldOut || res.Caveats.OnCalibrationData || res.Placed().Calibration.Samples != 150 || !res.Placed().HeldOut ||
 		!strings.Contains(strings.Join(res.Notes, "\n"), "calibration draws 150 samples of "+c.Calibration.Data+" and every artifact is checked on the other 50") {
-		t.Fatalf("held out %v, calibrated on %d, notes %v", res.EvalHeldOut, res.INT8.Calibration.Samples, res.Notes)
+		t.Fatalf("held out %v, calibrated on %d, notes %v", res.EvalHeldOut, res.Placed().Calibration.Samples, res.Notes)
 	}
 	for _, a := range res.Artifacts {
 		if a.Check != nil && a.Check.Samples != 50 {
@@ -585,8 +586,8 @@ func TestBuildGuard(t *testing.T) {
 	c := mnistConfig(t, filepath.Join(dir, "good"))
 	c.Targets = []string{"ort"}
 	res := run(t, c)
-	if g := res.INT8.Guard; g == nil || !g.Pass || !g.HeldOut || len(g.Checks) != 1 || g.Checks[0].Metric != "accuracy drop" {
-		t.Fatalf("guard %+v", res.INT8.Guard)
+	if g := res.Placed().Guard; g == nil || !g.Pass || !g.HeldOut || len(g.Checks) != 1 || g.Checks[0].Metric != "accuracy drop" {
+		t.Fatalf("guard %+v", res.Placed().Guard)
 	}
 	var cache map[string]any
 	readJSON(t, filepath.Join(dir, "good", "calibration.json"), &cache)
@@ -635,7 +636,7 @@ func TestBuildGuard(t *testing.T) {
 	if !slices.Contains(res.NotRecommended, "model.int8.onnx") {
 		t.Errorf("not recommended: %q", res.NotRecommended)
 	}
-	if g := res.INT8.Guard; !g.Allowed || g.Pass || g.Fallback == "" {
+	if g := res.Placed().Guard; !g.Allowed || g.Pass || g.Fallback == "" {
 		t.Errorf("guard %+v", g)
 	}
 	if len(res.Notes) == 0 || !strings.Contains(strings.Join(res.Notes, "\n"), "misses the accuracy guard (accuracy drop") {
@@ -662,7 +663,7 @@ func TestBuildRunsPassesOnce(t *testing.T) {
 		runs, parses := passes.Runs(), graph.Parses()
 		res := run(t, c)
 		runs, parses = passes.Runs()-runs, graph.Parses()-parses
-		if runs != 1 || res.INT8.Passes != nil || res.INT8TRT.Passes != nil {
+		if runs != 1 || res.Placed().Passes != nil || res.INT8[quantize.TargetTensorRT].Passes != nil {
 			t.Errorf("-O%d: the pass pipeline ran %d times in one build, want 1", level, runs)
 		}
 		t.Logf("-O%d --int8 --target all: %d model parses", level, parses)

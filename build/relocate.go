@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/optc-dev/optc/ptq"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // relocate rewrites the paths the stages recorded inside the working
@@ -25,7 +26,11 @@ func (b *builder) relocate() {
 			final(&o.After.Path)
 		}
 	}
-	for _, q := range []*ptq.Result{b.res.INT8, b.res.INT8TRT, b.res.Dynamic} {
+	qs := []*ptq.Result{b.res.Dynamic}
+	for _, scheme := range quantize.Targets() {
+		qs = append(qs, b.res.INT8[scheme])
+	}
+	for _, q := range qs {
 		if q != nil {
 			final(&q.Input)
 			final(&q.Output)

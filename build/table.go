@@ -13,6 +13,7 @@ import (
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
+	"github.com/optc-dev/optc/quantize"
 )
 
 // WriteTable prints the build's summary: one row per model artifact with
@@ -68,8 +69,8 @@ func WriteTable(w io.Writer, r *Result) error {
 		writePrune(w, r.Optimize.Prune)
 	}
 	writeQuantizations(w, r)
-	if r.INT8 != nil && r.INT8.Placement != nil {
-		writePlacement(w, r.INT8.Placement, r.INT8.PlacementFrom)
+	if q := r.Placed(); q != nil && q.Placement != nil {
+		writePlacement(w, q.Placement, q.PlacementFrom)
 	}
 	for _, t := range target.All() {
 		if s, ok := t.(target.Summarized); ok && r.TargetReports[t.Name()] != nil {
@@ -165,10 +166,11 @@ func writeArtifactRows(w io.Writer, r *Result) error {
 // writeQuantizations says per INT8 scheme what was quantized, what fell
 // back, and the guard's verdict.
 func writeQuantizations(w io.Writer, r *Result) {
-	for _, q := range []struct {
-		name string
-		res  *ptq.Result
-	}{{"int8 ort", r.INT8}, {"int8 tensorrt", r.INT8TRT}} {
+	for _, scheme := range quantize.Targets() {
+		q := struct {
+			name string
+			res  *ptq.Result
+		}{"int8 " + string(scheme), r.INT8[scheme]}
 		if q.res == nil || q.res.Quantize == nil {
 			continue
 		}

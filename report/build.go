@@ -76,8 +76,8 @@ func FromBuild(res *build.Result, dir string) (*Report, error) {
 	for _, q := range res.Quantizations() {
 		r.Quantization = append(r.Quantization, quantizationOf(string(q.Scheme), q.Model, q.Result))
 	}
-	if res.INT8 != nil {
-		r.Placement, r.PlacementFrom = res.INT8.Placement, res.INT8.PlacementFrom
+	if q := res.Placed(); q != nil {
+		r.Placement, r.PlacementFrom = q.Placement, q.PlacementFrom
 	}
 	r.NCHWc = res.Layout
 	if res.Optimize != nil && res.Optimize.Prune != nil {
