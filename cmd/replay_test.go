@@ -244,7 +244,7 @@ func TestBuildReplayBudgetStops(t *testing.T) {
 	}
 	var report struct {
 		Details struct {
-			INT8 struct {
+			INT8 map[string]struct { // by scheme
 				Calibration struct {
 					Samples int  `json:"samples"`
 					Stopped bool `json:"stopped_by_budget"`
@@ -253,7 +253,7 @@ func TestBuildReplayBudgetStops(t *testing.T) {
 		} `json:"details"`
 	}
 	readJSONFile(t, filepath.Join(first, "report.json"), &report)
-	if c := report.Details.INT8.Calibration; c.Samples != n || !c.Stopped {
+	if c := report.Details.INT8["ort"].Calibration; c.Samples != n || !c.Stopped {
 		t.Errorf("report.json calibration %+v, want %d samples, stopped", c, n)
 	}
 
