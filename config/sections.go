@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -74,7 +75,8 @@ func wireType() reflect.Type {
 	return reflect.StructOf(fields)
 }
 
-func sectionField(i int) string { return "Section" + string(rune('A'+i)) }
+// sectionField is the wire struct's field name of the i-th owned section.
+func sectionField(i int) string { return "Section" + strconv.Itoa(i) }
 
 // wire is c as a wire struct (a pointer to it).
 func (c *Config) wire() reflect.Value {
