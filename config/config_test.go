@@ -298,6 +298,20 @@ func TestJSONKeysAreYAMLKeys(t *testing.T) {
 	if back.Latency.Duration != c.Latency.Duration || back.OptLevel != c.OptLevel || back.Output != "out" {
 		t.Errorf("read back %+v", back)
 	}
+	// A target's own section reads back into its type, in a zero Config
+	// too (manifest.json's options).
+	setSection(t, &c, "triton", `{"batch": 4, "threads": 2}`)
+	js, err = json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back = Config{}
+	if err := json.Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := json.Marshal(back.section("triton")); !strings.Contains(string(got), `"batch":4,"threads":2`) {
+		t.Errorf("triton section read back as %s from %s", got, js)
+	}
 }
 
 // TestDecodeLMKeys reads the language-model keys (left out of
