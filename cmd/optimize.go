@@ -136,8 +136,6 @@ before/after table and per-pass statistics.`,
 	return c
 }
 
-// pruneFlags are optimize's flags of pruning and of the data it is
-// measured and reconstructed on.
 // optimizePruneKeys are the build config keys optc optimize's pruning
 // flags set, for the rules they share (prune/config.go).
 var optimizePruneKeys = map[string]string{
@@ -145,6 +143,8 @@ var optimizePruneKeys = map[string]string{
 	"max-accuracy-drop": "prune.max_accuracy_drop", "labels": "eval.labels", "calib-data": "calibration.data",
 }
 
+// pruneFlags are optimize's flags of pruning and of the data it is
+// measured and reconstructed on.
 type pruneFlags struct {
 	specs         []string
 	exclude, damp string
