@@ -33,6 +33,7 @@ import (
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report"
 	"github.com/optc-dev/optc/task/tasks"
 	"github.com/optc-dev/optc/weightonly"
 )
@@ -45,11 +46,6 @@ type Options struct {
 	Progress io.Writer
 	// Version is optc's version, recorded in the manifest.
 	Version string
-	// Finish, when set, writes the reports (report.json, report.md,
-	// report.html) into the working folder dir in place of the plain
-	// report.json, so that they appear atomically with the rest. It lives
-	// here as a hook because the report package builds on this one.
-	Finish func(dir string, res *Result) error
 }
 
 // Result is what a build did and measured; it is report.json.
@@ -65,14 +61,14 @@ type Result struct {
 	// (quantize.weights).
 	Weights *weightonly.Result `json:"weights,omitempty"`
 	// WeightsGuard is the language-model guard on it (eval.task lm).
-	WeightsGuard *PerplexityGuard `json:"weights_guard,omitempty"`
+	WeightsGuard *report.PerplexityGuard `json:"weights_guard,omitempty"`
 	// Dynamic is the dynamic INT8 quantization of the ORT artifact
 	// (quantize.dynamic).
 	Dynamic *ptq.Result `json:"dynamic,omitempty"`
 	// Layout is the nchwc stage: the FP32 model shaped for ORT's blocked
 	// CPU layout, and whether the ORT artifact deploys it.
-	Layout    *Layout     `json:"nchwc,omitempty"`
-	Artifacts []*Artifact `json:"artifacts"`
+	Layout    *report.Layout `json:"nchwc,omitempty"`
+	Artifacts []*Artifact    `json:"artifacts"`
 	// Baseline is the input model's latency, measured like the artifacts.
 	Baseline *bench.Timing `json:"baseline"`
 	// EvalData says what the artifacts were checked on and whether it is
@@ -94,10 +90,10 @@ type Result struct {
 	// instead of timing them (replay: in the config).
 	ReplayedFrom string `json:"replayed_from,omitempty"`
 	// Plan is how the build shared its time budget between the stages.
-	Plan        *Plan       `json:"plan"`
-	Stages      []Stage     `json:"stages"`
-	Environment Environment `json:"environment"`
-	Notes       []string    `json:"notes,omitempty"`
+	Plan        *Plan             `json:"plan"`
+	Stages      []Stage           `json:"stages"`
+	Environment bench.Environment `json:"environment"`
+	Notes       []string          `json:"notes,omitempty"`
 	// Refused are the INT8 models the accuracy guard refused: the build
 	// wrote everything else (optc build exits 3).
 	Refused []Refusal `json:"refused,omitempty"`
@@ -682,7 +678,7 @@ func (b *builder) ptqOptions(target quantize.Target, out string) (ptq.Options, e
 	}
 	if !sc.OtherRuntime {
 		if o.Quant.Format != quantize.FormatQOperator {
-			env := MeasuredOn()
+			env := bench.MeasuredOn()
 			o.Placement, o.CPU, o.CPUFlags = c.Quantize.Placement, env.CPU, env.CPUFlags
 			o.PlacementBudget = time.Duration(b.res.Plan.PlacementSeconds * float64(time.Second))
 			if b.replay != nil {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
@@ -35,9 +36,9 @@ type Decisions struct {
 	Schema int `json:"schema"`
 	// MeasuredOn is the machine the choices were timed on; Level and
 	// Threads the ORT session they were timed in.
-	MeasuredOn Environment `json:"measured_on"`
-	Level      string      `json:"ort_level"`
-	Threads    int         `json:"threads"`
+	MeasuredOn bench.Environment `json:"measured_on"`
+	Level      string            `json:"ort_level"`
+	Threads    int               `json:"threads"`
 	// Model is the optimized float model (model.fp32.onnx) the choices
 	// were made for: a replay refuses a build whose model differs.
 	Model FileDigest `json:"model"`
@@ -264,7 +265,7 @@ func (b *builder) writeDecisions() error {
 			b.note(fmt.Sprintf("replayed from %s: %s, as that build measured them on %s; none was timed here", r.path, strings.Join(r.used, ", "), r.rec.MeasuredOn.CPU))
 		}
 	} else {
-		d.MeasuredOn, d.Level, d.Threads = MeasuredOn(), b.c.Runtime.Level, b.c.Runtime.Threads
+		d.MeasuredOn, d.Level, d.Threads = bench.MeasuredOn(), b.c.Runtime.Level, b.c.Runtime.Threads
 	}
 	if err := writeJSONFile(b, decisionsFile, d); err != nil {
 		return err

@@ -13,26 +13,8 @@ import (
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report"
 )
-
-// Layout is the nchwc stage's record (report.json "nchwc"): the FP32
-// model shaped for ORT's blocked CPU layout (passes.ORTCPULayout), timed
-// against what the ORT artifact deployed before, and deployed when
-// confirmed faster.
-type Layout struct {
-	Block int `json:"block"`
-	// Convs is how many convs had their channels padded; Bridges how many
-	// HardSigmoids got an identity conv to fuse into.
-	Convs    int                 `json:"convs_padded"`
-	Bridges  int                 `json:"hardsigmoid_bridges"`
-	Baseline string              `json:"baseline,omitempty"` // what it was timed against
-	Timing   *placement.ABResult `json:"timing,omitempty"`
-	Deployed bool                `json:"deployed"`
-	Reason   string              `json:"reason"`
-	// CheckFailed says the shaped model differed from the FP32 model in
-	// ORT (a bug in the passes): it is not deployed.
-	CheckFailed bool `json:"check_failed,omitempty"`
-}
 
 // layoutModel is the shaped model's name in the build folder.
 const layoutModel = "model.fp32.nchwc.onnx"
@@ -70,7 +52,7 @@ func (b *builder) layout() error {
 		block, why = 0, "the FP32 model keeps its tensors in a side file (over 2 GiB): not shaped"
 	}
 	if block == 0 {
-		b.res.Layout = &Layout{Reason: why}
+		b.res.Layout = &report.Layout{Reason: why}
 		b.decisions.NCHWc = &NCHWcDecision{Reason: why}
 		return nil
 	}
@@ -107,7 +89,7 @@ func (b *builder) replayLayout() error {
 	r.used = append(r.used, "nchwc")
 	b.decisions.NCHWc = d
 	if !d.Deployed {
-		b.res.Layout = &Layout{Block: d.Block, Convs: d.Convs, Bridges: d.Bridges,
+		b.res.Layout = &report.Layout{Block: d.Block, Convs: d.Convs, Bridges: d.Bridges,
 			Reason: fmt.Sprintf("replayed from %s, not deployed: %s", r.path, d.Reason)}
 		return nil
 	}
@@ -143,7 +125,7 @@ func (b *builder) layoutOptions(out string, block int, untimed bool) LayoutOptio
 
 // deployLayout makes the shaped model at out what the ORT and Triton
 // targets deploy when rec says so.
-func (b *builder) deployLayout(rec *Layout, out string) error {
+func (b *builder) deployLayout(rec *report.Layout, out string) error {
 	b.res.Layout = rec
 	rec.Baseline = rel(b, b.ortModel)
 	if !rec.Deployed {
@@ -179,8 +161,8 @@ type LayoutOptions struct {
 // ORT against it) and times it against opts.Deployed: the shaped model is
 // kept at opts.Output, and Deployed set, only when it is confirmed faster.
 // The build's nchwc stage and the benchmark suite decide the same way.
-func NCHWc(opts LayoutOptions) (*Layout, error) {
-	rec := &Layout{Block: opts.Block}
+func NCHWc(opts LayoutOptions) (*report.Layout, error) {
+	rec := &report.Layout{Block: opts.Block}
 	o := optimize.Options{Input: opts.Float, Output: opts.Output, Level: 0, NCHWcBlock: opts.Block, Check: true,
 		CheckAtol: optimize.DefaultCheckAtol, CheckRtol: optimize.DefaultCheckRtol,
 		DataOpts: data.Options{Spec: opts.Inputs, High: 1, Seed: 1}, ORTLib: opts.ORTLib}
@@ -203,7 +185,7 @@ func NCHWc(opts LayoutOptions) (*Layout, error) {
 			rec.Bridges = p.Stats.Added - 2*p.Stats.Removed // one conv per HardSigmoid; a HardSwish adds its HardSigmoid and Mul
 		}
 	}
-	drop := func(reason string) (*Layout, error) {
+	drop := func(reason string) (*report.Layout, error) {
 		rec.Reason = reason
 		os.Remove(opts.Output + ".data") // none unless the model is over 2 GiB
 		return rec, os.Remove(opts.Output)

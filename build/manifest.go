@@ -13,11 +13,9 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/sys/cpu"
-
+	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/ort"
 )
 
 // Manifest is manifest.json: what went in, what came out, with digests,
@@ -73,19 +71,8 @@ func ReadManifest(dir string) (*Manifest, error) {
 	return &m, nil
 }
 
-// Environment is the machine the measurements come from.
-type Environment struct {
-	OS         string   `json:"os"`
-	Arch       string   `json:"arch"`
-	CPU        string   `json:"cpu"`
-	CPUFlags   []string `json:"cpu_features"` // the ones that change INT8 speed
-	Cores      int      `json:"cores"`
-	ORTVersion string   `json:"ort_version"`
-	GoVersion  string   `json:"go_version"`
-}
-
-// report digests every artifact and writes manifest.json, then report.json
-// (or whatever Options.Finish writes).
+// report digests every artifact and writes manifest.json, then the
+// reports (report.json, report.md, report.html).
 func (b *builder) report() error {
 	b.checkOverrun()
 	if err := b.writeDecisions(); err != nil {
@@ -101,7 +88,7 @@ func (b *builder) report() error {
 		}
 		a.Bytes, a.SHA256 = d.Bytes, d.SHA256
 	}
-	b.res.Environment = MeasuredOn()
+	b.res.Environment = bench.MeasuredOn()
 	b.relocate()
 	man := Manifest{Schema: 1, OptcVersion: b.opts.Version, GoVersion: runtime.Version(),
 		ORTVersion: b.res.Environment.ORTVersion, Options: b.c, Accuracy: map[string]*Check{}}
@@ -140,10 +127,7 @@ func (b *builder) report() error {
 	if err := writeJSONFile(b, "manifest.json", man); err != nil {
 		return err
 	}
-	if b.opts.Finish != nil {
-		return b.opts.Finish(b.dir.tmp, b.res)
-	}
-	return writeJSONFile(b, "report.json", b.res)
+	return b.res.writeReport(b.dir.tmp)
 }
 
 // reportFiles are written last and hold timings, so the manifest leaves
@@ -227,38 +211,4 @@ func digest(path string) (FileDigest, error) {
 		return FileDigest{}, fmt.Errorf("digest of %s: %w", path, err)
 	}
 	return FileDigest{Path: path, Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
-}
-
-// MeasuredOn describes this machine: where the timings come from.
-func MeasuredOn() Environment {
-	v, _ := ort.Version()
-	e := Environment{OS: runtime.GOOS, Arch: runtime.GOARCH, CPU: cpuModel(), Cores: runtime.NumCPU(),
-		ORTVersion: v, GoVersion: runtime.Version()}
-	for _, f := range []struct {
-		name string
-		has  bool
-	}{
-		{"avx2", cpu.X86.HasAVX2}, {"avx512f", cpu.X86.HasAVX512F}, {"avx512vnni", cpu.X86.HasAVX512VNNI},
-		{"avxvnni", cpu.X86.HasAVXVNNI}, {"avx512bf16", cpu.X86.HasAVX512BF16},
-		{"asimddp", cpu.ARM64.HasASIMDDP}, {"i8mm", cpu.ARM64.HasI8MM},
-	} {
-		if f.has {
-			e.CPUFlags = append(e.CPUFlags, f.name)
-		}
-	}
-	return e
-}
-
-// cpuModel is the CPU's model name from /proc/cpuinfo ("" elsewhere).
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
 }

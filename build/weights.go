@@ -6,9 +6,9 @@ import (
 
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/config"
-	"github.com/optc-dev/optc/internal/jsonfloat"
 	"github.com/optc-dev/optc/prune"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report"
 	"github.com/optc-dev/optc/weightonly"
 )
 
@@ -61,7 +61,7 @@ func (b *builder) perplexityGuard(rel string) error {
 	}
 	limit := cmp.Or(b.c.Quantize.MaxPerplexityIncrease, config.DefaultMaxPerplexityIncrease)
 	lm := r.LM
-	b.res.WeightsGuard = &PerplexityGuard{MaxIncreasePercent: limit, IncreasePercent: lm.IncreasePercent, Data: r.Data}
+	b.res.WeightsGuard = &report.PerplexityGuard{MaxIncreasePercent: limit, IncreasePercent: lm.IncreasePercent, Data: r.Data}
 	if inc := float64(lm.IncreasePercent); inc <= limit {
 		b.res.WeightsGuard.Pass = true
 		return nil
@@ -75,15 +75,4 @@ func (b *builder) perplexityGuard(rel string) error {
 	b.ortModel = b.float
 	b.note(fmt.Sprintf("ort: %s misses the perplexity guard (%s); kept because of allow_accuracy_loss, not recommended: the ORT and Triton artifacts are FP32", rel, why))
 	return nil
-}
-
-// PerplexityGuard is the language-model guard's verdict on the
-// weight-only model (eval.task lm).
-type PerplexityGuard struct {
-	MaxIncreasePercent float64         `json:"max_perplexity_increase_percent"`
-	IncreasePercent    jsonfloat.Float `json:"perplexity_increase_percent"`
-	Data               string          `json:"data"`
-	Pass               bool            `json:"pass"`
-	// Allowed: it missed, and allow_accuracy_loss kept it (not deployed).
-	Allowed bool `json:"allowed_by_allow_accuracy_loss,omitempty"`
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
-	"github.com/optc-dev/optc/report"
 	"github.com/optc-dev/optc/task/tasks"
 	"github.com/optc-dev/optc/weightonly"
 )
@@ -437,7 +436,7 @@ func buildRun(opts *BuildOptions) error {
 		// the working folder.
 		ctx = context.Background()
 	}
-	bo := build.Options{Config: opts.Config, Version: ReadBuildInfo().Version, Finish: report.Finish}
+	bo := build.Options{Config: opts.Config, Version: ReadBuildInfo().Version}
 	if !opts.Quiet {
 		bo.Progress = opts.IO.Progress
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/internal/choice"
+	"github.com/optc-dev/optc/remeasure"
 	"github.com/optc-dev/optc/report"
 )
 
@@ -22,8 +23,8 @@ type DiffOptions struct {
 	Gates    config.Gates
 	JSON     bool
 	// Remeasure, when set, times both builds' artifacts again and the
-	// latency gate judges that (report.CompareRemeasured).
-	Remeasure *report.RemeasureOptions
+	// latency gate judges that (remeasure.Compare).
+	Remeasure *remeasure.Options
 }
 
 // undecidedChoices are what --undecided takes.
@@ -33,7 +34,7 @@ func newCmdDiff(io *IO, g *globals, runF func(*DiffOptions) error) *cobra.Comman
 	opts := &DiffOptions{IO: io}
 	var configPath string
 	flagged := config.Gates{Percentile: "p50"}
-	var remeasure bool
+	var timeAgain bool
 	var remeasureTime time.Duration
 	var undecided string
 	c := &cobra.Command{
@@ -97,7 +98,7 @@ Exit status 1 names every failed gate with both values; 0 otherwise.`,
 			if err := opts.Gates.Validate(); err != nil {
 				return usageError{err}
 			}
-			if err := remeasureOptions(opts, cmd.Flags(), remeasure, remeasureTime, undecided, g.ortLib); err != nil {
+			if err := remeasureOptions(opts, cmd.Flags(), timeAgain, remeasureTime, undecided, g.ortLib); err != nil {
 				return err
 			}
 			if opts.Remeasure != nil && isTerminal(io.ErrOut) {
@@ -118,8 +119,8 @@ Exit status 1 names every failed gate with both values; 0 otherwise.`,
 	fs.Float64Var(&flagged.MinSpeedup, "min-speedup", 0, "lowest speed-up of every NEW artifact over NEW's input model (0: off)")
 	fs.Int64Var(&flagged.MaxSize, "max-size", 0, "largest size in bytes allowed for every NEW model artifact (0: off)")
 	fs.BoolVar(&opts.JSON, "json", false, "print the comparison as JSON")
-	fs.BoolVar(&remeasure, "remeasure", false, "time both builds' artifacts again, interleaved, and gate latency on that (OLD and NEW: build folders)")
-	fs.DurationVar(&remeasureTime, "remeasure-time", report.DefaultRemeasureTime, "--remeasure: the most it takes in all, shared by every artifact and batch size")
+	fs.BoolVar(&timeAgain, "remeasure", false, "time both builds' artifacts again, interleaved, and gate latency on that (OLD and NEW: build folders)")
+	fs.DurationVar(&remeasureTime, "remeasure-time", remeasure.DefaultTime, "--remeasure: the most it takes in all, shared by every artifact and batch size")
 	fs.StringVar(&undecided, "undecided", "pass", "--remeasure: what a latency gate still undecided when its time runs out does: "+choice.Or(undecidedChoices))
 	return c
 }
@@ -143,7 +144,7 @@ func remeasureOptions(opts *DiffOptions, set *pflag.FlagSet, on bool, d time.Dur
 	case opts.Gates.Percentile != "" && opts.Gates.Percentile != "p50":
 		return usageError{fmt.Errorf("--remeasure times the median only: give --percentile p50, not %s", opts.Gates.Percentile)}
 	}
-	opts.Remeasure = &report.RemeasureOptions{Old: opts.Old, New: opts.New, Time: d, UndecidedFails: undecided == "fail", ORTLib: ortLib}
+	opts.Remeasure = &remeasure.Options{Old: opts.Old, New: opts.New, Time: d, UndecidedFails: undecided == "fail", ORTLib: ortLib}
 	return nil
 }
 
@@ -158,7 +159,7 @@ func diffRun(opts *DiffOptions) error {
 	}
 	var d *report.Diff
 	if opts.Remeasure != nil {
-		if d, err = report.CompareRemeasured(old, new, opts.Gates, *opts.Remeasure); err != nil {
+		if d, err = remeasure.Compare(old, new, opts.Gates, *opts.Remeasure); err != nil {
 			return err
 		}
 	} else {

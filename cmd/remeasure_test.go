@@ -14,6 +14,7 @@ import (
 
 	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/remeasure"
 	"github.com/optc-dev/optc/report"
 	"github.com/optc-dev/optc/tools/convstack"
 	"github.com/optc-dev/optc/tools/ortenv"
@@ -90,7 +91,7 @@ func TestDiffRemeasure(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
 		t.Fatalf("--json: %v\n%s", err, stdout)
 	}
-	if d.Remeasure == nil || d.Remeasure.Confidence != 0.99 || d.Remeasure.MinRounds != report.MinRounds || d.Remeasure.TimeS != 3 {
+	if d.Remeasure == nil || d.Remeasure.Confidence != 0.99 || d.Remeasure.MinRounds != remeasure.MinRounds || d.Remeasure.TimeS != 3 {
 		t.Errorf("--json remeasure settings %+v", d.Remeasure)
 	}
 	seen := 0
@@ -101,7 +102,7 @@ func TestDiffRemeasure(t *testing.T) {
 				t.Errorf("%s: sessions %+v -> %+v, want each build's own level at 1 thread", m.Name, r.OldSession, r.NewSession)
 			}
 			// Level disable really runs slower: the session got the level.
-			if r.Verdict != report.VerdictFail || r.Ratio.Low <= 1.1 || r.Ratio.Median < 1.3 || r.Rounds < report.MinRounds {
+			if r.Verdict != report.VerdictFail || r.Ratio.Low <= 1.1 || r.Ratio.Median < 1.3 || r.Rounds < remeasure.MinRounds {
 				t.Errorf("%s b%d: %+v, want FAIL with the whole interval past +10%%", m.Name, r.Batch, r)
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/optc-dev/optc/bench"
-	"github.com/optc-dev/optc/build"
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/ptq"
@@ -14,7 +13,7 @@ import (
 // latency at each batch size (a single run: no interval for optc diff).
 func FromBench(res *bench.Result) (*Report, error) {
 	m := &Model{Name: res.Model, Role: "input", Latency: res.Timing()}
-	if err := readGraph(m, res.Model); err != nil {
+	if err := m.ReadGraph(res.Model); err != nil {
 		return nil, err
 	}
 	r := &Report{Schema: Schema, Kind: "bench", Input: res.Model, Models: []*Model{m}, Details: res,
@@ -28,7 +27,7 @@ func FromQuantize(res *ptq.Result, level string, threads int) (*Report, error) {
 	in := &Model{Name: res.Input, Role: "input", Precision: "fp32"}
 	out := &Model{Name: res.Output, Role: "artifact", Precision: "int8", Accuracy: accuracyOfCompare(res.Accuracy)}
 	for _, m := range []*Model{in, out} {
-		if err := readGraph(m, m.Name); err != nil {
+		if err := m.ReadGraph(m.Name); err != nil {
 			return nil, err
 		}
 	}
@@ -43,16 +42,16 @@ func FromQuantize(res *ptq.Result, level string, threads int) (*Report, error) {
 			out.Latency.Batches = append(out.Latency.Batches, bench.BatchTiming{Batch: l.Batch, Latency: bench.Latency{P50: l.Int8P50}, Throughput: l.Int8PerSecond})
 		}
 	}
-	out.Delta = delta(in, out)
 	r := &Report{Schema: Schema, Kind: "quantize", Input: res.Input, Output: res.Output, Models: []*Model{in, out},
-		HeldOut: res.HeldOut, Caveats: res.Caveats, Quantization: []*Quantization{quantizationOf(targetOf(res), res.Output, res)},
+		HeldOut: res.HeldOut, Caveats: res.Caveats, Quantization: []*Quantization{QuantizationOf(targetOf(res), res.Output, res)},
 		Details: res, Environment: environmentOf(threads, level)}
 	if res.Accuracy != nil {
 		r.EvalData = res.Accuracy.Data
 	}
 	if res.Passes != nil {
-		r.Passes = passesOf(res.Passes.Passes)
+		r.Passes = PassesOf(res.Passes.Passes)
 	}
+	r.SetDeltas()
 	return r, nil
 }
 
@@ -63,13 +62,14 @@ func targetOf(res *ptq.Result) string {
 	return string(res.Quantize.Target)
 }
 
-func readGraph(m *Model, path string) error {
+// ReadGraph sets the model's size and graph from the model file at path.
+func (m *Model) ReadGraph(path string) error {
 	g, err := graph.LoadFile(path)
 	if err != nil {
 		return err
 	}
 	defer g.Close()
-	setGraph(m, graph.Summarize(g))
+	m.SetGraph(graph.Summarize(g))
 	return nil
 }
 
@@ -95,5 +95,5 @@ func accuracyOfCompare(c *compare.Result) *Accuracy {
 }
 
 func environmentOf(threads int, level string) Environment {
-	return environmentFrom(build.MeasuredOn(), threads, level)
+	return EnvironmentFrom(bench.MeasuredOn(), threads, level)
 }

@@ -30,7 +30,7 @@ type Diff struct {
 	Models  []ModelDiff
 	Gates   []GateResult
 	// Remeasure, when set, says the latency gate judged a remeasure of
-	// both builds (CompareRemeasured), and how it ran.
+	// both builds (CompareTimed), and how it ran.
 	Remeasure *RemeasureSettings
 }
 
@@ -42,7 +42,7 @@ type ModelDiff struct {
 	New     *Model          `json:"new"`
 	Latency []LatencyChange `json:"latency,omitempty"`
 	// Remeasured are the artifact's timings again, per batch size
-	// (CompareRemeasured).
+	// (CompareTimed).
 	Remeasured []Remeasured `json:"remeasured,omitempty"`
 }
 
@@ -92,6 +92,20 @@ func Compare(old, new *Report, g config.Gates) *Diff {
 	d := compareModels(old, new, g.Percentile)
 	d.gates(g)
 	return d
+}
+
+// CompareTimed is Compare at p50 with the latency gate judging the
+// timings measure records in each ModelDiff's Remeasured (optc diff
+// --remeasure, package remeasure) instead of the reports' runs; settings
+// say how they were taken.
+func CompareTimed(old, new *Report, g config.Gates, settings RemeasureSettings, measure func(*Diff) error) (*Diff, error) {
+	d := compareModels(old, new, "p50")
+	d.Remeasure = &settings
+	if err := measure(d); err != nil {
+		return nil, err
+	}
+	d.gates(g)
+	return d, nil
 }
 
 // compareModels pairs the models of old and new and compares their

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"github.com/optc-dev/optc/build"
 	"io"
 	"slices"
 	"strings"
@@ -548,8 +547,7 @@ func (p *printer) lmTable(r *Report) {
 	if len(lens) > 0 {
 		p.f("\nLatency per sequence: batch 1, random ids, the median of one timing window per length (not repeated like the table above).\n")
 	}
-	if res, ok := r.Details.(*build.Result); ok && res.WeightsGuard != nil {
-		g := res.WeightsGuard
+	if g := r.WeightsGuard; g != nil {
 		verdict := "passed"
 		if !g.Pass {
 			verdict = "**failed** (kept by allow_accuracy_loss; not recommended, not deployed)"

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 
 	"github.com/optc-dev/optc/bench"
-	"github.com/optc-dev/optc/build"
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
@@ -47,7 +46,10 @@ type Report struct {
 	// NCHWc is the build's nchwc stage: the FP32 model shaped for ORT's
 	// blocked CPU layout, timed against the ORT artifact, and whether it
 	// replaced it.
-	NCHWc *build.Layout `json:"nchwc,omitempty"`
+	NCHWc *Layout `json:"nchwc,omitempty"`
+	// WeightsGuard is the perplexity guard on the weight-only model
+	// (eval.task lm).
+	WeightsGuard *PerplexityGuard `json:"weights_guard,omitempty"`
 	// EvalData is what accuracy was measured on; HeldOut says whether it is
 	// disjoint from the calibration data.
 	EvalData string `json:"eval_data,omitempty"`

@@ -38,6 +38,9 @@ var layers = map[string]int{
 	"export": 4, "placement": 4, "optimize": 4, "weightonly": 4, "tools/difftest": 4, "tools/conformance": 4,
 	"task/tasks": 4,
 	"ptq":        5,
+	// report.json's schema, its renderings and optc diff: filled by the
+	// commands' results (build.Result.Report), it imports no driver
+	"report": 6,
 	// deployment targets: the registry, the plug-ins, the list of them
 	"export/target": 6,
 	// (layer 7, targetLayer: every package export/targets imports, the
@@ -45,7 +48,7 @@ var layers = map[string]int{
 	// line in export/targets)
 	"export/targets": 8,
 	// drivers
-	"build": 9, "report": 10, "tools/targettest": 10, "cmd": 11, "tools/benchsuite": 11,
+	"build": 9, "remeasure": 10, "tools/targettest": 10, "cmd": 11, "tools/benchsuite": 11,
 	"cmd/optc": 12, "tools/benchsuite/run": 12,
 }
 
@@ -65,6 +68,13 @@ var only = map[string][]string{
 	// config declares and decodes the sections; their names and rules
 	// are their owners' (config.Register).
 	"config": {"internal/choice"},
+	// report renders and diffs report.json without running anything
+	// (optc diff --remeasure is package remeasure). The stages it still
+	// imports own types its sections embed (ptq.Guard, placement.File,
+	// prune.Report, ...), or are what FromQuantize and FromBench read:
+	// none may be added.
+	"report": {"bench", "compare", "config", "graph", "internal/atomicfile", "internal/choice", "internal/jsonfloat",
+		"optimize", "passes", "placement", "prune", "ptq", "task"},
 	// Targets reach the build only through export/target.Host.
 	"export/target": {"config", "data", "graph", "internal/atomicfile", "lint", "ort", "quantize"},
 }
