@@ -1,3 +1,6 @@
+// Package bench measures a model's latency and throughput in ONNX Runtime:
+// cold start, warm latency percentiles and throughput per batch size,
+// optionally with parallel requests, next to the cost of the harness itself.
 package bench
 
 import (
@@ -10,6 +13,7 @@ import (
 
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/latency"
 	"github.com/optc-dev/optc/ort"
 )
 
@@ -71,15 +75,15 @@ const EnoughRuns = 200
 
 // Result is what `optc bench` reports; docs/bench.md describes the JSON.
 type Result struct {
-	Model          string        `json:"model"`
-	ORTVersion     string        `json:"ort_version"`
-	Level          string        `json:"ort_level"`
-	IntraOpThreads int           `json:"intra_op_threads"` // 0: ORT's default
-	Concurrency    int           `json:"concurrency"`
-	Data           string        `json:"data"`
-	ColdStart      ColdStart     `json:"cold_start"`
-	Harness        Latency       `json:"harness_floor"`
-	Batches        []BatchResult `json:"batches"`
+	Model          string          `json:"model"`
+	ORTVersion     string          `json:"ort_version"`
+	Level          string          `json:"ort_level"`
+	IntraOpThreads int             `json:"intra_op_threads"` // 0: ORT's default
+	Concurrency    int             `json:"concurrency"`
+	Data           string          `json:"data"`
+	ColdStart      ColdStart       `json:"cold_start"`
+	Harness        latency.Latency `json:"harness_floor"`
+	Batches        []BatchResult   `json:"batches"`
 	// Unmeasured are the batch sizes Options.Deadline left out.
 	Unmeasured []int `json:"unmeasured_batches,omitempty"`
 	// Skipped names, one line each, the outputs not fetched: values the
@@ -98,10 +102,10 @@ type ColdStart struct {
 
 // BatchResult is the warm measurement at one batch size.
 type BatchResult struct {
-	Batch      int     `json:"batch"`
-	Latency    Latency `json:"latency"`
-	Throughput float64 `json:"throughput_samples_per_s"`
-	WallS      float64 `json:"wall_s"`
+	Batch      int             `json:"batch"`
+	Latency    latency.Latency `json:"latency"`
+	Throughput float64         `json:"throughput_samples_per_s"`
+	WallS      float64         `json:"wall_s"`
 	// Times are the timed runs themselves, for a caller that pools several
 	// windows' runs (optc build's tail percentiles); not written out.
 	Times []time.Duration `json:"-"`
@@ -240,7 +244,7 @@ func PredictedCost(opts Options, run time.Duration) time.Duration {
 		if opts.MaxIterations > 0 {
 			window = min(window, time.Duration(opts.MaxIterations)*run)
 		}
-		if opts.ShortRuns > 0 && run > 0 && opts.Duration < time.Duration(MinRuns("p99"))*run {
+		if opts.ShortRuns > 0 && run > 0 && opts.Duration < time.Duration(latency.MinRuns("p99"))*run {
 			window = min(window, time.Duration(opts.ShortRuns)*run)
 		}
 		timed = max(window, time.Duration(opts.MinIterations)*run)
@@ -297,7 +301,7 @@ func noTail(done, short int, elapsed, d time.Duration) bool {
 	if short <= 0 || done < short || elapsed <= 0 {
 		return false
 	}
-	return float64(done)*float64(d)/float64(elapsed) < float64(MinRuns("p99"))
+	return float64(done)*float64(d)/float64(elapsed) < float64(latency.MinRuns("p99"))
 }
 
 // WarmUp runs sess on inputs runs times, untimed, or until limit has
@@ -380,7 +384,7 @@ func measure(sess *ort.Session, inputs []*graph.Tensor, batch int, opts Options)
 		return BatchResult{}, runErr
 	}
 	return BatchResult{
-		Batch: batch, Latency: Summarize(times), WallS: wall.Seconds(),
+		Batch: batch, Latency: latency.Summarize(times), WallS: wall.Seconds(),
 		Throughput: float64(len(times)*batch) / wall.Seconds(), Times: times,
 	}, nil
 }
@@ -388,7 +392,7 @@ func measure(sess *ort.Session, inputs []*graph.Tensor, batch int, opts Options)
 // harnessFloor times the same loop on a model that does nothing (Identity
 // on one float), so users see what the measurement itself costs. Nothing
 // is subtracted from the model's figures.
-func harnessFloor(opts Options) (Latency, error) {
+func harnessFloor(opts Options) (latency.Latency, error) {
 	g := graph.NewGraph("identity")
 	x, _ := g.NewValue("x")
 	y, _ := g.NewValue("y")
@@ -396,17 +400,17 @@ func harnessFloor(opts Options) (Latency, error) {
 	y.Type = graph.TensorType(graph.Float, graph.StaticShape(1))
 	g.Inputs, g.Outputs = []*graph.Value{x}, []*graph.Value{y}
 	if _, err := g.AddNode("Identity", []*graph.Value{x}, []*graph.Value{y}); err != nil {
-		return Latency{}, err
+		return latency.Latency{}, err
 	}
 	m := &graph.Model{IRVersion: 8, Opsets: []graph.OpsetImport{{Version: 17}}, Graph: g, ProducerName: "optc"}
 	b, err := graph.Marshal(m)
 	if err != nil {
-		return Latency{}, err
+		return latency.Latency{}, err
 	}
 	ins, outs := ort.Interface(m)
 	sess, err := ort.NewSession(ort.Source{Bytes: b, Inputs: ins, Outputs: outs}, opts.Session)
 	if err != nil {
-		return Latency{}, fmt.Errorf("harness model: %w", err)
+		return latency.Latency{}, fmt.Errorf("harness model: %w", err)
 	}
 	defer sess.Close()
 	in, _ := graph.NewFloat32Tensor("x", []int64{1}, []float32{1})

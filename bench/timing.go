@@ -1,72 +1,16 @@
 package bench
 
-import "time"
+import (
+	"time"
 
-// Timing is a model's latency record: at each batch size the medians of
-// repeated timing windows, with each window's figures so that a comparison
-// can tell change from noise. It is the one latency type of optc: build's
-// verify stage makes it (Repeated), optc bench's report holds one window
-// (Result.Timing), and report.json and optc diff read it.
-type Timing struct {
-	ColdStartMs float64       `json:"cold_start_ms"` // session creation + first run
-	Batches     []BatchTiming `json:"batches"`
-	// SeqLengths is a language model's latency per sequence at batch 1
-	// (latency.seq_lengths), one timing window per length.
-	SeqLengths []SeqTiming `json:"seq_lengths,omitempty"`
-}
-
-// BatchTiming is the latency at one batch size, in milliseconds per run
-// (Latency's fields appear inline in JSON), with the throughput and the
-// windows they are medians of.
-type BatchTiming struct {
-	Batch int `json:"batch"`
-	Latency
-	Throughput float64 `json:"throughput_samples_per_s"`
-	// Repeats are the separate windows the figures above are medians of.
-	Repeats []WindowTiming `json:"repeats,omitempty"`
-}
-
-// WindowTiming is one timing window's percentiles.
-type WindowTiming struct {
-	P50        float64 `json:"p50_ms"`
-	P90        float64 `json:"p90_ms"`
-	P99        float64 `json:"p99_ms"`
-	Throughput float64 `json:"throughput_samples_per_s"`
-}
-
-// SeqTiming is the latency of one batch-1 sequence of SeqLen tokens.
-type SeqTiming struct {
-	SeqLen int `json:"seq_len"`
-	Latency
-}
-
-// Batch is the latency at batch size n (nil when not measured).
-func (t *Timing) Batch(n int) *BatchTiming {
-	if t == nil {
-		return nil
-	}
-	for i := range t.Batches {
-		if t.Batches[i].Batch == n {
-			return &t.Batches[i]
-		}
-	}
-	return nil
-}
-
-// Windows is how many timing windows each batch size's figures are the
-// medians of (1 for a single run).
-func (t *Timing) Windows() int {
-	if t == nil || len(t.Batches) == 0 {
-		return 0
-	}
-	return max(len(t.Batches[0].Repeats), 1)
-}
+	"github.com/optc-dev/optc/latency"
+)
 
 // Timing is r's record: one window, no repeats.
-func (r *Result) Timing() *Timing {
-	t := &Timing{ColdStartMs: r.ColdStart.SessionCreateMs + r.ColdStart.FirstRunMs}
+func (r *Result) Timing() *latency.Timing {
+	t := &latency.Timing{ColdStartMs: r.ColdStart.SessionCreateMs + r.ColdStart.FirstRunMs}
 	for _, b := range r.Batches {
-		t.Batches = append(t.Batches, BatchTiming{Batch: b.Batch, Latency: b.Latency, Throughput: b.Throughput})
+		t.Batches = append(t.Batches, latency.BatchTiming{Batch: b.Batch, Latency: b.Latency, Throughput: b.Throughput})
 	}
 	return t
 }
@@ -77,8 +21,8 @@ func (r *Result) Timing() *Timing {
 // kept them (BatchResult.Times). A percentile the runs are too few for is
 // left out (Latency.Drop; Unreported names it): with pooled runs it is
 // their total that must suffice, otherwise each window's own.
-func Repeated(windows []*Result) *Timing {
-	t := &Timing{}
+func Repeated(windows []*Result) *latency.Timing {
+	t := &latency.Timing{}
 	if len(windows) == 0 {
 		return t
 	}
@@ -87,20 +31,20 @@ func Repeated(windows []*Result) *Timing {
 		for i, w := range windows {
 			xs[i] = f(w)
 		}
-		return Median(xs)
+		return latency.Median(xs)
 	}
 	t.ColdStartMs = median(func(r *Result) float64 { return r.ColdStart.SessionCreateMs + r.ColdStart.FirstRunMs })
 	for i, first := range windows[0].Batches {
 		at := func(f func(BatchResult) float64) float64 {
 			return median(func(r *Result) float64 { return f(r.Batches[i]) })
 		}
-		m := BatchTiming{Batch: first.Batch}
+		m := latency.BatchTiming{Batch: first.Batch}
 		fewest := first.Latency.N
 		for _, w := range windows {
 			x := w.Batches[i]
 			m.Latency.N += x.Latency.N
 			fewest = min(fewest, x.Latency.N)
-			m.Repeats = append(m.Repeats, WindowTiming{P50: x.Latency.P50, P90: x.Latency.P90, P99: x.Latency.P99, Throughput: x.Throughput})
+			m.Repeats = append(m.Repeats, latency.WindowTiming{P50: x.Latency.P50, P90: x.Latency.P90, P99: x.Latency.P99, Throughput: x.Throughput})
 		}
 		m.Latency.Min = at(func(x BatchResult) float64 { return x.Latency.Min })
 		m.Latency.P50 = at(func(x BatchResult) float64 { return x.Latency.P50 })
@@ -115,7 +59,7 @@ func Repeated(windows []*Result) *Timing {
 			// robust to a window that drew a slow session; the extremes
 			// are the pooled runs' (a median of the windows' maxima can
 			// lie below the pooled p99).
-			p := Summarize(all)
+			p := latency.Summarize(all)
 			m.Latency.P90, m.Latency.P95, m.Latency.P99 = p.P90, p.P95, p.P99
 			m.Latency.Min, m.Latency.Max = p.Min, p.Max
 			fewest = m.Latency.N

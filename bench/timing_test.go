@@ -5,13 +5,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/optc-dev/optc/latency"
 )
 
 // TestRepeatedDrops: a percentile is reported only when every window had
 // the runs it needs; the median is the windows' median either way.
 func TestRepeatedDrops(t *testing.T) {
 	window := func(n int) *Result {
-		return &Result{Batches: []BatchResult{{Batch: 8, Latency: Latency{N: n, P50: 1, P90: 2, P95: 3, P99: 4}}}}
+		return &Result{Batches: []BatchResult{{Batch: 8, Latency: latency.Latency{N: n, P50: 1, P90: 2, P95: 3, P99: 4}}}}
 	}
 	for _, c := range []struct {
 		runs []int
@@ -54,7 +56,7 @@ func TestRepeatedPoolsTails(t *testing.T) {
 			ds = append(ds, time.Duration(first+k)*time.Millisecond)
 		}
 		return &Result{ColdStart: ColdStart{SessionCreateMs: float64(first), FirstRunMs: 1},
-			Batches: []BatchResult{{Batch: 8, Latency: Summarize(ds), Times: ds}}}
+			Batches: []BatchResult{{Batch: 8, Latency: latency.Summarize(ds), Times: ds}}}
 	}
 	for _, c := range []struct {
 		windows     int
@@ -91,8 +93,8 @@ func TestRepeatedPoolsTails(t *testing.T) {
 // reads back from reports written before this type was shared: the
 // latency figures inline at each batch size, the windows under repeats.
 func TestTimingJSON(t *testing.T) {
-	tm := &Timing{ColdStartMs: 5, Batches: []BatchTiming{{Batch: 1, Latency: Latency{N: 3, P50: 2}, Throughput: 500,
-		Repeats: []WindowTiming{{P50: 2, P90: 3, P99: 4, Throughput: 500}}}}}
+	tm := &latency.Timing{ColdStartMs: 5, Batches: []latency.BatchTiming{{Batch: 1, Latency: latency.Latency{N: 3, P50: 2}, Throughput: 500,
+		Repeats: []latency.WindowTiming{{P50: 2, P90: 3, P99: 4, Throughput: 500}}}}}
 	js, err := json.Marshal(tm)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +104,7 @@ func TestTimingJSON(t *testing.T) {
 			t.Errorf("%s lacks %s", js, want)
 		}
 	}
-	one := (&Result{ColdStart: ColdStart{SessionCreateMs: 3, FirstRunMs: 2}, Batches: []BatchResult{{Batch: 4, Latency: Latency{P50: 1}, Throughput: 9}}}).Timing()
+	one := (&Result{ColdStart: ColdStart{SessionCreateMs: 3, FirstRunMs: 2}, Batches: []BatchResult{{Batch: 4, Latency: latency.Latency{P50: 1}, Throughput: 9}}}).Timing()
 	if one.ColdStartMs != 5 || one.Batch(4) == nil || one.Batch(4).Throughput != 9 || one.Batch(1) != nil || one.Windows() != 1 {
 		t.Errorf("one window: %+v", one)
 	}

@@ -3,15 +3,16 @@ package build
 import (
 	"cmp"
 	"fmt"
-	"github.com/optc-dev/optc/data"
 	"math"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/optc-dev/optc/bench"
+	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/export"
 	"github.com/optc-dev/optc/export/target"
+	"github.com/optc-dev/optc/latency"
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
@@ -311,7 +312,7 @@ func (b *builder) sweepBudget() time.Duration {
 // model's own timing shows that windows of minWindowRuns runs will not fit
 // the plan: the timing then takes longer than planned, and the log says
 // how much longer before it starts.
-func (b *builder) checkTimingFits(baseline *bench.Timing) {
+func (b *builder) checkTimingFits(baseline *latency.Timing) {
 	p := b.res.Plan
 	if p.BudgetSeconds == 0 || baseline == nil {
 		return
@@ -354,13 +355,13 @@ func (b *builder) checkCalibrationFits(n, total int64, took time.Duration) {
 
 // noteUnreported says once per batch size where a timing left out a
 // percentile its runs were too few for (bench.Repeated).
-func (b *builder) noteUnreported(t *bench.Timing) {
+func (b *builder) noteUnreported(t *latency.Timing) {
 	for i := range t.Batches {
 		if len(t.Batches[i].Unreported) == 0 {
 			continue
 		}
 		var needs []string
-		for _, p := range bench.Percentiles {
+		for _, p := range latency.Percentiles {
 			if p.MinRuns > 1 {
 				needs = append(needs, fmt.Sprintf("%s %d", p.Name, p.MinRuns))
 			}

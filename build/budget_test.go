@@ -8,6 +8,7 @@ import (
 
 	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/latency"
 )
 
 // TestPlanShares: the budget is shared by weight among the parts the
@@ -87,7 +88,7 @@ func TestPlanShares(t *testing.T) {
 // leave out).
 func TestNoteUnreported(t *testing.T) {
 	window := func(n int) *bench.Result {
-		return &bench.Result{Batches: []bench.BatchResult{{Batch: 8, Latency: bench.Latency{N: n, P50: 1, P99: 4}}, {Batch: 1, Latency: bench.Latency{N: 300, P50: 1, P99: 4}}}}
+		return &bench.Result{Batches: []bench.BatchResult{{Batch: 8, Latency: latency.Latency{N: n, P50: 1, P99: 4}}, {Batch: 1, Latency: latency.Latency{N: 300, P50: 1, P99: 4}}}}
 	}
 	for _, c := range []struct {
 		runs  []int

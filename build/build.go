@@ -28,6 +28,7 @@ import (
 	"github.com/optc-dev/optc/export/target"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/atomicfile"
+	"github.com/optc-dev/optc/latency"
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/placement"
@@ -70,7 +71,7 @@ type Result struct {
 	Layout    *report.Layout `json:"nchwc,omitempty"`
 	Artifacts []*Artifact    `json:"artifacts"`
 	// Baseline is the input model's latency, measured like the artifacts.
-	Baseline *bench.Timing `json:"baseline"`
+	Baseline *latency.Timing `json:"baseline"`
 	// EvalData says what the artifacts were checked on and whether it is
 	// disjoint from the calibration data.
 	EvalData    string `json:"eval_data"`
@@ -169,7 +170,7 @@ type Artifact struct {
 	// overflows on the deployment's range, which eval data may not reach.
 	CheckCalibration *Check `json:"check_calibration,omitempty"`
 	// Timing is its latency in ORT (models optc times).
-	Timing *bench.Timing `json:"timing,omitempty"`
+	Timing *latency.Timing `json:"timing,omitempty"`
 }
 
 // add records an artifact written into the working folder.

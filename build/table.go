@@ -7,9 +7,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/export/target"
 	"github.com/optc-dev/optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/latency"
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
@@ -95,7 +95,7 @@ func writeArtifactRows(w io.Writer, r *Result) error {
 		head += fmt.Sprintf("p50 b%d ms\tp99 b%d ms\tspeed-up b%d\t", b.Batch, b.Batch, b.Batch)
 	}
 	fmt.Fprintln(tw, head)
-	row := func(name, precision, bytes, cos, rel, bad, top1, acc, verdict string, t *bench.Timing) {
+	row := func(name, precision, bytes, cos, rel, bad, top1, acc, verdict string, t *latency.Timing) {
 		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", name, precision, bytes, cos, rel, bad, top1, acc, verdict)
 		if t == nil {
 			// Not timed (another runtime's artifact): dashes keep the
@@ -278,7 +278,7 @@ func lmChecked(r *Result) []*Artifact {
 
 // seqText is a model's latency per sequence (latency.seq_lengths), or
 // nothing.
-func seqText(t *bench.Timing) string {
+func seqText(t *latency.Timing) string {
 	if t == nil || len(t.SeqLengths) == 0 {
 		return ""
 	}

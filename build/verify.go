@@ -15,6 +15,7 @@ import (
 	"github.com/optc-dev/optc/export/target"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/latency"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
@@ -318,7 +319,7 @@ const notHeldOut = "no eval data and calibration used every sample: the artifact
 // (or less, as the budget's plan says) but at least minWindowRuns runs.
 // Repeats keep each window's raw figures; the median leaves out the
 // percentiles the windows were too short for.
-func (b *builder) timing(model, runModel string, sess ort.Options) (*bench.Timing, error) {
+func (b *builder) timing(model, runModel string, sess ort.Options) (*latency.Timing, error) {
 	var windows []*bench.Result
 	for range max(b.c.Latency.Repeats, 1) {
 		r, err := bench.Run(bench.Options{
@@ -346,7 +347,7 @@ func (b *builder) timing(model, runModel string, sess ort.Options) (*bench.Timin
 // seqTimings times a language model at batch 1 with its token ids (the
 // input compare.LMIO picks) at each latency.seq_lengths, random ids
 // inside the vocabulary, one timing window each.
-func (b *builder) seqTimings(model, runModel string, sess ort.Options) ([]bench.SeqTiming, error) {
+func (b *builder) seqTimings(model, runModel string, sess ort.Options) ([]latency.SeqTiming, error) {
 	m, err := graph.LoadFile(model)
 	if err != nil {
 		return nil, err
@@ -357,7 +358,7 @@ func (b *builder) seqTimings(model, runModel string, sess ort.Options) ([]bench.
 	if err != nil {
 		return nil, err
 	}
-	var ts []bench.SeqTiming
+	var ts []latency.SeqTiming
 	for _, l := range b.c.Latency.SeqLengths {
 		spec := data.ConfigSpec(b.c)
 		spec.Shapes = maps.Clone(spec.Shapes)
@@ -372,7 +373,7 @@ func (b *builder) seqTimings(model, runModel string, sess ort.Options) ([]bench.
 		if err != nil {
 			return nil, fmt.Errorf("timing %d-token sequences: %w", l, err)
 		}
-		ts = append(ts, bench.SeqTiming{SeqLen: l, Latency: r.Batches[0].Latency})
+		ts = append(ts, latency.SeqTiming{SeqLen: l, Latency: r.Batches[0].Latency})
 	}
 	return ts, nil
 }

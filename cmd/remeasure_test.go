@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/latency"
 	"github.com/optc-dev/optc/remeasure"
 	"github.com/optc-dev/optc/report"
 	"github.com/optc-dev/optc/tools/convstack"
@@ -222,7 +222,7 @@ func TestGateRates(t *testing.T) {
 	fmt.Fprintf(&b, "%-36s %5s %5s %5s %9s %8s %8s %8s   %s\n", "case", "gates", "pass", "FAIL", "undecided", "rounds", "seconds", "ratio", "recorded runs: pass/FAIL")
 	for _, c := range cases {
 		fmt.Fprintf(&b, "%-36s %5d %5d %5d %9d %8.0f %8.2f %8.3f   %d/%d\n", c.name, len(c.rounds), c.verdicts["pass"], c.verdicts["FAIL"], c.verdicts["undecided"],
-			bench.Median(c.rounds), bench.Median(c.seconds), bench.Median(c.ratios), c.recorded["pass"], c.recorded["FAIL"])
+			latency.Median(c.rounds), latency.Median(c.seconds), latency.Median(c.ratios), c.recorded["pass"], c.recorded["FAIL"])
 	}
 	fmt.Fprintf(&b, "(rounds, seconds and ratio: medians over the gates)\n")
 	fmt.Print(b.String())

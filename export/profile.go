@@ -13,6 +13,7 @@ import (
 	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/latency"
 	"github.com/optc-dev/optc/ort"
 )
 
@@ -35,7 +36,7 @@ type SweepOptions struct {
 
 // SweepPoint is the warm measurement of one (threads, batch) pair. Its
 // p99 is reported only when its window held the runs a p99 needs
-// (bench.Percentiles: 100); else P99Ms is 0 and P99Unreported says why
+// (latency.Percentiles: 100); else P99Ms is 0 and P99Unreported says why
 // (a window of 40 runs at batch 32 would call its slowest run the p99).
 type SweepPoint struct {
 	Threads       int     `json:"threads"`
@@ -278,7 +279,7 @@ func ChooseProfiles(s *SweepResult, p99BudgetMs float64) (lowLatency, highThroug
 	}
 	unjudgedNote := ""
 	if unjudged > 0 {
-		unjudgedNote = fmt.Sprintf("; %d point(s) left out of the p99 budget: their windows held fewer runs than a p99 needs (%d; a longer latency.duration gives them)", unjudged, bench.MinRuns("p99"))
+		unjudgedNote = fmt.Sprintf("; %d point(s) left out of the p99 budget: their windows held fewer runs than a p99 needs (%d; a longer latency.duration gives them)", unjudged, latency.MinRuns("p99"))
 	}
 	if len(fit) == 0 {
 		highThroughput = lowLatency

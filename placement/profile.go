@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/latency"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/quantize"
 )
@@ -83,7 +83,7 @@ func profileNodes(model graph.Serialized, sess ort.Options, inputs []*graph.Tens
 		}
 		runs[i] = float64(time.Since(t))
 	}
-	k.run = time.Duration(bench.Median(runs))
+	k.run = time.Duration(latency.Median(runs))
 	if err := s.Close(); err != nil {
 		return nil, k, err
 	}
@@ -112,7 +112,7 @@ func profileNodes(model graph.Serialized, sess ort.Options, inputs []*graph.Tens
 		durs[name] = append(durs[name], e.Dur/1000)
 	}
 	for i := range nodes {
-		nodes[i].Ms = bench.Median(durs[nodes[i].Name])
+		nodes[i].Ms = latency.Median(durs[nodes[i].Name])
 	}
 	return nodes, k, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/procmem"
+	"github.com/optc-dev/optc/latency"
 	"github.com/optc-dev/optc/ort"
 )
 
@@ -133,9 +134,9 @@ func timeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec
 	}
 	p50 := make([]float64, len(models))
 	for i, r := range runs {
-		p50[i] = bench.Median(r) // 0 for a model left out
+		p50[i] = latency.Median(r) // 0 for a model left out
 	}
-	spent.run = time.Duration(bench.Median(p50[:opened]) * float64(time.Millisecond))
+	spent.run = time.Duration(latency.Median(p50[:opened]) * float64(time.Millisecond))
 	for _, r := range runs {
 		spent.runs = append(spent.runs, len(r))
 	}
@@ -147,7 +148,7 @@ func timeInterleaved(models []graph.Serialized, sess ort.Options, spec data.Spec
 // than twice the noise margin and their interquartile ranges do not
 // overlap. More runs would not reverse that.
 func versus(a, b []float64) int {
-	qa, qb := bench.Quartiles(a), bench.Quartiles(b)
+	qa, qb := latency.Quartiles(a), latency.Quartiles(b)
 	switch r := qb[1] / qa[1]; {
 	case qa[1] <= 0:
 		return 0
@@ -175,7 +176,7 @@ func retireDecided(runs [][]float64, active []bool) {
 func retireLosers(runs [][]float64, active []bool) {
 	best := -1
 	for i := 1; i < len(runs); i++ {
-		if len(runs[i]) > 0 && (best < 0 || bench.Median(runs[i]) < bench.Median(runs[best])) {
+		if len(runs[i]) > 0 && (best < 0 || latency.Median(runs[i]) < latency.Median(runs[best])) {
 			best = i
 		}
 	}

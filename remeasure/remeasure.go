@@ -17,6 +17,7 @@ import (
 	"github.com/optc-dev/optc/build"
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/latency"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/report"
 )
@@ -35,7 +36,7 @@ import (
 // ratio is the median of NEW's runs in it over the median of OLD's: drift
 // slower than a round cancels out of it. The statistic is the median of
 // the rounds' ratios, with the sign test's distribution-free interval
-// (bench.MedianInterval) at Confidence: no seed, no assumption
+// (latency.MedianInterval) at Confidence: no seed, no assumption
 // about the shape of the noise, and one round a neighbour disturbed
 // moves it no more than any other round.
 //
@@ -346,7 +347,7 @@ func rounds(sessions []*ort.Session, in []*graph.Tensor, deadline time.Time, lim
 	seq := &sequential{limit: limit}
 	runs, err := bench.Turns(sessions, in, perTurn, nil, func(turn int, runs [][]float64) bool {
 		from := turn * perTurn
-		if seq.add(bench.Median(runs[1][from:])/bench.Median(runs[0][from:]), time.Since(timed) >= span) {
+		if seq.add(latency.Median(runs[1][from:])/latency.Median(runs[0][from:]), time.Since(timed) >= span) {
 			return false
 		}
 		return time.Now().Before(deadline)
@@ -356,7 +357,7 @@ func rounds(sessions []*ort.Session, in []*graph.Tensor, deadline time.Time, lim
 	}
 	r := report.Remeasured{Rounds: len(seq.ratios)}
 	r.Ratio, r.Verdict = seq.result()
-	r.OldMs, r.NewMs = bench.Median(runs[0]), bench.Median(runs[1])
+	r.OldMs, r.NewMs = latency.Median(runs[0]), latency.Median(runs[1])
 	r.Seconds = time.Since(start).Seconds()
 	return r, nil
 }
@@ -411,8 +412,8 @@ func nextLook(n int) int {
 // is "" once the interval is within ±remeasurePrecision of the median,
 // else undecided.
 func decide(ratios []float64, limit float64) (report.Interval, string) {
-	iv := report.Interval{Median: bench.Median(ratios)}
-	lo, hi, ok := bench.MedianInterval(ratios, Confidence)
+	iv := report.Interval{Median: latency.Median(ratios)}
+	lo, hi, ok := latency.MedianInterval(ratios, Confidence)
 	if !ok {
 		return iv, report.VerdictUndecided
 	}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/latency"
 	"github.com/optc-dev/optc/report"
 )
 
@@ -99,7 +99,7 @@ func TestSequentialRule(t *testing.T) {
 }
 
 func TestCompareRemeasuredUsage(t *testing.T) {
-	timed := func() *bench.Timing { return &bench.Timing{Batches: []bench.BatchTiming{{Batch: 1}}} }
+	timed := func() *latency.Timing { return &latency.Timing{Batches: []latency.BatchTiming{{Batch: 1}}} }
 	old := &report.Report{Schema: report.Schema, Kind: "build", Models: []*report.Model{{Name: "in.onnx", Role: "input", Latency: timed()},
 		{Name: "model.int8.onnx", Role: "artifact", Latency: timed()}}}
 	if _, err := Compare(old, old, config.Gates{Percentile: "p99"}, Options{}); err == nil || !strings.Contains(err.Error(), "p50") {

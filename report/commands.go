@@ -6,6 +6,7 @@ import (
 	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/latency"
 	"github.com/optc-dev/optc/ptq"
 )
 
@@ -36,10 +37,10 @@ func FromQuantize(res *ptq.Result, level string, threads int) (*Report, error) {
 		in.Accuracy = &Accuracy{Samples: a.Samples, Task: &acc}
 	}
 	if len(res.Latency) > 0 {
-		in.Latency, out.Latency = &bench.Timing{}, &bench.Timing{}
+		in.Latency, out.Latency = &latency.Timing{}, &latency.Timing{}
 		for _, l := range res.Latency {
-			in.Latency.Batches = append(in.Latency.Batches, bench.BatchTiming{Batch: l.Batch, Latency: bench.Latency{P50: l.FloatP50}, Throughput: l.FloatPerSecond})
-			out.Latency.Batches = append(out.Latency.Batches, bench.BatchTiming{Batch: l.Batch, Latency: bench.Latency{P50: l.Int8P50}, Throughput: l.Int8PerSecond})
+			in.Latency.Batches = append(in.Latency.Batches, latency.BatchTiming{Batch: l.Batch, Latency: latency.Latency{P50: l.FloatP50}, Throughput: l.FloatPerSecond})
+			out.Latency.Batches = append(out.Latency.Batches, latency.BatchTiming{Batch: l.Batch, Latency: latency.Latency{P50: l.Int8P50}, Throughput: l.Int8PerSecond})
 		}
 	}
 	r := &Report{Schema: Schema, Kind: "quantize", Input: res.Input, Output: res.Output, Models: []*Model{in, out},

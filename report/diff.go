@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/latency"
 )
 
 // bootstrapResamples is how many resamples put an interval on a latency
@@ -130,8 +130,8 @@ func compareModels(old, new *Report, percentile string) *Diff {
 					md.Latency = append(md.Latency, LatencyChange{Batch: nb.Batch, Unsupported: why})
 					continue
 				}
-				md.Latency = append(md.Latency, LatencyChange{Batch: nb.Batch, OldMs: bench.Median(ov), NewMs: bench.Median(nv),
-					Ratio: ratioInterval(nv, ov), OldCV: bench.CV(ov), NewCV: bench.CV(nv), OldRuns: len(ov), NewRuns: len(nv)})
+				md.Latency = append(md.Latency, LatencyChange{Batch: nb.Batch, OldMs: latency.Median(ov), NewMs: latency.Median(nv),
+					Ratio: ratioInterval(nv, ov), OldCV: latency.CV(ov), NewCV: latency.CV(nv), OldRuns: len(ov), NewRuns: len(nv)})
 			}
 		}
 		d.Models = append(d.Models, md)
@@ -389,7 +389,7 @@ func (e Environment) short() string {
 
 // runs are the per-run values at a percentile (the median alone for a
 // report without repeats).
-func runs(b *bench.BatchTiming, percentile string) []float64 {
+func runs(b *latency.BatchTiming, percentile string) []float64 {
 	pick := func(p50, p90, p99 float64) float64 {
 		switch percentile {
 		case "p90":
@@ -411,19 +411,19 @@ func runs(b *bench.BatchTiming, percentile string) []float64 {
 
 // unsupported says why the per-window figures at percentile of the
 // timings a and b (named by what they are) are not that percentile: their
-// windows had fewer runs than it needs (bench.Percentiles), so each
+// windows had fewer runs than it needs (latency.Percentiles), so each
 // window's "p99" is its slowest run. "" when both hold it, or when a
 // report does not say how many runs there were.
-func unsupported(percentile string, batch int, a *bench.BatchTiming, aName string, b *bench.BatchTiming, bName string) string {
+func unsupported(percentile string, batch int, a *latency.BatchTiming, aName string, b *latency.BatchTiming, bName string) string {
 	need := 1
-	for _, p := range bench.Percentiles {
+	for _, p := range latency.Percentiles {
 		if p.Name == percentile {
 			need = p.MinRuns
 		}
 	}
 	var short []string
 	for _, t := range []struct {
-		l    *bench.BatchTiming
+		l    *latency.BatchTiming
 		name string
 	}{{a, aName}, {b, bName}} {
 		if per := t.l.N / max(len(t.l.Repeats), 1); t.l.N > 0 && per < need {
@@ -447,7 +447,7 @@ func ratioInterval(num, den []float64) Interval {
 		}
 		return n / d
 	}
-	iv := Interval{Median: ratio(bench.Median(num), bench.Median(den))}
+	iv := Interval{Median: ratio(latency.Median(num), latency.Median(den))}
 	rng := rand.New(rand.NewPCG(bootstrapSeed, bootstrapSeed))
 	rs := make([]float64, bootstrapResamples)
 	sn, sd := make([]float64, len(num)), make([]float64, len(den))
@@ -458,7 +458,7 @@ func ratioInterval(num, den []float64) Interval {
 		for j := range sd {
 			sd[j] = den[rng.IntN(len(den))]
 		}
-		rs[i] = ratio(bench.Median(sn), bench.Median(sd))
+		rs[i] = ratio(latency.Median(sn), latency.Median(sd))
 	}
 	slices.Sort(rs)
 	iv.Low, iv.High = rs[int(0.025*float64(len(rs)))], rs[int(0.975*float64(len(rs)))-1]

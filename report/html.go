@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/latency"
 )
 
 // sqnrBars is how many tensors the SQNR chart shows (the worst).
@@ -203,7 +203,7 @@ svg .axis { stroke: #555; }
 // chartMs is a percentile as a chart draws it: NaN (no point, "-" as in
 // the tables) for one the timing windows were too short for, which
 // report.json holds as 0 and lists in unreported.
-func chartMs(l bench.Latency, name string) float64 {
+func chartMs(l latency.Latency, name string) float64 {
 	v := *l.At(name)
 	if v == 0 || slices.Contains(l.Unreported, name) {
 		return math.NaN()

@@ -10,10 +10,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/latency"
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/prune"
@@ -101,7 +101,7 @@ type Model struct {
 	Nodes    int             `json:"nodes,omitempty"`
 	Ops      []graph.OpCount `json:"ops,omitempty"`
 	Accuracy *Accuracy       `json:"accuracy,omitempty"`
-	Latency  *bench.Timing   `json:"latency,omitempty"`
+	Latency  *latency.Timing `json:"latency,omitempty"`
 	Delta    *Delta          `json:"delta,omitempty"` // against the input model
 }
 

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/latency"
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/prune"
@@ -23,13 +23,13 @@ import (
 // the per-run p50 values of each model at batch 1.
 func sample(inRuns, artRuns []float64, task, cosine float64) *Report {
 	acc := 98.5
-	lat := func(runs []float64) *bench.Timing {
-		b := bench.BatchTiming{Batch: 1, Latency: bench.Latency{Min: runs[0] * 0.9, P50: bench.Median(runs), P90: bench.Median(runs) * 1.1, P95: bench.Median(runs) * 1.2,
-			P99: bench.Median(runs) * 1.5, Max: bench.Median(runs) * 2, Mean: bench.Median(runs), CV: 0.05}, Throughput: 1000 / bench.Median(runs)}
+	lat := func(runs []float64) *latency.Timing {
+		b := latency.BatchTiming{Batch: 1, Latency: latency.Latency{Min: runs[0] * 0.9, P50: latency.Median(runs), P90: latency.Median(runs) * 1.1, P95: latency.Median(runs) * 1.2,
+			P99: latency.Median(runs) * 1.5, Max: latency.Median(runs) * 2, Mean: latency.Median(runs), CV: 0.05}, Throughput: 1000 / latency.Median(runs)}
 		for _, r := range runs {
-			b.Repeats = append(b.Repeats, bench.WindowTiming{P50: r, P90: r * 1.1, P99: r * 1.5, Throughput: 1000 / r})
+			b.Repeats = append(b.Repeats, latency.WindowTiming{P50: r, P90: r * 1.1, P99: r * 1.5, Throughput: 1000 / r})
 		}
-		return &bench.Timing{ColdStartMs: 12, Batches: []bench.BatchTiming{b}}
+		return &latency.Timing{ColdStartMs: 12, Batches: []latency.BatchTiming{b}}
 	}
 	in := &Model{Name: "in/<model>.onnx", Role: "input", Precision: "fp32", Bytes: 4000, Params: 900, Nodes: 10,
 		Ops:      []graph.OpCount{{Op: "Conv", Count: 4}, {Op: "BatchNormalization", Count: 4}, {Op: "Relu", Count: 2}},

@@ -21,6 +21,8 @@ var layers = map[string]int{
 	"onnxpb": 0, "internal/atomicfile": 0, "internal/choice": 0, "internal/jsonfloat": 0, "internal/parallel": 0, "internal/procmem": 0, "lint": 0,
 	"tools/mnist": 0, "tools/textlines": 0, "tools/zoo": 0, "tools/release": 0,
 	"tools/cirecipe": 0, "tools/doccheck": 0,
+	// latency: the one latency record and its statistics
+	"latency": 0,
 	// task: what a task metric plug-in implements
 	"task": 0,
 	// the IR, the runtime's installer (no cgo), and the build config: its
@@ -74,7 +76,7 @@ var only = map[string][]string{
 	// prune.Report, ...), or are what FromQuantize and FromBench read:
 	// none may be added.
 	"report": {"bench", "compare", "config", "graph", "internal/atomicfile", "internal/choice", "internal/jsonfloat",
-		"optimize", "passes", "placement", "prune", "ptq", "task"},
+		"latency", "optimize", "passes", "placement", "prune", "ptq", "task"},
 	// Targets reach the build only through export/target.Host.
 	"export/target": {"config", "data", "graph", "internal/atomicfile", "lint", "ort", "quantize"},
 }

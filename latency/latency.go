@@ -1,7 +1,8 @@
-// Package bench measures a model's latency and throughput in ONNX Runtime:
-// cold start, warm latency percentiles and throughput per batch size,
-// optionally with parallel requests, next to the cost of the harness itself.
-package bench
+// Package latency is optc's one latency record and the statistics behind
+// it: percentiles of repeated runs, medians, their intervals. bench
+// measures into it, build's verify stage keeps it per artifact, report.json
+// holds it and optc diff compares it; it runs nothing itself.
+package latency
 
 import (
 	"math"
@@ -190,4 +191,64 @@ func signTestRank(n int, tail float64) int {
 		}
 	}
 	return 0
+}
+
+// Timing is a model's latency record: at each batch size the medians of
+// repeated timing windows, with each window's figures so that a comparison
+// can tell change from noise. It is the one latency type of optc: build's
+// verify stage makes it (Repeated), optc bench's report holds one window
+// (Result.Timing), and report.json and optc diff read it.
+type Timing struct {
+	ColdStartMs float64       `json:"cold_start_ms"` // session creation + first run
+	Batches     []BatchTiming `json:"batches"`
+	// SeqLengths is a language model's latency per sequence at batch 1
+	// (latency.seq_lengths), one timing window per length.
+	SeqLengths []SeqTiming `json:"seq_lengths,omitempty"`
+}
+
+// BatchTiming is the latency at one batch size, in milliseconds per run
+// (Latency's fields appear inline in JSON), with the throughput and the
+// windows they are medians of.
+type BatchTiming struct {
+	Batch int `json:"batch"`
+	Latency
+	Throughput float64 `json:"throughput_samples_per_s"`
+	// Repeats are the separate windows the figures above are medians of.
+	Repeats []WindowTiming `json:"repeats,omitempty"`
+}
+
+// WindowTiming is one timing window's percentiles.
+type WindowTiming struct {
+	P50        float64 `json:"p50_ms"`
+	P90        float64 `json:"p90_ms"`
+	P99        float64 `json:"p99_ms"`
+	Throughput float64 `json:"throughput_samples_per_s"`
+}
+
+// SeqTiming is the latency of one batch-1 sequence of SeqLen tokens.
+type SeqTiming struct {
+	SeqLen int `json:"seq_len"`
+	Latency
+}
+
+// Batch is the latency at batch size n (nil when not measured).
+func (t *Timing) Batch(n int) *BatchTiming {
+	if t == nil {
+		return nil
+	}
+	for i := range t.Batches {
+		if t.Batches[i].Batch == n {
+			return &t.Batches[i]
+		}
+	}
+	return nil
+}
+
+// Windows is how many timing windows each batch size's figures are the
+// medians of (1 for a single run).
+func (t *Timing) Windows() int {
+	if t == nil || len(t.Batches) == 0 {
+		return 0
+	}
+	return max(len(t.Batches[0].Repeats), 1)
 }

@@ -1,4 +1,4 @@
-package bench
+package latency
 
 import (
 	"math/rand/v2"
