@@ -16,6 +16,7 @@ import (
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // Plan is how a build spends its time budget (--budget). Only the stages
@@ -61,7 +62,7 @@ type Plan struct {
 	// ChecksSeconds is when the artifacts' checks stop, counted from the
 	// build's start (0 without a budget): the budget less the timing's
 	// and the sweep's shares. A check past it ends at the next batch once
-	// it has ptq.MinCheckSamples; the samples used are recorded
+	// it has schema.MinCheckSamples; the samples used are recorded
 	// (decisions.json) so that a replay checks on the same ones.
 	ChecksSeconds float64 `json:"checks_seconds,omitempty"`
 	// Lines are the plan as printed.
@@ -125,9 +126,9 @@ func (b *builder) plan() *Plan {
 		}
 		if p.FallbackSeconds > 0 {
 			p.Lines = append(p.Lines, fmt.Sprintf("accuracy guard: its first check stops %s after the build began, once it has %d samples (its tries then compare on as many); its fallback: at most %s per INT8 model (then the best passing model found, or a refusal)",
-				secs(ptq.CheckShare*p.RestSeconds), ptq.MinCheckSamples, secs(p.FallbackSeconds)))
+				secs(ptq.CheckShare*p.RestSeconds), schema.MinCheckSamples, secs(p.FallbackSeconds)))
 		}
-		p.Lines = append(p.Lines, fmt.Sprintf("checks: stop %s after the build began, each once it has %d samples, every later one on as many (the samples used are recorded for --replay)", secs(p.ChecksSeconds), ptq.MinCheckSamples))
+		p.Lines = append(p.Lines, fmt.Sprintf("checks: stop %s after the build began, each once it has %d samples, every later one on as many (the samples used are recorded for --replay)", secs(p.ChecksSeconds), schema.MinCheckSamples))
 	} else {
 		p.Lines = append(p.Lines, "no budget (budget: 0): every stage runs as configured")
 	}
@@ -167,7 +168,7 @@ func (b *builder) calibrationDeadline() time.Time {
 
 // checkStop is the Stop of the check of one artifact (compare.Options.Stop),
 // keyed by what it checks. Within a budget, a check past the plan's
-// ChecksSeconds stops at the next batch once it has ptq.MinCheckSamples
+// ChecksSeconds stops at the next batch once it has schema.MinCheckSamples
 // samples, and every later check at the same count, so that the
 // artifacts' figures stay comparable; the counts are recorded. A replay
 // stops each check at its recorded count, and nowhere else. nil: the
@@ -190,7 +191,7 @@ func (b *builder) checkStop(key string) func(samples int64) bool {
 	}
 	deadline := b.started.Add(time.Duration(b.res.Plan.ChecksSeconds * float64(time.Second)))
 	return func(n int64) bool {
-		if b.checkStoppedAt == 0 && (n < ptq.MinCheckSamples || time.Now().Before(deadline)) {
+		if b.checkStoppedAt == 0 && (n < schema.MinCheckSamples || time.Now().Before(deadline)) {
 			return false
 		}
 		if b.checkStoppedAt > 0 && n < b.checkStoppedAt {
@@ -444,8 +445,8 @@ func (b *builder) checkBudgetPossible() error {
 	// run), and the models the targets check without timing (TensorRT's).
 	checked := p.TimedModels + b.cost().Checked
 	evalSamples := b.checkSamples()
-	checks := float64(checked*min(evalSamples, ptq.MinCheckSamples)) * perSample
-	why := fmt.Sprintf("%d artifact checks on %d samples, %d timing windows of %d runs", checked, min(evalSamples, ptq.MinCheckSamples), p.TimingWindows, minWindowRuns)
+	checks := float64(checked*min(evalSamples, schema.MinCheckSamples)) * perSample
+	why := fmt.Sprintf("%d artifact checks on %d samples, %d timing windows of %d runs", checked, min(evalSamples, schema.MinCheckSamples), p.TimingWindows, minWindowRuns)
 	least := timing + checks
 	if b.c.INT8 && b.staticINT8() {
 		schemes := 0
@@ -454,7 +455,7 @@ func (b *builder) checkBudgetPossible() error {
 				schemes++
 			}
 		}
-		least += float64(ptq.MinBudgetSamples+2*schemes*min(evalSamples, ptq.MinCheckSamples)) * perSample
+		least += float64(ptq.MinBudgetSamples+2*schemes*min(evalSamples, schema.MinCheckSamples)) * perSample
 		why = fmt.Sprintf("%d calibration samples, the INT8 guard's checks, %s", ptq.MinBudgetSamples, why)
 	}
 	why = fmt.Sprintf("%s a sample: %s", time.Duration(perSample*float64(time.Second)).Round(time.Microsecond), why)

@@ -35,6 +35,7 @@ import (
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/report"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/task/tasks"
 	"github.com/optc-dev/optc/weightonly"
 )
@@ -81,7 +82,7 @@ type Result struct {
 	ChecksStoppedAt int64 `json:"checks_stopped_at,omitempty"`
 	// Caveats are what the checks rest on: random calibration, checks on
 	// the calibration samples themselves or on few samples.
-	Caveats ptq.Caveats `json:"caveats"`
+	Caveats schema.Caveats `json:"caveats"`
 	// TargetReports are the targets' own sections, by target name: what
 	// each target's Export returned (tensorrt: its fp16 report, lint
 	// findings and engine measurement; triton: its profiles and the sweep

@@ -19,6 +19,7 @@ import (
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/task"
 	"github.com/optc-dev/optc/task/tasks"
 )
@@ -42,8 +43,8 @@ type Check struct {
 	// Failed are the accuracy guard's criteria (ptq.Judge, the build's
 	// limits) this artifact misses against the input model: such an
 	// artifact is not recommended and the build exits 3.
-	Failed   []ptq.Check       `json:"failed_checks,omitempty"`
-	Accuracy *compare.Accuracy `json:"accuracy,omitempty"` // with eval labels: A is the input, B the artifact
+	Failed   []ptq.Check           `json:"failed_checks,omitempty"`
+	Accuracy *schema.LabelAccuracy `json:"accuracy,omitempty"` // with eval labels: A is the input, B the artifact
 	// LM is a language model's held-out perplexity (A the input, B the
 	// artifact) and next-token agreement, with eval.task lm.
 	LM *compare.LM `json:"lm,omitempty"`
@@ -72,8 +73,8 @@ type OutputCheck struct {
 	Name        string          `json:"name"`
 	Elements    int64           `json:"elements"`
 	FinitePairs int64           `json:"finite_pairs"`
-	NaN         compare.Sides   `json:"nan"` // A: the input model, B: the artifact
-	Inf         compare.Sides   `json:"inf"`
+	NaN         schema.Sides    `json:"nan"` // A: the input model, B: the artifact
+	Inf         schema.Sides    `json:"inf"`
 	NonFinite   int64           `json:"nonfinite_where_input_finite"`
 	Cosine      jsonfloat.Float `json:"cosine"` // pooled over all samples
 	// MinSampleCosine and RelError are the per-sample figures the guard

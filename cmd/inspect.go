@@ -9,6 +9,7 @@ import (
 
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/prune"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // InspectOptions are the inputs of `optc inspect`.
@@ -52,7 +53,7 @@ func inspectRun(opts *InspectOptions) error {
 	if opts.JSON {
 		return writeJSON(opts.IO.Out, struct {
 			*graph.Summary
-			TwoFour []prune.Layer `json:"sparsity_2_4"`
+			TwoFour []schema.PruneLayer `json:"sparsity_2_4"`
 		}{s, semi})
 	}
 	printSummary(opts.IO, s)
@@ -62,7 +63,7 @@ func inspectRun(opts *InspectOptions) error {
 
 // print24 says which weighted layers satisfy 2:4 sparsity, listing them
 // when any does.
-func print24(io *IO, layers []prune.Layer) {
+func print24(io *IO, layers []schema.PruneLayer) {
 	var ok []string
 	for _, l := range layers {
 		if l.Skipped == "" {

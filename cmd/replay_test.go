@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/ptq"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
 )
@@ -226,8 +227,8 @@ func TestBuildReplayBudgetStops(t *testing.T) {
 	}
 	readJSONFile(t, filepath.Join(first, "decisions.json"), &rec)
 	checks := checkStops(t, first, rec.CheckStops, stderr)
-	if g := rec.QuantizeStops["ort"][ptq.GuardCheckLoop]; g < ptq.MinCheckSamples || g >= 2004 || !strings.Contains(stderr, fmt.Sprintf("the check stopped after %d samples", g)) {
-		t.Errorf("decisions.json: quantize stops %v, want the guard's first check stopped after at least %d of 2004 samples, and said so", rec.QuantizeStops, ptq.MinCheckSamples)
+	if g := rec.QuantizeStops["ort"][ptq.GuardCheckLoop]; g < schema.MinCheckSamples || g >= 2004 || !strings.Contains(stderr, fmt.Sprintf("the check stopped after %d samples", g)) {
+		t.Errorf("decisions.json: quantize stops %v, want the guard's first check stopped after at least %d of 2004 samples, and said so", rec.QuantizeStops, schema.MinCheckSamples)
 	}
 	if !strings.Contains(stderr, "more than 10% past its 300ms budget") {
 		t.Errorf("the build does not say it overran its budget:\n%s", stderr)
@@ -279,7 +280,7 @@ func TestBuildReplayBudgetStops(t *testing.T) {
 }
 
 // checkStops checks that the budget stopped every artifact check of the
-// build in dir at the same count, at least ptq.MinCheckSamples and before
+// build in dir at the same count, at least schema.MinCheckSamples and before
 // the data's 2,004 samples, as decisions.json records them (stops), with
 // the line that says so on stderr (when given); it returns each check's
 // samples and figures, by artifact.
@@ -311,7 +312,7 @@ func checkStops(t *testing.T, dir string, stops map[string]int64, stderr string)
 		if n == 0 {
 			n = c.Samples
 		}
-		if !c.Stopped || c.Samples != n || c.Samples < ptq.MinCheckSamples || c.Samples >= 2004 || stops[a.Path] != n || c.Accuracy == nil {
+		if !c.Stopped || c.Samples != n || c.Samples < schema.MinCheckSamples || c.Samples >= 2004 || stops[a.Path] != n || c.Accuracy == nil {
 			t.Errorf("%s: %s check %+v (recorded stop %d), want stopped by the budget after %d samples, as every other", dir, a.Path, c, stops[a.Path], n)
 		}
 		acc := -1.0

@@ -10,6 +10,7 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/task"
 	"github.com/optc-dev/optc/task/detect"
 )
@@ -61,14 +62,14 @@ type Options struct {
 
 // Result is what `optc compare` reports; docs/compare.md describes the JSON.
 type Result struct {
-	ModelA   string         `json:"model_a"`
-	ModelB   string         `json:"model_b"`
-	Data     string         `json:"data"`
-	Samples  int64          `json:"samples"`
-	Batches  int            `json:"batches"`
-	Outputs  []*OutputStats `json:"outputs"`
-	Accuracy *Accuracy      `json:"accuracy,omitempty"`
-	LM       *LM            `json:"lm,omitempty"`
+	ModelA   string                `json:"model_a"`
+	ModelB   string                `json:"model_b"`
+	Data     string                `json:"data"`
+	Samples  int64                 `json:"samples"`
+	Batches  int                   `json:"batches"`
+	Outputs  []*OutputStats        `json:"outputs"`
+	Accuracy *schema.LabelAccuracy `json:"accuracy,omitempty"`
+	LM       *LM                   `json:"lm,omitempty"`
 	// Task is a task plug-in's figures (Options.Scorer): sequence
 	// accuracy, hmean, mIoU.
 	Task *task.Figure `json:"task,omitempty"`
@@ -94,15 +95,6 @@ func (e *NotExpressibleError) Error() string {
 }
 
 func (e *NotExpressibleError) Unwrap() error { return ort.ErrNotExpressible }
-
-// Accuracy is task accuracy against labels.
-type Accuracy struct {
-	Output     string  `json:"output"`
-	Labels     int64   `json:"labels"`
-	A          float64 `json:"accuracy_a"`
-	B          float64 `json:"accuracy_b"`
-	DropPoints float64 `json:"drop_points"` // (A - B) in percentage points
-}
 
 // DefaultAtol and DefaultRtol are used when no tolerance is given: the
 // tolerances onnxsim checks a simplified model with.
@@ -710,7 +702,7 @@ func (s *scorer) advance(n int64) { s.offset += n }
 
 // result is the accuracy over the samples run. With a sample limit the
 // labels may be more: the first ones belong to the samples read.
-func (s *scorer) result(samples int64, limited bool) (*Accuracy, error) {
+func (s *scorer) result(samples int64, limited bool) (*schema.LabelAccuracy, error) {
 	if s.output == "" || s.scored == 0 {
 		return nil, errors.New("no classifier-like output ([N, classes]) to score labels against")
 	}
@@ -719,5 +711,5 @@ func (s *scorer) result(samples int64, limited bool) (*Accuracy, error) {
 	}
 	a := 100 * float64(s.correctA) / float64(s.scored)
 	b := 100 * float64(s.corB) / float64(s.scored)
-	return &Accuracy{Output: s.output, Labels: s.scored, A: a, B: b, DropPoints: a - b}, nil
+	return &schema.LabelAccuracy{Output: s.output, Labels: s.scored, A: a, B: b, DropPoints: a - b}, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/optc-dev/optc/internal/choice"
 	"github.com/optc-dev/optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // Stat is the statistic a tolerance judges.
@@ -54,8 +55,8 @@ type OutputStats struct {
 	Total    int64 `json:"total"`
 	Elements int64 `json:"elements"`
 	// NaN and Inf count the NaN and infinite elements of A and of B.
-	NaN Sides `json:"nan"`
-	Inf Sides `json:"inf"`
+	NaN schema.Sides `json:"nan"`
+	Inf schema.Sides `json:"inf"`
 	// NewNonFinite counts elements where A is finite and B is not;
 	// Mismatch every element whose non-finite value A and B do not share
 	// (NewNonFinite included). Either fails the output.
@@ -118,12 +119,6 @@ type OutputStats struct {
 	absHist, excessHist                      logHist
 	top1, top5                               int64
 	sampleAxis                               *int
-}
-
-// Sides is a count in A (the reference) and in B.
-type Sides struct {
-	A int64 `json:"a"`
-	B int64 `json:"b"`
 }
 
 // Finite reports whether x is neither NaN nor infinite.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 func TestAccumulatorStatistics(t *testing.T) {
@@ -103,7 +104,7 @@ func TestClassifierAgreement(t *testing.T) {
 func TestNaNHandling(t *testing.T) {
 	nan := float32(math.NaN())
 	s := acc(t, []float32{nan, 1}, []float32{nan, 1}, 0, 0, StatMax)
-	if !s.Pass || s.Mismatch != 0 || s.NaN != (Sides{1, 1}) || s.Elements != 1 || s.Total != 2 {
+	if !s.Pass || s.Mismatch != 0 || s.NaN != (schema.Sides{A: 1, B: 1}) || s.Elements != 1 || s.Total != 2 {
 		t.Errorf("NaN in both should match: %+v", s)
 	}
 	s = acc(t, []float32{nan, 1}, []float32{0, 1}, 1, 0, StatMax)
@@ -120,7 +121,7 @@ func TestNonFiniteInBFails(t *testing.T) {
 	if s.Pass || s.NewNonFinite != 2 || s.Elements != 2 || s.Total != 4 {
 		t.Fatalf("pass=%v new non-finite %d, %d of %d pairs", s.Pass, s.NewNonFinite, s.Elements, s.Total)
 	}
-	if s.MaxAbs != 0 || s.Cosine != 1 || s.Inf != (Sides{0, 1}) || s.NaN != (Sides{0, 1}) {
+	if s.MaxAbs != 0 || s.Cosine != 1 || s.Inf != (schema.Sides{A: 0, B: 1}) || s.NaN != (schema.Sides{A: 0, B: 1}) {
 		t.Errorf("over the finite pairs: max abs %v cosine %v, inf %+v nan %+v", s.MaxAbs, s.Cosine, s.Inf, s.NaN)
 	}
 	if f := s.Failure(); !strings.Contains(f, "2 NaN/Inf values in B where A is finite") || !strings.Contains(f, "2 of 4 finite pairs") {
@@ -128,7 +129,7 @@ func TestNonFiniteInBFails(t *testing.T) {
 	}
 	// Equal infinities match and are left out of the statistics.
 	s = acc(t, []float32{inf, 1}, []float32{inf, 1}, 0, 0, StatMax)
-	if !s.Pass || s.Elements != 1 || s.Inf != (Sides{1, 1}) {
+	if !s.Pass || s.Elements != 1 || s.Inf != (schema.Sides{A: 1, B: 1}) {
 		t.Errorf("equal infinities: %+v", s)
 	}
 	s = acc(t, []float32{inf, 1}, []float32{-inf, 1}, 1, 0, StatMax)

@@ -10,6 +10,7 @@ import (
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/tools/mnist"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
@@ -147,7 +148,7 @@ func TestMNISTAccuracyFromImageFolder(t *testing.T) {
 	ortenv.Require(t)
 	pngDir, jpegDir, images, labels := mnistFolders(t)
 	model := testenv.Model("mnist_cnn.onnx")
-	accuracy := func(spec string, opts data.Options) *compare.Accuracy {
+	accuracy := func(spec string, opts data.Options) *schema.LabelAccuracy {
 		t.Helper()
 		r, err := compare.Models(compare.Options{ModelA: model, ModelB: model, Data: spec, DataOpts: opts, Labels: labels})
 		if err != nil {

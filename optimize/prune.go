@@ -14,18 +14,19 @@ import (
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/passes"
 	"github.com/optc-dev/optc/prune"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // PruneResult is what pruning did and what it cost.
 type PruneResult struct {
-	Reports []*prune.Report `json:"reports"`
+	Reports []*schema.PruneReport `json:"reports"`
 	// Cost compares the pruned model (B) with the unpruned optimized one (A).
 	Cost *compare.Result `json:"cost"`
 	// Search is what the accuracy budget search tried, when it ran.
 	Search []SearchStep `json:"search,omitempty"`
 	// Spared lists the layers the search left unpruned, most sensitive first.
-	Spared  []string      `json:"spared_layers,omitempty"`
-	Latency *LatencyDelta `json:"latency,omitempty"`
+	Spared  []string             `json:"spared_layers,omitempty"`
+	Latency *schema.LatencyDelta `json:"latency,omitempty"`
 	// Groups are the channel groups channels:auto gave a ratio each.
 	Groups []prune.ChannelGroup `json:"channel_groups,omitempty"`
 	// Global is channels:R's allocation across groups under
@@ -46,13 +47,6 @@ type SearchStep struct {
 	DropPoints float64  `json:"drop_points"`
 	MinCosine  float64  `json:"min_cosine"`
 	Within     bool     `json:"within_budget"`
-}
-
-// LatencyDelta is ORT latency before and after pruning (level all).
-type LatencyDelta struct {
-	Batch     int     `json:"batch"`
-	BeforeP50 float64 `json:"before_p50_ms"`
-	AfterP50  float64 `json:"after_p50_ms"`
 }
 
 // applyPruning prunes the optimized model held in unpruned, measures the
@@ -109,12 +103,12 @@ func applyPruning(opts Options, unpruned []byte) (res *PruneResult, _ []byte, er
 // -O1 cleanups (pruning leaves dead weights behind). A channels:auto
 // method prunes with the per-layer ratios auto (every other layer at 0);
 // the other methods keep popts as given.
-func pruneBytes(model []byte, methods []prune.Method, popts prune.Options, auto map[string]float64) ([]byte, []*prune.Report, error) {
+func pruneBytes(model []byte, methods []prune.Method, popts prune.Options, auto map[string]float64) ([]byte, []*schema.PruneReport, error) {
 	m, err := graph.Parse(model, "")
 	if err != nil {
 		return nil, nil, err
 	}
-	var reports []*prune.Report
+	var reports []*schema.PruneReport
 	for _, meth := range methods {
 		o, resolved := popts, meth
 		if meth.Auto {
@@ -219,13 +213,13 @@ func without(xs []string, x string) []string {
 }
 
 // latency measures both models in ORT at level all, batch 1.
-func latency(opts Options, unpruned, pruned []byte) (*LatencyDelta, error) {
+func latency(opts Options, unpruned, pruned []byte) (*schema.LatencyDelta, error) {
 	dir, cleanup, err := atomicfile.ScratchDir("optc-prune-")
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
-	d := &LatencyDelta{Batch: 1}
+	d := &schema.LatencyDelta{Batch: 1}
 	for i, b := range [][]byte{unpruned, pruned} {
 		path := filepath.Join(dir, fmt.Sprintf("m%d.onnx", i))
 		if err := os.WriteFile(path, b, 0o644); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/prune"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // searchPerLayer resolves channels:auto with one ratio per group of
@@ -56,7 +57,7 @@ func searchPerLayer(opts Options, unpruned []byte, res *PruneResult) ([]byte, er
 	}
 	type measured struct {
 		model   []byte
-		reports []*prune.Report
+		reports []*schema.PruneReport
 		cost    *compare.Result
 	}
 	try := func(k int) (*measured, bool, error) {
@@ -146,7 +147,7 @@ func probeGroups(opts Options, unpruned []byte, groups []prune.ChannelGroup, res
 // explainWhole says in the reports why each group left whole was: its
 // cheapest probe broke the budget alone, or the allocation kept stopped
 // before it.
-func explainWhole(opts Options, groups []prune.ChannelGroup, probes []probe, reports []*prune.Report) {
+func explainWhole(opts Options, groups []prune.ChannelGroup, probes []probe, reports []*schema.PruneReport) {
 	why := map[string]string{}
 	for _, g := range groups {
 		for _, l := range g.Layers {
@@ -186,7 +187,7 @@ func ratiosOf(g prune.ChannelGroup, r float64) map[string]float64 {
 
 type prunedModel struct {
 	model   []byte
-	reports []*prune.Report
+	reports []*schema.PruneReport
 }
 
 // measureAuto prunes with channels:auto resolved to the per-layer ratios

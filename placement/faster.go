@@ -8,28 +8,8 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/report/schema"
 )
-
-// ABResult is what Faster measured: per batch size, the baseline's and
-// the candidate's median latency in each window (search, then
-// confirmation), and the verdict.
-type ABResult struct {
-	Batches []ABTiming `json:"batches"`
-	// Speedup is the geometric mean over batch sizes and windows of the
-	// baseline's median over the candidate's; Worst the least of them.
-	Speedup float64 `json:"speedup"`
-	Worst   float64 `json:"worst"`
-	Faster  bool    `json:"faster"`
-	Reason  string  `json:"reason"`
-}
-
-// ABTiming is one window at one batch size.
-type ABTiming struct {
-	Batch        int     `json:"batch"`
-	BaselineMs   float64 `json:"baseline_p50_ms"`
-	CandidateMs  float64 `json:"candidate_p50_ms"`
-	Confirmation bool    `json:"confirmation,omitempty"`
-}
 
 // Faster times candidate against baseline (same random inputs, dynamic
 // dims fixed by spec), interleaved, at each batch size, and again with
@@ -37,8 +17,8 @@ type ABTiming struct {
 // faster means faster by more than the noise overall and not slower than
 // the noise at any batch size, in both windows. A second window is only
 // run when the first says faster.
-func Faster(baseline, candidate graph.Serialized, sess ort.Options, spec data.Spec, batches []int) (*ABResult, error) {
-	r := &ABResult{}
+func Faster(baseline, candidate graph.Serialized, sess ort.Options, spec data.Spec, batches []int) (*schema.ABResult, error) {
+	r := &schema.ABResult{}
 	models := []graph.Serialized{baseline, candidate}
 	for _, confirm := range []bool{false, true} {
 		for _, b := range batches {
@@ -46,7 +26,7 @@ func Faster(baseline, candidate graph.Serialized, sess ort.Options, spec data.Sp
 			if err != nil {
 				return nil, fmt.Errorf("timing at batch %d: %w", b, err)
 			}
-			r.Batches = append(r.Batches, ABTiming{Batch: b, BaselineMs: round(p50[0]), CandidateMs: round(p50[1]), Confirmation: confirm})
+			r.Batches = append(r.Batches, schema.ABTiming{Batch: b, BaselineMs: round(p50[0]), CandidateMs: round(p50[1]), Confirmation: confirm})
 		}
 		r.Speedup, r.Worst = abSpeedup(r.Batches)
 		if !wins(r.Speedup, r.Worst) {
@@ -62,7 +42,7 @@ func Faster(baseline, candidate graph.Serialized, sess ort.Options, spec data.Sp
 	return r, nil
 }
 
-func abSpeedup(ts []ABTiming) (mean, worst float64) {
+func abSpeedup(ts []schema.ABTiming) (mean, worst float64) {
 	logSum, n := 0.0, 0
 	worst = math.Inf(1)
 	for _, t := range ts {

@@ -4,11 +4,12 @@ import (
 	"fmt"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // Apply runs one pruning method over m; with opts.Data, its data-driven
 // form.
-func Apply(m *graph.Model, meth Method, opts Options) (*Report, error) {
+func Apply(m *graph.Model, meth Method, opts Options) (*schema.PruneReport, error) {
 	if meth.Auto {
 		return nil, fmt.Errorf("%s: the ratio comes from a budget search (optc optimize --max-accuracy-drop or --min-cosine); give a ratio here", meth)
 	}

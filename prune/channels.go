@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/shapes"
 )
 
@@ -34,7 +35,7 @@ import (
 // when positive, leaves alone groups whose layers have fewer weight elements
 // in all (zero means no minimum: a small layer's channels also shrink the
 // layers that read them).
-func Channels(m *graph.Model, ratio float64, opts Options) (*Report, error) {
+func Channels(m *graph.Model, ratio float64, opts Options) (*schema.PruneReport, error) {
 	if m == nil || m.Graph == nil {
 		return nil, fmt.Errorf("prune channels: the model has no graph")
 	}
@@ -49,7 +50,7 @@ func Channels(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 	if err := m.Verify(); err != nil {
 		return nil, fmt.Errorf("prune channels: the model is invalid: %w", err)
 	}
-	rep := &Report{Method: Method{Kind: "channels", Ratio: ratio}.String(), ParamsBefore: totalParams(m)}
+	rep := &schema.PruneReport{Method: Method{Kind: "channels", Ratio: ratio}.String(), ParamsBefore: totalParams(m)}
 	inf, err := shapes.Infer(m)
 	if err != nil {
 		return nil, fmt.Errorf("prune channels: %w", err)
@@ -61,7 +62,7 @@ func Channels(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 	for _, e := range opts.Exclude {
 		excluded[e] = true
 	}
-	var pruned []*graph.Node // layers pruned, for Report.Sparsity
+	var pruned []*graph.Node // layers pruned, for schema.PruneReport.Sparsity
 	var replaced []replacement
 	// Choose every group's channels from the weights as loaded, before any
 	// slicing changes them, so that the order of groups does not matter.
@@ -125,7 +126,7 @@ func Channels(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 // report rows and how many channels it removes.
 type channelPlan struct {
 	grp     *group
-	layers  []Layer
+	layers  []schema.PruneLayer
 	removed int64
 }
 
@@ -133,7 +134,7 @@ type channelPlan struct {
 // ratio (the smallest of its layers' per-layer ratios), exclusions, the
 // minimum size, and which channels to keep.
 func planGroup(grp *group, ratio float64, opts Options, excluded map[string]bool) (channelPlan, error) {
-	layers := make([]Layer, len(grp.sources))
+	layers := make([]schema.PruneLayer, len(grp.sources))
 	r := 1.0
 	var elems int64
 	for i, s := range grp.sources {
@@ -145,7 +146,7 @@ func planGroup(grp *group, ratio float64, opts Options, excluded map[string]bool
 			lr = v
 		}
 		r = min(r, lr)
-		layers[i] = Layer{Node: s.node.Name, Op: s.node.OpType, Weight: s.node.Input(1).Name,
+		layers[i] = schema.PruneLayer{Node: s.node.Name, Op: s.node.OpType, Weight: s.node.Input(1).Name,
 			Params: n, Ratio: lr, Before: zeros(w), After: zeros(w)}
 		if excluded[s.node.Name] || excluded[s.node.Input(1).Name] {
 			grp.skip(fmt.Sprintf("excluded (%s)", s.node.Name))
@@ -276,7 +277,7 @@ type analysis struct {
 	of         map[*graph.Value]*group
 	flat       map[*graph.Value]*group
 	types      *graph.ValueTable[*graph.Type]
-	ineligible []Layer
+	ineligible []schema.PruneLayer
 }
 
 func (a *analysis) union(x, y *group) *group {
@@ -562,7 +563,7 @@ func (a *analysis) conv(n *graph.Node, g0 *group, newGroup func(int64) *group) {
 		if g0 != nil {
 			g0.skip(fmt.Sprintf("%s has a computed or non-float32 weight", n))
 		}
-		a.ineligible = append(a.ineligible, Layer{Node: n.Name, Op: n.OpType, Weight: n.Input(1).Name,
+		a.ineligible = append(a.ineligible, schema.PruneLayer{Node: n.Name, Op: n.OpType, Weight: n.Input(1).Name,
 			Skipped: "weight or bias is not a constant float32 tensor"})
 	case grp == 1:
 		if g0 != nil {
@@ -590,7 +591,7 @@ func (a *analysis) conv(n *graph.Node, g0 *group, newGroup func(int64) *group) {
 		if g0 != nil {
 			g0.skip(fmt.Sprintf("grouped %s (group %d)", n, grp))
 		}
-		a.ineligible = append(a.ineligible, Layer{Node: n.Name, Op: n.OpType, Weight: n.Input(1).Name,
+		a.ineligible = append(a.ineligible, schema.PruneLayer{Node: n.Name, Op: n.OpType, Weight: n.Input(1).Name,
 			Skipped: fmt.Sprintf("grouped conv (group %d)", grp)})
 	}
 }
@@ -612,7 +613,7 @@ func (a *analysis) gemm(n *graph.Node, newGroup func(int64) *group) {
 		if flat != nil {
 			flat.skip(fmt.Sprintf("%s has a computed weight or transA", n))
 		}
-		a.ineligible = append(a.ineligible, Layer{Node: n.Name, Op: n.OpType, Weight: n.Input(1).Name,
+		a.ineligible = append(a.ineligible, schema.PruneLayer{Node: n.Name, Op: n.OpType, Weight: n.Input(1).Name,
 			Skipped: "weight is not a constant float32 matrix, or transA"})
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/passes"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/tools/difftest"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
@@ -51,7 +52,7 @@ func optimized(t testing.TB, path string, dopts data.Options) string {
 	return out
 }
 
-func pruneFile(t testing.TB, path string, ratio float64, opts Options) (*Report, []byte) {
+func pruneFile(t testing.TB, path string, ratio float64, opts Options) (*schema.PruneReport, []byte) {
 	t.Helper()
 	m, err := graph.LoadFile(path)
 	if err != nil {
@@ -72,7 +73,7 @@ func pruneFile(t testing.TB, path string, ratio float64, opts Options) (*Report,
 	return rep, b
 }
 
-func logReport(t testing.TB, rep *Report) {
+func logReport(t testing.TB, rep *schema.PruneReport) {
 	t.Helper()
 	for _, l := range rep.Layers {
 		t.Logf("  %-12s %-28s params %7d removed %3d %s", l.Op, l.Node, l.Params, l.Removed, l.Skipped)
@@ -195,7 +196,7 @@ func median(xs []float64) float64 {
 // count, chosen by the same scoring: for layers pruned on their own (no
 // coupling) the pruned model must compute exactly what the zeroed one
 // does, which checks every slice on a real model.
-func zeroedTwin(t *testing.T, path string, rep *Report) []byte {
+func zeroedTwin(t *testing.T, path string, rep *schema.PruneReport) []byte {
 	t.Helper()
 	m, err := graph.LoadFile(path)
 	if err != nil {

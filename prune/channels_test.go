@@ -9,6 +9,7 @@ import (
 
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/tools/difftest"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testgraph"
@@ -96,7 +97,7 @@ func marshal(t *testing.T, m *graph.Model) []byte {
 // prune runs Channels on a copy of the model and checks the result
 // against the original in ORT within atol; it returns the report and the
 // pruned model.
-func pruneAndCompare(t *testing.T, m *graph.Model, ratio float64, atol float64) (*Report, *graph.Model) {
+func pruneAndCompare(t *testing.T, m *graph.Model, ratio float64, atol float64) (*schema.PruneReport, *graph.Model) {
 	t.Helper()
 	before := marshal(t, m)
 	pm, err := graph.Parse(before, "")
@@ -118,7 +119,7 @@ func pruneAndCompare(t *testing.T, m *graph.Model, ratio float64, atol float64) 
 	return rep, pm
 }
 
-func layers(r *Report) string {
+func layers(r *schema.PruneReport) string {
 	var sb strings.Builder
 	for _, l := range r.Layers {
 		fmt.Fprintf(&sb, "\n  %s %s params %d removed %d skipped %q", l.Op, l.Node, l.Params, l.Removed, l.Skipped)
@@ -126,7 +127,7 @@ func layers(r *Report) string {
 	return sb.String()
 }
 
-func layer(t *testing.T, r *Report, node string) Layer {
+func layer(t *testing.T, r *schema.PruneReport, node string) schema.PruneLayer {
 	t.Helper()
 	for _, l := range r.Layers {
 		if l.Node == node {
@@ -134,7 +135,7 @@ func layer(t *testing.T, r *Report, node string) Layer {
 		}
 	}
 	t.Fatalf("no layer %q in the report:%s", node, layers(r))
-	return Layer{}
+	return schema.PruneLayer{}
 }
 
 func weightDims(t *testing.T, m *graph.Model, node string) []int64 {
@@ -155,7 +156,7 @@ func wantDims(t *testing.T, m *graph.Model, node string, want ...int64) {
 	}
 }
 
-func wantRemoved(t *testing.T, r *Report, node string, n int64) {
+func wantRemoved(t *testing.T, r *schema.PruneReport, node string, n int64) {
 	t.Helper()
 	if l := layer(t, r, node); l.Removed != n {
 		t.Errorf("%s: removed %d channels, want %d (skipped %q)", node, l.Removed, n, l.Skipped)

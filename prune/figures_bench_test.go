@@ -17,6 +17,7 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/tools/testenv"
 	"github.com/optc-dev/optc/tools/textlines"
 )
@@ -44,7 +45,7 @@ func BenchmarkPruneFigures(b *testing.B) {
 		for _, spec := range []string{"channels:0.125", "channels:0.25", "channels:0.5", "2:4", "magnitude:0.5", "magnitude:0.75"} {
 			meth, _ := ParseMethod(spec)
 			var res [2]*compare.Result
-			var rep *Report
+			var rep *schema.PruneReport
 			for i, d := range []*Data{nil, calib} {
 				var m []byte
 				rep, m = pruneWith(b, path, meth, Options{}, d)
@@ -68,7 +69,7 @@ func BenchmarkPruneFigures(b *testing.B) {
 			meth, _ := ParseMethod(spec)
 			var res [2]*compare.Result
 			var models [2][]byte
-			var rep *Report
+			var rep *schema.PruneReport
 			for i, d := range []*Data{nil, calibLines} {
 				rep, models[i] = pruneWith(b, path, meth, Options{}, d)
 				res[i] = scored(b, path, models[i], tl("cls_images.npy"), tl("cls_labels.npy"), data.Options{Batch: 8})
@@ -85,7 +86,7 @@ func BenchmarkPruneFigures(b *testing.B) {
 			data.Options{High: 1, Spec: data.Spec{Shapes: map[string][]int64{"x": {1, 3, 48, 192}}}})
 		meth := Method{Kind: "channels", Ratio: 0.125}
 		var res [2]*compare.Result
-		var rep *Report
+		var rep *schema.PruneReport
 		for i, d := range []*Data{nil, calibLines} {
 			var m []byte
 			rep, m = pruneWith(b, path, meth, Options{}, d)
@@ -157,7 +158,7 @@ func medianRange(v []float64) string {
 
 // pruneWith prunes the model at path with meth, data-driven when d is set,
 // and returns the report and the pruned model's bytes (after Verify).
-func pruneWith(t testing.TB, path string, meth Method, opts Options, d *Data) (*Report, []byte) {
+func pruneWith(t testing.TB, path string, meth Method, opts Options, d *Data) (*schema.PruneReport, []byte) {
 	t.Helper()
 	m, err := graph.LoadFile(path)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/choice"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // Magnitude zeroes the smallest-magnitude weights of every Conv,
@@ -28,7 +29,7 @@ import (
 // the reason. A weight shared by several nodes is pruned once. Pruned
 // weights get new tensors; the loaded data is never written. Nothing is
 // replaced when nothing changes, so ratio 0 leaves the model as it was.
-func Magnitude(m *graph.Model, ratio float64, opts Options) (*Report, error) {
+func Magnitude(m *graph.Model, ratio float64, opts Options) (*schema.PruneReport, error) {
 	if err := checkRatio(ratio, "magnitude"); err != nil {
 		return nil, err
 	}
@@ -44,7 +45,7 @@ func Magnitude(m *graph.Model, ratio float64, opts Options) (*Report, error) {
 	if !slices.Contains(Scopes, scope) {
 		return nil, fmt.Errorf("prune scope %q: want %s", opts.Scope, choice.Or(Scopes))
 	}
-	rep := &Report{Method: Method{Kind: "magnitude", Ratio: ratio}.String(), ParamsBefore: totalParams(m)}
+	rep := &schema.PruneReport{Method: Method{Kind: "magnitude", Ratio: ratio}.String(), ParamsBefore: totalParams(m)}
 
 	type job struct {
 		w      *weight

@@ -14,6 +14,7 @@ import (
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/tools/difftest"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
@@ -73,7 +74,7 @@ func TestMagnitudeLayerScope(t *testing.T) {
 			t.Errorf("%s: skipped %q (want %q), changed: %v", name, l.Skipped, reason, !slices.Equal(w.vals(name), before[name]))
 		}
 	}
-	if slices.ContainsFunc(rep.Layers, func(l Layer) bool { return l.Node == "shared2" }) {
+	if slices.ContainsFunc(rep.Layers, func(l schema.PruneLayer) bool { return l.Node == "shared2" }) {
 		t.Error("the shared weight is reported twice")
 	}
 	// The old tensor object is left as it was; the value has a new one.
@@ -178,7 +179,7 @@ func TestPruningLeavesTheFileAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rep *Report
+		var rep *schema.PruneReport
 		switch method {
 		case "magnitude":
 			rep, err = Magnitude(m, 0.5, Options{})
@@ -213,13 +214,13 @@ func TestPrunedModelsRunInORT(t *testing.T) {
 	path, original := savedWeightModel(t)
 	for _, c := range []struct {
 		name  string
-		prune func(*graph.Model) (*Report, error)
+		prune func(*graph.Model) (*schema.PruneReport, error)
 		same  bool
 	}{
-		{"magnitude:0", func(m *graph.Model) (*Report, error) { return Magnitude(m, 0, Options{}) }, true},
-		{"magnitude:0.5", func(m *graph.Model) (*Report, error) { return Magnitude(m, 0.5, Options{}) }, false},
-		{"global:0.7", func(m *graph.Model) (*Report, error) { return Magnitude(m, 0.7, Options{Scope: "global"}) }, false},
-		{"2:4", func(m *graph.Model) (*Report, error) { return SemiStructured(m, Options{}) }, false},
+		{"magnitude:0", func(m *graph.Model) (*schema.PruneReport, error) { return Magnitude(m, 0, Options{}) }, true},
+		{"magnitude:0.5", func(m *graph.Model) (*schema.PruneReport, error) { return Magnitude(m, 0.5, Options{}) }, false},
+		{"global:0.7", func(m *graph.Model) (*schema.PruneReport, error) { return Magnitude(m, 0.7, Options{Scope: "global"}) }, false},
+		{"2:4", func(m *graph.Model) (*schema.PruneReport, error) { return SemiStructured(m, Options{}) }, false},
 	} {
 		t.Run(strings.ReplaceAll(c.name, ":", "_"), func(t *testing.T) {
 			m, err := graph.LoadFile(path)
@@ -262,7 +263,7 @@ func TestMNISTAccuracy(t *testing.T) {
 	type row struct {
 		method   string
 		sparsity float64
-		acc      *compare.Accuracy
+		acc      *schema.LabelAccuracy
 	}
 	var rows []row
 	for _, method := range []string{"magnitude:0.25", "magnitude:0.5", "magnitude:0.75", "magnitude:0.9", "2:4"} {
@@ -274,7 +275,7 @@ func TestMNISTAccuracy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rep *Report
+		var rep *schema.PruneReport
 		if meth.Kind == "2:4" {
 			rep, err = SemiStructured(m, Options{})
 		} else {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // OBS prunes like Magnitude (magnitude:S, scope layer) or SemiStructured
@@ -16,7 +17,7 @@ import (
 // same reasons as the plain methods; a layer OBS cannot handle (a shared
 // weight, a grouped conv, a subgraph) is pruned by magnitude and says why
 // in Layer.Refit.
-func OBS(m *graph.Model, meth Method, opts Options, d *Data) (*Report, error) {
+func OBS(m *graph.Model, meth Method, opts Options, d *Data) (*schema.PruneReport, error) {
 	nm := meth.Kind == "2:4"
 	if !nm && meth.Kind != "magnitude" {
 		return nil, fmt.Errorf("OBS pruning is for magnitude:S and 2:4, not %s", meth)
@@ -29,7 +30,7 @@ func OBS(m *graph.Model, meth Method, opts Options, d *Data) (*Report, error) {
 			return nil, fmt.Errorf("magnitude pruning with calibration data is per layer: --prune-scope global has no data-driven form")
 		}
 	}
-	rep := &Report{Method: meth.String(), ParamsBefore: totalParams(m)}
+	rep := &schema.PruneReport{Method: meth.String(), ParamsBefore: totalParams(m)}
 	unpruned, err := m.Clone()
 	if err != nil {
 		return nil, err

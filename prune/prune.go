@@ -93,68 +93,6 @@ func (o Options) ChannelStep() int64 {
 	return o.ChannelMultiple
 }
 
-// Layer says what happened to one prunable layer.
-type Layer struct {
-	Node    string  `json:"node"`
-	Op      string  `json:"op"`
-	Weight  string  `json:"weight"`
-	Params  int64   `json:"params"`          // weight elements before
-	Ratio   float64 `json:"ratio"`           // requested
-	Before  float64 `json:"sparsity_before"` // fraction of zeros
-	After   float64 `json:"sparsity_after"`
-	Removed int64   `json:"channels_removed,omitempty"` // channels:R
-	Skipped string  `json:"skipped,omitempty"`          // why it was left alone
-	// Refit says how the data-driven methods changed the weights that
-	// stay: "obs" (SparseGPT update), "least squares" (channels: the
-	// consumers refit), or "none: why"; empty without calibration data.
-	Refit string `json:"refit,omitempty"`
-	// Damp is the damping OBS solved with (Data.Damp, or the one
-	// Data.AutoDamp chose); 0 where OBS did not run.
-	Damp float64 `json:"damp,omitempty"`
-}
-
-// Report is what a pruning run did.
-type Report struct {
-	Method       string  `json:"method"`
-	Layers       []Layer `json:"layers"`
-	ParamsBefore int64   `json:"params_before"` // all initializer elements
-	ParamsAfter  int64   `json:"params_after"`
-	Sparsity     float64 `json:"sparsity"` // zeros over prunable weights after
-}
-
-// Pruned counts the layers pruned (not left alone).
-func (r *Report) Pruned() int {
-	n := 0
-	for _, l := range r.Layers {
-		if l.Skipped == "" {
-			n++
-		}
-	}
-	return n
-}
-
-// How says how the kept weights of the pruned layers were changed:
-// "without calibration data", or "refit on the calibration data: " and
-// the count of each Layer.Refit kind.
-func (r *Report) How() string {
-	refit := map[string]int{}
-	for _, l := range r.Layers {
-		if l.Skipped == "" && l.Refit != "" {
-			refit[strings.SplitN(l.Refit, ":", 2)[0]]++
-		}
-	}
-	if len(refit) == 0 {
-		return "without calibration data"
-	}
-	var parts []string
-	for _, k := range []string{"least squares", "obs", "none"} {
-		if refit[k] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", refit[k], k))
-		}
-	}
-	return "refit on the calibration data: " + strings.Join(parts, ", ")
-}
-
 // The prune scopes: the one list flags, the config, completion and
 // messages use.
 const (

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // Reconstruct is channel pruning that keeps accuracy without retraining
@@ -25,7 +26,7 @@ import (
 // prunes, skips and reports is unchanged; the layers' Refit says what was
 // refit. A group whose consumers cannot be reconstructed (a grouped or 1-D
 // conv reading them) keeps L1 selection and says so.
-func Reconstruct(m *graph.Model, ratio float64, opts Options, d *Data) (*Report, error) {
+func Reconstruct(m *graph.Model, ratio float64, opts Options, d *Data) (*schema.PruneReport, error) {
 	if ratio < 0 || ratio >= 1 {
 		return nil, fmt.Errorf("prune channels: ratio %g is not in [0, 1)", ratio)
 	}
@@ -36,7 +37,7 @@ func Reconstruct(m *graph.Model, ratio float64, opts Options, d *Data) (*Report,
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Method: Method{Kind: "channels", Ratio: ratio}.String(), ParamsBefore: totalParams(m)}
+	rep := &schema.PruneReport{Method: Method{Kind: "channels", Ratio: ratio}.String(), ParamsBefore: totalParams(m)}
 	initial, err := planGroups(m, ratio, opts)
 	if err != nil {
 		return nil, err
@@ -73,7 +74,7 @@ func Reconstruct(m *graph.Model, ratio float64, opts Options, d *Data) (*Report,
 	// The report: every layer of the initial analysis, as Channels says.
 	for _, p := range initial {
 		for _, s := range p.sources {
-			l := Layer{Node: s.Name, Op: s.OpType, Weight: s.Input(1).Name, Params: params[s.Name], Ratio: ratio, Skipped: p.reason}
+			l := schema.PruneLayer{Node: s.Name, Op: s.OpType, Weight: s.Input(1).Name, Params: params[s.Name], Ratio: ratio, Skipped: p.reason}
 			if r, ok := opts.PerLayer[s.Name]; ok {
 				l.Ratio = r
 			}
@@ -161,7 +162,7 @@ func reconstructGroup(m, ref *graph.Model, p groupPlan, changed bool, opts Optio
 
 // channelsOnly runs Channels on the one group p with the given channels
 // kept (nil: Channels' L1 choice).
-func channelsOnly(m *graph.Model, p groupPlan, opts Options, keep []int) (*Report, error) {
+func channelsOnly(m *graph.Model, p groupPlan, opts Options, keep []int) (*schema.PruneReport, error) {
 	if keep == nil {
 		keep = l1Keep(p)
 		if keep == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testgraph"
 )
@@ -72,7 +73,7 @@ func randomNpy(t *testing.T, rng *rand.Rand, n int, dims ...int64) string {
 	return path
 }
 
-func pruneBytesWith(t *testing.T, model []byte, meth Method, opts Options) (*Report, []byte) {
+func pruneBytesWith(t *testing.T, model []byte, meth Method, opts Options) (*schema.PruneReport, []byte) {
 	t.Helper()
 	m, err := graph.Parse(model, "")
 	if err != nil {
@@ -119,7 +120,7 @@ func TestReconstructTwins(t *testing.T) {
 	meth := Method{Kind: "channels", Ratio: 0.5}
 	d := &Data{Spec: calib, Opts: data.Options{Batch: 16}, Session: ort.DefaultOptions(), Damp: 1e-7}
 	rep, got := pruneBytesWith(t, model, meth, Options{Data: d})
-	var a *Layer
+	var a *schema.PruneLayer
 	for i := range rep.Layers {
 		if rep.Layers[i].Node == "A" {
 			a = &rep.Layers[i]

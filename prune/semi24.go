@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // SemiStructured prunes to the 2:4 pattern that sparse tensor cores run:
@@ -17,8 +18,8 @@ import (
 // Layers whose reduction size is not a multiple of 4 are skipped and
 // reported, as are the layers Magnitude skips (tiny, depthwise, excluded).
 // Pruned weights get new tensors; the loaded data is never written.
-func SemiStructured(m *graph.Model, opts Options) (*Report, error) {
-	rep := &Report{Method: Method{Kind: "2:4"}.String(), ParamsBefore: totalParams(m)}
+func SemiStructured(m *graph.Model, opts Options) (*schema.PruneReport, error) {
+	rep := &schema.PruneReport{Method: Method{Kind: "2:4"}.String(), ParamsBefore: totalParams(m)}
 	var totals sparsityTotals
 	for _, w := range findWeights(m) {
 		l := w.layer()
@@ -55,8 +56,8 @@ func SemiStructured(m *graph.Model, opts Options) (*Report, error) {
 // that does has Skipped "" and After (and Before) its sparsity; one that
 // does not says why in Skipped: "not 2:4", or that its reduction size is
 // not a multiple of 4.
-func Check24(m *graph.Model) []Layer {
-	var out []Layer
+func Check24(m *graph.Model) []schema.PruneLayer {
+	var out []schema.PruneLayer
 	for _, w := range findWeights(m) {
 		if w.tensor.DType != graph.Float {
 			continue

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // weightOp returns the kind of weight op n is (Conv, ConvTranspose, Gemm,
@@ -38,9 +39,9 @@ type weight struct {
 }
 
 // layer returns the report line for w before pruning.
-func (w *weight) layer() Layer {
+func (w *weight) layer() schema.PruneLayer {
 	n, _ := w.tensor.NumElements()
-	return Layer{Node: w.node.Name, Op: w.node.OpType, Weight: w.value.Name, Params: n}
+	return schema.PruneLayer{Node: w.node.Name, Op: w.node.OpType, Weight: w.value.Name, Params: n}
 }
 
 // isWeightUse reports whether u reads a weight: input 1 of a weight op.
@@ -218,7 +219,7 @@ func totalParams(m *graph.Model) int64 {
 type sparsityTotals struct{ zeroed, elems int64 }
 
 // after sets l's sparsity after pruning from its values and counts it.
-func (t *sparsityTotals) after(l *Layer, vals []float32) {
+func (t *sparsityTotals) after(l *schema.PruneLayer, vals []float32) {
 	z := countZeros(vals)
 	l.After = fraction(z, l.Params)
 	t.zeroed += z
@@ -226,7 +227,7 @@ func (t *sparsityTotals) after(l *Layer, vals []float32) {
 }
 
 // finish writes the totals and m's parameter count into rep.
-func (t sparsityTotals) finish(rep *Report, m *graph.Model) {
+func (t sparsityTotals) finish(rep *schema.PruneReport, m *graph.Model) {
 	rep.Sparsity = fraction(t.zeroed, t.elems)
 	rep.ParamsAfter = totalParams(m)
 }

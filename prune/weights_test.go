@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/tools/testgraph"
 )
 
@@ -155,9 +156,9 @@ func (w *weightModel) marshal() []byte {
 }
 
 // layerOf finds the report line of node.
-func layerOf(t testing.TB, layers []Layer, node string) Layer {
+func layerOf(t testing.TB, layers []schema.PruneLayer, node string) schema.PruneLayer {
 	t.Helper()
-	i := slices.IndexFunc(layers, func(l Layer) bool { return l.Node == node })
+	i := slices.IndexFunc(layers, func(l schema.PruneLayer) bool { return l.Node == node })
 	if i < 0 {
 		t.Fatalf("no report line for %q in %+v", node, layers)
 	}

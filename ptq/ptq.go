@@ -24,6 +24,7 @@ import (
 	"github.com/optc-dev/optc/passes"
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/task"
 )
 
@@ -201,7 +202,7 @@ type Result struct {
 	PlacementFrom string `json:"placement_from,omitempty"`
 	// Caveats are what the figures above rest on (random calibration,
 	// checks on the calibration samples or on few samples).
-	Caveats Caveats `json:"caveats"`
+	Caveats schema.Caveats `json:"caveats"`
 	// ShapesFromData are the dynamic dims random inputs and timing could
 	// not tell, taken from the first sample of the calibration (else
 	// evaluation) data, as --shape values (data.ShapesFromData).
@@ -544,7 +545,7 @@ func (o Options) checkStop() func(int64) bool {
 	}
 	stop := o.stops.loop(GuardCheckLoop)
 	return func(n int64) bool {
-		return n >= MinCheckSamples && stop(int(n), o.CheckDeadline)
+		return n >= schema.MinCheckSamples && stop(int(n), o.CheckDeadline)
 	}
 }
 

@@ -5,8 +5,8 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
 	"github.com/optc-dev/optc/passes"
-	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/task"
 )
 
@@ -115,12 +115,12 @@ type Layout struct {
 	Block int `json:"block"`
 	// Convs is how many convs had their channels padded; Bridges how many
 	// HardSigmoids got an identity conv to fuse into.
-	Convs    int                 `json:"convs_padded"`
-	Bridges  int                 `json:"hardsigmoid_bridges"`
-	Baseline string              `json:"baseline,omitempty"` // what it was timed against
-	Timing   *placement.ABResult `json:"timing,omitempty"`
-	Deployed bool                `json:"deployed"`
-	Reason   string              `json:"reason"`
+	Convs    int              `json:"convs_padded"`
+	Bridges  int              `json:"hardsigmoid_bridges"`
+	Baseline string           `json:"baseline,omitempty"` // what it was timed against
+	Timing   *schema.ABResult `json:"timing,omitempty"`
+	Deployed bool             `json:"deployed"`
+	Reason   string           `json:"reason"`
 	// CheckFailed says the shaped model differed from the FP32 model in
 	// ORT (a bug in the passes): it is not deployed.
 	CheckFailed bool `json:"check_failed,omitempty"`

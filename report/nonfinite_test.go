@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // allNaN is sample's artifact made the fp16 variant whose output is NaN
@@ -21,7 +21,7 @@ func allNaN() *Report {
 	r := sample(steady, []float64{5, 5.1, 4.9, 5, 5}, 97.5, 0.9995)
 	nan := jsonfloat.Float(math.NaN())
 	r.Models[1].Accuracy.Outputs[0] = OutputAccuracy{Name: "logits", Elements: 2560, FinitePairs: 0,
-		NaN: compare.Sides{B: 2560}, NonFinite: 2560, Cosine: nan, SNRdB: nan, MaxAbs: nan, MeanAbs: nan}
+		NaN: schema.Sides{B: 2560}, NonFinite: 2560, Cosine: nan, SNRdB: nan, MaxAbs: nan, MeanAbs: nan}
 	r.Quantization[0].SQNR[0].SQNRdB = jsonfloat.Float(math.Inf(-1))
 	r.Quantization[0].SQNR[2].SQNRdB = jsonfloat.Float(math.Inf(1))
 	return r

@@ -10,14 +10,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
 	"github.com/optc-dev/optc/latency"
-	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/placement"
-	"github.com/optc-dev/optc/prune"
 	"github.com/optc-dev/optc/ptq"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // Schema is the version of report.json's layout; readers refuse others.
@@ -59,7 +57,7 @@ type Report struct {
 	ChecksStoppedAt int64 `json:"checks_stopped_at,omitempty"`
 	// Caveats are what the accuracy figures rest on: random calibration,
 	// checks on the calibration samples themselves or on fewer than 32.
-	Caveats ptq.Caveats `json:"caveats"`
+	Caveats schema.Caveats `json:"caveats"`
 	// Verdict is what the checks decided, for a pipeline to read in one
 	// place (optc build exits 3 unless it is "ok").
 	Verdict     *Verdict    `json:"verdict,omitempty"`
@@ -156,8 +154,8 @@ type OutputAccuracy struct {
 	Name        string          `json:"name"`
 	Elements    int64           `json:"elements,omitempty"`
 	FinitePairs int64           `json:"finite_pairs,omitempty"`
-	NaN         compare.Sides   `json:"nan"`
-	Inf         compare.Sides   `json:"inf"`
+	NaN         schema.Sides    `json:"nan"`
+	Inf         schema.Sides    `json:"inf"`
 	NonFinite   int64           `json:"nonfinite_where_input_finite"`
 	Cosine      jsonfloat.Float `json:"cosine"` // pooled over the samples
 	// MinSampleCosine and RelError are the figures the accuracy guard
@@ -318,16 +316,16 @@ func (r *Report) check() error {
 // of the pruned float model against the unpruned one, measured on Data
 // (details.optimize.prune has every step of a budget search).
 type Pruning struct {
-	Methods []*prune.Report `json:"methods"`
-	Data    string          `json:"data,omitempty"`
-	Samples int64           `json:"samples,omitempty"`
+	Methods []*schema.PruneReport `json:"methods"`
+	Data    string                `json:"data,omitempty"`
+	Samples int64                 `json:"samples,omitempty"`
 	// Accuracy is the task accuracy (percent) unpruned and pruned, with
 	// labels.
-	Accuracy *compare.Accuracy `json:"accuracy,omitempty"`
+	Accuracy *schema.LabelAccuracy `json:"accuracy,omitempty"`
 	// MinCosine is the lowest cosine over the outputs, pruned against
 	// unpruned.
 	MinCosine jsonfloat.Float `json:"min_cosine"`
 	// Spared are the layers an accuracy budget left whole.
-	Spared  []string               `json:"spared_layers,omitempty"`
-	Latency *optimize.LatencyDelta `json:"latency,omitempty"`
+	Spared  []string             `json:"spared_layers,omitempty"`
+	Latency *schema.LatencyDelta `json:"latency,omitempty"`
 }

@@ -9,14 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
 	"github.com/optc-dev/optc/latency"
-	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/placement"
-	"github.com/optc-dev/optc/prune"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // sample is a small report with every section filled, latencies given as
@@ -47,11 +45,11 @@ func sample(inRuns, artRuns []float64, task, cosine float64) *Report {
 			Regions:       []placement.Region{{ID: "r0", Op: "Conv", Decision: placement.Float}, {ID: "r1", Op: "Conv", Decision: placement.INT8}},
 			Timings:       []placement.Timing{{Threads: 1, Batch: 1, P50Ms: map[string]float64{placement.CandidateFP32: 1, placement.CandidateAllINT8: 1.7}}},
 			SearchSeconds: 4.2, BudgetSeconds: 60},
-		Pruning: &Pruning{Methods: []*prune.Report{{Method: "channels:auto", ParamsBefore: 900, ParamsAfter: 600, Layers: []prune.Layer{
+		Pruning: &Pruning{Methods: []*schema.PruneReport{{Method: "channels:auto", ParamsBefore: 900, ParamsAfter: 600, Layers: []schema.PruneLayer{
 			{Node: "conv1", Op: "Conv", Params: 144, Ratio: 0.5, Removed: 8, Refit: "least squares"},
 			{Node: "conv0", Op: "Conv", Params: 72, Skipped: "channels:auto: pruned alone at 0.5 it breaks the budget"}}}},
-			Data: "eval.npy", Samples: 100, Accuracy: &compare.Accuracy{A: 98.5, B: 98.2, DropPoints: 0.3}, MinCosine: 0.998,
-			Latency: &optimize.LatencyDelta{Batch: 1, BeforeP50: 1, AfterP50: 0.8}},
+			Data: "eval.npy", Samples: 100, Accuracy: &schema.LabelAccuracy{A: 98.5, B: 98.2, DropPoints: 0.3}, MinCosine: 0.998,
+			Latency: &schema.LatencyDelta{Batch: 1, BeforeP50: 1, AfterP50: 0.8}},
 		EvalData: "eval.npy", HeldOut: true,
 		Environment: Environment{OS: "linux", Arch: "amd64", CPU: "Test CPU", CPUFeatures: []string{"avx2"}, Cores: 2, Level: "all", ORTVersion: "1.24.1"}}
 }

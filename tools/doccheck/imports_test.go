@@ -21,8 +21,9 @@ var layers = map[string]int{
 	"onnxpb": 0, "internal/atomicfile": 0, "internal/choice": 0, "internal/jsonfloat": 0, "internal/parallel": 0, "internal/procmem": 0, "lint": 0,
 	"tools/mnist": 0, "tools/textlines": 0, "tools/zoo": 0, "tools/release": 0,
 	"tools/cirecipe": 0, "tools/doccheck": 0,
-	// latency: the one latency record and its statistics
-	"latency": 0,
+	// latency: the one latency record and its statistics; report/schema:
+	// the report.json sections the stages fill
+	"latency": 0, "report/schema": 0,
 	// task: what a task metric plug-in implements
 	"task": 0,
 	// the IR, the runtime's installer (no cgo), and the build config: its
@@ -72,11 +73,11 @@ var only = map[string][]string{
 	"config": {"internal/choice"},
 	// report renders and diffs report.json without running anything
 	// (optc diff --remeasure is package remeasure). The stages it still
-	// imports own types its sections embed (ptq.Guard, placement.File,
-	// prune.Report, ...), or are what FromQuantize and FromBench read:
-	// none may be added.
+	// imports own types its sections embed (ptq.Guard, placement.File),
+	// or are what FromQuantize and FromBench read: none may be added.
 	"report": {"bench", "compare", "config", "graph", "internal/atomicfile", "internal/choice", "internal/jsonfloat",
-		"latency", "optimize", "passes", "placement", "prune", "ptq", "task"},
+		"latency", "passes", "placement", "ptq", "report/schema", "task"},
+	"report/schema": {},
 	// Targets reach the build only through export/target.Host.
 	"export/target": {"config", "data", "graph", "internal/atomicfile", "lint", "ort", "quantize"},
 }
