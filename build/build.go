@@ -146,9 +146,9 @@ func (r *Result) Placed() *ptq.Result { return r.INT8[PlacedScheme] }
 
 // Refusal is an INT8 model the accuracy guard refused, with its figures.
 type Refusal struct {
-	Scheme   string     `json:"scheme"`   // ort, tensorrt
-	Artifact string     `json:"artifact"` // what was not written
-	Guard    *ptq.Guard `json:"guard"`
+	Scheme   string        `json:"scheme"`   // ort, tensorrt
+	Artifact string        `json:"artifact"` // what was not written
+	Guard    *schema.Guard `json:"guard"`
 }
 
 // Config is the effective configuration the build ran with.
@@ -605,7 +605,7 @@ func (b *builder) quantizeFor(scheme quantize.Target) error {
 	if g := res.Guard; g != nil && g.Allowed {
 		rel, _ := target.QuantizedModel(scheme)
 		b.res.NotRecommended = append(b.res.NotRecommended, rel)
-		note := fmt.Sprintf("%s: %s misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended", scheme, path.Base(rel), ptq.FailedChecks(g.Checks))
+		note := fmt.Sprintf("%s: %s misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended", scheme, path.Base(rel), schema.FailedChecks(g.Checks))
 		if placed {
 			b.ortModel = b.float
 			note += ": the ORT and Triton artifacts are FP32"
@@ -633,7 +633,7 @@ func (b *builder) refused(scheme quantize.Target, rel string, err error) error {
 	}
 	b.res.Refused = append(b.res.Refused, Refusal{Scheme: string(scheme), Artifact: rel, Guard: ge.Guard})
 	_, what := target.QuantizedModel(scheme)
-	b.note(fmt.Sprintf("%s: INT8 REFUSED by the accuracy guard on %s (%s): %s was not written; %s", scheme, ge.Guard.On(), ptq.FailedChecks(ge.Guard.Checks), rel, what))
+	b.note(fmt.Sprintf("%s: INT8 REFUSED by the accuracy guard on %s (%s): %s was not written; %s", scheme, ge.Guard.On(), schema.FailedChecks(ge.Guard.Checks), rel, what))
 	return nil
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
 	"github.com/optc-dev/optc/tools/testgraph"
@@ -607,7 +608,7 @@ func TestBuildGuard(t *testing.T) {
 	c.Output = filepath.Join(dir, "bad")
 	res = run(t, c)
 	if len(res.Refused) != 1 || res.Refused[0].Artifact != "model.int8.onnx" || res.Refused[0].Guard.Pass ||
-		!strings.Contains(ptq.FailedChecks(res.Refused[0].Guard.Checks), "over the 1.00 allowed") {
+		!strings.Contains(schema.FailedChecks(res.Refused[0].Guard.Checks), "over the 1.00 allowed") {
 		t.Fatalf("refused %+v", res.Refused)
 	}
 	if _, err := os.Stat(filepath.Join(c.Output, "model.int8.onnx")); !os.IsNotExist(err) {

@@ -6,6 +6,7 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // DynamicModel is the dynamic INT8 model of the ORT artifact
@@ -43,7 +44,7 @@ func (b *builder) dynamic() error {
 	b.add(rel, string(quantize.TargetORT), "model", "int8-dynamic", "")
 	if g := b.res.Dynamic.Guard; g != nil && g.Allowed {
 		b.ortModel = b.float
-		b.note(fmt.Sprintf("ort: %s misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended: the ORT and Triton artifacts are FP32", rel, ptq.FailedChecks(g.Checks)))
+		b.note(fmt.Sprintf("ort: %s misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended: the ORT and Triton artifacts are FP32", rel, schema.FailedChecks(g.Checks)))
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // WriteTable prints the build's summary: one row per model artifact with
@@ -188,14 +189,14 @@ func writeQuantizations(w io.Writer, r *Result) {
 
 // refusedFigures are a refused model's worst cosine and relative error
 // as the guard measured them, for its row.
-func refusedFigures(g *ptq.Guard) (cos, rel string) {
+func refusedFigures(g *schema.Guard) (cos, rel string) {
 	cos, rel = "-", "-"
 	worstCos, worstRel := 2.0, -1.0
 	for _, c := range g.Checks {
 		switch c.Metric {
-		case ptq.MetricCosine:
+		case schema.MetricCosine:
 			worstCos = min(worstCos, float64(c.Measured))
-		case ptq.MetricSampleRel, ptq.MetricRelError:
+		case schema.MetricSampleRel, schema.MetricRelError:
 			worstRel = max(worstRel, float64(c.Measured))
 		}
 	}
@@ -232,7 +233,7 @@ func writePlacement(w io.Writer, p *placement.File, from string) {
 
 // guardLine is the accuracy guard's outcome with every check's limit and
 // measured value.
-func guardLine(g *ptq.Guard) string {
+func guardLine(g *schema.Guard) string {
 	var cs []string
 	for _, c := range g.Checks {
 		cs = append(cs, c.String())

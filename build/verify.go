@@ -43,7 +43,7 @@ type Check struct {
 	// Failed are the accuracy guard's criteria (ptq.Judge, the build's
 	// limits) this artifact misses against the input model: such an
 	// artifact is not recommended and the build exits 3.
-	Failed   []ptq.Check           `json:"failed_checks,omitempty"`
+	Failed   []schema.Check        `json:"failed_checks,omitempty"`
 	Accuracy *schema.LabelAccuracy `json:"accuracy,omitempty"` // with eval labels: A is the input, B the artifact
 	// LM is a language model's held-out perplexity (A the input, B the
 	// artifact) and next-token agreement, with eval.task lm.
@@ -178,7 +178,7 @@ func (b *builder) judge() {
 				continue
 			}
 			b.res.NotRecommended = append(b.res.NotRecommended, a.Path)
-			b.note(fmt.Sprintf("%s misses the accuracy guard's criteria against the input model (%s): not recommended", a.Path, ptq.FailedChecks(c.Failed)))
+			b.note(fmt.Sprintf("%s misses the accuracy guard's criteria against the input model (%s): not recommended", a.Path, schema.FailedChecks(c.Failed)))
 		}
 	}
 }

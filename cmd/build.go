@@ -22,6 +22,7 @@ import (
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/task/tasks"
 	"github.com/optc-dev/optc/weightonly"
 )
@@ -470,7 +471,7 @@ func refusals(res *build.Result) error {
 	}
 	var what []string
 	for _, r := range res.Refused {
-		what = append(what, fmt.Sprintf("%s: %s not written (%s)", r.Scheme, r.Artifact, ptq.FailedChecks(r.Guard.Checks)))
+		what = append(what, fmt.Sprintf("%s: %s not written (%s)", r.Scheme, r.Artifact, schema.FailedChecks(r.Guard.Checks)))
 	}
 	if len(res.NotRecommended) > 0 {
 		what = append(what, "not recommended: "+strings.Join(res.NotRecommended, ", "))

@@ -22,6 +22,7 @@ import (
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/report"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/task/tasks"
 	"github.com/optc-dev/optc/weightonly"
 )
@@ -482,7 +483,7 @@ func printQuantize(out io.Writer, r *ptq.Result, level string) {
 }
 
 // printGuard says what the accuracy guard measured and decided.
-func printGuard(out io.Writer, g *ptq.Guard) {
+func printGuard(out io.Writer, g *schema.Guard) {
 	if g == nil {
 		return
 	}
@@ -494,13 +495,13 @@ func printGuard(out io.Writer, g *ptq.Guard) {
 		fmt.Fprintf(out, "accuracy guard: %s\n", g.Note)
 		return
 	case g.Pass && len(g.First) > 0:
-		fmt.Fprintf(out, "accuracy guard: failed at first (%s); passed after the fallback, on %s\n", ptq.FailedChecks(g.First), on)
+		fmt.Fprintf(out, "accuracy guard: failed at first (%s); passed after the fallback, on %s\n", schema.FailedChecks(g.First), on)
 	case g.Pass:
 		fmt.Fprintf(out, "accuracy guard: passed on %s\n", on)
 	case g.Allowed:
-		fmt.Fprintf(out, "accuracy guard: FAILED on %s (%s); written anyway (--allow-accuracy-loss): not recommended\n", on, ptq.FailedChecks(g.Checks))
+		fmt.Fprintf(out, "accuracy guard: FAILED on %s (%s); written anyway (--allow-accuracy-loss): not recommended\n", on, schema.FailedChecks(g.Checks))
 	default:
-		fmt.Fprintf(out, "accuracy guard: FAILED on %s (%s)\n", on, ptq.FailedChecks(g.Checks))
+		fmt.Fprintf(out, "accuracy guard: FAILED on %s (%s)\n", on, schema.FailedChecks(g.Checks))
 	}
 	for _, c := range g.Checks {
 		fmt.Fprintf(out, "  %s\n", c)
@@ -514,7 +515,7 @@ func printGuard(out io.Writer, g *ptq.Guard) {
 			verdict = "helped, kept"
 		}
 		fmt.Fprintf(out, "  tried %s: %s", t.Name(), verdict)
-		if f := ptq.FailedChecks(t.Checks); f != "" {
+		if f := schema.FailedChecks(t.Checks); f != "" {
 			fmt.Fprintf(out, " (%s)", f)
 		}
 		fmt.Fprintln(out)
@@ -522,13 +523,13 @@ func printGuard(out io.Writer, g *ptq.Guard) {
 	if g.Fallback != "" {
 		fmt.Fprintf(out, "  fallback: %s\n", g.Fallback)
 	}
-	if f := ptq.FailedChecks(g.FallbackChecks); f != "" {
+	if f := schema.FailedChecks(g.FallbackChecks); f != "" {
 		fmt.Fprintf(out, "  fallback's last try: %s\n", f)
 	}
 }
 
 // printTechniques says what the post-training techniques did.
-func printTechniques(out io.Writer, t *ptq.TechniquesReport) {
+func printTechniques(out io.Writer, t *schema.TechniquesReport) {
 	if t == nil {
 		return
 	}

@@ -144,7 +144,7 @@ type Quantize struct {
 	// the float model's, in percent (0: DefaultMaxPerplexityIncrease).
 	MaxPerplexityIncrease float64 `yaml:"max_perplexity_increase,omitempty" json:"max_perplexity_increase,omitempty"`
 	// AllowAccuracyLoss keeps the INT8 artifacts when they miss the
-	// accuracy guard (ptq.Guard) after the fallback; the ORT artifact is
+	// accuracy guard (schema.Guard) after the fallback; the ORT artifact is
 	// then FP32. Without it such a build fails.
 	AllowAccuracyLoss bool `yaml:"allow_accuracy_loss" json:"allow_accuracy_loss"`
 	// Placement is where INT8 goes for ort: auto (measured),

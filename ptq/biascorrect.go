@@ -6,6 +6,7 @@ import (
 
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // biasLayer is one quantized weighted layer bias correction measures: its
@@ -35,7 +36,7 @@ type biasLayer struct {
 // each layer's output in the INT8 model, where the errors of the layers
 // before it arrive too). Borders of padded convolutions are not modelled.
 // It returns the shifts that cancel the errors (quantize.Options.BiasShift).
-func biasCorrection(opts Options, float graph.Serialized, ranges map[string][2]float64) (map[string][]float32, *BiasReport, error) {
+func biasCorrection(opts Options, float graph.Serialized, ranges map[string][2]float64) (map[string][]float32, *schema.BiasReport, error) {
 	fm, q, err := floatAndQuantized(float, ranges, opts.Quant)
 	if err != nil {
 		return nil, nil, err
@@ -54,7 +55,7 @@ func biasCorrection(opts Options, float graph.Serialized, ranges map[string][2]f
 			}
 		}
 	}
-	rep := &BiasReport{}
+	rep := &schema.BiasReport{}
 	shifts := map[string][]float32{}
 	if len(layers) == 0 {
 		return shifts, rep, nil

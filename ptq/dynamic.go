@@ -7,11 +7,8 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 )
-
-// DynamicMethod is CalibrationInfo.Method for dynamic INT8: nothing is
-// calibrated.
-const DynamicMethod = "none: dynamic INT8, activations quantized at run time"
 
 // runDynamic is Run for dynamic INT8: the rewrite needs no ranges, so
 // there is no calibration and no accuracy control by sensitivity; the
@@ -29,7 +26,7 @@ func runDynamic(opts Options, float graph.Serialized, res *Result, batches []int
 		return nil, fmt.Errorf("%s: %w", opts.Input, err)
 	}
 	res.Quantize = rep
-	res.Calibration = CalibrationInfo{Method: DynamicMethod}
+	res.Calibration = CalibrationInfo{Method: schema.DynamicMethod}
 	if len(rep.Quantized) == 0 {
 		return nil, fmt.Errorf("%s: no MatMul or Gemm with a constant float weight to quantize dynamically", opts.Input)
 	}
@@ -58,7 +55,7 @@ func runDynamic(opts Options, float graph.Serialized, res *Result, batches []int
 	}); err != nil {
 		return nil, fmt.Errorf("evaluating the dynamic INT8 model: %w", err)
 	}
-	g := &Guard{Data: eval, HeldOut: true, Checks: opts.checks(res.Accuracy)}
+	g := &schema.Guard{Data: eval, HeldOut: true, Checks: opts.checks(res.Accuracy)}
 	res.Guard = g
 	g.Pass = passed(g.Checks)
 	if opts.NoGuard {

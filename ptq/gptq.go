@@ -11,25 +11,8 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/prune"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 )
-
-// GPTQReport is what adaptive rounding of the INT8 weights did.
-type GPTQReport struct {
-	Layers int `json:"layers"`
-	// Skipped counts quantized layers it does not round: depthwise and
-	// grouped convolutions (their input Gram is not collected), and, when
-	// the accuracy guard tries it, layers with more than GuardGPTQMaxDim
-	// input features (Large).
-	Skipped int `json:"skipped"`
-	Large   int `json:"skipped_large,omitempty"`
-	// OutOfTime counts the layers left to nearest rounding because the
-	// accuracy control's share of the budget ran out while GPTQ rounded.
-	OutOfTime int `json:"skipped_out_of_time,omitempty"`
-	// ErrorRatio is the layers' output error on the calibration inputs
-	// (the sum over layers of ΔW·H·ΔWᵀ, H the input Gram) after GPTQ over
-	// that of round-to-nearest: below 1 is better.
-	ErrorRatio float64 `json:"output_error_vs_nearest"`
-}
 
 // gptqRounding rounds the INT8 weights of the quantized Conv (group 1),
 // Gemm and MatMul layers by GPTQ (prune.GPTQ) on their own per-channel
@@ -40,7 +23,7 @@ type GPTQReport struct {
 //
 // A non-zero deadline stops it between groups of layers: the layers not
 // reached keep nearest rounding (GPTQReport.OutOfTime).
-func gptqRounding(opts Options, float graph.Serialized, ranges map[string][2]float64, maxDim int64, deadline time.Time) (map[string][]float32, *GPTQReport, error) {
+func gptqRounding(opts Options, float graph.Serialized, ranges map[string][2]float64, maxDim int64, deadline time.Time) (map[string][]float32, *schema.GPTQReport, error) {
 	fm, q, err := floatAndQuantized(float, ranges, opts.Quant)
 	if err != nil {
 		return nil, nil, err
@@ -50,7 +33,7 @@ func gptqRounding(opts Options, float graph.Serialized, ranges map[string][2]flo
 		return nil, nil, err
 	}
 	perChannel := opts.Quant.PerChannel == nil || *opts.Quant.PerChannel
-	rep := &GPTQReport{}
+	rep := &schema.GPTQReport{}
 	nodes := gptqLayers(fm, q, maxDim, rep)
 	rounded := map[string][]float32{}
 	if len(nodes) == 0 {
@@ -193,7 +176,7 @@ func outputError(a, b, h []float64, n, k int) float64 {
 // fm with a constant float weight GPTQ can round, in graph order; the
 // others, and those whose Gram would pass maxDim (0: no limit), are
 // counted in rep as skipped.
-func gptqLayers(fm, q *graph.Model, maxDim int64, rep *GPTQReport) []*graph.Node {
+func gptqLayers(fm, q *graph.Model, maxDim int64, rep *schema.GPTQReport) []*graph.Node {
 	quantized := map[string]bool{}
 	for _, n := range q.Graph.Nodes {
 		if w := n.Input(1); n.Name != "" && isOp(n, "Conv", "Gemm", "MatMul") && w != nil && isOp(w.Producer(), "DequantizeLinear") {

@@ -10,6 +10,7 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // The accuracy guard is on by default: every INT8 model is measured
@@ -47,153 +48,10 @@ const (
 	GuardMinClearRows = 8
 )
 
-// The guard's metrics, as Check.Metric names them.
-const (
-	MetricDrop       = "accuracy drop"
-	MetricTaskDrop   = "task metric drop"
-	MetricNonFinite  = "NaN/Inf values where float is finite"
-	MetricShape      = "runs whose output shape differs from float's"
-	MetricCosine     = "min sample cosine"
-	MetricSampleRel  = "max sample relative error"
-	MetricRelError   = "relative error"
-	MetricTop1       = "top-1 agreement"
-	MetricTop1Report = "top-1 agreement (reported: too few rows clear of near-ties)"
-)
-
-// Check is one guard criterion and what was measured.
-type Check struct {
-	Metric string `json:"metric"` // one of the Metric constants
-	Output string `json:"output,omitempty"`
-	// Limit is a maximum for the accuracy drop (points) and the relative
-	// errors, a minimum for cosine and top-1 agreement (fractions).
-	Limit float64 `json:"limit"`
-	// Measured is NaN when nothing finite was measured (encoded as
-	// report.json encodes non-finite values); NaN fails.
-	Measured jsonfloat.Float `json:"measured"`
-	Pass     bool            `json:"pass"`
-	// Detail is what the figure rests on: the worst sample, the rows
-	// clear of near-ties and the agreement over all rows.
-	Detail string `json:"detail,omitempty"`
-}
-
-func (c Check) String() string {
-	on := ""
-	if c.Output != "" {
-		on = " of " + c.Output
-	}
-	detail := ""
-	if c.Detail != "" {
-		detail = " (" + c.Detail + ")"
-	}
-	switch c.Metric {
-	case MetricDrop, MetricTaskDrop:
-		rel := "within"
-		if !c.Pass {
-			rel = "over"
-		}
-		return fmt.Sprintf("%s%s %.2f points, %s the %.2f allowed%s", c.Metric, on, c.Measured, rel, c.Limit, detail)
-	case MetricNonFinite:
-		return fmt.Sprintf("%.0f NaN/Inf values%s where float is finite (none allowed)", c.Measured, on)
-	case MetricShape:
-		return fmt.Sprintf("%.0f runs where the shape%s differs from float's (none allowed; %s)", c.Measured, on, c.Detail)
-	case MetricSampleRel, MetricRelError:
-		rel := "within"
-		if !c.Pass {
-			rel = "over"
-		}
-		return fmt.Sprintf("%s%s %s, %s the %.3g allowed%s", c.Metric, on, c.Measured.Text("%.3g"), rel, c.Limit, detail)
-	case MetricTop1Report:
-		return fmt.Sprintf("top-1 agreement%s %.2f%% (reported, not enforced%s)", on, 100*c.Measured, strings.TrimSuffix(strings.Replace(detail, " (", ": ", 1), ")"))
-	case MetricTop1:
-		rel := "at least"
-		if !c.Pass {
-			rel = "below"
-		}
-		return fmt.Sprintf("top-1 agreement%s %.2f%%, %s the %.2f%% required%s", on, 100*c.Measured, rel, 100*c.Limit, detail)
-	}
-	rel := "at least"
-	if !c.Pass {
-		rel = "below"
-	}
-	return fmt.Sprintf("%s%s %s, %s the %.5f required%s", c.Metric, on, c.Measured.Text("%.5f"), rel, c.Limit, detail)
-}
-
-// Guard is what the accuracy guard measured and decided.
-type Guard struct {
-	// Checks are the written (or refused) model's; empty when nothing
-	// could be measured (Note says why).
-	Checks []Check `json:"checks"`
-	Pass   bool    `json:"pass"`
-	// Off: the guard was turned off (--no-guard); Checks are measured
-	// and reported, Pass is true whatever they say.
-	Off bool `json:"off,omitempty"`
-	// Data is what the checks ran on and HeldOut whether it is disjoint
-	// from the calibration samples.
-	Data    string `json:"data,omitempty"`
-	HeldOut bool   `json:"held_out"`
-	// First is the fully quantized model's checks when it failed and the
-	// accuracy control ran.
-	First []Check `json:"first,omitempty"`
-	// Allowed: the guard failed and --allow-accuracy-loss wrote the model
-	// anyway; it is not recommended.
-	Allowed bool `json:"allowed_accuracy_loss,omitempty"`
-	// Fallback says what the accuracy control did when it ran, and
-	// FallbackChecks how its last try measured when it did not recover.
-	Fallback       string  `json:"fallback,omitempty"`
-	FallbackChecks []Check `json:"fallback_checks,omitempty"`
-	// Tried are the technique sets the accuracy control tried before
-	// keeping layers float (guardTries), with their checks; the best that
-	// helped is kept for what follows.
-	Tried []TechniqueTry `json:"techniques_tried,omitempty"`
-	Note  string         `json:"note,omitempty"`
-}
-
-// On says what the checks ran on, for a line of output.
-func (g *Guard) On() string {
-	switch {
-	case g.Data == "random":
-		return "fresh random inputs (a smoke test, not a measure of accuracy)"
-	case !g.HeldOut:
-		return "the calibration data (not held out)"
-	}
-	return "held-out samples of " + g.Data
-}
-
-// Verdict is the guard's outcome in a few words, the same in every output:
-// "passed", "passed after the fallback (...)", "REFUSED the INT8 model",
-// "FAILED, kept by allow_accuracy_loss (not recommended)" or "OFF".
-func (g *Guard) Verdict() string {
-	switch {
-	case g.Off:
-		return "OFF (--no-guard): figures only, nothing enforced"
-	case g.Allowed:
-		return "FAILED, kept by allow_accuracy_loss (not recommended)"
-	case !g.Pass:
-		if g.Fallback != "" {
-			return "REFUSED the INT8 model (" + g.Fallback + ")"
-		}
-		return "REFUSED the INT8 model"
-	case len(g.First) > 0:
-		return "passed after the fallback (" + g.Fallback + ")"
-	}
-	return "passed"
-}
-
-// Failed lists the checks that failed.
-func (g *Guard) Failed() []Check {
-	var out []Check
-	for _, c := range g.Checks {
-		if !c.Pass {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 // GuardError is Run's error when the INT8 model misses the accuracy guard
 // even after the accuracy control: nothing was written.
 type GuardError struct {
-	Guard *Guard
+	Guard *schema.Guard
 	// Dynamic: the model was dynamic INT8, which has no accuracy control.
 	Dynamic bool
 	// Stops is where the budget ended the quantization (Result.Stops).
@@ -201,7 +59,7 @@ type GuardError struct {
 }
 
 func (e *GuardError) Error() string {
-	why := FailedChecks(e.Guard.Checks)
+	why := schema.FailedChecks(e.Guard.Checks)
 	if e.Dynamic {
 		return fmt.Sprintf("accuracy guard refused the dynamic INT8 model: %s; nothing was written (keep layers float with --exclude, or --allow-accuracy-loss to keep it anyway)", why)
 	}
@@ -210,11 +68,11 @@ func (e *GuardError) Error() string {
 		hint = "measured on random inputs, a smoke test: calibrate and check on data like the deployment's (--calib-data, --eval-data) before judging the model"
 	}
 	return fmt.Sprintf("accuracy guard refused the INT8 model: %s; nothing was written (%s; %s)",
-		why, e.Guard.fallbackWords(), hint)
+		why, fallbackWords(e.Guard), hint)
 }
 
 // fallbackWords says in a few words what the accuracy control did.
-func (g *Guard) fallbackWords() string {
+func fallbackWords(g *schema.Guard) string {
 	if g.Fallback == "" {
 		return "keeping the most sensitive layers float did not recover it"
 	}
@@ -238,16 +96,16 @@ func (o Options) limits() Limits {
 }
 
 // checks measures r against the guard's criteria (see the constants).
-func (o Options) checks(r *compare.Result) []Check { return Judge(r, o.limits()) }
+func (o Options) checks(r *compare.Result) []schema.Check { return Judge(r, o.limits()) }
 
 // Judge holds a comparison (A the reference, B the model judged) to the
 // accuracy guard's criteria, every output: the guard's verdict on an INT8
 // model and a build's on every artifact it checks.
-func Judge(r *compare.Result, l Limits) []Check {
+func Judge(r *compare.Result, l Limits) []schema.Check {
 	if r == nil {
 		return nil
 	}
-	var cs []Check
+	var cs []schema.Check
 	labelled := ""
 	maxDrop := l.MaxAccuracyDrop
 	if maxDrop <= 0 {
@@ -256,12 +114,12 @@ func Judge(r *compare.Result, l Limits) []Check {
 	if a := r.Accuracy; a != nil {
 		limit := maxDrop
 		labelled = a.Output
-		cs = append(cs, Check{Metric: MetricDrop, Output: a.Output, Limit: limit, Measured: jsonfloat.Float(a.DropPoints), Pass: a.DropPoints <= limit})
+		cs = append(cs, schema.Check{Metric: schema.MetricDrop, Output: a.Output, Limit: limit, Measured: jsonfloat.Float(a.DropPoints), Pass: a.DropPoints <= limit})
 	}
 	if f := r.Task; f != nil {
 		limit := maxDrop
 		labelled = f.Output
-		cs = append(cs, Check{Metric: MetricTaskDrop, Output: f.Output, Limit: limit, Measured: jsonfloat.Float(f.DropPoints), Pass: f.DropPoints <= limit,
+		cs = append(cs, schema.Check{Metric: schema.MetricTaskDrop, Output: f.Output, Limit: limit, Measured: jsonfloat.Float(f.DropPoints), Pass: f.DropPoints <= limit,
 			Detail: fmt.Sprintf("%s %s: %.2f%% float, %.2f%% quantized, on %d samples", f.Task, f.Metric, f.A, f.B, f.Samples)})
 	}
 	minCos, maxRel := GuardMinCosine, GuardMaxRelError
@@ -274,25 +132,25 @@ func Judge(r *compare.Result, l Limits) []Check {
 	for _, s := range r.Outputs {
 		if s.NewNonFinite > 0 {
 			// NaN/Inf where float is finite fails whatever else holds.
-			cs = append(cs, Check{Metric: MetricNonFinite, Output: s.Name, Measured: jsonfloat.Float(s.NewNonFinite)})
+			cs = append(cs, schema.Check{Metric: schema.MetricNonFinite, Output: s.Name, Measured: jsonfloat.Float(s.NewNonFinite)})
 		}
 		byTask := r.Task != nil && r.Task.Judges(s.Name)
 		if s.ShapeMismatches > 0 && !byTask {
 			// A data-dependent dim differs from float's, and no task
 			// metric (detections matched by IoU) judges the output.
-			cs = append(cs, Check{Metric: MetricShape, Output: s.Name, Measured: jsonfloat.Float(s.ShapeMismatches), Detail: "first: " + s.FirstMismatch})
+			cs = append(cs, schema.Check{Metric: schema.MetricShape, Output: s.Name, Measured: jsonfloat.Float(s.ShapeMismatches), Detail: "first: " + s.FirstMismatch})
 		}
 		if s.Name == labelled || byTask || s.Total == 0 {
 			continue // judged by its task metric; or empty in both models (compare checks the shapes agree)
 		}
 		if s.SampleElements >= compare.SmallOutput {
 			cs = append(cs,
-				Check{Metric: MetricCosine, Output: s.Name, Limit: minCos, Measured: s.MinSampleCosine,
+				schema.Check{Metric: schema.MetricCosine, Output: s.Name, Limit: minCos, Measured: s.MinSampleCosine,
 					Pass: float64(s.MinSampleCosine) >= minCos, Detail: worstSample(s.WorstCosineSample, s.SamplesCompared)},
-				Check{Metric: MetricSampleRel, Output: s.Name, Limit: maxRel, Measured: s.MaxSampleRelError,
+				schema.Check{Metric: schema.MetricSampleRel, Output: s.Name, Limit: maxRel, Measured: s.MaxSampleRelError,
 					Pass: float64(s.MaxSampleRelError) <= maxRel, Detail: worstSample(s.WorstRelSample, s.SamplesCompared)})
 		} else {
-			cs = append(cs, Check{Metric: MetricRelError, Output: s.Name, Limit: maxRel, Measured: s.RelError,
+			cs = append(cs, schema.Check{Metric: schema.MetricRelError, Output: s.Name, Limit: maxRel, Measured: s.RelError,
 				Pass: float64(s.RelError) <= maxRel, Detail: fmt.Sprintf("%d values a sample: over all %d samples", s.SampleElements, s.SamplesCompared)})
 		}
 		if c, ok := top1Check(s); ok {
@@ -304,17 +162,17 @@ func Judge(r *compare.Result, l Limits) []Check {
 
 // top1Check is the top-1 agreement of an [N, C] output, or of a [B, T, V]
 // output named as logits, on its rows clear of near-ties.
-func top1Check(s *compare.OutputStats) (Check, bool) {
+func top1Check(s *compare.OutputStats) (schema.Check, bool) {
 	t := s.Top1
 	if t == nil || (t.Per != "sample" && !strings.Contains(strings.ToLower(s.Name), "logits")) {
-		return Check{}, false
+		return schema.Check{}, false
 	}
 	detail := fmt.Sprintf("%.2f%% over all %d %ss; %d clear of near-ties", 100*t.Agreement, t.Rows, t.Per, t.ClearRows)
 	if t.ClearRows < GuardMinClearRows {
-		return Check{Metric: MetricTop1Report, Output: s.Name, Measured: jsonfloat.Float(t.Agreement), Pass: true,
+		return schema.Check{Metric: schema.MetricTop1Report, Output: s.Name, Measured: jsonfloat.Float(t.Agreement), Pass: true,
 			Detail: fmt.Sprintf("only %d of %d %ss clear of near-ties", t.ClearRows, t.Rows, t.Per)}, true
 	}
-	return Check{Metric: MetricTop1, Output: s.Name, Limit: GuardMinTop1, Measured: jsonfloat.Float(t.ClearAgree),
+	return schema.Check{Metric: schema.MetricTop1, Output: s.Name, Limit: GuardMinTop1, Measured: jsonfloat.Float(t.ClearAgree),
 		Pass: t.ClearAgree >= GuardMinTop1, Detail: detail}, true
 }
 
@@ -327,9 +185,9 @@ func worstSample(i, n int64) string {
 }
 
 // Passed reports whether every check passed.
-func Passed(cs []Check) bool { return passed(cs) }
+func Passed(cs []schema.Check) bool { return passed(cs) }
 
-func passed(cs []Check) bool {
+func passed(cs []schema.Check) bool {
 	for _, c := range cs {
 		if !c.Pass {
 			return false
@@ -417,12 +275,12 @@ func guard(opts *Options, float graph.Serialized, plain map[string][2]float64, r
 			q, int8Model = tq, tb
 			if g.Checks = opts.checks(res.Accuracy); passed(g.Checks) {
 				g.Pass = true
-				g.Fallback = joinTechniques(res.Techniques.Applied)
+				g.Fallback = schema.JoinTechniques(res.Techniques.Applied)
 				return q, int8Model, nil
 			}
 		}
 	}
-	opts.progress("the accuracy guard failed (%s): keeping the most sensitive layers float", FailedChecks(g.Checks))
+	opts.progress("the accuracy guard failed (%s): keeping the most sensitive layers float", schema.FailedChecks(g.Checks))
 	fo := *opts
 	if fo.FallbackBudget > 0 {
 		// At least a nanosecond: 0 would mean no bound.
@@ -430,7 +288,7 @@ func guard(opts *Options, float graph.Serialized, plain map[string][2]float64, r
 	}
 	fq, fb, err := fallBack(fo, float, plain, res, measure, quick)
 	if res.Techniques != nil && res.Techniques.ByGuard && g.Fallback != "" {
-		g.Fallback = joinTechniques(res.Techniques.Applied) + ", then " + g.Fallback
+		g.Fallback = schema.JoinTechniques(res.Techniques.Applied) + ", then " + g.Fallback
 	}
 	switch {
 	case err == nil:
@@ -444,15 +302,4 @@ func guard(opts *Options, float graph.Serialized, plain map[string][2]float64, r
 	}
 	g.Allowed = true
 	return q, int8Model, nil
-}
-
-// FailedChecks names each failed check with its limit and value.
-func FailedChecks(cs []Check) string {
-	var out []string
-	for _, c := range cs {
-		if !c.Pass {
-			out = append(out, c.String())
-		}
-	}
-	return strings.Join(out, "; ")
 }

@@ -3,12 +3,12 @@ package ptq
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // guardTries are the technique sets the accuracy control tries, in order,
@@ -16,31 +16,9 @@ import (
 // each costs a run or two over the calibration data and one measurement,
 // little next to measuring every layer alone, and keeps the model INT8.
 // SmoothQuant is not among them: it recalibrates.
-var guardTries = [][]quantize.Technique{
+var guardTries = [][]schema.Technique{
 	{quantize.TechniqueBiasCorrection},
 	{quantize.TechniqueGPTQ, quantize.TechniqueBiasCorrection},
-}
-
-// TechniqueTry is one technique set the accuracy control tried.
-type TechniqueTry struct {
-	Techniques []quantize.Technique `json:"techniques"`
-	Checks     []Check              `json:"checks"`
-	Pass       bool                 `json:"pass"`
-	// Kept: it measured better than what came before, so the model
-	// written (and any layer fallback after it) has it.
-	Kept bool `json:"kept"`
-}
-
-// Name is the set as the output spells it ("gptq+bias-correction").
-func (t TechniqueTry) Name() string { return joinTechniques(t.Techniques) }
-
-// joinTechniques spells a set of techniques "gptq+bias-correction".
-func joinTechniques(ts []quantize.Technique) string {
-	s := make([]string, len(ts))
-	for i, t := range ts {
-		s[i] = string(t)
-	}
-	return strings.Join(s, "+")
 }
 
 // tryTechniques measures the INT8 model with each of guardTries that adds
@@ -58,7 +36,7 @@ func tryTechniques(opts *Options, float graph.Serialized, plain map[string][2]fl
 		deadline = started.Add(opts.FallbackBudget)
 	}
 	for _, set := range guardTries {
-		var missing []quantize.Technique
+		var missing []schema.Technique
 		for _, t := range set {
 			if !slices.Contains(opts.Techniques, t) {
 				missing = append(missing, t)
@@ -68,13 +46,13 @@ func tryTechniques(opts *Options, float graph.Serialized, plain map[string][2]fl
 			continue
 		}
 		if stop(tries, deadline) {
-			res.Guard.Note = fmt.Sprintf("%s before trying %s", opts.stopReason(fmt.Sprintf("the accuracy control's %s budget ran out", opts.FallbackBudget.Round(time.Second))), joinTechniques(set))
+			res.Guard.Note = fmt.Sprintf("%s before trying %s", opts.stopReason(fmt.Sprintf("the accuracy control's %s budget ran out", opts.FallbackBudget.Round(time.Second))), schema.JoinTechniques(set))
 			break
 		}
 		tries++
-		opts.progress("the accuracy guard failed (%s): trying %s", FailedChecks(opts.checks(res.Accuracy)), joinTechniques(set))
+		opts.progress("the accuracy guard failed (%s): trying %s", schema.FailedChecks(opts.checks(res.Accuracy)), schema.JoinTechniques(set))
 		try := *opts
-		rep := &TechniquesReport{}
+		rep := &schema.TechniquesReport{}
 		if slices.Contains(missing, quantize.TechniqueGPTQ) {
 			rounded, g, err := gptqRounding(try, float, plain, GuardGPTQMaxDim, deadline)
 			if err != nil {
@@ -98,7 +76,7 @@ func tryTechniques(opts *Options, float graph.Serialized, plain map[string][2]fl
 		if err != nil {
 			return nil, graph.Serialized{}, err
 		}
-		t := TechniqueTry{Techniques: set, Checks: opts.checks(r), Pass: opts.meets(r), Kept: improves(r, res.Accuracy)}
+		t := schema.TechniqueTry{Techniques: set, Checks: opts.checks(r), Pass: opts.meets(r), Kept: improves(r, res.Accuracy)}
 		res.Guard.Tried = append(res.Guard.Tried, t)
 		if !t.Kept {
 			continue
@@ -106,14 +84,14 @@ func tryTechniques(opts *Options, float graph.Serialized, plain map[string][2]fl
 		opts.Quant = try.Quant
 		res.Quantize, res.Accuracy = qrep, r
 		if res.Techniques == nil {
-			res.Techniques = &TechniquesReport{}
+			res.Techniques = &schema.TechniquesReport{}
 		}
 		for _, m := range missing {
 			if !slices.Contains(res.Techniques.Applied, m) {
 				res.Techniques.Applied = append(res.Techniques.Applied, m)
 			}
 		}
-		slices.SortFunc(res.Techniques.Applied, func(a, b quantize.Technique) int {
+		slices.SortFunc(res.Techniques.Applied, func(a, b schema.Technique) int {
 			return slices.Index(quantize.Techniques, a) - slices.Index(quantize.Techniques, b)
 		})
 		if rep.GPTQ != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/compare"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/task"
 )
 
@@ -20,17 +21,17 @@ func TestJudgeTaskFigure(t *testing.T) {
 	var metrics []string
 	for _, c := range cs {
 		metrics = append(metrics, c.Metric+" "+c.Output)
-		if c.Output == "probs" && c.Metric != MetricTaskDrop {
+		if c.Output == "probs" && c.Metric != schema.MetricTaskDrop {
 			t.Errorf("the scored output is judged by %s too", c.Metric)
 		}
 	}
-	if cs[0].Metric != MetricTaskDrop || cs[0].Pass || cs[0].Measured != 7 || cs[0].Limit != GuardMaxDrop {
+	if cs[0].Metric != schema.MetricTaskDrop || cs[0].Pass || cs[0].Measured != 7 || cs[0].Limit != GuardMaxDrop {
 		t.Fatalf("checks %v: first %+v", metrics, cs[0])
 	}
 	if s := cs[0].String(); !strings.Contains(s, "task metric drop of probs 7.00 points, over the 1.00 allowed (ctc sequence accuracy: 98.00% float, 91.00% quantized") {
 		t.Errorf("the check reads %q", s)
 	}
-	if !strings.Contains(strings.Join(metrics, ";"), MetricCosine+" feat") {
+	if !strings.Contains(strings.Join(metrics, ";"), schema.MetricCosine+" feat") {
 		t.Errorf("the other output is not judged by cosine: %v", metrics)
 	}
 	// A drop within the limit given passes.

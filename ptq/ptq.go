@@ -129,7 +129,7 @@ type Options struct {
 	// before calibration, bias correction measures the INT8 model's mean
 	// error per channel after it. SmoothAlpha is SmoothQuant's migration
 	// strength (0: quantize.DefaultSmoothAlpha).
-	Techniques  []quantize.Technique
+	Techniques  []schema.Technique
 	SmoothAlpha float64
 
 	// stops ends the bounded loops (set by Run).
@@ -186,7 +186,7 @@ type Result struct {
 	Sensitivity []Sensitivity `json:"sensitivity,omitempty"`
 	FellBack    []string      `json:"fell_back,omitempty"`
 	// Guard is the accuracy guard's checks and decision.
-	Guard *Guard `json:"guard"`
+	Guard *schema.Guard `json:"guard"`
 	// TensorSQNR is each quantized activation's SQNR, worst first.
 	TensorSQNR []TensorSQNR `json:"tensor_sqnr,omitempty"`
 	// SQNRSkipped says why the per-tensor SQNR was not measured.
@@ -211,7 +211,7 @@ type Result struct {
 	// (nil: nowhere); a replay gives it back as Options.ReplayStops.
 	Stops Stops `json:"stopped_at,omitempty"`
 	// Techniques is what Options.Techniques did.
-	Techniques *TechniquesReport `json:"techniques,omitempty"`
+	Techniques *schema.TechniquesReport `json:"techniques,omitempty"`
 }
 
 // CalibrationInfo says where the ranges came from.
@@ -327,7 +327,7 @@ func run(opts Options) (*Result, error) {
 	}
 	quality := qualitySession(opts)
 	res.QualityLevel = quality.Level.String()
-	res.Guard = &Guard{Data: eval, HeldOut: res.HeldOut}
+	res.Guard = &schema.Guard{Data: eval, HeldOut: res.HeldOut}
 	measure, quick := measurers(opts, float, eval, evalOpts, quality)
 	if eval != "" {
 		opts.progress("checking the INT8 model against float on %s", eval)
@@ -416,7 +416,7 @@ func prepare(opts *Options, m *graph.Model, res *Result) ([]int, error) {
 		batches = []int{b}
 	}
 	if len(opts.Techniques) > 0 && !opts.Dynamic {
-		res.Techniques = &TechniquesReport{}
+		res.Techniques = &schema.TechniquesReport{}
 	}
 	return batches, nil
 }

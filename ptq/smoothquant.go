@@ -7,16 +7,17 @@ import (
 
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // smoothQuant rescales every activation quantize.SmoothGroups finds in m,
 // from each channel's largest |value| over the calibration data (one run).
-func smoothQuant(opts Options, m *graph.Model) (*SmoothReport, error) {
+func smoothQuant(opts Options, m *graph.Model) (*schema.SmoothReport, error) {
 	alpha := opts.SmoothAlpha
 	if alpha == 0 {
 		alpha = quantize.DefaultSmoothAlpha
 	}
-	rep := &SmoothReport{Alpha: alpha}
+	rep := &schema.SmoothReport{Alpha: alpha}
 	groups := quantize.SmoothGroups(m)
 	if len(groups) == 0 {
 		return rep, nil
@@ -58,7 +59,7 @@ func smoothQuant(opts Options, m *graph.Model) (*SmoothReport, error) {
 		for i := range a {
 			after[i] = a[i] / s[i]
 		}
-		rep.Groups = append(rep.Groups, SmoothedAct{SmoothGroup: g, OutlierBefore: outlierRatio(a), OutlierAfter: outlierRatio(after)})
+		rep.Groups = append(rep.Groups, schema.SmoothedAct{SmoothGroup: g, OutlierBefore: outlierRatio(a), OutlierAfter: outlierRatio(after)})
 	}
 	return rep, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
 	"github.com/optc-dev/optc/internal/parallel"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // TensorSQNR is how faithfully one quantized activation is represented:
@@ -24,9 +25,6 @@ type TensorSQNR struct {
 	Tensor string          `json:"tensor"`
 	SQNRdB jsonfloat.Float `json:"sqnr_db"`
 }
-
-// MaxSQNR stands for an exact match (infinite SQNR).
-const MaxSQNR = 200.0
 
 // sqnrRunBytes bounds what one SQNR run fetches, per model. Both models'
 // values of a group are held at once, each with its float32 copy, so a
@@ -132,7 +130,7 @@ func tensorSQNR(opts Options, float, int8Model graph.Serialized, spec string, do
 	out := make([]TensorSQNR, len(xs))
 	for i, x := range xs {
 		st := accs[x].Result()
-		s := min(float64(st.SNRdB), MaxSQNR) // NaN (nothing finite) stays NaN
+		s := min(float64(st.SNRdB), schema.MaxSQNR) // NaN (nothing finite) stays NaN
 		if st.NewNonFinite > 0 {
 			s = math.Inf(-1) // infinite noise where the float tensor is finite
 		}

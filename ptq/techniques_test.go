@@ -8,6 +8,7 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
 )
@@ -29,7 +30,7 @@ func TestSmoothQuant(t *testing.T) {
 	ortenv.Require(t)
 	opts := ptq.Options{Input: testenv.Data(t, "zoo/vit_tiny/dynbatch.onnx"), Output: filepath.Join(t.TempDir(), "q.onnx"),
 		CalibData: testenv.Data(t, "zoo/vit_tiny/calib.npy"), NoLatency: true, NoGuard: true,
-		Techniques: []quantize.Technique{quantize.TechniqueSmoothQuant}}
+		Techniques: []schema.Technique{quantize.TechniqueSmoothQuant}}
 	res, err := ptq.Run(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func TestBiasCorrection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Techniques = []quantize.Technique{quantize.TechniqueBiasCorrection}
+	opts.Techniques = []schema.Technique{quantize.TechniqueBiasCorrection}
 	corrected, err := ptq.Run(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +114,7 @@ func TestGPTQ(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Techniques = []quantize.Technique{quantize.TechniqueGPTQ}
+	opts.Techniques = []schema.Technique{quantize.TechniqueGPTQ}
 	res, err := ptq.Run(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +143,7 @@ func TestEqualize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Techniques = []quantize.Technique{quantize.TechniqueEqualize}
+	opts.Techniques = []schema.Technique{quantize.TechniqueEqualize}
 	res, err := ptq.Run(opts)
 	if err != nil {
 		t.Fatal(err)

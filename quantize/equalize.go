@@ -6,26 +6,8 @@ import (
 	"slices"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/report/schema"
 )
-
-// EqualizePair is two convolutions cross-layer equalization (Nagel et al.
-// 2019, "Data-Free Quantization Through Weight Equalization and Bias
-// Correction", section 4.1) rescaled: output channel c of First is divided
-// by s_c and input channel c of Second multiplied by it, through an
-// activation f with f(x/s) = f(x)/s for s > 0 (Relu, LeakyRelu, PRelu, or
-// none). s_c = sqrt(r1_c / r2_c), r the channel's largest |weight|, makes
-// both channels' ranges sqrt(r1_c·r2_c): the same function, with the
-// channels' weight ranges evened out for one scale per tensor.
-type EqualizePair struct {
-	First      string `json:"first"`
-	Second     string `json:"second"`
-	Activation string `json:"activation,omitempty"` // "" when none sits between
-	Channels   int    `json:"channels"`
-	// RangeSpread is the largest channel range over the smallest, of the
-	// first layer's output channels, before and after.
-	SpreadBefore float64 `json:"range_spread_before"`
-	SpreadAfter  float64 `json:"range_spread_after"`
-}
 
 // homogeneous are the activations equalization may cross; Clip (Relu6),
 // HardSwish, HardSigmoid, Sigmoid and the like cut or bend at fixed
@@ -37,8 +19,8 @@ var homogeneous = []string{"Relu", "LeakyRelu", "PRelu"}
 // iterations passes (a layer in two pairs is rescaled by both; the paper
 // iterates until the ranges settle). It returns the pairs, with the
 // spread before the first pass and after the last.
-func Equalize(m *graph.Model, iterations int) ([]EqualizePair, error) {
-	var pairs []EqualizePair
+func Equalize(m *graph.Model, iterations int) ([]schema.EqualizePair, error) {
+	var pairs []schema.EqualizePair
 	before := map[[2]string]float64{} // the first pass's spread, per pair
 	for it := range max(iterations, 1) {
 		pairs = pairs[:0]
@@ -61,8 +43,8 @@ func Equalize(m *graph.Model, iterations int) ([]EqualizePair, error) {
 }
 
 // equalizePairOf finds the pair that starts at n.
-func equalizePairOf(g *graph.Graph, n *graph.Node) (EqualizePair, *graph.Node, bool) {
-	var p EqualizePair
+func equalizePairOf(g *graph.Graph, n *graph.Node) (schema.EqualizePair, *graph.Node, bool) {
+	var p schema.EqualizePair
 	if !isOp(n, "Conv") || n.Name == "" || floatTensor(n.Input(1)) == nil {
 		return p, nil, false
 	}
@@ -108,7 +90,7 @@ func onlyReader(g *graph.Graph, v *graph.Value) (*graph.Node, bool) {
 	return v.Uses()[0].Node, true
 }
 
-func equalize(g *graph.Graph, first, second *graph.Node, p *EqualizePair) error {
+func equalize(g *graph.Graph, first, second *graph.Node, p *schema.EqualizePair) error {
 	w1t, w1 := floatConst(first.Input(1))
 	w2t, w2 := floatConst(second.Input(1))
 	if w1t == nil || w2t == nil {

@@ -6,22 +6,8 @@ import (
 	"slices"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/report/schema"
 )
-
-// SmoothGroup is one activation SmoothQuant (Xiao et al. 2023) can
-// rescale: every reader is a MatMul or Gemm with a constant weight, and
-// the activation comes out of a per-channel affine op whose constants can
-// take the inverse scale (a LayerNormalization, or the Mul by gamma and
-// Add of beta an unfused LayerNorm ends in). Dividing channel k of the
-// activation by s_k and multiplying row k of each weight by it computes
-// the same function while moving outliers from the activation, quantized
-// per tensor, into the weights, quantized per channel.
-type SmoothGroup struct {
-	Activation string   `json:"activation"`
-	Layers     []string `json:"layers"`
-	Producer   string   `json:"producer"`
-	Channels   int      `json:"channels"`
-}
 
 // smoothTarget is a SmoothGroup's nodes and constants.
 type smoothTarget struct {
@@ -34,10 +20,10 @@ type smoothTarget struct {
 
 // SmoothGroups finds the activations SmoothQuant can rescale in m. Only
 // named layers count, so that a report can name them.
-func SmoothGroups(m *graph.Model) []SmoothGroup {
-	var out []SmoothGroup
+func SmoothGroups(m *graph.Model) []schema.SmoothGroup {
+	var out []schema.SmoothGroup
 	for _, t := range smoothTargets(m.Graph) {
-		g := SmoothGroup{Activation: t.act.Name, Producer: t.act.Producer().Name, Channels: channelsOf(t)}
+		g := schema.SmoothGroup{Activation: t.act.Name, Producer: t.act.Producer().Name, Channels: channelsOf(t)}
 		for _, r := range t.readers {
 			g.Layers = append(g.Layers, r.Name)
 		}
@@ -209,7 +195,7 @@ func smoothReaderChannels(u graph.Use) (int64, bool) {
 // s_k = actMax_k^alpha / weightMax_k^(1-alpha), with weightMax_k the
 // largest |w| of input channel k over the group's layers; a channel with
 // no activation or no weight keeps 1.
-func SmoothScales(m *graph.Model, g SmoothGroup, actMax []float64, alpha float64) ([]float64, error) {
+func SmoothScales(m *graph.Model, g schema.SmoothGroup, actMax []float64, alpha float64) ([]float64, error) {
 	t, err := findSmoothTarget(m, g)
 	if err != nil {
 		return nil, err
@@ -248,7 +234,7 @@ func SmoothScales(m *graph.Model, g SmoothGroup, actMax []float64, alpha float64
 // Smooth rescales group g by s: the producer's constants are divided by
 // it, each layer's weight rows multiplied. The function m computes is
 // unchanged (up to float rounding).
-func Smooth(m *graph.Model, g SmoothGroup, s []float64) error {
+func Smooth(m *graph.Model, g schema.SmoothGroup, s []float64) error {
 	t, err := findSmoothTarget(m, g)
 	if err != nil {
 		return err
@@ -278,7 +264,7 @@ func Smooth(m *graph.Model, g SmoothGroup, s []float64) error {
 	return nil
 }
 
-func findSmoothTarget(m *graph.Model, g SmoothGroup) (smoothTarget, error) {
+func findSmoothTarget(m *graph.Model, g schema.SmoothGroup) (smoothTarget, error) {
 	v := m.Graph.Value(g.Activation)
 	if v == nil {
 		return smoothTarget{}, fmt.Errorf("smoothquant: no value %q", g.Activation)

@@ -5,32 +5,28 @@ import (
 	"slices"
 
 	"github.com/optc-dev/optc/internal/choice"
+	"github.com/optc-dev/optc/report/schema"
 )
-
-// Technique is a post-training method that changes what is quantized, not
-// how Q/DQ is placed: ptq runs it around calibration (it needs the data),
-// Apply takes its result.
-type Technique string
 
 const (
 	// TechniqueEqualize is cross-layer equalization (Equalize): data-free,
 	// before calibration.
-	TechniqueEqualize Technique = "cle"
+	TechniqueEqualize schema.Technique = "cle"
 	// TechniqueSmoothQuant moves activation outliers of MatMul/Gemm inputs
 	// into the weights (Xiao et al. 2023) before calibration
 	// (SmoothGroups, Smooth).
-	TechniqueSmoothQuant Technique = "smoothquant"
+	TechniqueSmoothQuant schema.Technique = "smoothquant"
 	// TechniqueGPTQ rounds INT8 weights adaptively, by GPTQ's error
 	// feedback from the layers' input Grams (Options.Rounded).
-	TechniqueGPTQ Technique = "gptq"
+	TechniqueGPTQ schema.Technique = "gptq"
 	// TechniqueBiasCorrection cancels the mean error each quantized layer
 	// adds, per output channel, measured on the calibration data
 	// (Options.BiasShift; Nagel et al. 2019, empirical form).
-	TechniqueBiasCorrection Technique = "bias-correction"
+	TechniqueBiasCorrection schema.Technique = "bias-correction"
 )
 
 // Techniques are the techniques, in the order ptq applies them.
-var Techniques = []Technique{TechniqueEqualize, TechniqueSmoothQuant, TechniqueGPTQ, TechniqueBiasCorrection}
+var Techniques = []schema.Technique{TechniqueEqualize, TechniqueSmoothQuant, TechniqueGPTQ, TechniqueBiasCorrection}
 
 // DefaultSmoothAlpha is SmoothQuant's migration strength: 0.5 splits the
 // difficulty evenly between activations and weights, the paper's default.
@@ -38,10 +34,10 @@ const DefaultSmoothAlpha = 0.5
 
 // ParseTechniques checks names against Techniques and returns them in
 // Techniques' order, each once.
-func ParseTechniques(names []string) ([]Technique, error) {
-	var out []Technique
+func ParseTechniques(names []string) ([]schema.Technique, error) {
+	var out []schema.Technique
 	for _, n := range names {
-		t := Technique(n)
+		t := schema.Technique(n)
 		if !slices.Contains(Techniques, t) {
 			return nil, fmt.Errorf("unknown technique %q (want %s)", n, choice.Or(Techniques))
 		}
@@ -49,6 +45,6 @@ func ParseTechniques(names []string) ([]Technique, error) {
 			out = append(out, t)
 		}
 	}
-	slices.SortFunc(out, func(a, b Technique) int { return slices.Index(Techniques, a) - slices.Index(Techniques, b) })
+	slices.SortFunc(out, func(a, b schema.Technique) int { return slices.Index(Techniques, a) - slices.Index(Techniques, b) })
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/latency"
 	"github.com/optc-dev/optc/ptq"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // FromBench is the report of `optc bench --report DIR`: one model, its
@@ -85,8 +86,8 @@ func accuracyOfCompare(c *compare.Result) *Accuracy {
 	}
 	for _, o := range c.Outputs {
 		snr := o.SNRdB
-		if math.IsInf(float64(snr), 1) || snr > ptq.MaxSQNR {
-			snr = ptq.MaxSQNR
+		if math.IsInf(float64(snr), 1) || snr > schema.MaxSQNR {
+			snr = schema.MaxSQNR
 		}
 		a.Outputs = append(a.Outputs, OutputAccuracy{Name: o.Name, Elements: o.Total, FinitePairs: o.Elements,
 			NaN: o.NaN, Inf: o.Inf, NonFinite: o.NewNonFinite, Cosine: o.Cosine, SNRdB: snr, MaxAbs: o.MaxAbs,

@@ -56,7 +56,7 @@ func QuantizationOf(target, model string, q *ptq.Result) *Quantization {
 		if q.Quantize.Dynamic {
 			// The placement shipped dynamic INT8: nothing of the
 			// calibration is in it.
-			out.Method, out.CalibSamples = ptq.DynamicMethod, 0
+			out.Method, out.CalibSamples = schema.DynamicMethod, 0
 		}
 	}
 	for _, s := range q.TensorSQNR {

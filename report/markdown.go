@@ -8,7 +8,7 @@ import (
 
 	"github.com/optc-dev/optc/internal/jsonfloat"
 	"github.com/optc-dev/optc/placement"
-	"github.com/optc-dev/optc/ptq"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // sqnrRows is how many of the worst-represented tensors report.md lists.
@@ -176,7 +176,7 @@ func (p *printer) quantization(q *Quantization) {
 	}
 	p.f("\n<details><summary>INT8 %s (<code>%s</code>): %d nodes quantized, %d left float%s</summary>\n\n",
 		q.Target, q.Model, q.Quantized, q.LeftFloat, refused)
-	if q.Method == ptq.DynamicMethod {
+	if q.Method == schema.DynamicMethod {
 		p.f("Dynamic INT8: nothing calibrated, activations are quantized at run time.\n")
 	} else {
 		p.f("Calibrated with %s on %d samples; fell back to float for accuracy: %s.\n", q.Method, q.CalibSamples, fell)

@@ -14,7 +14,6 @@ import (
 	"github.com/optc-dev/optc/internal/jsonfloat"
 	"github.com/optc-dev/optc/latency"
 	"github.com/optc-dev/optc/placement"
-	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/report/schema"
 )
 
@@ -208,10 +207,10 @@ type Quantization struct {
 	FellBack     []string `json:"fell_back,omitempty"`
 	// Techniques are the post-training techniques applied (asked for, or
 	// tried by the accuracy guard), with what each did.
-	Techniques *ptq.TechniquesReport `json:"techniques,omitempty"`
+	Techniques *schema.TechniquesReport `json:"techniques,omitempty"`
 	// Guard is the accuracy guard's checks (metric, limit, measured) and
 	// decision.
-	Guard *ptq.Guard `json:"guard,omitempty"`
+	Guard *schema.Guard `json:"guard,omitempty"`
 	// SQNR is each quantized activation's signal-to-quantization-noise
 	// ratio in dB, worst first.
 	SQNR []TensorSQNR `json:"sqnr,omitempty"`

@@ -8,6 +8,8 @@ package schema
 import (
 	"fmt"
 	"strings"
+
+	"github.com/optc-dev/optc/internal/jsonfloat"
 )
 
 // Sides is a count in A (the reference) and in B.
@@ -154,3 +156,281 @@ func (c Caveats) Lines() []string {
 	}
 	return l
 }
+
+// The guard's metrics, as Check.Metric names them.
+const (
+	MetricDrop       = "accuracy drop"
+	MetricTaskDrop   = "task metric drop"
+	MetricNonFinite  = "NaN/Inf values where float is finite"
+	MetricShape      = "runs whose output shape differs from float's"
+	MetricCosine     = "min sample cosine"
+	MetricSampleRel  = "max sample relative error"
+	MetricRelError   = "relative error"
+	MetricTop1       = "top-1 agreement"
+	MetricTop1Report = "top-1 agreement (reported: too few rows clear of near-ties)"
+)
+
+// Check is one guard criterion and what was measured.
+type Check struct {
+	Metric string `json:"metric"` // one of the Metric constants
+	Output string `json:"output,omitempty"`
+	// Limit is a maximum for the accuracy drop (points) and the relative
+	// errors, a minimum for cosine and top-1 agreement (fractions).
+	Limit float64 `json:"limit"`
+	// Measured is NaN when nothing finite was measured (encoded as
+	// report.json encodes non-finite values); NaN fails.
+	Measured jsonfloat.Float `json:"measured"`
+	Pass     bool            `json:"pass"`
+	// Detail is what the figure rests on: the worst sample, the rows
+	// clear of near-ties and the agreement over all rows.
+	Detail string `json:"detail,omitempty"`
+}
+
+// String is the check in a sentence: what was measured, against which
+// limit, and whether it passed.
+func (c Check) String() string {
+	on := ""
+	if c.Output != "" {
+		on = " of " + c.Output
+	}
+	detail := ""
+	if c.Detail != "" {
+		detail = " (" + c.Detail + ")"
+	}
+	switch c.Metric {
+	case MetricDrop, MetricTaskDrop:
+		rel := "within"
+		if !c.Pass {
+			rel = "over"
+		}
+		return fmt.Sprintf("%s%s %.2f points, %s the %.2f allowed%s", c.Metric, on, c.Measured, rel, c.Limit, detail)
+	case MetricNonFinite:
+		return fmt.Sprintf("%.0f NaN/Inf values%s where float is finite (none allowed)", c.Measured, on)
+	case MetricShape:
+		return fmt.Sprintf("%.0f runs where the shape%s differs from float's (none allowed; %s)", c.Measured, on, c.Detail)
+	case MetricSampleRel, MetricRelError:
+		rel := "within"
+		if !c.Pass {
+			rel = "over"
+		}
+		return fmt.Sprintf("%s%s %s, %s the %.3g allowed%s", c.Metric, on, c.Measured.Text("%.3g"), rel, c.Limit, detail)
+	case MetricTop1Report:
+		return fmt.Sprintf("top-1 agreement%s %.2f%% (reported, not enforced%s)", on, 100*c.Measured, strings.TrimSuffix(strings.Replace(detail, " (", ": ", 1), ")"))
+	case MetricTop1:
+		rel := "at least"
+		if !c.Pass {
+			rel = "below"
+		}
+		return fmt.Sprintf("top-1 agreement%s %.2f%%, %s the %.2f%% required%s", on, 100*c.Measured, rel, 100*c.Limit, detail)
+	}
+	rel := "at least"
+	if !c.Pass {
+		rel = "below"
+	}
+	return fmt.Sprintf("%s%s %s, %s the %.5f required%s", c.Metric, on, c.Measured.Text("%.5f"), rel, c.Limit, detail)
+}
+
+// Guard is what the accuracy guard measured and decided.
+type Guard struct {
+	// Checks are the written (or refused) model's; empty when nothing
+	// could be measured (Note says why).
+	Checks []Check `json:"checks"`
+	Pass   bool    `json:"pass"`
+	// Off: the guard was turned off (--no-guard); Checks are measured
+	// and reported, Pass is true whatever they say.
+	Off bool `json:"off,omitempty"`
+	// Data is what the checks ran on and HeldOut whether it is disjoint
+	// from the calibration samples.
+	Data    string `json:"data,omitempty"`
+	HeldOut bool   `json:"held_out"`
+	// First is the fully quantized model's checks when it failed and the
+	// accuracy control ran.
+	First []Check `json:"first,omitempty"`
+	// Allowed: the guard failed and --allow-accuracy-loss wrote the model
+	// anyway; it is not recommended.
+	Allowed bool `json:"allowed_accuracy_loss,omitempty"`
+	// Fallback says what the accuracy control did when it ran, and
+	// FallbackChecks how its last try measured when it did not recover.
+	Fallback       string  `json:"fallback,omitempty"`
+	FallbackChecks []Check `json:"fallback_checks,omitempty"`
+	// Tried are the technique sets the accuracy control tried before
+	// keeping layers float (guardTries), with their checks; the best that
+	// helped is kept for what follows.
+	Tried []TechniqueTry `json:"techniques_tried,omitempty"`
+	Note  string         `json:"note,omitempty"`
+}
+
+// On says what the checks ran on, for a line of output.
+func (g *Guard) On() string {
+	switch {
+	case g.Data == "random":
+		return "fresh random inputs (a smoke test, not a measure of accuracy)"
+	case !g.HeldOut:
+		return "the calibration data (not held out)"
+	}
+	return "held-out samples of " + g.Data
+}
+
+// Verdict is the guard's outcome in a few words, the same in every output:
+// "passed", "passed after the fallback (...)", "REFUSED the INT8 model",
+// "FAILED, kept by allow_accuracy_loss (not recommended)" or "OFF".
+func (g *Guard) Verdict() string {
+	switch {
+	case g.Off:
+		return "OFF (--no-guard): figures only, nothing enforced"
+	case g.Allowed:
+		return "FAILED, kept by allow_accuracy_loss (not recommended)"
+	case !g.Pass:
+		if g.Fallback != "" {
+			return "REFUSED the INT8 model (" + g.Fallback + ")"
+		}
+		return "REFUSED the INT8 model"
+	case len(g.First) > 0:
+		return "passed after the fallback (" + g.Fallback + ")"
+	}
+	return "passed"
+}
+
+// Failed lists the checks that failed.
+func (g *Guard) Failed() []Check {
+	var out []Check
+	for _, c := range g.Checks {
+		if !c.Pass {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// FailedChecks names each failed check with its limit and value.
+func FailedChecks(cs []Check) string {
+	var out []string
+	for _, c := range cs {
+		if !c.Pass {
+			out = append(out, c.String())
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// TechniqueTry is one technique set the accuracy control tried.
+type TechniqueTry struct {
+	Techniques []Technique `json:"techniques"`
+	Checks     []Check     `json:"checks"`
+	Pass       bool        `json:"pass"`
+	// Kept: it measured better than what came before, so the model
+	// written (and any layer fallback after it) has it.
+	Kept bool `json:"kept"`
+}
+
+// Name is the set as the output spells it ("gptq+bias-correction").
+func (t TechniqueTry) Name() string { return JoinTechniques(t.Techniques) }
+
+// JoinTechniques spells a set of techniques "gptq+bias-correction".
+func JoinTechniques(ts []Technique) string {
+	s := make([]string, len(ts))
+	for i, t := range ts {
+		s[i] = string(t)
+	}
+	return strings.Join(s, "+")
+}
+
+// TechniquesReport says what the techniques asked for (Options.Techniques)
+// did.
+type TechniquesReport struct {
+	Applied     []Technique    `json:"applied"`
+	Equalized   []EqualizePair `json:"cle,omitempty"`
+	SmoothQuant *SmoothReport  `json:"smoothquant,omitempty"`
+	GPTQ        *GPTQReport    `json:"gptq,omitempty"`
+	Bias        *BiasReport    `json:"bias_correction,omitempty"`
+	// ByGuard: the accuracy guard added techniques that were not asked
+	// for (guardTries) when the model failed, and they helped.
+	ByGuard bool `json:"by_guard,omitempty"`
+}
+
+// SmoothReport is what SmoothQuant rescaled.
+type SmoothReport struct {
+	Alpha  float64       `json:"alpha"`
+	Groups []SmoothedAct `json:"groups"`
+}
+
+// SmoothedAct is one rescaled activation: its layers, and how far its
+// largest channel stood out from the median channel before and after (the
+// ratio per-tensor activation quantization pays for).
+type SmoothedAct struct {
+	SmoothGroup
+	OutlierBefore float64 `json:"outlier_ratio_before"`
+	OutlierAfter  float64 `json:"outlier_ratio_after"`
+}
+
+// BiasReport is what bias correction changed.
+type BiasReport struct {
+	Layers int `json:"layers"`
+	// MeanShift is the mean |shift| over the corrected channels, in the
+	// layers' output units.
+	MeanShift float64 `json:"mean_abs_shift"`
+}
+
+// GPTQReport is what adaptive rounding of the INT8 weights did.
+type GPTQReport struct {
+	Layers int `json:"layers"`
+	// Skipped counts quantized layers it does not round: depthwise and
+	// grouped convolutions (their input Gram is not collected), and, when
+	// the accuracy guard tries it, layers with more than GuardGPTQMaxDim
+	// input features (Large).
+	Skipped int `json:"skipped"`
+	Large   int `json:"skipped_large,omitempty"`
+	// OutOfTime counts the layers left to nearest rounding because the
+	// accuracy control's share of the budget ran out while GPTQ rounded.
+	OutOfTime int `json:"skipped_out_of_time,omitempty"`
+	// ErrorRatio is the layers' output error on the calibration inputs
+	// (the sum over layers of ΔW·H·ΔWᵀ, H the input Gram) after GPTQ over
+	// that of round-to-nearest: below 1 is better.
+	ErrorRatio float64 `json:"output_error_vs_nearest"`
+}
+
+// DynamicMethod is CalibrationInfo.Method for dynamic INT8: nothing is
+// calibrated.
+const DynamicMethod = "none: dynamic INT8, activations quantized at run time"
+
+// MaxSQNR stands for an exact match (infinite SQNR).
+const MaxSQNR = 200.0
+
+// EqualizePair is two convolutions cross-layer equalization (Nagel et al.
+// 2019, "Data-Free Quantization Through Weight Equalization and Bias
+// Correction", section 4.1) rescaled: output channel c of First is divided
+// by s_c and input channel c of Second multiplied by it, through an
+// activation f with f(x/s) = f(x)/s for s > 0 (Relu, LeakyRelu, PRelu, or
+// none). s_c = sqrt(r1_c / r2_c), r the channel's largest |weight|, makes
+// both channels' ranges sqrt(r1_c·r2_c): the same function, with the
+// channels' weight ranges evened out for one scale per tensor.
+type EqualizePair struct {
+	First      string `json:"first"`
+	Second     string `json:"second"`
+	Activation string `json:"activation,omitempty"` // "" when none sits between
+	Channels   int    `json:"channels"`
+	// RangeSpread is the largest channel range over the smallest, of the
+	// first layer's output channels, before and after.
+	SpreadBefore float64 `json:"range_spread_before"`
+	SpreadAfter  float64 `json:"range_spread_after"`
+}
+
+// SmoothGroup is one activation SmoothQuant (Xiao et al. 2023) can
+// rescale: every reader is a MatMul or Gemm with a constant weight, and
+// the activation comes out of a per-channel affine op whose constants can
+// take the inverse scale (a LayerNormalization, or the Mul by gamma and
+// Add of beta an unfused LayerNorm ends in). Dividing channel k of the
+// activation by s_k and multiplying row k of each weight by it computes
+// the same function while moving outliers from the activation, quantized
+// per tensor, into the weights, quantized per channel.
+type SmoothGroup struct {
+	Activation string   `json:"activation"`
+	Layers     []string `json:"layers"`
+	Producer   string   `json:"producer"`
+	Channels   int      `json:"channels"`
+}
+
+// Technique is a post-training method that changes what is quantized, not
+// how Q/DQ is placed: ptq runs it around calibration (it needs the data),
+// Apply takes its result.
+type Technique string

@@ -13,6 +13,7 @@ import (
 	"github.com/optc-dev/optc/ort/install"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/task"
 	"github.com/optc-dev/optc/task/tasks"
 )
@@ -45,13 +46,13 @@ func ocrTaskModels() []ocrTaskModel {
 // per-channel INT8 and each post-training technique.
 var ocrTechniques = []struct {
 	name       string
-	techniques []quantize.Technique
+	techniques []schema.Technique
 }{
 	{"int8", nil},
-	{"int8 bias-correction", []quantize.Technique{quantize.TechniqueBiasCorrection}},
-	{"int8 smoothquant", []quantize.Technique{quantize.TechniqueSmoothQuant}},
-	{"int8 gptq", []quantize.Technique{quantize.TechniqueGPTQ}},
-	{"int8 gptq+bias-correction", []quantize.Technique{quantize.TechniqueGPTQ, quantize.TechniqueBiasCorrection}},
+	{"int8 bias-correction", []schema.Technique{quantize.TechniqueBiasCorrection}},
+	{"int8 smoothquant", []schema.Technique{quantize.TechniqueSmoothQuant}},
+	{"int8 gptq", []schema.Technique{quantize.TechniqueGPTQ}},
+	{"int8 gptq+bias-correction", []schema.Technique{quantize.TechniqueGPTQ, quantize.TechniqueBiasCorrection}},
 }
 
 // ocrTask quantizes det and rec plainly and with each technique, scores

@@ -21,15 +21,16 @@ var layers = map[string]int{
 	"onnxpb": 0, "internal/atomicfile": 0, "internal/choice": 0, "internal/jsonfloat": 0, "internal/parallel": 0, "internal/procmem": 0, "lint": 0,
 	"tools/mnist": 0, "tools/textlines": 0, "tools/zoo": 0, "tools/release": 0,
 	"tools/cirecipe": 0, "tools/doccheck": 0,
-	// latency: the one latency record and its statistics; report/schema:
-	// the report.json sections the stages fill
-	"latency": 0, "report/schema": 0,
+	// latency: the one latency record and its statistics
+	"latency": 0,
 	// task: what a task metric plug-in implements
 	"task": 0,
 	// the IR, the runtime's installer (no cgo), and the build config: its
 	// sections, whose owners (stages, targets) register their defaults and
 	// rules into it (config.Register)
 	"graph": 1, "ort/install": 1, "config": 1,
+	// report/schema: the report.json sections the stages fill
+	"report/schema": 1,
 	// over the IR: analyses, kernels, Q/DQ insertion, the ORT binding, data
 	"kernels": 2, "shapes": 2, "task/detect": 2, "quantize": 2, "ort": 2, "data": 2,
 	"tools/testgraph": 2, "tools/synth": 2, "tools/convstack": 2, "tools/testenv": 2,
@@ -67,17 +68,17 @@ var only = map[string][]string{
 	// Passes never run ORT (an Evaluator is handed to them); quantize
 	// inserts Q/DQ from ranges alone.
 	"passes":   {"graph", "kernels", "shapes"},
-	"quantize": {"graph", "internal/choice"},
+	"quantize": {"graph", "internal/choice", "report/schema"},
 	// config declares and decodes the sections; their names and rules
 	// are their owners' (config.Register).
 	"config": {"internal/choice"},
 	// report renders and diffs report.json without running anything
 	// (optc diff --remeasure is package remeasure). The stages it still
-	// imports own types its sections embed (ptq.Guard, placement.File),
+	// imports own types its sections embed (schema.Guard, placement.File),
 	// or are what FromQuantize and FromBench read: none may be added.
 	"report": {"bench", "compare", "config", "graph", "internal/atomicfile", "internal/choice", "internal/jsonfloat",
 		"latency", "passes", "placement", "ptq", "report/schema", "task"},
-	"report/schema": {},
+	"report/schema": {"internal/jsonfloat"},
 	// Targets reach the build only through export/target.Host.
 	"export/target": {"config", "data", "graph", "internal/atomicfile", "lint", "ort", "quantize"},
 }
