@@ -13,7 +13,6 @@ import (
 	"github.com/optc-dev/optc/export"
 	"github.com/optc-dev/optc/export/target"
 	"github.com/optc-dev/optc/latency"
-	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/report/schema"
@@ -83,7 +82,7 @@ const minWindowRuns = 3
 func (b *builder) plan() *Plan {
 	c := b.c
 	p := &Plan{BudgetSeconds: c.Budget.Seconds()}
-	placementOn := c.INT8 && b.needs(quantize.TargetORT) && c.Quantize.Placement == placement.ModeAuto &&
+	placementOn := c.INT8 && b.needs(quantize.TargetORT) && c.Quantize.Placement == schema.ModeAuto &&
 		c.Quantize.Format != string(quantize.FormatQOperator) && b.replay == nil
 	p.TimedModels = b.timedModels()
 	repeats := max(c.Latency.Repeats, 1)

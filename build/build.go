@@ -31,7 +31,6 @@ import (
 	"github.com/optc-dev/optc/latency"
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/ort"
-	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/report"
@@ -791,7 +790,7 @@ func (b *builder) writePlacement() error {
 	if p == nil {
 		return nil
 	}
-	if p.Recommended == placement.RecommendFP32 && b.ortModel != b.float {
+	if p.Recommended == schema.RecommendFP32 && b.ortModel != b.float {
 		b.ortModel = b.float
 		b.res.Notes = append(b.res.Notes, "ort: INT8 does not pay on this CPU, so the ORT and Triton artifacts are FP32; model.int8.onnx holds the fastest INT8 placement (placement.json)")
 	}
@@ -829,7 +828,7 @@ func (b *builder) disqualifyNonFinite() {
 	b.ortModel = b.float
 	why := fmt.Sprintf("the INT8 model is NaN/Inf at %d of %d output values where the float model is finite (on %s)", n, total, acc.Data)
 	if p := b.res.Placed().Placement; p != nil {
-		p.Recommended, p.Reason = placement.RecommendFP32, "FP32: "+why
+		p.Recommended, p.Reason = schema.RecommendFP32, "FP32: "+why
 	}
 	b.note("ort: " + why + ", so it is not deployed: the ORT and Triton artifacts are FP32; model.int8.onnx is kept for inspection")
 }

@@ -28,7 +28,6 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/lint"
 	"github.com/optc-dev/optc/passes"
-	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/report/schema"
@@ -234,9 +233,9 @@ func TestBuildPlacement(t *testing.T) {
 	c.Quantize.PlacementBudget = config.Duration{Duration: 10 * time.Second}
 	c.Latency.Batches = []int{1, 4}
 	auto := run(t, c)
-	var file placement.File
+	var file schema.Placement
 	readJSON(t, filepath.Join(c.Output, "placement.json"), &file)
-	if file.Mode != placement.ModeAuto || len(file.Regions) != 5 || len(file.Timings) == 0 || file.CPU == "" {
+	if file.Mode != schema.ModeAuto || len(file.Regions) != 5 || len(file.Timings) == 0 || file.CPU == "" {
 		t.Errorf("placement.json: %+v", file)
 	}
 	batches := map[int]bool{}
@@ -247,7 +246,7 @@ func TestBuildPlacement(t *testing.T) {
 		t.Errorf("placement timed batch sizes %v, latency.batches are 1 and 4", slices.Sorted(maps.Keys(batches)))
 	}
 	wantFrom := "model.int8.onnx"
-	if file.Recommended == placement.RecommendFP32 {
+	if file.Recommended == schema.RecommendFP32 {
 		wantFrom = "model.fp32.onnx"
 	}
 	for _, a := range auto.Artifacts {

@@ -13,9 +13,9 @@ import (
 	"strings"
 
 	"github.com/optc-dev/optc/bench"
-	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // decisionsFile is the record of a build's measured choices, in its
@@ -72,7 +72,7 @@ type PlacementDecision struct {
 	File   string `json:"file"`
 	SHA256 string `json:"sha256"`
 	// Mode is how it was decided (auto: timed; all-int8: not), and
-	// Recommended and Chosen what (placement.File).
+	// Recommended and Chosen what (schema.Placement).
 	Mode        string `json:"mode"`
 	Recommended string `json:"recommended"`
 	Chosen      string `json:"chosen"`
@@ -181,7 +181,7 @@ func (b *builder) replayedPlacement() (string, error) {
 
 // recordPlacement records the placement.json written at path, and
 // refuses a replay that did not write the file it replays.
-func (b *builder) recordPlacement(path string, p *placement.File) error {
+func (b *builder) recordPlacement(path string, p *schema.Placement) error {
 	fd, err := digest(path)
 	if err != nil {
 		return err

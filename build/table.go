@@ -11,7 +11,6 @@ import (
 	"github.com/optc-dev/optc/internal/jsonfloat"
 	"github.com/optc-dev/optc/latency"
 	"github.com/optc-dev/optc/optimize"
-	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/report/schema"
@@ -211,7 +210,7 @@ func refusedFigures(g *schema.Guard) (cos, rel string) {
 
 // writePlacement says what the ORT CPU artifact is and why, and what the
 // placement search cost (nothing when it was replayed from the file from).
-func writePlacement(w io.Writer, p *placement.File, from string) {
+func writePlacement(w io.Writer, p *schema.Placement, from string) {
 	fmt.Fprintf(w, "ort artifact: %s\n", p.Reason)
 	if a := p.Aligned; a != nil {
 		fmt.Fprintf(w, "int8 conv channels: %s\n", a)
@@ -223,9 +222,9 @@ func writePlacement(w io.Writer, p *placement.File, from string) {
 	switch {
 	case from != "":
 		how = "replayed from " + from + ", not measured"
-	case p.Mode == placement.ModeReplay:
+	case p.Mode == schema.ModeReplay:
 		how = "replayed, not measured"
-	case p.Mode == placement.ModeAllINT8:
+	case p.Mode == schema.ModeAllINT8:
 		how = "all-int8, not measured"
 	}
 	fmt.Fprintf(w, "int8 placement: %s (%s; placement.json)\n", p.Summary(), how)

@@ -5,58 +5,14 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/passes"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 )
-
-// Alignment is the search's first choice: which float model the INT8
-// candidates are quantized from. ORT runs an INT8 conv on MLAS's
-// symmetric kernels only when its channels are aligned (a depthwise conv
-// a multiple of 16, a dense one a multiple of 4 in and 8 out; see
-// ort.Int8ChannelAlign), else on generic kernels several times slower
-// (PaddleOCR cls's 200-channel 5x5 depthwise conv: 0.51 against 0.27 ms
-// at batch 8). Padding a float model's conv channels with zero filters
-// (the pad-conv-channels pass) aligns them and computes the same thing;
-// whether the extra channels cost more than the kernels gain is timed:
-// all-INT8 of both, at the first batch size.
-type Alignment struct {
-	// Channels is the multiple the conv channels were padded to, Convs
-	// how many convs that padded.
-	Channels int `json:"channels"`
-	Convs    int `json:"convs"`
-	// Timings are all-INT8 quantized from the float model as given
-	// (before) and from the padded one (after), at each batch size.
-	Timings []PairTiming `json:"timings"`
-	// Chosen says every INT8 candidate was quantized from the padded
-	// model: it was faster by more than the noise margin over the batch
-	// sizes and not slower by more than it at any (the rule INT8 must
-	// meet against FP32). FP32 stays the float model as given: what INT8
-	// must beat.
-	Chosen bool `json:"chosen"`
-	// Rejected says why a padded model the timing chose was not used
-	// (its all-INT8 model missed the accuracy budget).
-	Rejected string `json:"rejected,omitempty"`
-}
-
-func (a *Alignment) String() string {
-	verdict := "the INT8 candidates are quantized from the model as given"
-	if a.Chosen {
-		verdict = "the INT8 candidates are quantized from the padded model"
-	} else if a.Rejected != "" {
-		verdict += " (" + a.Rejected + ")"
-	}
-	var ts []string
-	for _, t := range a.Timings {
-		ts = append(ts, fmt.Sprintf("%.3f -> %.3f ms at batch %d", t.BeforeMs, t.AfterMs, t.Batch))
-	}
-	return fmt.Sprintf("%d convs padded to a multiple of %d for ORT's symmetric INT8 kernels: all-INT8 %s; %s",
-		a.Convs, a.Channels, strings.Join(ts, ", "), verdict)
-}
 
 // aligned returns opts with Float padded to a multiple of channels and
 // how many convs were padded: the calibration ranges carried over,
@@ -99,7 +55,7 @@ func aligned(opts Options, channels int) (Options, int, error) {
 // Aligned returns what f's INT8 model was quantized from: float, its
 // calibration ranges and the quantization options, padded as f.Aligned
 // says, or as they are.
-func Aligned(f *File, float graph.Serialized, ranges map[string][2]float64, quant quantize.Options) (graph.Serialized, map[string][2]float64, quantize.Options, error) {
+func Aligned(f *schema.Placement, float graph.Serialized, ranges map[string][2]float64, quant quantize.Options) (graph.Serialized, map[string][2]float64, quantize.Options, error) {
 	if f == nil || f.Aligned == nil || !f.Aligned.Chosen {
 		return float, ranges, quant, nil
 	}
@@ -162,7 +118,7 @@ func keepFloatByName(float graph.Serialized, opts quantize.Options) (quantize.Op
 // most), and returns the options (and all-INT8 model) the candidates are
 // built from, with the record. Nothing is tried on a CPU without the
 // kernels or a model whose channels are aligned already (a nil record).
-func align(opts Options, all *quantized, clk *clock) (Options, *quantized, *Alignment, error) {
+func align(opts Options, all *quantized, clk *clock) (Options, *quantized, *schema.Alignment, error) {
 	channels := ort.Int8ChannelAlign()
 	if channels == 0 {
 		return opts, all, nil, nil
@@ -178,7 +134,7 @@ func align(opts Options, all *quantized, clk *clock) (Options, *quantized, *Alig
 	if !clk.fits("aligning conv channels", clk.quantize+clk.pairTiming(opts.Batches), 0) {
 		return opts, all, nil, nil
 	}
-	opts.progress("placement: all-INT8 with conv channels padded to %d (%d convs) against all-INT8 as given", channels, convs)
+	opts.progress("placement: all-schema.DecisionINT8 with conv channels padded to %d (%d convs) against all-schema.DecisionINT8 as given", channels, convs)
 	var q *quantized
 	d, err := clk.step(func() (err error) {
 		q, err = quantizeKeeping(padded.Float, padded.Ranges, padded.Quant, nil)
@@ -188,7 +144,7 @@ func align(opts Options, all *quantized, clk *clock) (Options, *quantized, *Alig
 	if err != nil {
 		return opts, all, nil, fmt.Errorf("quantizing the padded model: %w", err)
 	}
-	rec := &Alignment{Channels: channels, Convs: convs}
+	rec := &schema.Alignment{Channels: channels, Convs: convs}
 	// A quarter of the time left at most, so that the search keeps its own.
 	if rec.Timings, rec.Chosen, err = timePair(opts, clk, all.serialized, q.serialized, time.Now().Add(time.Until(clk.deadline)/4)); err != nil {
 		return opts, all, nil, fmt.Errorf("timing the padded model: %w", err)
@@ -197,13 +153,13 @@ func align(opts Options, all *quantized, clk *clock) (Options, *quantized, *Alig
 		// The search's lazy check takes all-INT8 as known to keep the
 		// accuracy budget (it is the guard's model); the padded one is
 		// checked before it stands in for it.
-		opts.progress("placement: checking the accuracy of all-INT8 with conv channels padded")
+		opts.progress("placement: checking the accuracy of all-schema.DecisionINT8 with conv channels padded")
 		var ok bool
 		if _, err := clk.step(func() (err error) { ok, err = opts.Accept(q.serialized); return err }); err != nil {
 			return opts, all, nil, fmt.Errorf("checking the padded model: %w", err)
 		}
 		if !ok {
-			rec.Chosen, rec.Rejected = false, "all-INT8 of the padded model misses the accuracy budget"
+			rec.Chosen, rec.Rejected = false, "all-schema.DecisionINT8 of the padded model misses the accuracy budget"
 		}
 	}
 	if !rec.Chosen {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // CandidateDynamic is dynamic INT8 (quantize.ApplyDynamic): MatMul/Gemm
@@ -114,7 +115,7 @@ func buildDynamic(float graph.Serialized, _ map[string][2]float64, opts quantize
 		return nil, nil, nil
 	}
 	if err := m.Verify(); err != nil {
-		return nil, nil, fmt.Errorf("dynamic INT8 model is invalid (a bug in optc): %w", err)
+		return nil, nil, fmt.Errorf("dynamic schema.DecisionINT8 model is invalid (a bug in optc): %w", err)
 	}
 	return m, rep, nil
 }
@@ -147,27 +148,16 @@ func alternativeModel(a alternative, opts Options, all *quantized) (*quantized, 
 		return nil, err
 	}
 	// The regions stay as all-INT8's (see alternative).
-	what := fmt.Sprintf("dynamic INT8 (%d MatMul/Gemm layers, activations quantized at run time)", len(rep.Quantized))
+	what := fmt.Sprintf("dynamic schema.DecisionINT8 (%d MatMul/Gemm layers, activations quantized at run time)", len(rep.Quantized))
 	if !rep.Dynamic {
-		what = fmt.Sprintf("INT8, scheme %s (all %d regions; %s)", a.name, len(all.regions), SchemeOf(rep))
+		what = fmt.Sprintf("schema.DecisionINT8, scheme %s (all %d regions; %s)", a.name, len(all.regions), SchemeOf(rep))
 	}
 	return &quantized{model: m, serialized: b, regions: all.regions, what: what, report: rep}, nil
 }
 
-// Scheme is the quantization scheme a candidate's model was made with, as
-// placement.json records it.
-type Scheme struct {
-	// Activations is uint8 (asymmetric, u8s8), int8 (symmetric, s8s8) or
-	// dynamic (quantized at run time).
-	Activations string `json:"activations"`
-	PerChannel  bool   `json:"per_channel"`
-	ReduceRange bool   `json:"reduce_range"`
-	Format      string `json:"format"`
-}
-
 // SchemeOf is the scheme a quantize report describes.
-func SchemeOf(rep *quantize.Report) Scheme {
-	s := Scheme{Activations: "uint8", PerChannel: rep.PerChannel, ReduceRange: rep.ReduceRange, Format: string(rep.Format)}
+func SchemeOf(rep *quantize.Report) schema.Scheme {
+	s := schema.Scheme{Activations: "uint8", PerChannel: rep.PerChannel, ReduceRange: rep.ReduceRange, Format: string(rep.Format)}
 	switch {
 	case rep.Dynamic:
 		s.Activations, s.Format = "dynamic", "integer-ops"
@@ -175,16 +165,4 @@ func SchemeOf(rep *quantize.Report) Scheme {
 		s.Activations = "int8"
 	}
 	return s
-}
-
-func (s Scheme) String() string {
-	ch := "per-channel"
-	if !s.PerChannel {
-		ch = "per-tensor"
-	}
-	bits := "8-bit"
-	if s.ReduceRange {
-		bits = "7-bit"
-	}
-	return fmt.Sprintf("%s activations, %s %s weights, %s", s.Activations, ch, bits, s.Format)
 }

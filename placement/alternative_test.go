@@ -11,6 +11,7 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
 )
@@ -42,7 +43,7 @@ func TestSearchDynamicCandidate(t *testing.T) {
 	for _, tm := range f.Timings {
 		if !tm.Confirmation && tm.Threads == 1 {
 			if tm.P50Ms[CandidateDynamic] <= 0 {
-				t.Errorf("batch %d: dynamic INT8 not timed: %v", tm.Batch, tm.P50Ms)
+				t.Errorf("batch %d: dynamic schema.DecisionINT8 not timed: %v", tm.Batch, tm.P50Ms)
 			}
 			timed++
 		}
@@ -64,14 +65,14 @@ func TestSearchDynamicCandidate(t *testing.T) {
 		}
 	}
 	if n == 0 {
-		t.Error("dynamic INT8 chosen, but the model returned has no MatMulInteger")
+		t.Error("dynamic schema.DecisionINT8 chosen, but the model returned has no MatMulInteger")
 	}
 	_, replayed, err := Replay(opts, f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(replayed.Bytes, model.Bytes) {
-		t.Error("replay did not rebuild the dynamic INT8 model")
+		t.Error("replay did not rebuild the dynamic schema.DecisionINT8 model")
 	}
 }
 
@@ -159,7 +160,7 @@ func TestTimingMemoryBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tm := range f.Timings {
-		if len(tm.P50Ms) != 2 || tm.P50Ms[CandidateFP32] == 0 {
+		if len(tm.P50Ms) != 2 || tm.P50Ms[schema.CandidateFP32] == 0 {
 			t.Errorf("batch %d, %d threads: timed %v (left out %v), want FP32 and one candidate", tm.Batch, tm.Threads, tm.P50Ms, tm.LeftOut)
 		}
 	}
@@ -180,7 +181,7 @@ func TestTimingMemoryBound(t *testing.T) {
 // TestByFirstTiming: FP32 first, then the candidates fastest first at the
 // first batch size, the untimed last, ties in their order.
 func TestByFirstTiming(t *testing.T) {
-	tm := Timing{P50Ms: map[string]float64{"fp32": 2, "a": 3, "b": 1, "c": 1}}
+	tm := schema.PlacementTiming{P50Ms: map[string]float64{"fp32": 2, "a": 3, "b": 1, "c": 1}}
 	got := byFirstTiming(tm, []string{"a", "x", "fp32", "c", "b"})
 	if want := []string{"fp32", "c", "b", "a", "x"}; !slices.Equal(got, want) {
 		t.Errorf("order %v, want %v", got, want)

@@ -17,6 +17,7 @@ import (
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/tools/convstack"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
@@ -68,7 +69,7 @@ func BenchmarkPlacement(b *testing.B) {
 	if only := os.Getenv("PLACEMENT_MODELS"); only != "" {
 		cases = slices.DeleteFunc(cases, func(c placementCase) bool { return !slices.Contains(strings.Split(only, ","), c.name) })
 	}
-	fmt.Println("| model | threads | FP32 b1 ms | all-INT8 b1 | chosen INT8 b1 | artifact b1 | FP32 b8 ms | all-INT8 b8 | chosen INT8 b8 | artifact b8 | artifact | regions int8 | accuracy | search s |")
+	fmt.Println("| model | threads | FP32 b1 ms | all-schema.DecisionINT8 b1 | chosen schema.DecisionINT8 b1 | artifact b1 | FP32 b8 ms | all-schema.DecisionINT8 b8 | chosen schema.DecisionINT8 b8 | artifact b8 | artifact | regions int8 | accuracy | search s |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for range b.N {
 		for _, c := range cases {
@@ -97,20 +98,20 @@ func placementRow(b *testing.B, dir string, c placementCase) {
 		return o
 	}
 	allPath, autoPath := filepath.Join(dir, c.name+".all.onnx"), filepath.Join(dir, c.name+".auto.onnx")
-	all, err := ptq.Run(opts(placement.ModeAllINT8, allPath))
+	all, err := ptq.Run(opts(schema.ModeAllINT8, allPath))
 	if err != nil {
 		b.Fatalf("%s: %v", c.name, err)
 	}
-	auto, err := ptq.Run(opts(placement.ModeAuto, autoPath))
+	auto, err := ptq.Run(opts(schema.ModeAuto, autoPath))
 	if err != nil {
 		b.Fatalf("%s: %v", c.name, err)
 	}
 	p := auto.Placement
 	acc := "-"
 	if a := auto.Accuracy; a != nil {
-		acc = fmt.Sprintf("INT8 cosine %.4f", a.Outputs[0].Cosine)
+		acc = fmt.Sprintf("schema.DecisionINT8 cosine %.4f", a.Outputs[0].Cosine)
 		if a.Accuracy != nil {
-			acc = fmt.Sprintf("FP32 %.2f%%, all-INT8 %.2f%%, chosen INT8 %.2f%%", a.Accuracy.A, all.Accuracy.Accuracy.B, a.Accuracy.B)
+			acc = fmt.Sprintf("FP32 %.2f%%, all-schema.DecisionINT8 %.2f%%, chosen schema.DecisionINT8 %.2f%%", a.Accuracy.A, all.Accuracy.Accuracy.B, a.Accuracy.B)
 		}
 	}
 	var models []graph.Serialized
@@ -121,8 +122,8 @@ func placementRow(b *testing.B, dir string, c placementCase) {
 		}
 		models = append(models, graph.Serialized{Bytes: bs})
 	}
-	what := "INT8"
-	if p.Recommended == placement.RecommendFP32 {
+	what := "schema.DecisionINT8"
+	if p.Recommended == schema.RecommendFP32 {
 		what = "FP32"
 	}
 	for _, threads := range []int{1, 0} {
@@ -135,7 +136,7 @@ func placementRow(b *testing.B, dir string, c placementCase) {
 				b.Fatalf("%s: %v", c.name, err)
 			}
 			artifact := p50[2]
-			if p.Recommended == placement.RecommendFP32 {
+			if p.Recommended == schema.RecommendFP32 {
 				artifact = p50[0]
 			}
 			cells = append(cells, fmt.Sprintf("%.3f | %.3f | %.3f | %.3f", p50[0], p50[1], p50[2], artifact))

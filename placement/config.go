@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/optc-dev/optc/config"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // The build config's quantize.placement keys are placement's: their
@@ -16,7 +17,7 @@ func init() {
 }
 
 func configDefaults(c *config.Config) {
-	c.Quantize.Placement, c.Quantize.PlacementBudget = ModeAuto, config.Duration{Duration: time.Minute}
+	c.Quantize.Placement, c.Quantize.PlacementBudget = schema.ModeAuto, config.Duration{Duration: time.Minute}
 }
 
 func configRules(c config.Config) []string {
@@ -32,7 +33,7 @@ func configRules(c config.Config) []string {
 }
 
 func configJoins(c config.Config) []string {
-	if c.Replay != "" && c.Quantize.Placement != ModeAuto {
+	if c.Replay != "" && c.Quantize.Placement != schema.ModeAuto {
 		return []string{fmt.Sprintf("quantize.placement: %q with replay, which sets the placement from its record (leave it auto)", c.Quantize.Placement)}
 	}
 	return nil

@@ -5,16 +5,8 @@ import (
 	"time"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/report/schema"
 )
-
-// Step is one move of the greedy search: a kind of region reverted to
-// float, timed at each batch size against the placement before it.
-type Step struct {
-	Kind    string       `json:"kind"`
-	Regions int          `json:"regions"` // how many regions of the kind were int8
-	Timings []PairTiming `json:"timings"`
-	Kept    bool         `json:"kept"`
-}
 
 // regionKind groups regions that tend to win or lose together in INT8:
 // dense kxk convolutions pay, depthwise and 1x1 ones often do not, and
@@ -43,7 +35,7 @@ func regionKind(n *graph.Node) string {
 // build, an A/B timing, an accuracy check) ends before stop. It returns
 // nil when no revert was kept.
 func greedy(opts Options, fp, all *quantized, clk *clock, stop time.Time,
-	build func(float map[int]bool, regions []Region) (*quantized, error), accept func(graph.Serialized) (bool, error)) (*quantized, []Step, error) {
+	build func(float map[int]bool, regions []schema.Region) (*quantized, error), accept func(graph.Serialized) (bool, error)) (*quantized, []schema.GreedyStep, error) {
 	var kinds []string
 	byKind := map[string][]int{}
 	for i, n := range fp.nodes {
@@ -57,7 +49,7 @@ func greedy(opts Options, fp, all *quantized, clk *clock, stop time.Time,
 		return nil, nil, nil // reverting the only kind is the FP32 candidate
 	}
 	cur, float := all, map[int]bool{}
-	var steps []Step
+	var steps []schema.GreedyStep
 	for ki, k := range kinds {
 		step := fmt.Sprintf("greedy step %q", k)
 		// Each step's turns end at its part of the time left, so that one
@@ -85,7 +77,7 @@ func greedy(opts Options, fp, all *quantized, clk *clock, stop time.Time,
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", step, err)
 		}
-		s := Step{Kind: k, Regions: len(byKind[k]), Timings: timings}
+		s := schema.GreedyStep{Kind: k, Regions: len(byKind[k]), Timings: timings}
 		if faster {
 			if s.Kept, err = accept(next.serialized); err != nil {
 				return nil, nil, err

@@ -6,26 +6,16 @@ import (
 	"time"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/report/schema"
 )
-
-// PairTiming is one batch size of an A/B of two whole models: the
-// medians of the model before a change (a region kind reverted to float,
-// the conv channels padded) and after it, and the timed runs each got
-// (fewer than a whole window when the two were clearly apart).
-type PairTiming struct {
-	Batch    int     `json:"batch"`
-	BeforeMs float64 `json:"before_ms"`
-	AfterMs  float64 `json:"after_ms"`
-	Runs     int     `json:"runs"`
-}
 
 // timePair times before and after, interleaved, at each batch size, the
 // windows together ending by stop, and says whether after wins by the
 // rule INT8 must meet against FP32 (wins: faster by more than the noise
 // margin over the batch sizes, not slower by more than it at any). The
 // first batch size's cost is what clk learns.
-func timePair(opts Options, clk *clock, before, after graph.Serialized, stop time.Time) ([]PairTiming, bool, error) {
-	var ts []PairTiming
+func timePair(opts Options, clk *clock, before, after graph.Serialized, stop time.Time) ([]schema.PairTiming, bool, error) {
+	var ts []schema.PairTiming
 	speedup, worst := 0.0, math.Inf(1)
 	for i, b := range opts.Batches {
 		// Each batch size gets an equal part of the time left.
@@ -41,7 +31,7 @@ func timePair(opts Options, clk *clock, before, after graph.Serialized, stop tim
 		}); err != nil {
 			return nil, false, fmt.Errorf("batch %d: %w", b, err)
 		}
-		ts = append(ts, PairTiming{Batch: b, BeforeMs: round(p50[0]), AfterMs: round(p50[1]), Runs: min(k.runs[0], k.runs[1])})
+		ts = append(ts, schema.PairTiming{Batch: b, BeforeMs: round(p50[0]), AfterMs: round(p50[1]), Runs: min(k.runs[0], k.runs[1])})
 		r := p50[0] / p50[1]
 		speedup += r / float64(len(opts.Batches))
 		worst = min(worst, r)

@@ -17,6 +17,7 @@ import (
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/passes"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
 )
@@ -128,7 +129,7 @@ func TestRegions(t *testing.T) {
 	var ops []string
 	for _, r := range f.Regions {
 		ops = append(ops, r.Op)
-		if r.Decision != INT8 {
+		if r.Decision != schema.DecisionINT8 {
 			t.Errorf("all-int8 region %s: decision %q", r.ID, r.Decision)
 		}
 	}
@@ -183,7 +184,7 @@ func TestSearchReplay(t *testing.T) {
 	}
 	// The search says what it does as it goes: a 60 s step with no line
 	// looks like a hang.
-	for _, want := range []string{"placement: profiling FP32 and all-INT8", "placement: timing fp32, all-int8"} {
+	for _, want := range []string{"placement: profiling FP32 and all-schema.DecisionINT8", "placement: timing fp32, all-int8"} {
 		if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, want) }) {
 			t.Errorf("no progress line %q in %q", want, lines)
 		}
@@ -203,17 +204,17 @@ func TestSearchReplay(t *testing.T) {
 			t.Errorf("placement.json has no %q", k)
 		}
 	}
-	if f.Mode != ModeAuto || !slices.Contains([]string{RecommendINT8, RecommendFP32}, f.Recommended) ||
-		!slices.Contains([]string{CandidateAllINT8, CandidateGuided, CandidateGreedy, CandidateDynamic, CandidateS8S8, CandidatePerTensor, CandidateQOperator, CandidateReduceRange}, f.Chosen) || f.Reason == "" || f.SearchSeconds <= 0 {
+	if f.Mode != schema.ModeAuto || !slices.Contains([]string{schema.RecommendINT8, schema.RecommendFP32}, f.Recommended) ||
+		!slices.Contains([]string{schema.CandidateAllINT8, schema.CandidateGuided, schema.CandidateGreedy, CandidateDynamic, CandidateS8S8, CandidatePerTensor, CandidateQOperator, CandidateReduceRange}, f.Chosen) || f.Reason == "" || f.SearchSeconds <= 0 {
 		t.Errorf("placement %+v", f)
 	}
 	for _, r := range f.Regions {
-		if r.Decision != INT8 && r.Decision != Float {
+		if r.Decision != schema.DecisionINT8 && r.Decision != schema.DecisionFloat {
 			t.Errorf("region %s: decision %q", r.ID, r.Decision)
 		}
 		// Every MNIST region is a named node ORT profiles under its name.
 		if r.FP32Ms <= 0 || r.INT8Ms <= 0 {
-			t.Errorf("region %s: profiled FP32 %.4f ms, INT8 %.4f ms; want both > 0", r.ID, r.FP32Ms, r.INT8Ms)
+			t.Errorf("region %s: profiled FP32 %.4f ms, schema.DecisionINT8 %.4f ms; want both > 0", r.ID, r.FP32Ms, r.INT8Ms)
 		}
 	}
 	// MNIST's kinds in graph order: its 3x3 convolutions, Flatten, Gemm;
@@ -299,7 +300,7 @@ func TestSearchBudget(t *testing.T) {
 		if f.BudgetExhausted != (f.StoppedBefore != "") {
 			t.Errorf("budget %s: budget_exhausted %v but stopped_before %q", budget, f.BudgetExhausted, f.StoppedBefore)
 		}
-		if f.Recommended == RecommendINT8 {
+		if f.Recommended == schema.RecommendINT8 {
 			confirmed := 0
 			for _, tm := range f.Timings {
 				if tm.Confirmation {
@@ -307,11 +308,11 @@ func TestSearchBudget(t *testing.T) {
 				}
 			}
 			if confirmed == 0 {
-				t.Errorf("budget %s: INT8 recommended without a confirmation: %+v", budget, f.Timings)
+				t.Errorf("budget %s: schema.DecisionINT8 recommended without a confirmation: %+v", budget, f.Timings)
 			}
 		}
 		if budget == time.Millisecond {
-			if !f.BudgetExhausted || f.Recommended != RecommendFP32 || len(f.Timings) != 0 || !strings.Contains(f.Reason, "budget ended") {
+			if !f.BudgetExhausted || f.Recommended != schema.RecommendFP32 || len(f.Timings) != 0 || !strings.Contains(f.Reason, "budget ended") {
 				t.Errorf("a 1ms budget: exhausted %v, recommended %s, %d timings, reason %q; want exhausted, FP32, no timing, the reason saying so",
 					f.BudgetExhausted, f.Recommended, len(f.Timings), f.Reason)
 			}

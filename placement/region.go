@@ -21,36 +21,15 @@ import (
 
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 )
-
-// Decisions of a region.
-const (
-	INT8  = "int8"
-	Float = "float"
-)
-
-// Region is one node the accuracy-valid INT8 model quantizes.
-type Region struct {
-	// ID is the node's name, or "#index op" for an unnamed node.
-	ID string `json:"region"`
-	// Index is the node's position in the float graph: what
-	// quantize.Options.KeepFloat takes.
-	Index    int    `json:"node_index"`
-	Op       string `json:"op"`
-	Decision string `json:"decision"`
-	// FP32Ms and INT8Ms are the region's profiled median time per run at
-	// batch 1 (INT8 including the Q/DQ at its borders that ORT did not
-	// fuse); zero when not measured.
-	FP32Ms float64 `json:"fp32_ms"`
-	INT8Ms float64 `json:"int8_ms"`
-}
 
 // quantized is the INT8 model quantize.Apply makes from the float bytes,
 // with the regions it quantized (in graph order, every one int8).
 type quantized struct {
 	model      *graph.Model
 	serialized graph.Serialized
-	regions    []Region
+	regions    []schema.Region
 	// nodes are the region nodes of model, by region.
 	nodes []*graph.Node
 	// what describes a whole-model alternative in the file's reason ("":
@@ -63,7 +42,7 @@ type quantized struct {
 // quantizeKeeping quantizes a fresh copy of float with the regions whose
 // decision is Float kept float. With regions nil it finds the regions: the
 // nodes Apply rewrote.
-func quantizeKeeping(float graph.Serialized, ranges map[string][2]float64, opts quantize.Options, regions []Region) (*quantized, error) {
+func quantizeKeeping(float graph.Serialized, ranges map[string][2]float64, opts quantize.Options, regions []schema.Region) (*quantized, error) {
 	m, err := float.Parse()
 	if err != nil {
 		return nil, err
@@ -73,7 +52,7 @@ func quantizeKeeping(float graph.Serialized, ranges map[string][2]float64, opts 
 		if r.Index < 0 || r.Index >= len(m.Graph.Nodes) {
 			return nil, fmt.Errorf("region %q: node index %d is outside the graph's %d nodes", r.ID, r.Index, len(m.Graph.Nodes))
 		}
-		if r.Decision == Float {
+		if r.Decision == schema.DecisionFloat {
 			opts.KeepFloat = append(opts.KeepFloat, r.Index)
 		}
 	}
@@ -107,7 +86,7 @@ func quantizeKeeping(float graph.Serialized, ranges map[string][2]float64, opts 
 			if id == "" {
 				id = fmt.Sprintf("#%d %s", i, n.OpType)
 			}
-			q.regions = append(q.regions, Region{ID: id, Index: i, Op: n.OpType, Decision: INT8})
+			q.regions = append(q.regions, schema.Region{ID: id, Index: i, Op: n.OpType, Decision: schema.DecisionINT8})
 			q.nodes = append(q.nodes, n)
 		}
 	}
@@ -136,12 +115,12 @@ func readsDequantized(n *graph.Node) bool {
 
 // withDecisions returns regions with the ones whose node index is in float
 // kept float, every other one int8.
-func withDecisions(regions []Region, float map[int]bool) []Region {
+func withDecisions(regions []schema.Region, float map[int]bool) []schema.Region {
 	out := slices.Clone(regions)
 	for i := range out {
-		out[i].Decision = INT8
+		out[i].Decision = schema.DecisionINT8
 		if float[out[i].Index] {
-			out[i].Decision = Float
+			out[i].Decision = schema.DecisionFloat
 		}
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/tools/ortenv"
 )
 
@@ -87,9 +88,9 @@ func TestSchemeVariants(t *testing.T) {
 		}
 		errs[name] = rmsError(t, opts, run(t, b, in))
 	}
-	t.Logf("RMS error against FP32: static INT8 %.4g, variants %v", base, errs)
+	t.Logf("RMS error against FP32: static schema.DecisionINT8 %.4g, variants %v", base, errs)
 	if errs[CandidatePerTensor] <= 1.5*base {
-		t.Fatalf("per-tensor's error %.4g is within 1.5x static INT8's %.4g: the guard miss this test relies on did not happen", errs[CandidatePerTensor], base)
+		t.Fatalf("per-tensor's error %.4g is within 1.5x static schema.DecisionINT8's %.4g: the guard miss this test relies on did not happen", errs[CandidatePerTensor], base)
 	}
 	opts.Accept = func(b graph.Serialized) (bool, error) {
 		return rmsError(t, opts, run(t, b, in)) <= 1.5*base, nil
@@ -109,7 +110,7 @@ func TestSchemeVariants(t *testing.T) {
 	if s := f.Schemes[CandidatePerTensor]; s.Activations != "uint8" || s.PerChannel {
 		t.Errorf("per-tensor's recorded scheme %+v", s)
 	}
-	if s := f.Schemes[CandidateAllINT8]; s.Activations != "uint8" || !s.PerChannel || s.Format != "qdq" {
+	if s := f.Schemes[schema.CandidateAllINT8]; s.Activations != "uint8" || !s.PerChannel || s.Format != "qdq" {
 		t.Errorf("all-int8's recorded scheme %+v", s)
 	}
 	if f.Scheme == nil || *f.Scheme != f.Schemes[f.Chosen] {
@@ -202,9 +203,9 @@ func TestReduceRangeVariant(t *testing.T) {
 // A later batch size the budget cannot fit every candidate into times
 // FP32 and the INT8 candidates within 2x of the fastest at the first.
 func TestContenders(t *testing.T) {
-	tm := Timing{P50Ms: map[string]float64{CandidateFP32: 7, CandidateAllINT8: 2.6, CandidateS8S8: 8.7, CandidatePerTensor: 2.4, CandidateDynamic: 4.8}}
-	got := contenders(tm, []string{CandidateFP32, CandidateAllINT8, CandidateS8S8, CandidatePerTensor, CandidateDynamic})
-	if want := []string{CandidateFP32, CandidateAllINT8, CandidatePerTensor, CandidateDynamic}; !slices.Equal(got, want) {
+	tm := schema.PlacementTiming{P50Ms: map[string]float64{schema.CandidateFP32: 7, schema.CandidateAllINT8: 2.6, CandidateS8S8: 8.7, CandidatePerTensor: 2.4, CandidateDynamic: 4.8}}
+	got := contenders(tm, []string{schema.CandidateFP32, schema.CandidateAllINT8, CandidateS8S8, CandidatePerTensor, CandidateDynamic})
+	if want := []string{schema.CandidateFP32, schema.CandidateAllINT8, CandidatePerTensor, CandidateDynamic}; !slices.Equal(got, want) {
 		t.Errorf("contenders %v, want %v", got, want)
 	}
 }
@@ -214,10 +215,10 @@ func TestContenders(t *testing.T) {
 // fastest left when it was checked, so at least as fast as the chosen
 // one; the checked ones that miss the budget (misses) are exactly the
 // rejected ones; no faster candidate that misses it went unchecked.
-func checkLazyChoice(t *testing.T, f *File, misses map[string]bool) {
+func checkLazyChoice(t *testing.T, f *schema.Placement, misses map[string]bool) {
 	t.Helper()
 	// The decision's timings: the confirmations came after it.
-	var searched []Timing
+	var searched []schema.PlacementTiming
 	for _, tm := range f.Timings {
 		if !tm.Confirmation {
 			searched = append(searched, tm)
@@ -266,20 +267,39 @@ func TestLazyAccuracyChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Chosen != CandidateAllINT8 {
+	if f.Chosen != schema.CandidateAllINT8 {
 		t.Errorf("chose %s, want all-int8 (every other candidate misses the budget)", f.Chosen)
 	}
 	misses := map[string]bool{}
 	for _, tm := range f.Timings {
 		for c := range tm.P50Ms {
-			misses[c] = c != CandidateFP32 && c != CandidateAllINT8
+			misses[c] = c != schema.CandidateFP32 && c != schema.CandidateAllINT8
 		}
 	}
 	checkLazyChoice(t, f, misses)
-	if slices.Contains(f.Checked, CandidateAllINT8) {
+	if slices.Contains(f.Checked, schema.CandidateAllINT8) {
 		t.Errorf("all-int8 checked again: %v", f.Checked)
 	}
 	if calls < len(f.Checked) {
 		t.Errorf("%d accuracy checks, %d recorded", calls, len(f.Checked))
+	}
+}
+
+// placement.json's summary (schema.Placement.Summary, which report.md and
+// optc diff print without this package) tells the whole-model
+// alternatives from the placements of the regions as this package's
+// table does.
+func TestSummaryKnowsTheAlternatives(t *testing.T) {
+	regions := []schema.Region{{Decision: schema.DecisionINT8}, {Decision: schema.DecisionFloat}}
+	var names []string
+	for _, a := range alternatives {
+		names = append(names, a.name)
+	}
+	names = append(names, schema.CandidateFP32, schema.CandidateAllINT8, schema.CandidateGuided, schema.CandidateGreedy, "")
+	for _, name := range names {
+		got := (&schema.Placement{Chosen: name, Regions: regions}).Summary()
+		if whole := strings.Contains(got, "not a placement"); whole != IsAlternative(name) {
+			t.Errorf("chosen %q: summary %q, but IsAlternative says %v", name, got, IsAlternative(name))
+		}
 	}
 }

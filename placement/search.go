@@ -15,33 +15,11 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/quantize"
-)
-
-// The modes: what `--placement` takes besides a file.
-const (
-	ModeAuto    = "auto"     // measure and decide
-	ModeAllINT8 = "all-int8" // every region int8, nothing measured
-	// ModeReplay is what optc before 2027 wrote into the placement.json of
-	// a replayed build; a replay now keeps the file's own mode (Replay).
-	ModeReplay = "replay"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // Modes are what `--placement` takes besides a placement file.
-var Modes = []string{ModeAuto, ModeAllINT8}
-
-// Candidates the search times against each other.
-const (
-	CandidateFP32    = "fp32"
-	CandidateAllINT8 = "all-int8"
-	CandidateGuided  = "profile-guided" // regions slower in INT8 kept float
-	CandidateGreedy  = "greedy"         // kinds of region reverted by A/B timing
-)
-
-// Recommendations for the ORT CPU artifact.
-const (
-	RecommendINT8 = "int8"
-	RecommendFP32 = "fp32"
-)
+var Modes = []string{schema.ModeAuto, schema.ModeAllINT8}
 
 // noise is the relative margin within which two medians count as equal:
 // INT8 is chosen only when it is faster than FP32 by more than this, and
@@ -89,80 +67,17 @@ func (o Options) progress(format string, args ...any) {
 	}
 }
 
-// File is placement.json.
-type File struct {
-	Schema int    `json:"schema"`
-	Mode   string `json:"mode"`
-	// Recommended is what the ORT CPU artifact should be, and Chosen the
-	// candidate the regions' decisions describe (the INT8 model written).
-	Recommended string   `json:"recommended"`
-	Chosen      string   `json:"chosen"`
-	Reason      string   `json:"reason"`
-	CPU         string   `json:"cpu,omitempty"`
-	CPUFlags    []string `json:"cpu_features,omitempty"`
-	Level       string   `json:"ort_level"`
-	// Threads is the intra-op thread count decisions were made at (0: one
-	// per core, ORT's default).
-	Threads int      `json:"threads"`
-	Regions []Region `json:"regions"`
-	// Greedy is the greedy search's moves; Timings the whole-model A/B
-	// medians behind the decision.
-	Greedy        []Step   `json:"greedy,omitempty"`
-	Timings       []Timing `json:"timings,omitempty"`
-	SearchSeconds float64  `json:"search_seconds"`
-	BudgetSeconds float64  `json:"budget_seconds"`
-	// BudgetExhausted says the budget ended the measurements early, and
-	// StoppedBefore names the first step it left out (with its predicted
-	// cost and the time left).
-	BudgetExhausted bool   `json:"budget_exhausted"`
-	StoppedBefore   string `json:"stopped_before,omitempty"`
-	// Rejected lists the candidates (the profile-guided placement, dynamic
-	// INT8, the scheme variants) that missed the accuracy budget when the
-	// decision would have picked them, with why; NotTried the alternatives
-	// the budget left unbuilt. Checked names, in order, every candidate
-	// whose accuracy the search checked (all-INT8 was before it).
-	Rejected []string `json:"rejected,omitempty"`
-	Checked  []string `json:"accuracy_checked,omitempty"`
-	NotTried []string `json:"not_tried,omitempty"`
-	// Scheme is the quantization scheme of the chosen candidate's model,
-	// and Schemes that of every candidate built, by name.
-	Scheme  *Scheme           `json:"scheme,omitempty"`
-	Schemes map[string]Scheme `json:"schemes,omitempty"`
-	// Aligned is the alignment step's timing and choice (see Alignment);
-	// absent when it was not tried.
-	Aligned *Alignment `json:"aligned_channels,omitempty"`
-}
-
-// Timing is one A/B comparison: median ms per run of each candidate, and
-// how many runs each got (fewer for a candidate that left the window
-// clearly slower than FP32 and the fastest INT8 candidate).
-type Timing struct {
-	Threads int                `json:"threads"`
-	Batch   int                `json:"batch"`
-	P50Ms   map[string]float64 `json:"p50_ms"`
-	Runs    map[string]int     `json:"runs,omitempty"`
-	// LeftOut are the candidates whose sessions did not fit timingBytes
-	// beside the others' (the slowest at the first batch size go last):
-	// not timed at this batch size, so not chosen.
-	LeftOut []string `json:"left_out,omitempty"`
-	// Confirmation marks the second, fresh-session timing of an INT8 win.
-	Confirmation bool `json:"confirmation,omitempty"`
-}
-
-// SchemaVersion is the placement.json format written.
-const SchemaVersion = 1
-
 // AllINT8 is today's behaviour: every region int8, nothing measured.
-func AllINT8(opts Options) (*File, graph.Serialized, error) {
+func AllINT8(opts Options) (*schema.Placement, graph.Serialized, error) {
 	q, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, nil)
 	if err != nil {
 		return nil, graph.Serialized{}, err
 	}
-	f := newFile(opts, ModeAllINT8, q.regions)
-	f.Recommended, f.Chosen = RecommendINT8, CandidateAllINT8
+	f := newFile(opts, schema.ModeAllINT8, q.regions)
+	f.Recommended, f.Chosen = schema.RecommendINT8, schema.CandidateAllINT8
 	s := SchemeOf(q.report)
 	f.Scheme = &s
-	f.Reason = fmt.Sprintf("INT8 (all %d regions; --placement all-int8, not measured)", len(f.Regions))
+	f.Reason = fmt.Sprintf("schema.DecisionINT8 (all %d regions; --placement all-int8, not measured)", len(f.Regions))
 	return f, q.serialized, nil
 }
 
@@ -171,12 +86,12 @@ func AllINT8(opts Options) (*File, graph.Serialized, error) {
 // settings quantize. The file returned is the one given, unchanged (its
 // mode says how the decisions were made, not that they were replayed), so
 // that a replayed build writes the same placement.json byte for byte.
-func Replay(opts Options, from *File) (*File, graph.Serialized, error) {
-	if from.Schema != SchemaVersion {
-		return nil, graph.Serialized{}, fmt.Errorf("placement file schema %d, want %d", from.Schema, SchemaVersion)
+func Replay(opts Options, from *schema.Placement) (*schema.Placement, graph.Serialized, error) {
+	if from.Schema != schema.PlacementVersion {
+		return nil, graph.Serialized{}, fmt.Errorf("placement file schema %d, want %d", from.Schema, schema.PlacementVersion)
 	}
-	if from.Recommended != RecommendINT8 && from.Recommended != RecommendFP32 {
-		return nil, graph.Serialized{}, fmt.Errorf("placement file recommends %q, want %q or %q", from.Recommended, RecommendINT8, RecommendFP32)
+	if from.Recommended != schema.RecommendINT8 && from.Recommended != schema.RecommendFP32 {
+		return nil, graph.Serialized{}, fmt.Errorf("placement file recommends %q, want %q or %q", from.Recommended, schema.RecommendINT8, schema.RecommendFP32)
 	}
 	if a := from.Aligned; a != nil && a.Chosen {
 		padded, convs, err := aligned(opts, a.Channels)
@@ -201,15 +116,15 @@ func Replay(opts Options, from *File) (*File, graph.Serialized, error) {
 			return nil, graph.Serialized{}, fmt.Errorf("placement file region %d is %q (node %d, %s), this model's is %q (node %d, %s): it was made for another model or other quantization settings",
 				i, r.ID, r.Index, r.Op, a.ID, a.Index, a.Op)
 		}
-		if r.Decision != INT8 && r.Decision != Float {
-			return nil, graph.Serialized{}, fmt.Errorf("placement file region %q: decision %q, want %q or %q", r.ID, r.Decision, INT8, Float)
+		if r.Decision != schema.DecisionINT8 && r.Decision != schema.DecisionFloat {
+			return nil, graph.Serialized{}, fmt.Errorf("placement file region %q: decision %q, want %q or %q", r.ID, r.Decision, schema.DecisionINT8, schema.DecisionFloat)
 		}
 	}
 	f := *from
 	if IsAlternative(from.Chosen) {
 		m, rep, err := Build(from.Chosen, opts.Float, opts.Ranges, opts.Quant)
 		if err == nil && rep == nil {
-			err = fmt.Errorf("placement file chose %s, which this model and these quantization settings do not take (a scheme variant of a setting given explicitly, or dynamic INT8 on a model without MatMul/Gemm)", from.Chosen)
+			err = fmt.Errorf("placement file chose %s, which this model and these quantization settings do not take (a scheme variant of a setting given explicitly, or dynamic schema.DecisionINT8 on a model without MatMul/Gemm)", from.Chosen)
 		}
 		if err != nil {
 			return nil, graph.Serialized{}, err
@@ -231,12 +146,12 @@ func Replay(opts Options, from *File) (*File, graph.Serialized, error) {
 // (BudgetExhausted, StoppedBefore, the reason) and the best placement
 // measured so far is returned: FP32 is recommended unless an INT8
 // placement was measured and confirmed faster.
-func Search(opts Options) (*File, graph.Serialized, error) {
+func Search(opts Options) (*schema.Placement, graph.Serialized, error) {
 	f, b, _, err := search(opts)
 	return f, b, err
 }
 
-func search(opts Options) (*File, graph.Serialized, *clock, error) {
+func search(opts Options) (*schema.Placement, graph.Serialized, *clock, error) {
 	if opts.Budget <= 0 {
 		opts.Budget = time.Minute
 	}
@@ -259,8 +174,8 @@ type searcher struct {
 	// the FP32 model profiled beside all (fp unless the candidates were
 	// made from a padded model).
 	all, fp, prof *quantized
-	f             *File
-	alignment     *Alignment
+	f             *schema.Placement
+	alignment     *schema.Alignment
 	cands         []string // the candidates, FP32 first
 	models        map[string]*quantized
 }
@@ -273,7 +188,7 @@ var errUnmeasured = errors.New("placement: unmeasured")
 // optional candidates, the greedy search, the A/B timing, the lazy
 // accuracy check, the confirmation of a win and the timings for the
 // record.
-func (s *searcher) run() (*File, graph.Serialized, error) {
+func (s *searcher) run() (*schema.Placement, graph.Serialized, error) {
 	opts := s.opts
 	var err error
 	if s.all, err = s.build(nil, nil); err != nil {
@@ -285,10 +200,10 @@ func (s *searcher) run() (*File, graph.Serialized, error) {
 	if err := s.baselines(); err != nil {
 		return nil, graph.Serialized{}, err
 	}
-	s.f = newFile(s.opts, ModeAuto, s.all.regions)
+	s.f = newFile(s.opts, schema.ModeAuto, s.all.regions)
 	s.f.Aligned = s.alignment
-	s.cands = []string{CandidateFP32, CandidateAllINT8}
-	s.models = map[string]*quantized{CandidateFP32: s.fp, CandidateAllINT8: s.all}
+	s.cands = []string{schema.CandidateFP32, schema.CandidateAllINT8}
+	s.models = map[string]*quantized{schema.CandidateFP32: s.fp, schema.CandidateAllINT8: s.all}
 	slower, err := s.profile()
 	if err == nil {
 		err = s.optionalCandidates(slower)
@@ -299,8 +214,8 @@ func (s *searcher) run() (*File, graph.Serialized, error) {
 	}
 	if errors.Is(err, errUnmeasured) {
 		// Nothing slower than FP32 may ship, so FP32 it is.
-		s.f.Recommended, s.f.Chosen = RecommendFP32, CandidateAllINT8
-		s.f.Reason = fmt.Sprintf("FP32: the %s placement budget ended before INT8 was timed against FP32 (stopped before %s)", opts.Budget, s.clk.stoppedBefore)
+		s.f.Recommended, s.f.Chosen = schema.RecommendFP32, schema.CandidateAllINT8
+		s.f.Reason = fmt.Sprintf("FP32: the %s placement budget ended before schema.DecisionINT8 was timed against FP32 (stopped before %s)", opts.Budget, s.clk.stoppedBefore)
 		return s.done()
 	}
 	if err != nil {
@@ -320,7 +235,7 @@ func (s *searcher) run() (*File, graph.Serialized, error) {
 
 // build makes the candidate with the regions in float kept float, timed
 // on the clock.
-func (s *searcher) build(float map[int]bool, regions []Region) (*quantized, error) {
+func (s *searcher) build(float map[int]bool, regions []schema.Region) (*quantized, error) {
 	var q *quantized
 	d, err := s.clk.step(func() (err error) {
 		q, err = quantizeKeeping(s.opts.Float, s.opts.Ranges, s.opts.Quant, withDecisions(regions, float))
@@ -346,9 +261,9 @@ func (s *searcher) accept(b graph.Serialized) (bool, error) {
 // quantized region: what was quantized sits inside If/Loop branches. That
 // model is written as it is, and the ORT artifact stays FP32: no
 // measurement said INT8 pays.
-func (s *searcher) nothingToTime() (*File, graph.Serialized, error) {
-	f := newFile(s.opts, ModeAuto, []Region{})
-	f.Recommended, f.Chosen = RecommendFP32, CandidateAllINT8
+func (s *searcher) nothingToTime() (*schema.Placement, graph.Serialized, error) {
+	f := newFile(s.opts, schema.ModeAuto, []schema.Region{})
+	f.Recommended, f.Chosen = schema.RecommendFP32, schema.CandidateAllINT8
 	sc := SchemeOf(s.all.report)
 	f.Scheme = &sc
 	f.Reason = "FP32: the main graph has no quantized region to time (what was quantized is inside If/Loop branches); model.int8.onnx holds it, not measured"
@@ -365,7 +280,7 @@ func (s *searcher) baselines() error {
 		return err
 	}
 	s.prof = s.fp
-	var alignment *Alignment
+	var alignment *schema.Alignment
 	if s.opts, s.all, alignment, err = align(s.opts, s.all, s.clk); err != nil {
 		return err
 	}
@@ -392,7 +307,7 @@ func (s *searcher) profile() (map[int]bool, error) {
 		return nil, errUnmeasured
 	}
 	var fpTimes, int8Times map[string]float64
-	opts.progress("placement: profiling FP32 and all-INT8 per region at batch %d", b0)
+	opts.progress("placement: profiling FP32 and all-schema.DecisionINT8 per region at batch %d", b0)
 	if _, err := clk.step(func() (err error) {
 		var k cost
 		fpTimes, k, err = nodeTimes(s.prof.serialized, opts.Session, in1)
@@ -401,7 +316,7 @@ func (s *searcher) profile() (map[int]bool, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("profiling the FP32 model: %w", err)
 	}
-	if !clk.fits("profiling the INT8 model", clk.profile(b0), 0) {
+	if !clk.fits("profiling the schema.DecisionINT8 model", clk.profile(b0), 0) {
 		return nil, errUnmeasured
 	}
 	if _, err := clk.step(func() (err error) {
@@ -410,7 +325,7 @@ func (s *searcher) profile() (map[int]bool, error) {
 		clk.observe(k, b0)
 		return err
 	}); err != nil {
-		return nil, fmt.Errorf("profiling the INT8 model: %w", err)
+		return nil, fmt.Errorf("profiling the schema.DecisionINT8 model: %w", err)
 	}
 	fpCost, int8Cost := regionCosts(s.prof, fpTimes), regionCosts(s.all, int8Times)
 	slower := map[int]bool{}
@@ -464,7 +379,7 @@ func (s *searcher) optionalCandidates(slower map[int]bool) error {
 		if err != nil {
 			return err
 		}
-		s.add(CandidateGuided, g)
+		s.add(schema.CandidateGuided, g)
 	}
 	if err := s.alternatives(); err != nil {
 		return err
@@ -481,7 +396,7 @@ func (s *searcher) optionalCandidates(slower map[int]bool) error {
 	}
 	s.f.Greedy = steps
 	if gr != nil {
-		s.add(CandidateGreedy, gr)
+		s.add(schema.CandidateGreedy, gr)
 	}
 	return nil
 }
@@ -527,7 +442,7 @@ func (s *searcher) alternatives() error {
 // timeAt times the candidates names at threads and batch; its turns stop
 // at stop (after the least), so that the steps reserved after it keep
 // their time.
-func (s *searcher) timeAt(threads, batch int, names []string, stop time.Time, retire func([][]float64, []bool)) (*Timing, error) {
+func (s *searcher) timeAt(threads, batch int, names []string, stop time.Time, retire func([][]float64, []bool)) (*schema.PlacementTiming, error) {
 	bs := make([]graph.Serialized, len(names))
 	for i, n := range names {
 		bs[i] = s.models[n].serialized
@@ -545,7 +460,7 @@ func (s *searcher) timeAt(threads, batch int, names []string, stop time.Time, re
 	if err != nil {
 		return nil, fmt.Errorf("timing the candidates at batch %d, %d threads: %w", batch, threads, err)
 	}
-	t := &Timing{Threads: threads, Batch: batch, P50Ms: map[string]float64{}, Runs: map[string]int{}}
+	t := &schema.PlacementTiming{Threads: threads, Batch: batch, P50Ms: map[string]float64{}, Runs: map[string]int{}}
 	for i, n := range names {
 		if k.runs[i] == 0 {
 			t.LeftOut = append(t.LeftOut, n)
@@ -604,10 +519,10 @@ func (s *searcher) timeCandidates() error {
 // to keep it.
 func (s *searcher) checkAccuracy() error {
 	f := s.f
-	checked := map[string]bool{CandidateAllINT8: true, CandidateGreedy: true}
+	checked := map[string]bool{schema.CandidateAllINT8: true, schema.CandidateGreedy: true}
 	for choose(f, s.cands, s.models); !checked[f.Chosen]; choose(f, s.cands, s.models) {
 		if s.opts.Accept != nil {
-			s.opts.progress("placement: checking the accuracy of %s, the fastest INT8 candidate left", f.Chosen)
+			s.opts.progress("placement: checking the accuracy of %s, the fastest schema.DecisionINT8 candidate left", f.Chosen)
 		}
 		ok, err := s.accept(s.models[f.Chosen].serialized)
 		if err != nil {
@@ -632,10 +547,10 @@ func (s *searcher) checkAccuracy() error {
 // A win the budget leaves unconfirmed is not shipped.
 func (s *searcher) confirm() error {
 	f, clk := s.f, s.clk
-	if f.Recommended != RecommendINT8 {
+	if f.Recommended != schema.RecommendINT8 {
 		return nil
 	}
-	var confirm []Timing
+	var confirm []schema.PlacementTiming
 	for i, t := range f.Timings {
 		var after time.Duration // the confirmations still to come
 		for _, u := range f.Timings[i+1:] {
@@ -645,10 +560,10 @@ func (s *searcher) confirm() error {
 		// to the least turns by a short budget is too noisy to ship INT8
 		// on, so it is not started.
 		need := clk.confirmation(t.Batch)
-		if !clk.fits(fmt.Sprintf("confirming INT8 at batch %d", t.Batch), need, after) {
+		if !clk.fits(fmt.Sprintf("confirming schema.DecisionINT8 at batch %d", t.Batch), need, after) {
 			break
 		}
-		c, err := s.timeAt(t.Threads, t.Batch, []string{CandidateFP32, f.Chosen}, time.Now().Add(need), nil)
+		c, err := s.timeAt(t.Threads, t.Batch, []string{schema.CandidateFP32, f.Chosen}, time.Now().Add(need), nil)
 		if err != nil {
 			return err
 		}
@@ -659,11 +574,11 @@ func (s *searcher) confirm() error {
 	f.Timings = append(f.Timings, confirm...)
 	switch sp, w := speedup(confirm, f.Threads, f.Chosen); {
 	case len(confirm) < searched:
-		f.Recommended = RecommendFP32
-		f.Reason = fmt.Sprintf("FP32: INT8 was faster when searched (%s) but the %s placement budget ended before the win was confirmed at every batch size", f.Reason, s.opts.Budget)
+		f.Recommended = schema.RecommendFP32
+		f.Reason = fmt.Sprintf("FP32: schema.DecisionINT8 was faster when searched (%s) but the %s placement budget ended before the win was confirmed at every batch size", f.Reason, s.opts.Budget)
 	case !wins(sp, w):
-		f.Recommended = RecommendFP32
-		f.Reason = fmt.Sprintf("FP32: INT8 was faster when searched (%s) but %.2fx the speed of FP32 when confirmed: within noise", f.Reason, sp)
+		f.Recommended = schema.RecommendFP32
+		f.Reason = fmt.Sprintf("FP32: schema.DecisionINT8 was faster when searched (%s) but %.2fx the speed of FP32 when confirmed: within noise", f.Reason, sp)
 	}
 	return nil
 }
@@ -676,7 +591,7 @@ func (s *searcher) otherThreads() error {
 			if !s.clk.fits(fmt.Sprintf("timing at batch %d, %s (for the record)", b, threadWords(threads)), s.clk.timing(2, b), 0) {
 				return nil
 			}
-			t, err := s.timeAt(threads, b, []string{CandidateFP32, s.f.Chosen}, s.clk.deadline, nil)
+			t, err := s.timeAt(threads, b, []string{schema.CandidateFP32, s.f.Chosen}, s.clk.deadline, nil)
 			if err != nil {
 				return err
 			}
@@ -688,12 +603,12 @@ func (s *searcher) otherThreads() error {
 
 // done ends the search: the regions' decisions are the chosen
 // candidate's, and a search the budget cut short says where.
-func (s *searcher) done() (*File, graph.Serialized, error) {
+func (s *searcher) done() (*schema.Placement, graph.Serialized, error) {
 	f := s.f
 	chosen := s.models[f.Chosen]
 	f.Regions = withDecisions(f.Regions, indices(chosen.regions, isFloat))
 	for name, q := range s.models {
-		if name != CandidateFP32 && q.report != nil {
+		if name != schema.CandidateFP32 && q.report != nil {
 			f.Schemes[name] = SchemeOf(q.report)
 		}
 	}
@@ -714,16 +629,16 @@ func (s *searcher) done() (*File, graph.Serialized, error) {
 // every candidate (one 2x slower at the first batch size would have to
 // be 2x faster than the fastest at every later one to win the geometric
 // mean).
-func contenders(t Timing, cands []string) []string {
+func contenders(t schema.PlacementTiming, cands []string) []string {
 	best := math.Inf(1)
 	for _, c := range cands {
-		if c != CandidateFP32 {
+		if c != schema.CandidateFP32 {
 			best = min(best, t.P50Ms[c])
 		}
 	}
 	var out []string
 	for _, c := range cands {
-		if c == CandidateFP32 || t.P50Ms[c] <= 2*best {
+		if c == schema.CandidateFP32 || t.P50Ms[c] <= 2*best {
 			out = append(out, c)
 		}
 	}
@@ -733,10 +648,10 @@ func contenders(t Timing, cands []string) []string {
 // byFirstTiming orders the candidates as t timed them, fastest first,
 // FP32 first of all and those t did not time last (ties and the untimed
 // in their order).
-func byFirstTiming(t Timing, cands []string) []string {
+func byFirstTiming(t schema.PlacementTiming, cands []string) []string {
 	key := func(c string) float64 {
 		switch p, ok := t.P50Ms[c]; {
-		case c == CandidateFP32:
+		case c == schema.CandidateFP32:
 			return -1
 		case !ok || p <= 0:
 			return math.Inf(1)
@@ -754,10 +669,10 @@ func byFirstTiming(t Timing, cands []string) []string {
 // the candidates timed at every batch size timed) and
 // recommends it when it wins (see wins); otherwise FP32 is recommended and
 // the fastest INT8 candidate is still what the INT8 model holds.
-func choose(f *File, cands []string, models map[string]*quantized) {
+func choose(f *schema.Placement, cands []string, models map[string]*quantized) {
 	best, bestSpeedup, worst := "", 0.0, 0.0
 	for _, c := range cands {
-		if c == CandidateFP32 || slices.ContainsFunc(f.Timings, func(t Timing) bool { return t.Threads == f.Threads && t.P50Ms[c] == 0 }) {
+		if c == schema.CandidateFP32 || slices.ContainsFunc(f.Timings, func(t schema.PlacementTiming) bool { return t.Threads == f.Threads && t.P50Ms[c] == 0 }) {
 			continue
 		}
 		if s, w := speedup(f.Timings, f.Threads, c); s > bestSpeedup {
@@ -767,30 +682,30 @@ func choose(f *File, cands []string, models map[string]*quantized) {
 	if best == "" {
 		// Every INT8 candidate timed at every batch size missed the
 		// accuracy budget (those the budget's contenders rule kept).
-		f.Chosen, f.Recommended = CandidateAllINT8, RecommendFP32
-		f.Reason = "FP32: no INT8 candidate timed at every batch size keeps the accuracy budget"
+		f.Chosen, f.Recommended = schema.CandidateAllINT8, schema.RecommendFP32
+		f.Reason = "FP32: no schema.DecisionINT8 candidate timed at every batch size keeps the accuracy budget"
 		return
 	}
 	f.Chosen = best
-	what := fmt.Sprintf("INT8 (all %d regions)", len(f.Regions))
+	what := fmt.Sprintf("schema.DecisionINT8 (all %d regions)", len(f.Regions))
 	if n := len(indices(models[best].regions, isFloat)); n > 0 {
-		what = fmt.Sprintf("INT8 with %d of %d regions float", n, len(f.Regions))
+		what = fmt.Sprintf("schema.DecisionINT8 with %d of %d regions float", n, len(f.Regions))
 	}
 	if w := models[best].what; w != "" {
 		what = w
 	}
 	at := fmt.Sprintf("batch %s, %s", batchList(f), threadWords(f.Threads))
 	if wins(bestSpeedup, worst) {
-		f.Recommended = RecommendINT8
+		f.Recommended = schema.RecommendINT8
 		f.Reason = fmt.Sprintf("%s: %.2fx faster than FP32 (%s)", what, bestSpeedup, at)
 		return
 	}
-	f.Recommended = RecommendFP32
+	f.Recommended = schema.RecommendFP32
 	if bestSpeedup >= 1 {
-		f.Reason = fmt.Sprintf("FP32: the fastest INT8 placement (%s) was %.2fx the speed of FP32, within noise or slower at one batch size (%s)", what, bestSpeedup, at)
+		f.Reason = fmt.Sprintf("FP32: the fastest schema.DecisionINT8 placement (%s) was %.2fx the speed of FP32, within noise or slower at one batch size (%s)", what, bestSpeedup, at)
 		return
 	}
-	f.Reason = fmt.Sprintf("FP32: INT8 was %.2fx slower on this CPU (fastest placement: %s; %s)", 1/bestSpeedup, what, at)
+	f.Reason = fmt.Sprintf("FP32: schema.DecisionINT8 was %.2fx slower on this CPU (fastest placement: %s; %s)", 1/bestSpeedup, what, at)
 }
 
 // wins: faster than FP32 by more than the noise overall and not slower
@@ -799,12 +714,12 @@ func wins(speedup, worst float64) bool { return speedup > 1+noise && worst >= 1-
 
 // speedup is the geometric mean over batch sizes of FP32's median over the
 // candidate's, and the worst of those ratios, in timings at threads.
-func speedup(timings []Timing, threads int, c string) (mean, worst float64) {
+func speedup(timings []schema.PlacementTiming, threads int, c string) (mean, worst float64) {
 	logSum, n := 0.0, 0
 	worst = math.Inf(1)
 	for _, t := range timings {
 		if t.Threads == threads && t.P50Ms[c] > 0 {
-			r := t.P50Ms[CandidateFP32] / t.P50Ms[c]
+			r := t.P50Ms[schema.CandidateFP32] / t.P50Ms[c]
 			logSum += math.Log(r)
 			worst = min(worst, r)
 			n++
@@ -816,10 +731,10 @@ func speedup(timings []Timing, threads int, c string) (mean, worst float64) {
 	return math.Exp(logSum / float64(n)), worst
 }
 
-func newFile(opts Options, mode string, regions []Region) *File {
-	return &File{Schema: SchemaVersion, Mode: mode, CPU: opts.CPU, CPUFlags: opts.CPUFlags,
+func newFile(opts Options, mode string, regions []schema.Region) *schema.Placement {
+	return &schema.Placement{Schema: schema.PlacementVersion, Mode: mode, CPU: opts.CPU, CPUFlags: opts.CPUFlags,
 		Level: opts.Session.Level.String(), Threads: opts.Session.IntraOpThreads, Regions: regions,
-		BudgetSeconds: opts.Budget.Seconds(), Schemes: map[string]Scheme{}}
+		BudgetSeconds: opts.Budget.Seconds(), Schemes: map[string]schema.Scheme{}}
 }
 
 // otherThreads are the thread counts measured besides the artifact's: 1
@@ -844,7 +759,7 @@ func threadWords(threads int) string {
 	return fmt.Sprintf("%d threads", threads)
 }
 
-func batchList(f *File) string {
+func batchList(f *schema.Placement) string {
 	s := ""
 	for _, t := range f.Timings {
 		if t.Threads == f.Threads {
@@ -857,10 +772,10 @@ func batchList(f *File) string {
 	return s
 }
 
-func isFloat(r Region) bool { return r.Decision == Float }
+func isFloat(r schema.Region) bool { return r.Decision == schema.DecisionFloat }
 
 // indices are the node indices of the regions keep selects (all when nil).
-func indices(regions []Region, keep func(Region) bool) map[int]bool {
+func indices(regions []schema.Region, keep func(schema.Region) bool) map[int]bool {
 	ids := map[int]bool{}
 	for _, r := range regions {
 		if keep == nil || keep(r) {

@@ -7,6 +7,7 @@ import (
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/placement"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // place applies opts.Placement to the accuracy-valid INT8 settings (the
@@ -28,14 +29,14 @@ func place(opts Options, float graph.Serialized, ranges map[string][2]float64, b
 			return err == nil && opts.meets(r), err
 		}
 	}
-	var f *placement.File
+	var f *schema.Placement
 	switch opts.Placement {
-	case placement.ModeAllINT8:
+	case schema.ModeAllINT8:
 		f, _, err = placement.AllINT8(po)
-	case placement.ModeAuto:
+	case schema.ModeAuto:
 		f, _, err = placement.Search(po)
 	default:
-		var from *placement.File
+		var from *schema.Placement
 		if from, err = placement.ReadFile(opts.Placement); err == nil {
 			if f, _, err = placement.Replay(po, from); err != nil {
 				err = fmt.Errorf("replaying %s: %w", opts.Placement, err)
@@ -48,7 +49,7 @@ func place(opts Options, float graph.Serialized, ranges map[string][2]float64, b
 	}
 	res.Placement = f
 	// The candidates were quantized from the float model with its conv
-	// channels padded when the search chose that (placement.Alignment):
+	// channels padded when the search chose that (schema.Alignment):
 	// so is the model written, and the per-tensor SQNR pairs it with that
 	// model's tensors.
 	if float, ranges, po.Quant, err = placement.Aligned(f, float, ranges, po.Quant); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
 )
@@ -33,7 +34,7 @@ func TestPlacementAllINT8IsToday(t *testing.T) {
 		}
 		return res
 	}
-	today, all := run("", "today.onnx"), run(placement.ModeAllINT8, "all.onnx")
+	today, all := run("", "today.onnx"), run(schema.ModeAllINT8, "all.onnx")
 	a, err := os.ReadFile(filepath.Join(dir, "today.onnx"))
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +47,7 @@ func TestPlacementAllINT8IsToday(t *testing.T) {
 		t.Error("--placement all-int8 wrote another model than optc quantize without placement")
 	}
 	p := all.Placement
-	if today.Placement != nil || p == nil || p.Mode != placement.ModeAllINT8 || p.Recommended != placement.RecommendINT8 ||
+	if today.Placement != nil || p == nil || p.Mode != schema.ModeAllINT8 || p.Recommended != schema.RecommendINT8 ||
 		len(p.Regions) != len(all.Quantize.Quantized) || len(p.KeepFloat()) != 0 {
 		t.Errorf("placement records: without %+v, all-int8 %+v", today.Placement, p)
 	}
@@ -93,9 +94,9 @@ func TestPlacementReplaysAlignedChannels(t *testing.T) {
 		t.Fatal("mobilenet_v3_small's 72-, 88- and 120-channel convs were not padded")
 	}
 
-	f := run(placement.ModeAllINT8, "all.onnx").Placement
-	f.Aligned = &placement.Alignment{Channels: align, Convs: convs, Chosen: true}
-	for _, chosen := range []string{placement.CandidateAllINT8, placement.CandidateQOperator} {
+	f := run(schema.ModeAllINT8, "all.onnx").Placement
+	f.Aligned = &schema.Alignment{Channels: align, Convs: convs, Chosen: true}
+	for _, chosen := range []string{schema.CandidateAllINT8, placement.CandidateQOperator} {
 		f.Chosen = chosen
 		js, err := f.Marshal()
 		if err != nil {

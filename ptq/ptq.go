@@ -196,7 +196,7 @@ type Result struct {
 	QualityLevel string `json:"quality_level"`
 	// Placement is the latency-aware placement (placement.json; ort
 	// with Options.Placement set).
-	Placement *placement.File `json:"placement,omitempty"`
+	Placement *schema.Placement `json:"placement,omitempty"`
 	// PlacementFrom is the placement.json Placement was replayed from
 	// (Options.Placement a file), "" when it was decided here.
 	PlacementFrom string `json:"placement_from,omitempty"`

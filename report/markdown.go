@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/optc-dev/optc/internal/jsonfloat"
-	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/report/schema"
 )
 
@@ -243,13 +242,13 @@ func writePruning(p *printer, pr *Pruning) {
 
 // writePlacement is the ORT CPU artifact's choice: what it is and why,
 // how many regions stayed int8, and the whole-model timings behind it.
-func writePlacement(p *printer, f *placement.File, from string) {
+func writePlacement(p *printer, f *schema.Placement, from string) {
 	p.f("\n<details><summary>ort artifact: %s</summary>\n\n", f.Reason)
 	p.f("INT8 placement (`placement.json`, %s): %s, candidate %q; ", f.Mode, f.Summary(), f.Chosen)
 	if from != "" {
 		p.f("replayed from `%s`, not measured by this build; as recorded, ", from)
 	}
-	if f.Mode == placement.ModeAuto {
+	if f.Mode == schema.ModeAuto {
 		p.f("measured in %.1f s of a %.3g s budget", f.SearchSeconds, f.BudgetSeconds)
 		if f.BudgetExhausted {
 			p.f(" (budget exhausted: stopped before %s)", f.StoppedBefore)

@@ -13,7 +13,6 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
 	"github.com/optc-dev/optc/latency"
-	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/report/schema"
 )
 
@@ -36,7 +35,7 @@ type Report struct {
 	Pruning *Pruning `json:"pruning,omitempty"`
 	// Placement is where the ort INT8 model is int8 and what the ORT
 	// CPU artifact is, with the timings behind it (placement.json).
-	Placement *placement.File `json:"placement,omitempty"`
+	Placement *schema.Placement `json:"placement,omitempty"`
 	// PlacementFrom is the placement.json Placement was replayed from
 	// ("" when this build decided it).
 	PlacementFrom string `json:"placement_from,omitempty"`

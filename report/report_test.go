@@ -13,7 +13,6 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
 	"github.com/optc-dev/optc/latency"
-	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/report/schema"
 )
 
@@ -40,10 +39,10 @@ func sample(inRuns, artRuns []float64, task, cosine float64) *Report {
 	return &Report{Schema: Schema, Kind: "build", Input: in.Name, Models: []*Model{in, art},
 		Passes:       []Pass{{Name: "fuse-conv-bn", Runs: 2, Removed: 4, Rewritten: 4}},
 		Quantization: []*Quantization{{Target: "ort", Model: "model.int8.onnx", Method: "percentile", CalibSamples: 200, Quantized: 4, SQNR: []TensorSQNR{{"a", 21.5}, {"b", 33}, {"c", 40}}}},
-		Placement: &placement.File{Schema: placement.SchemaVersion, Mode: placement.ModeAuto, Recommended: placement.RecommendFP32,
-			Chosen: placement.CandidateAllINT8, Reason: "FP32 (INT8 was 1.70x slower at batch 1)", CPU: "Test CPU", Level: "all",
-			Regions:       []placement.Region{{ID: "r0", Op: "Conv", Decision: placement.Float}, {ID: "r1", Op: "Conv", Decision: placement.INT8}},
-			Timings:       []placement.Timing{{Threads: 1, Batch: 1, P50Ms: map[string]float64{placement.CandidateFP32: 1, placement.CandidateAllINT8: 1.7}}},
+		Placement: &schema.Placement{Schema: schema.PlacementVersion, Mode: schema.ModeAuto, Recommended: schema.RecommendFP32,
+			Chosen: schema.CandidateAllINT8, Reason: "FP32 (INT8 was 1.70x slower at batch 1)", CPU: "Test CPU", Level: "all",
+			Regions:       []schema.Region{{ID: "r0", Op: "Conv", Decision: schema.DecisionFloat}, {ID: "r1", Op: "Conv", Decision: schema.DecisionINT8}},
+			Timings:       []schema.PlacementTiming{{Threads: 1, Batch: 1, P50Ms: map[string]float64{schema.CandidateFP32: 1, schema.CandidateAllINT8: 1.7}}},
 			SearchSeconds: 4.2, BudgetSeconds: 60},
 		Pruning: &Pruning{Methods: []*schema.PruneReport{{Method: "channels:auto", ParamsBefore: 900, ParamsAfter: 600, Layers: []schema.PruneLayer{
 			{Node: "conv1", Op: "Conv", Params: 144, Ratio: 0.5, Removed: 8, Refit: "least squares"},

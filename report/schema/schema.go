@@ -6,7 +6,9 @@
 package schema
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/optc-dev/optc/internal/jsonfloat"
@@ -434,3 +436,246 @@ type SmoothGroup struct {
 // how Q/DQ is placed: ptq runs it around calibration (it needs the data),
 // Apply takes its result.
 type Technique string
+
+// The modes: what `--placement` takes besides a file.
+const (
+	ModeAuto    = "auto"     // measure and decide
+	ModeAllINT8 = "all-int8" // every region int8, nothing measured
+	// ModeReplay is what optc before 2027 wrote into the placement.json of
+	// a replayed build; a replay now keeps the file's own mode (Replay).
+	ModeReplay = "replay"
+)
+
+// Candidates the search times against each other.
+const (
+	CandidateFP32    = "fp32"
+	CandidateAllINT8 = "all-int8"
+	CandidateGuided  = "profile-guided" // regions slower in DecisionINT8 kept float
+	CandidateGreedy  = "greedy"         // kinds of region reverted by A/B timing
+)
+
+// Recommendations for the ORT CPU artifact.
+const (
+	RecommendINT8 = "int8"
+	RecommendFP32 = "fp32"
+)
+
+// Placement is placement.json, and report.json's placement section.
+type Placement struct {
+	Schema int    `json:"schema"`
+	Mode   string `json:"mode"`
+	// Recommended is what the ORT CPU artifact should be, and Chosen the
+	// candidate the regions' decisions describe (the INT8 model written).
+	Recommended string   `json:"recommended"`
+	Chosen      string   `json:"chosen"`
+	Reason      string   `json:"reason"`
+	CPU         string   `json:"cpu,omitempty"`
+	CPUFlags    []string `json:"cpu_features,omitempty"`
+	Level       string   `json:"ort_level"`
+	// Threads is the intra-op thread count decisions were made at (0: one
+	// per core, ORT's default).
+	Threads int      `json:"threads"`
+	Regions []Region `json:"regions"`
+	// Greedy is the greedy search's moves; Timings the whole-model A/B
+	// medians behind the decision.
+	Greedy        []GreedyStep      `json:"greedy,omitempty"`
+	Timings       []PlacementTiming `json:"timings,omitempty"`
+	SearchSeconds float64           `json:"search_seconds"`
+	BudgetSeconds float64           `json:"budget_seconds"`
+	// BudgetExhausted says the budget ended the measurements early, and
+	// StoppedBefore names the first step it left out (with its predicted
+	// cost and the time left).
+	BudgetExhausted bool   `json:"budget_exhausted"`
+	StoppedBefore   string `json:"stopped_before,omitempty"`
+	// Rejected lists the candidates (the profile-guided placement, dynamic
+	// INT8, the scheme variants) that missed the accuracy budget when the
+	// decision would have picked them, with why; NotTried the alternatives
+	// the budget left unbuilt. Checked names, in order, every candidate
+	// whose accuracy the search checked (all-INT8 was before it).
+	Rejected []string `json:"rejected,omitempty"`
+	Checked  []string `json:"accuracy_checked,omitempty"`
+	NotTried []string `json:"not_tried,omitempty"`
+	// Scheme is the quantization scheme of the chosen candidate's model,
+	// and Schemes that of every candidate built, by name.
+	Scheme  *Scheme           `json:"scheme,omitempty"`
+	Schemes map[string]Scheme `json:"schemes,omitempty"`
+	// Aligned is the alignment step's timing and choice (see Alignment);
+	// absent when it was not tried.
+	Aligned *Alignment `json:"aligned_channels,omitempty"`
+}
+
+// PlacementTiming is one A/B comparison: median ms per run of each candidate, and
+// how many runs each got (fewer for a candidate that left the window
+// clearly slower than FP32 and the fastest INT8 candidate).
+type PlacementTiming struct {
+	Threads int                `json:"threads"`
+	Batch   int                `json:"batch"`
+	P50Ms   map[string]float64 `json:"p50_ms"`
+	Runs    map[string]int     `json:"runs,omitempty"`
+	// LeftOut are the candidates whose sessions did not fit timingBytes
+	// beside the others' (the slowest at the first batch size go last):
+	// not timed at this batch size, so not chosen.
+	LeftOut []string `json:"left_out,omitempty"`
+	// Confirmation marks the second, fresh-session timing of an INT8 win.
+	Confirmation bool `json:"confirmation,omitempty"`
+}
+
+// PlacementVersion is the placement.json format written.
+const PlacementVersion = 1
+
+// Decisions of a region.
+const (
+	DecisionINT8  = "int8"
+	DecisionFloat = "float"
+)
+
+// Region is one node the accuracy-valid INT8 model quantizes.
+type Region struct {
+	// ID is the node's name, or "#index op" for an unnamed node.
+	ID string `json:"region"`
+	// Index is the node's position in the float graph: what
+	// quantize.Options.KeepFloat takes.
+	Index    int    `json:"node_index"`
+	Op       string `json:"op"`
+	Decision string `json:"decision"`
+	// FP32Ms and INT8Ms are the region's profiled median time per run at
+	// batch 1 (INT8 including the Q/DQ at its borders that ORT did not
+	// fuse); zero when not measured.
+	FP32Ms float64 `json:"fp32_ms"`
+	INT8Ms float64 `json:"int8_ms"`
+}
+
+// GreedyStep is one move of the greedy search: a kind of region reverted to
+// float, timed at each batch size against the placement before it.
+type GreedyStep struct {
+	Kind    string       `json:"kind"`
+	Regions int          `json:"regions"` // how many regions of the kind were int8
+	Timings []PairTiming `json:"timings"`
+	Kept    bool         `json:"kept"`
+}
+
+// PairTiming is one batch size of an A/B of two whole models: the
+// medians of the model before a change (a region kind reverted to float,
+// the conv channels padded) and after it, and the timed runs each got
+// (fewer than a whole window when the two were clearly apart).
+type PairTiming struct {
+	Batch    int     `json:"batch"`
+	BeforeMs float64 `json:"before_ms"`
+	AfterMs  float64 `json:"after_ms"`
+	Runs     int     `json:"runs"`
+}
+
+// Alignment is the search's first choice: which float model the INT8
+// candidates are quantized from. ORT runs an INT8 conv on MLAS's
+// symmetric kernels only when its channels are aligned (a depthwise conv
+// a multiple of 16, a dense one a multiple of 4 in and 8 out; see
+// ort.Int8ChannelAlign), else on generic kernels several times slower
+// (PaddleOCR cls's 200-channel 5x5 depthwise conv: 0.51 against 0.27 ms
+// at batch 8). Padding a float model's conv channels with zero filters
+// (the pad-conv-channels pass) aligns them and computes the same thing;
+// whether the extra channels cost more than the kernels gain is timed:
+// all-INT8 of both, at the first batch size.
+type Alignment struct {
+	// Channels is the multiple the conv channels were padded to, Convs
+	// how many convs that padded.
+	Channels int `json:"channels"`
+	Convs    int `json:"convs"`
+	// Timings are all-INT8 quantized from the float model as given
+	// (before) and from the padded one (after), at each batch size.
+	Timings []PairTiming `json:"timings"`
+	// Chosen says every INT8 candidate was quantized from the padded
+	// model: it was faster by more than the noise margin over the batch
+	// sizes and not slower by more than it at any (the rule INT8 must
+	// meet against FP32). FP32 stays the float model as given: what INT8
+	// must beat.
+	Chosen bool `json:"chosen"`
+	// Rejected says why a padded model the timing chose was not used
+	// (its all-INT8 model missed the accuracy budget).
+	Rejected string `json:"rejected,omitempty"`
+}
+
+func (a *Alignment) String() string {
+	verdict := "the DecisionINT8 candidates are quantized from the model as given"
+	if a.Chosen {
+		verdict = "the DecisionINT8 candidates are quantized from the padded model"
+	} else if a.Rejected != "" {
+		verdict += " (" + a.Rejected + ")"
+	}
+	var ts []string
+	for _, t := range a.Timings {
+		ts = append(ts, fmt.Sprintf("%.3f -> %.3f ms at batch %d", t.BeforeMs, t.AfterMs, t.Batch))
+	}
+	return fmt.Sprintf("%d convs padded to a multiple of %d for ORT's symmetric DecisionINT8 kernels: all-DecisionINT8 %s; %s",
+		a.Convs, a.Channels, strings.Join(ts, ", "), verdict)
+}
+
+// Scheme is the quantization scheme a candidate's model was made with, as
+// placement.json records it.
+type Scheme struct {
+	// Activations is uint8 (asymmetric, u8s8), int8 (symmetric, s8s8) or
+	// dynamic (quantized at run time).
+	Activations string `json:"activations"`
+	PerChannel  bool   `json:"per_channel"`
+	ReduceRange bool   `json:"reduce_range"`
+	Format      string `json:"format"`
+}
+
+func (s Scheme) String() string {
+	ch := "per-channel"
+	if !s.PerChannel {
+		ch = "per-tensor"
+	}
+	bits := "8-bit"
+	if s.ReduceRange {
+		bits = "7-bit"
+	}
+	return fmt.Sprintf("%s activations, %s %s weights, %s", s.Activations, ch, bits, s.Format)
+}
+
+// Marshal is the file's bytes: indented JSON with a final newline (map
+// keys sorted, so the same decisions give the same bytes).
+func (f *Placement) Marshal() ([]byte, error) {
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// KeepFloat is the node indices of the regions kept float, for
+// quantize.Options.KeepFloat.
+func (f *Placement) KeepFloat() []int {
+	var idx []int
+	for _, r := range f.Regions {
+		if r.Decision == DecisionFloat {
+			idx = append(idx, r.Index)
+		}
+	}
+	return idx
+}
+
+// Summary says in a phrase what the INT8 model the placement chose is:
+// "4 of 5 regions int8", "all 5 regions int8, scheme per-tensor: ...", or
+// a whole-model candidate such as dynamic INT8, which is not a placement
+// of the static regions. The build's table and report.md both use it.
+func (f *Placement) Summary() string {
+	s := f.Scheme
+	switch {
+	case f.wholeModel() && s != nil && s.Activations != "dynamic":
+		return fmt.Sprintf("all %d regions int8, scheme %s: %s", len(f.Regions), f.Chosen, s)
+	case f.wholeModel():
+		return fmt.Sprintf("%s, not a placement of the %d static regions", f.Chosen, len(f.Regions))
+	}
+	return fmt.Sprintf("%d of %d regions int8", len(f.Regions)-len(f.KeepFloat()), len(f.Regions))
+}
+
+// regionCandidates are the candidates that decide region by region; every
+// other candidate a placement can choose is a whole model (dynamic INT8,
+// a scheme variant).
+var regionCandidates = []string{CandidateFP32, CandidateAllINT8, CandidateGuided, CandidateGreedy}
+
+// wholeModel says the chosen candidate is a whole-model alternative, not
+// a placement of the regions.
+func (f *Placement) wholeModel() bool {
+	return f.Chosen != "" && !slices.Contains(regionCandidates, f.Chosen)
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/optc-dev/optc/placement"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/quantize"
+	"github.com/optc-dev/optc/report/schema"
 )
 
 // zooInt8Models are the models of the INT8-on-CPU table
@@ -107,11 +108,11 @@ func (s *suite) zooModel(m benchModel) error {
 			EvalLabels: m.labels, NoLatency: true, AllowAccuracyLoss: m.labels == "", Placement: mode, PlacementBudget: time.Minute})
 	}
 	all := filepath.Join(dir, "all-int8.onnx")
-	if _, err := quant(placement.ModeAllINT8, all); err != nil {
+	if _, err := quant(schema.ModeAllINT8, all); err != nil {
 		return err
 	}
 	auto := filepath.Join(dir, "placement.onnx")
-	res, err := quant(placement.ModeAuto, auto)
+	res, err := quant(schema.ModeAuto, auto)
 	if err != nil {
 		return err
 	}
@@ -123,7 +124,7 @@ func (s *suite) zooModel(m benchModel) error {
 	}
 	vs := []variant{{name: "original", path: m.path}, {name: "optimized FP32", path: opt}, {name: "int8 (all)", path: all}}
 	deployed := opt
-	if p := res.Placement; p.Recommended == placement.RecommendINT8 {
+	if p := res.Placement; p.Recommended == schema.RecommendINT8 {
 		label := fmt.Sprintf("artifact: INT8, %d of %d regions", len(p.Regions)-len(p.KeepFloat()), len(p.Regions))
 		switch {
 		case p.Chosen == placement.CandidateDynamic:

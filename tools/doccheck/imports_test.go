@@ -74,10 +74,10 @@ var only = map[string][]string{
 	"config": {"internal/choice"},
 	// report renders and diffs report.json without running anything
 	// (optc diff --remeasure is package remeasure). The stages it still
-	// imports own types its sections embed (schema.Guard, placement.File),
+	// imports own types its sections embed (schema.Guard, schema.Placement),
 	// or are what FromQuantize and FromBench read: none may be added.
 	"report": {"bench", "compare", "config", "graph", "internal/atomicfile", "internal/choice", "internal/jsonfloat",
-		"latency", "passes", "placement", "ptq", "report/schema", "task"},
+		"latency", "passes", "ptq", "report/schema", "task"},
 	"report/schema": {"internal/jsonfloat"},
 	// Targets reach the build only through export/target.Host.
 	"export/target": {"config", "data", "graph", "internal/atomicfile", "lint", "ort", "quantize"},
