@@ -7,6 +7,7 @@ import (
 
 	"github.com/optc-dev/optc/internal/jsonfloat"
 	"github.com/optc-dev/optc/optimize"
+	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/report"
 )
 
@@ -17,7 +18,7 @@ func (res *Result) Report(dir string) (*report.Report, error) {
 	c := res.Config()
 	r := &report.Report{Schema: report.Schema, Kind: "build", Input: res.Input, Output: res.Output,
 		EvalData: res.EvalData, HeldOut: res.EvalHeldOut, ChecksStoppedAt: res.ChecksStoppedAt, Caveats: res.Caveats, Notes: res.Notes, Details: res}
-	r.Environment = report.EnvironmentFrom(res.Environment, c.Runtime.Threads, c.Runtime.Level)
+	r.Environment = res.Environment.Report(c.Runtime.Threads, c.Runtime.Level)
 	r.Verdict = &report.Verdict{Status: "ok", NotRecommended: res.NotRecommended, GuardOff: c.Quantize.NoGuard}
 	for _, f := range res.Refused {
 		r.Verdict.Refused = append(r.Verdict.Refused, f.Artifact)
@@ -66,10 +67,10 @@ func (res *Result) Report(dir string) (*report.Report, error) {
 	}
 	r.SetDeltas()
 	if res.Optimize != nil && res.Optimize.Passes != nil {
-		r.Passes = report.PassesOf(res.Optimize.Passes.Passes)
+		r.Passes = ptq.ReportPasses(res.Optimize.Passes.Passes)
 	}
 	for _, q := range res.Quantizations() {
-		r.Quantization = append(r.Quantization, report.QuantizationOf(string(q.Scheme), q.Model, q.Result))
+		r.Quantization = append(r.Quantization, q.Result.Section(string(q.Scheme), q.Model))
 	}
 	if q := res.Placed(); q != nil {
 		r.Placement, r.PlacementFrom = q.Placement, q.PlacementFrom

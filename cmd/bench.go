@@ -97,7 +97,7 @@ func benchRun(opts *BenchOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := writeReport(opts.Report, func() (*report.Report, error) { return report.FromBench(res) }); err != nil {
+	if err := writeReport(opts.Report, func() (*report.Report, error) { return res.Report() }); err != nil {
 		return err
 	}
 	if opts.JSON {

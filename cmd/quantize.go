@@ -354,7 +354,7 @@ func quantizeRun(opts *QuantizeOptions) error {
 		return err
 	}
 	if err := writeReport(opts.Report, func() (*report.Report, error) {
-		return report.FromQuantize(res, opts.PTQ.Session.Level.String(), opts.PTQ.Session.IntraOpThreads)
+		return res.Report(opts.PTQ.Session.Level.String(), opts.PTQ.Session.IntraOpThreads)
 	}); err != nil {
 		return err
 	}

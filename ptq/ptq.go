@@ -377,7 +377,7 @@ func run(opts Options) (*Result, error) {
 func finish(opts Options, q *graph.Model, float, int8Model graph.Serialized, batches []int, res *Result) error {
 	var err error
 	if !opts.NoLatency {
-		if res.Latency, err = latency(opts, float, int8Model, batches); err != nil {
+		if res.Latency, err = measureLatency(opts, float, int8Model, batches); err != nil {
 			return err
 		}
 	}
@@ -705,8 +705,8 @@ func calibrationRanges(opts Options, m *graph.Model) (map[string]calibrate.Range
 	return cache.Ranges(), info, nil
 }
 
-// latency measures both models at each of batches on random inputs.
-func latency(opts Options, float, int8Model graph.Serialized, batches []int) ([]LatencyRow, error) {
+// measureLatency measures both models at each of batches on random inputs.
+func measureLatency(opts Options, float, int8Model graph.Serialized, batches []int) ([]LatencyRow, error) {
 	var rows []LatencyRow
 	for _, batch := range batches {
 		row := LatencyRow{Batch: batch}

@@ -1,30 +1,11 @@
 package report
 
 import (
-	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/internal/jsonfloat"
-	"github.com/optc-dev/optc/passes"
-	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/task"
 )
-
-// PassesOf is the passes table of a report.
-func PassesOf(ps []*passes.PassReport) []Pass {
-	var out []Pass
-	for _, p := range ps {
-		out = append(out, Pass{Name: p.Name, Runs: p.Runs, Removed: p.Stats.Removed, Added: p.Stats.Added, Rewritten: p.Stats.Rewritten})
-	}
-	return out
-}
-
-// EnvironmentFrom is the machine e at the ORT settings the figures were
-// taken with.
-func EnvironmentFrom(e bench.Environment, threads int, level string) Environment {
-	return Environment{OS: e.OS, Arch: e.Arch, CPU: e.CPU, CPUFeatures: e.CPUFlags, Cores: e.Cores,
-		Threads: threads, Level: level, ORTVersion: e.ORTVersion, GoVersion: e.GoVersion}
-}
 
 // SetGraph sets the model's size and graph from its summary.
 func (m *Model) SetGraph(s *graph.Summary) {
@@ -44,25 +25,6 @@ func (a *Accuracy) SetTask(f *task.Figure, modelA bool) {
 	for _, o := range f.Others {
 		a.TaskOthers = append(a.TaskOthers, TaskFigure{Name: o.Name, Value: pick(o.A, o.B)})
 	}
-}
-
-// QuantizationOf is one INT8 quantization's section: q quantized for
-// target, written as model.
-func QuantizationOf(target, model string, q *ptq.Result) *Quantization {
-	out := &Quantization{Target: target, Model: model, Method: q.Calibration.Method,
-		CalibSamples: q.Calibration.Samples, FellBack: q.FellBack, Guard: q.Guard, Techniques: q.Techniques}
-	if q.Quantize != nil {
-		out.Quantized, out.LeftFloat = len(q.Quantize.Quantized), len(q.Quantize.Skipped)
-		if q.Quantize.Dynamic {
-			// The placement shipped dynamic INT8: nothing of the
-			// calibration is in it.
-			out.Method, out.CalibSamples = schema.DynamicMethod, 0
-		}
-	}
-	for _, s := range q.TensorSQNR {
-		out.SQNR = append(out.SQNR, TensorSQNR{Tensor: s.Tensor, SQNRdB: s.SQNRdB})
-	}
-	return out
 }
 
 // SetDeltas sets every artifact's delta against the input model (the

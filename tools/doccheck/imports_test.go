@@ -33,6 +33,8 @@ var layers = map[string]int{
 	"report/schema": 1,
 	// over the IR: analyses, kernels, Q/DQ insertion, the ORT binding, data
 	"kernels": 2, "shapes": 2, "task/detect": 2, "quantize": 2, "ort": 2, "data": 2,
+	// report.json, its renderings and optc diff, filled by the stages
+	"report":          2,
 	"tools/testgraph": 2, "tools/synth": 2, "tools/convstack": 2, "tools/testenv": 2,
 	// rewrites and measurements
 	"passes": 3, "export/tensorrt/trtlint": 3, "bench": 3, "calibrate": 3, "compare": 3, "infer": 3,
@@ -42,9 +44,6 @@ var layers = map[string]int{
 	"export": 4, "placement": 4, "optimize": 4, "weightonly": 4, "tools/difftest": 4, "tools/conformance": 4,
 	"task/tasks": 4,
 	"ptq":        5,
-	// report.json's schema, its renderings and optc diff: filled by the
-	// commands' results (build.Result.Report), it imports no driver
-	"report": 6,
 	// deployment targets: the registry, the plug-ins, the list of them
 	"export/target": 6,
 	// (layer 7, targetLayer: every package export/targets imports, the
@@ -72,12 +71,11 @@ var only = map[string][]string{
 	// config declares and decodes the sections; their names and rules
 	// are their owners' (config.Register).
 	"config": {"internal/choice"},
-	// report renders and diffs report.json without running anything
-	// (optc diff --remeasure is package remeasure). The stages it still
-	// imports own types its sections embed (schema.Guard, schema.Placement),
-	// or are what FromQuantize and FromBench read: none may be added.
-	"report": {"bench", "compare", "config", "graph", "internal/atomicfile", "internal/choice", "internal/jsonfloat",
-		"latency", "passes", "ptq", "report/schema", "task"},
+	// report renders and diffs report.json and imports no stage: the
+	// stages fill it (build.Result.Report, ptq.Result.Report,
+	// bench.Result.Report) with the sections they own in report/schema,
+	// and optc diff --remeasure is package remeasure.
+	"report":        {"config", "graph", "internal/atomicfile", "internal/choice", "internal/jsonfloat", "latency", "report/schema", "task"},
 	"report/schema": {"internal/jsonfloat"},
 	// Targets reach the build only through export/target.Host.
 	"export/target": {"config", "data", "graph", "internal/atomicfile", "lint", "ort", "quantize"},
