@@ -45,7 +45,7 @@ type Options struct {
 	MaxIterations int
 	// ShortRuns, with Duration, ends a window once it has that many timed
 	// runs when, at the pace of those runs, the window could not reach the
-	// runs a p99 needs (bench.Percentiles): its p99 is not reported then,
+	// runs a p99 needs (latency.Percentiles): its p99 is not reported then,
 	// and a median needs fewer. 0: windows run their Duration.
 	ShortRuns int
 	Warmup    int // runs before timing (default DefaultWarmup)

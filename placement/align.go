@@ -134,7 +134,7 @@ func align(opts Options, all *quantized, clk *clock) (Options, *quantized, *sche
 	if !clk.fits("aligning conv channels", clk.quantize+clk.pairTiming(opts.Batches), 0) {
 		return opts, all, nil, nil
 	}
-	opts.progress("placement: all-schema.DecisionINT8 with conv channels padded to %d (%d convs) against all-schema.DecisionINT8 as given", channels, convs)
+	opts.progress("placement: all-INT8 with conv channels padded to %d (%d convs) against all-INT8 as given", channels, convs)
 	var q *quantized
 	d, err := clk.step(func() (err error) {
 		q, err = quantizeKeeping(padded.Float, padded.Ranges, padded.Quant, nil)
@@ -153,13 +153,13 @@ func align(opts Options, all *quantized, clk *clock) (Options, *quantized, *sche
 		// The search's lazy check takes all-INT8 as known to keep the
 		// accuracy budget (it is the guard's model); the padded one is
 		// checked before it stands in for it.
-		opts.progress("placement: checking the accuracy of all-schema.DecisionINT8 with conv channels padded")
+		opts.progress("placement: checking the accuracy of all-INT8 with conv channels padded")
 		var ok bool
 		if _, err := clk.step(func() (err error) { ok, err = opts.Accept(q.serialized); return err }); err != nil {
 			return opts, all, nil, fmt.Errorf("checking the padded model: %w", err)
 		}
 		if !ok {
-			rec.Chosen, rec.Rejected = false, "all-schema.DecisionINT8 of the padded model misses the accuracy budget"
+			rec.Chosen, rec.Rejected = false, "all-INT8 of the padded model misses the accuracy budget"
 		}
 	}
 	if !rec.Chosen {

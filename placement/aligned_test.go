@@ -63,16 +63,16 @@ func TestAlignedChannels(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := quantizedDepthwise(t, q.model, channels); n == 0 {
-		t.Fatal("no quantized depthwise conv in the padded all-schema.DecisionINT8 model")
+		t.Fatal("no quantized depthwise conv in the padded all-INT8 model")
 	}
 	all, err := quantizeKeeping(float, ranges, opts.Quant, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	base, alignedErr := rmsError(t, opts, run(t, all.serialized, in)), rmsError(t, opts, run(t, q.serialized, in))
-	t.Logf("RMS error against FP32: all-schema.DecisionINT8 %.4g, padded all-schema.DecisionINT8 %.4g (%d convs padded)", base, alignedErr, convs)
+	t.Logf("RMS error against FP32: all-INT8 %.4g, padded all-INT8 %.4g (%d convs padded)", base, alignedErr, convs)
 	if alignedErr > 1.25*base || alignedErr < base/1.25 {
-		t.Errorf("the padded model's schema.DecisionINT8 error %.4g is not about all-schema.DecisionINT8's %.4g", alignedErr, base)
+		t.Errorf("the padded model's INT8 error %.4g is not about all-INT8's %.4g", alignedErr, base)
 	}
 
 	f, model, err := Search(opts)
@@ -208,7 +208,7 @@ func unalignedModel(t *testing.T) (int, *graph.Model) {
 	t.Helper()
 	channels := ort.Int8ChannelAlign()
 	if channels == 0 {
-		t.Skip("no symmetric schema.DecisionINT8 conv kernels to align for on this CPU")
+		t.Skip("no symmetric INT8 conv kernels to align for on this CPU")
 	}
 	m, err := graph.LoadFile(testenv.Data(t, "zoo/mobilenet_v3_small/dynbatch.onnx"))
 	if err != nil {

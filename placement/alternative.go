@@ -115,7 +115,7 @@ func buildDynamic(float graph.Serialized, _ map[string][2]float64, opts quantize
 		return nil, nil, nil
 	}
 	if err := m.Verify(); err != nil {
-		return nil, nil, fmt.Errorf("dynamic schema.DecisionINT8 model is invalid (a bug in optc): %w", err)
+		return nil, nil, fmt.Errorf("dynamic INT8 model is invalid (a bug in optc): %w", err)
 	}
 	return m, rep, nil
 }
@@ -148,9 +148,9 @@ func alternativeModel(a alternative, opts Options, all *quantized) (*quantized, 
 		return nil, err
 	}
 	// The regions stay as all-INT8's (see alternative).
-	what := fmt.Sprintf("dynamic schema.DecisionINT8 (%d MatMul/Gemm layers, activations quantized at run time)", len(rep.Quantized))
+	what := fmt.Sprintf("dynamic INT8 (%d MatMul/Gemm layers, activations quantized at run time)", len(rep.Quantized))
 	if !rep.Dynamic {
-		what = fmt.Sprintf("schema.DecisionINT8, scheme %s (all %d regions; %s)", a.name, len(all.regions), SchemeOf(rep))
+		what = fmt.Sprintf("INT8, scheme %s (all %d regions; %s)", a.name, len(all.regions), SchemeOf(rep))
 	}
 	return &quantized{model: m, serialized: b, regions: all.regions, what: what, report: rep}, nil
 }

@@ -43,7 +43,7 @@ func TestSearchDynamicCandidate(t *testing.T) {
 	for _, tm := range f.Timings {
 		if !tm.Confirmation && tm.Threads == 1 {
 			if tm.P50Ms[CandidateDynamic] <= 0 {
-				t.Errorf("batch %d: dynamic schema.DecisionINT8 not timed: %v", tm.Batch, tm.P50Ms)
+				t.Errorf("batch %d: dynamic INT8 not timed: %v", tm.Batch, tm.P50Ms)
 			}
 			timed++
 		}
@@ -65,14 +65,14 @@ func TestSearchDynamicCandidate(t *testing.T) {
 		}
 	}
 	if n == 0 {
-		t.Error("dynamic schema.DecisionINT8 chosen, but the model returned has no MatMulInteger")
+		t.Error("dynamic INT8 chosen, but the model returned has no MatMulInteger")
 	}
 	_, replayed, err := Replay(opts, f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(replayed.Bytes, model.Bytes) {
-		t.Error("replay did not rebuild the dynamic schema.DecisionINT8 model")
+		t.Error("replay did not rebuild the dynamic INT8 model")
 	}
 }
 

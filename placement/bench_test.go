@@ -69,7 +69,7 @@ func BenchmarkPlacement(b *testing.B) {
 	if only := os.Getenv("PLACEMENT_MODELS"); only != "" {
 		cases = slices.DeleteFunc(cases, func(c placementCase) bool { return !slices.Contains(strings.Split(only, ","), c.name) })
 	}
-	fmt.Println("| model | threads | FP32 b1 ms | all-schema.DecisionINT8 b1 | chosen schema.DecisionINT8 b1 | artifact b1 | FP32 b8 ms | all-schema.DecisionINT8 b8 | chosen schema.DecisionINT8 b8 | artifact b8 | artifact | regions int8 | accuracy | search s |")
+	fmt.Println("| model | threads | FP32 b1 ms | all-INT8 b1 | chosen INT8 b1 | artifact b1 | FP32 b8 ms | all-INT8 b8 | chosen INT8 b8 | artifact b8 | artifact | regions int8 | accuracy | search s |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for range b.N {
 		for _, c := range cases {
@@ -109,9 +109,9 @@ func placementRow(b *testing.B, dir string, c placementCase) {
 	p := auto.Placement
 	acc := "-"
 	if a := auto.Accuracy; a != nil {
-		acc = fmt.Sprintf("schema.DecisionINT8 cosine %.4f", a.Outputs[0].Cosine)
+		acc = fmt.Sprintf("INT8 cosine %.4f", a.Outputs[0].Cosine)
 		if a.Accuracy != nil {
-			acc = fmt.Sprintf("FP32 %.2f%%, all-schema.DecisionINT8 %.2f%%, chosen schema.DecisionINT8 %.2f%%", a.Accuracy.A, all.Accuracy.Accuracy.B, a.Accuracy.B)
+			acc = fmt.Sprintf("FP32 %.2f%%, all-INT8 %.2f%%, chosen INT8 %.2f%%", a.Accuracy.A, all.Accuracy.Accuracy.B, a.Accuracy.B)
 		}
 	}
 	var models []graph.Serialized
@@ -122,7 +122,7 @@ func placementRow(b *testing.B, dir string, c placementCase) {
 		}
 		models = append(models, graph.Serialized{Bytes: bs})
 	}
-	what := "schema.DecisionINT8"
+	what := "INT8"
 	if p.Recommended == schema.RecommendFP32 {
 		what = "FP32"
 	}

@@ -93,13 +93,13 @@ func opProfile(b *testing.B, dir string, c placementCase) {
 				int8Nodes = nodes
 			}
 		}
-		fmt.Printf("\nbatch %d, 1 thread, level all: FP32 %.3f ms, schema.DecisionINT8 %.3f ms (sums of kernel medians)\n\n", batch, total(ops[0]), total(ops[1]))
-		fmt.Println("| kernel | FP32 nodes | FP32 ms | schema.DecisionINT8 nodes | schema.DecisionINT8 ms |")
+		fmt.Printf("\nbatch %d, 1 thread, level all: FP32 %.3f ms, INT8 %.3f ms (sums of kernel medians)\n\n", batch, total(ops[0]), total(ops[1]))
+		fmt.Println("| kernel | FP32 nodes | FP32 ms | INT8 nodes | INT8 ms |")
 		fmt.Println("|---|---|---|---|---|")
 		for _, k := range kernelOrder(ops) {
 			fmt.Printf("| %s | %s | %s |\n", k, cell(ops[0], k), cell(ops[1], k))
 		}
-		fmt.Printf("\nQ/DQ left running in the schema.DecisionINT8 model at batch %d, by the float op on their other side:\n\n", batch)
+		fmt.Printf("\nQ/DQ left running in the INT8 model at batch %d, by the float op on their other side:\n\n", batch)
 		fmt.Println("| conversion | next to | nodes | ms |")
 		fmt.Println("|---|---|---|---|")
 		for _, r := range conversions(int8Model, int8Nodes) {
@@ -110,7 +110,7 @@ func opProfile(b *testing.B, dir string, c placementCase) {
 
 func guardWords(r *ptq.Result) string {
 	if r.Accuracy != nil && r.Accuracy.Accuracy != nil {
-		return fmt.Sprintf("accuracy FP32 %.2f%%, schema.DecisionINT8 %.2f%%", r.Accuracy.Accuracy.A, r.Accuracy.Accuracy.B)
+		return fmt.Sprintf("accuracy FP32 %.2f%%, INT8 %.2f%%", r.Accuracy.Accuracy.A, r.Accuracy.Accuracy.B)
 	}
 	if r.Accuracy != nil && len(r.Accuracy.Outputs) > 0 {
 		return fmt.Sprintf("cosine %.4f", r.Accuracy.Outputs[0].Cosine)

@@ -184,7 +184,7 @@ func TestSearchReplay(t *testing.T) {
 	}
 	// The search says what it does as it goes: a 60 s step with no line
 	// looks like a hang.
-	for _, want := range []string{"placement: profiling FP32 and all-schema.DecisionINT8", "placement: timing fp32, all-int8"} {
+	for _, want := range []string{"placement: profiling FP32 and all-INT8", "placement: timing fp32, all-int8"} {
 		if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, want) }) {
 			t.Errorf("no progress line %q in %q", want, lines)
 		}
@@ -214,7 +214,7 @@ func TestSearchReplay(t *testing.T) {
 		}
 		// Every MNIST region is a named node ORT profiles under its name.
 		if r.FP32Ms <= 0 || r.INT8Ms <= 0 {
-			t.Errorf("region %s: profiled FP32 %.4f ms, schema.DecisionINT8 %.4f ms; want both > 0", r.ID, r.FP32Ms, r.INT8Ms)
+			t.Errorf("region %s: profiled FP32 %.4f ms, INT8 %.4f ms; want both > 0", r.ID, r.FP32Ms, r.INT8Ms)
 		}
 	}
 	// MNIST's kinds in graph order: its 3x3 convolutions, Flatten, Gemm;
@@ -308,7 +308,7 @@ func TestSearchBudget(t *testing.T) {
 				}
 			}
 			if confirmed == 0 {
-				t.Errorf("budget %s: schema.DecisionINT8 recommended without a confirmation: %+v", budget, f.Timings)
+				t.Errorf("budget %s: INT8 recommended without a confirmation: %+v", budget, f.Timings)
 			}
 		}
 		if budget == time.Millisecond {

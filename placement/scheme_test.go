@@ -88,9 +88,9 @@ func TestSchemeVariants(t *testing.T) {
 		}
 		errs[name] = rmsError(t, opts, run(t, b, in))
 	}
-	t.Logf("RMS error against FP32: static schema.DecisionINT8 %.4g, variants %v", base, errs)
+	t.Logf("RMS error against FP32: static INT8 %.4g, variants %v", base, errs)
 	if errs[CandidatePerTensor] <= 1.5*base {
-		t.Fatalf("per-tensor's error %.4g is within 1.5x static schema.DecisionINT8's %.4g: the guard miss this test relies on did not happen", errs[CandidatePerTensor], base)
+		t.Fatalf("per-tensor's error %.4g is within 1.5x static INT8's %.4g: the guard miss this test relies on did not happen", errs[CandidatePerTensor], base)
 	}
 	opts.Accept = func(b graph.Serialized) (bool, error) {
 		return rmsError(t, opts, run(t, b, in)) <= 1.5*base, nil

@@ -77,7 +77,7 @@ func AllINT8(opts Options) (*schema.Placement, graph.Serialized, error) {
 	f.Recommended, f.Chosen = schema.RecommendINT8, schema.CandidateAllINT8
 	s := SchemeOf(q.report)
 	f.Scheme = &s
-	f.Reason = fmt.Sprintf("schema.DecisionINT8 (all %d regions; --placement all-int8, not measured)", len(f.Regions))
+	f.Reason = fmt.Sprintf("INT8 (all %d regions; --placement all-int8, not measured)", len(f.Regions))
 	return f, q.serialized, nil
 }
 
@@ -124,7 +124,7 @@ func Replay(opts Options, from *schema.Placement) (*schema.Placement, graph.Seri
 	if IsAlternative(from.Chosen) {
 		m, rep, err := Build(from.Chosen, opts.Float, opts.Ranges, opts.Quant)
 		if err == nil && rep == nil {
-			err = fmt.Errorf("placement file chose %s, which this model and these quantization settings do not take (a scheme variant of a setting given explicitly, or dynamic schema.DecisionINT8 on a model without MatMul/Gemm)", from.Chosen)
+			err = fmt.Errorf("placement file chose %s, which this model and these quantization settings do not take (a scheme variant of a setting given explicitly, or dynamic INT8 on a model without MatMul/Gemm)", from.Chosen)
 		}
 		if err != nil {
 			return nil, graph.Serialized{}, err
@@ -215,7 +215,7 @@ func (s *searcher) run() (*schema.Placement, graph.Serialized, error) {
 	if errors.Is(err, errUnmeasured) {
 		// Nothing slower than FP32 may ship, so FP32 it is.
 		s.f.Recommended, s.f.Chosen = schema.RecommendFP32, schema.CandidateAllINT8
-		s.f.Reason = fmt.Sprintf("FP32: the %s placement budget ended before schema.DecisionINT8 was timed against FP32 (stopped before %s)", opts.Budget, s.clk.stoppedBefore)
+		s.f.Reason = fmt.Sprintf("FP32: the %s placement budget ended before INT8 was timed against FP32 (stopped before %s)", opts.Budget, s.clk.stoppedBefore)
 		return s.done()
 	}
 	if err != nil {
@@ -307,7 +307,7 @@ func (s *searcher) profile() (map[int]bool, error) {
 		return nil, errUnmeasured
 	}
 	var fpTimes, int8Times map[string]float64
-	opts.progress("placement: profiling FP32 and all-schema.DecisionINT8 per region at batch %d", b0)
+	opts.progress("placement: profiling FP32 and all-INT8 per region at batch %d", b0)
 	if _, err := clk.step(func() (err error) {
 		var k cost
 		fpTimes, k, err = nodeTimes(s.prof.serialized, opts.Session, in1)
@@ -316,7 +316,7 @@ func (s *searcher) profile() (map[int]bool, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("profiling the FP32 model: %w", err)
 	}
-	if !clk.fits("profiling the schema.DecisionINT8 model", clk.profile(b0), 0) {
+	if !clk.fits("profiling the INT8 model", clk.profile(b0), 0) {
 		return nil, errUnmeasured
 	}
 	if _, err := clk.step(func() (err error) {
@@ -325,7 +325,7 @@ func (s *searcher) profile() (map[int]bool, error) {
 		clk.observe(k, b0)
 		return err
 	}); err != nil {
-		return nil, fmt.Errorf("profiling the schema.DecisionINT8 model: %w", err)
+		return nil, fmt.Errorf("profiling the INT8 model: %w", err)
 	}
 	fpCost, int8Cost := regionCosts(s.prof, fpTimes), regionCosts(s.all, int8Times)
 	slower := map[int]bool{}
@@ -522,7 +522,7 @@ func (s *searcher) checkAccuracy() error {
 	checked := map[string]bool{schema.CandidateAllINT8: true, schema.CandidateGreedy: true}
 	for choose(f, s.cands, s.models); !checked[f.Chosen]; choose(f, s.cands, s.models) {
 		if s.opts.Accept != nil {
-			s.opts.progress("placement: checking the accuracy of %s, the fastest schema.DecisionINT8 candidate left", f.Chosen)
+			s.opts.progress("placement: checking the accuracy of %s, the fastest INT8 candidate left", f.Chosen)
 		}
 		ok, err := s.accept(s.models[f.Chosen].serialized)
 		if err != nil {
@@ -560,7 +560,7 @@ func (s *searcher) confirm() error {
 		// to the least turns by a short budget is too noisy to ship INT8
 		// on, so it is not started.
 		need := clk.confirmation(t.Batch)
-		if !clk.fits(fmt.Sprintf("confirming schema.DecisionINT8 at batch %d", t.Batch), need, after) {
+		if !clk.fits(fmt.Sprintf("confirming INT8 at batch %d", t.Batch), need, after) {
 			break
 		}
 		c, err := s.timeAt(t.Threads, t.Batch, []string{schema.CandidateFP32, f.Chosen}, time.Now().Add(need), nil)
@@ -575,10 +575,10 @@ func (s *searcher) confirm() error {
 	switch sp, w := speedup(confirm, f.Threads, f.Chosen); {
 	case len(confirm) < searched:
 		f.Recommended = schema.RecommendFP32
-		f.Reason = fmt.Sprintf("FP32: schema.DecisionINT8 was faster when searched (%s) but the %s placement budget ended before the win was confirmed at every batch size", f.Reason, s.opts.Budget)
+		f.Reason = fmt.Sprintf("FP32: INT8 was faster when searched (%s) but the %s placement budget ended before the win was confirmed at every batch size", f.Reason, s.opts.Budget)
 	case !wins(sp, w):
 		f.Recommended = schema.RecommendFP32
-		f.Reason = fmt.Sprintf("FP32: schema.DecisionINT8 was faster when searched (%s) but %.2fx the speed of FP32 when confirmed: within noise", f.Reason, sp)
+		f.Reason = fmt.Sprintf("FP32: INT8 was faster when searched (%s) but %.2fx the speed of FP32 when confirmed: within noise", f.Reason, sp)
 	}
 	return nil
 }
@@ -683,13 +683,13 @@ func choose(f *schema.Placement, cands []string, models map[string]*quantized) {
 		// Every INT8 candidate timed at every batch size missed the
 		// accuracy budget (those the budget's contenders rule kept).
 		f.Chosen, f.Recommended = schema.CandidateAllINT8, schema.RecommendFP32
-		f.Reason = "FP32: no schema.DecisionINT8 candidate timed at every batch size keeps the accuracy budget"
+		f.Reason = "FP32: no INT8 candidate timed at every batch size keeps the accuracy budget"
 		return
 	}
 	f.Chosen = best
-	what := fmt.Sprintf("schema.DecisionINT8 (all %d regions)", len(f.Regions))
+	what := fmt.Sprintf("INT8 (all %d regions)", len(f.Regions))
 	if n := len(indices(models[best].regions, isFloat)); n > 0 {
-		what = fmt.Sprintf("schema.DecisionINT8 with %d of %d regions float", n, len(f.Regions))
+		what = fmt.Sprintf("INT8 with %d of %d regions float", n, len(f.Regions))
 	}
 	if w := models[best].what; w != "" {
 		what = w
@@ -702,10 +702,10 @@ func choose(f *schema.Placement, cands []string, models map[string]*quantized) {
 	}
 	f.Recommended = schema.RecommendFP32
 	if bestSpeedup >= 1 {
-		f.Reason = fmt.Sprintf("FP32: the fastest schema.DecisionINT8 placement (%s) was %.2fx the speed of FP32, within noise or slower at one batch size (%s)", what, bestSpeedup, at)
+		f.Reason = fmt.Sprintf("FP32: the fastest INT8 placement (%s) was %.2fx the speed of FP32, within noise or slower at one batch size (%s)", what, bestSpeedup, at)
 		return
 	}
-	f.Reason = fmt.Sprintf("FP32: schema.DecisionINT8 was %.2fx slower on this CPU (fastest placement: %s; %s)", 1/bestSpeedup, what, at)
+	f.Reason = fmt.Sprintf("FP32: INT8 was %.2fx slower on this CPU (fastest placement: %s; %s)", 1/bestSpeedup, what, at)
 }
 
 // wins: faster than FP32 by more than the noise overall and not slower

@@ -450,7 +450,7 @@ const (
 const (
 	CandidateFP32    = "fp32"
 	CandidateAllINT8 = "all-int8"
-	CandidateGuided  = "profile-guided" // regions slower in DecisionINT8 kept float
+	CandidateGuided  = "profile-guided" // regions slower in INT8 kept float
 	CandidateGreedy  = "greedy"         // kinds of region reverted by A/B timing
 )
 
@@ -595,9 +595,9 @@ type Alignment struct {
 }
 
 func (a *Alignment) String() string {
-	verdict := "the DecisionINT8 candidates are quantized from the model as given"
+	verdict := "the INT8 candidates are quantized from the model as given"
 	if a.Chosen {
-		verdict = "the DecisionINT8 candidates are quantized from the padded model"
+		verdict = "the INT8 candidates are quantized from the padded model"
 	} else if a.Rejected != "" {
 		verdict += " (" + a.Rejected + ")"
 	}
@@ -605,7 +605,7 @@ func (a *Alignment) String() string {
 	for _, t := range a.Timings {
 		ts = append(ts, fmt.Sprintf("%.3f -> %.3f ms at batch %d", t.BeforeMs, t.AfterMs, t.Batch))
 	}
-	return fmt.Sprintf("%d convs padded to a multiple of %d for ORT's symmetric DecisionINT8 kernels: all-DecisionINT8 %s; %s",
+	return fmt.Sprintf("%d convs padded to a multiple of %d for ORT's symmetric INT8 kernels: all-INT8 %s; %s",
 		a.Convs, a.Channels, strings.Join(ts, ", "), verdict)
 }
 
