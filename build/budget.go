@@ -82,7 +82,7 @@ const minWindowRuns = 3
 func (b *builder) plan() *Plan {
 	c := b.c
 	p := &Plan{BudgetSeconds: c.Budget.Seconds()}
-	placementOn := c.INT8 && b.needs(quantize.TargetORT) && c.Quantize.Placement == schema.ModeAuto &&
+	placementOn := c.INT8 && b.needs(PlacedScheme) && c.Quantize.Placement == schema.ModeAuto &&
 		c.Quantize.Format != string(quantize.FormatQOperator) && b.replay == nil
 	p.TimedModels = b.timedModels()
 	repeats := max(c.Latency.Repeats, 1)
@@ -253,7 +253,7 @@ func (b *builder) restShareDeadline(share float64) time.Time {
 // own (export and verify decide the same).
 func (b *builder) timedModels() int {
 	n := 2 // the input (baseline) and model.fp32.onnx
-	if b.c.INT8 && b.needs(quantize.TargetORT) {
+	if b.c.INT8 && b.needs(PlacedScheme) {
 		n++ // model.int8.onnx
 	}
 	return n + b.cost().Timed

@@ -389,24 +389,32 @@ func (b *builder) stages() []stage {
 	} else if b.c.INT8 {
 		b.note("int8: no target takes static INT8 here (the ORT artifact is dynamic INT8 or weight-only), so nothing was calibrated")
 	}
-	if b.c.Quantize.Weights != "" && b.needs(quantize.TargetORT) {
+	if b.c.Quantize.Weights != "" && b.needs(PlacedScheme) {
 		s = append(s, stage{name: "weights", run: b.weights})
 	}
-	if b.c.Quantize.Dynamic && b.needs(quantize.TargetORT) {
+	if b.c.Quantize.Dynamic && b.needs(PlacedScheme) {
 		s = append(s, stage{name: "dynamic", run: b.dynamic})
 	}
-	if b.needs(quantize.TargetORT) { // a target deploys the ORT model
+	if b.needs(PlacedScheme) { // a target deploys the placed scheme's model
 		s = append(s, stage{name: "nchwc", run: b.layout})
 	}
 	s = append(s, stage{name: "export", run: b.export}, stage{name: "verify", run: b.verify}, stage{name: "report", run: b.report})
 	return s
 }
 
-// staticINT8 reports whether some wanted target takes static INT8: the
-// ORT artifact does unless it is weight-only or dynamic INT8.
+// staticINT8 reports whether some wanted target takes static INT8: each
+// wanted scheme does, but the placed one when weight-only or dynamic INT8
+// replaces it.
 func (b *builder) staticINT8() bool {
-	return b.needs(quantize.TargetTensorRT) ||
-		(b.needs(quantize.TargetORT) && b.c.Quantize.Weights == "" && !b.c.Quantize.Dynamic)
+	return slices.ContainsFunc(quantize.Targets(), b.quantizes)
+}
+
+// quantizes says the build calibrates and quantizes scheme: a wanted
+// target deploys it, and weight-only or dynamic INT8 (weights.go,
+// dynamic.go) does not replace it.
+func (b *builder) quantizes(scheme quantize.Target) bool {
+	replaced := scheme == PlacedScheme && (b.c.Quantize.Weights != "" || b.c.Quantize.Dynamic)
+	return b.needs(scheme) && !replaced
 }
 
 func (b *builder) progress(format string, args ...any) {
@@ -544,8 +552,8 @@ func (b *builder) quantize() error {
 	b.add("calibration.json", "all", "calibration", "", "")
 	b.quantized = map[quantize.Target]string{}
 	for _, scheme := range quantize.Targets() {
-		if !b.needs(scheme) || scheme == PlacedScheme && (b.c.Quantize.Weights != "" || b.c.Quantize.Dynamic) {
-			continue // (weight-only and dynamic INT8 replace it: weights.go, dynamic.go)
+		if !b.quantizes(scheme) {
+			continue
 		}
 		if err := b.quantizeFor(scheme); err != nil {
 			return err

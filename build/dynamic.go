@@ -5,7 +5,6 @@ import (
 
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/ptq"
-	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/report/schema"
 )
 
@@ -25,7 +24,7 @@ func (b *builder) dynamic() error {
 	if err != nil {
 		return err
 	}
-	o, err := b.ptqOptions(quantize.TargetORT, out)
+	o, err := b.ptqOptions(PlacedScheme, out)
 	if err != nil {
 		return err
 	}
@@ -41,7 +40,7 @@ func (b *builder) dynamic() error {
 		return err
 	}
 	b.ortModel, b.ortPrecision = out, "int8-dynamic"
-	b.add(rel, string(quantize.TargetORT), "model", "int8-dynamic", "")
+	b.add(rel, string(PlacedScheme), "model", "int8-dynamic", "")
 	if g := b.res.Dynamic.Guard; g != nil && g.Allowed {
 		b.ortModel = b.float
 		b.note(fmt.Sprintf("ort: %s misses the accuracy guard (%s); kept because of allow_accuracy_loss, not recommended: the ORT and Triton artifacts are FP32", rel, schema.FailedChecks(g.Checks)))

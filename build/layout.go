@@ -12,7 +12,6 @@ import (
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/placement"
-	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/report"
 )
 
@@ -135,7 +134,7 @@ func (b *builder) deployLayout(rec *report.Layout, out string) error {
 		return nil
 	}
 	b.ortModel, b.ortPrecision = out, "fp32"
-	b.add(layoutModel, string(quantize.TargetORT), "model", "fp32", "model.fp32.onnx")
+	b.add(layoutModel, string(PlacedScheme), "model", "fp32", "model.fp32.onnx")
 	b.note(fmt.Sprintf("nchwc: the ORT and Triton artifacts are %s (%d convs padded to a multiple of %d channels, %d HardSigmoid bridges) instead of %s: %s", layoutModel, rec.Convs, rec.Block, rec.Bridges, rec.Baseline, rec.Reason))
 	return nil
 }

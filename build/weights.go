@@ -7,7 +7,6 @@ import (
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/config"
 	"github.com/optc-dev/optc/prune"
-	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/report"
 	"github.com/optc-dev/optc/weightonly"
 )
@@ -45,7 +44,7 @@ func (b *builder) weights() error {
 		return err
 	}
 	b.ortModel, b.ortPrecision = out, string(typ)
-	b.add(rel, string(quantize.TargetORT), "model", string(typ), "")
+	b.add(rel, string(PlacedScheme), "model", string(typ), "")
 	return b.perplexityGuard(rel)
 }
 
