@@ -109,6 +109,9 @@ func TestBuildLMTiny(t *testing.T) {
 	if err := json.Unmarshal(det, &res); err != nil || res.Guard == nil || res.Guard.Pass || !res.Guard.Allowed {
 		t.Fatalf("report.json: weights_guard %+v (%v), want a failed guard", res.Guard, err)
 	}
+	if g := rep.WeightsGuard; g == nil || g.Pass || !g.Allowed {
+		t.Errorf("report.json's own weights_guard %+v, want the failed guard details hold (report.md renders from it)", g)
+	}
 	for _, a := range res.Artifacts {
 		if a.Path == "ort/model.ort" && a.Precision != "fp32" {
 			t.Errorf("ort/model.ort is %s: an artifact that missed the guard was deployed", a.Precision)
