@@ -256,7 +256,7 @@ type Guard struct {
 	Fallback       string  `json:"fallback,omitempty"`
 	FallbackChecks []Check `json:"fallback_checks,omitempty"`
 	// Tried are the technique sets the accuracy control tried before
-	// keeping layers float (guardTries), with their checks; the best that
+	// keeping layers float (ptq's guardTries), with their checks; the best that
 	// helped is kept for what follows.
 	Tried []TechniqueTry `json:"techniques_tried,omitempty"`
 	Note  string         `json:"note,omitempty"`
@@ -337,7 +337,7 @@ func JoinTechniques(ts []Technique) string {
 	return strings.Join(s, "+")
 }
 
-// TechniquesReport says what the techniques asked for (Options.Techniques)
+// TechniquesReport says what the techniques asked for (ptq.Options.Techniques)
 // did.
 type TechniquesReport struct {
 	Applied     []Technique    `json:"applied"`
@@ -346,7 +346,7 @@ type TechniquesReport struct {
 	GPTQ        *GPTQReport    `json:"gptq,omitempty"`
 	Bias        *BiasReport    `json:"bias_correction,omitempty"`
 	// ByGuard: the accuracy guard added techniques that were not asked
-	// for (guardTries) when the model failed, and they helped.
+	// for (ptq's guardTries) when the model failed, and they helped.
 	ByGuard bool `json:"by_guard,omitempty"`
 }
 
@@ -378,7 +378,7 @@ type GPTQReport struct {
 	Layers int `json:"layers"`
 	// Skipped counts quantized layers it does not round: depthwise and
 	// grouped convolutions (their input Gram is not collected), and, when
-	// the accuracy guard tries it, layers with more than GuardGPTQMaxDim
+	// the accuracy guard tries it, layers with more than ptq.GuardGPTQMaxDim
 	// input features (Large).
 	Skipped int `json:"skipped"`
 	Large   int `json:"skipped_large,omitempty"`
@@ -442,7 +442,7 @@ const (
 	ModeAuto    = "auto"     // measure and decide
 	ModeAllINT8 = "all-int8" // every region int8, nothing measured
 	// ModeReplay is what optc before 2027 wrote into the placement.json of
-	// a replayed build; a replay now keeps the file's own mode (Replay).
+	// a replayed build; a replay now keeps the file's own mode (placement.Replay).
 	ModeReplay = "replay"
 )
 
