@@ -15,6 +15,10 @@
 # version of optc that wrote it). The cases: the bundled demo (MNIST), the zoo's detector (NMS
 # head) and PaddleOCR's direction classifier on rendered text lines
 # (make testdata zoo-models first). OPTC names the binary (default bin/optc).
+# A replay keeps the placement's own words and the reports are left out, so
+# run `go run ./tools/samestrings REV` too: it lists every string literal
+# of the Go files that differs from revision REV's (a rename by pattern
+# that reached into a message shows there).
 set -eu
 mode=${1:?usage: same-artifacts.sh record|check DIR}
 dir=${2:?usage: same-artifacts.sh record|check DIR}
