@@ -406,6 +406,13 @@ func printQuantize(out io.Writer, r *ptq.Result, level string) {
 			fmt.Fprintf(out, "  qdq: %s: %s\n", k.Node, k.Detail)
 		}
 	}
+	if len(r.LayerSQNR) > 0 {
+		fmt.Fprintf(out, "layer SQNR (each layer's own error; the worst %d are ranked below), worst first (of %d):", len(r.Sensitivity), len(r.LayerSQNR))
+		for _, s := range r.LayerSQNR[:min(len(r.Sensitivity), len(r.LayerSQNR))] {
+			fmt.Fprintf(out, " %s %s;", s.Node, s.SQNRdB.Text("%.1f dB"))
+		}
+		fmt.Fprintln(out)
+	}
 	if len(r.Sensitivity) > 0 {
 		fmt.Fprintf(out, "sensitivity (the model with each layer kept float alone, the rest INT8):\n")
 		for _, s := range r.Sensitivity {

@@ -69,15 +69,21 @@ var errNoRecovery = errors.New("no INT8 model meets the accuracy criteria with a
 // random check draws.
 const sensitivitySamples = 64
 
-// fallBack measures the model with each named weighted layer kept float
-// alone (quick: on at most sensitivitySamples samples), then keeps the
-// most sensitive layers float: the fewest that make the criteria hold, found by
-// doubling the count from one until a model passes and bisecting below
-// it (keeping more layers float rarely costs accuracy; each candidate is
-// measured on all the evaluation data). When even all but the least
-// sensitive layer kept float misses them it returns errNoRecovery.
-func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64, res *Result,
-	measure, quick func(graph.Serialized) (*compare.Result, error)) (*graph.Model, graph.Serialized, error) {
+// sensitivityCandidates is how many layers the ranking measures kept
+// float, those with the worst own error (LayerSQNR) first: that bounds
+// its cost by a constant instead of the layer count (PaddleOCR's
+// recognizer: 51 layers, about 5 s each). The rest follow them in the
+// order of their own error. A var so a test can bound it lower.
+var sensitivityCandidates = 8
+
+// fallBack ranks the named weighted layers (rankLayers), then keeps the
+// most sensitive layers float: the fewest that make the criteria hold,
+// found by doubling the count from one until a model passes and
+// bisecting below it (keeping more layers float rarely costs accuracy;
+// each candidate is measured on all the evaluation data). When even all
+// but the last-ranked layer kept float misses them it returns
+// errNoRecovery.
+func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64, res *Result, ms measures) (*graph.Model, graph.Serialized, error) {
 	layers, err := weightedLayers(float)
 	if err != nil {
 		return nil, graph.Serialized{}, err
@@ -86,13 +92,13 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 	if opts.FallbackBudget > 0 {
 		deadline = time.Now().Add(opts.FallbackBudget)
 	}
-	if hopeless, err := allFloatMisses(opts, float, ranges, res, layers, measure); err != nil || hopeless {
+	if hopeless, err := allFloatMisses(opts, float, ranges, res, layers, ms.full); err != nil || hopeless {
 		if err == nil {
 			err = errNoRecovery
 		}
 		return nil, graph.Serialized{}, err
 	}
-	order, err := rankLayers(opts, float, ranges, res, layers, quick, deadline)
+	order, err := rankLayers(opts, float, ranges, res, layers, ms, deadline)
 	if err != nil {
 		return nil, graph.Serialized{}, err
 	}
@@ -109,7 +115,7 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 		if t.q, t.b, t.rep, err = quantizeWith(float, ranges, excluding(opts.Quant, t.kept)); err != nil {
 			return nil, err
 		}
-		t.r, err = measure(t.b)
+		t.r, err = ms.full(t.b)
 		return t, err
 	}
 	best, last, stopped, err := fewestFloat(opts, len(order)-1, attempt,
@@ -236,31 +242,38 @@ func fewestFloat(opts Options, most int, attempt func(int) (*fallbackTry, error)
 	return best, last, false, nil
 }
 
-// rankLayers measures each weighted layer kept float alone, every other
-// one quantized (quick), records the sensitivities in res, and returns
-// them most sensitive first: the layer whose float measures best, by the
-// smallest accuracy drop, then the highest cosine (NaN last). That is
+// rankLayers orders the weighted layers most sensitive first. It
+// measures each candidate layer kept float alone, every other one
+// quantized (quick), records the sensitivities in res, and ranks them by
+// the smallest accuracy drop, then the highest cosine (NaN last): that is
 // the fallback's own question (which layers to keep float), asked of the
-// model it falls back from: quantizing a layer alone instead would carry
+// model it falls back from; quantizing a layer alone instead would carry
 // every activation Q/DQ between the layers and none of bias correction's
 // corrections into each measurement, which then says more about them
-// than about the layer. A budget stop before every layer was measured
-// is errNoRecovery.
+// than about the layer. With more than sensitivityCandidates layers, the
+// candidates are those with the worst own error in the model it falls
+// back from (one pass of a probe model, recorded in res.LayerSQNR), and
+// the others follow them in that order. A budget stop before every
+// candidate was measured is errNoRecovery.
 func rankLayers(opts Options, float graph.Serialized, ranges map[string][2]float64, res *Result, layers []string,
-	quick func(graph.Serialized) (*compare.Result, error), deadline time.Time) ([]Sensitivity, error) {
+	ms measures, deadline time.Time) ([]Sensitivity, error) {
+	candidates, rest, err := rankingCandidates(opts, float, ranges, res, layers, ms)
+	if err != nil {
+		return nil, err
+	}
 	stop := opts.stops.loop("fallback sensitivity")
-	tick := opts.counter("fallback: sensitivity, layers kept float alone", len(layers))
-	for i, l := range layers {
+	tick := opts.counter("fallback: sensitivity, layers kept float alone", len(candidates))
+	for i, l := range candidates {
 		tick(i)
 		if stop(i, deadline) {
-			res.Guard.Fallback = fmt.Sprintf("%s after measuring %d of %d weighted layers kept float alone, before any model met the guard", opts.stopReason(fmt.Sprintf("stopped at its %s share of the budget", opts.FallbackBudget.Round(time.Second))), i, len(layers))
+			res.Guard.Fallback = fmt.Sprintf("%s after measuring %d of the %d weighted layers it ranks kept float alone, before any model met the guard", opts.stopReason(fmt.Sprintf("stopped at its %s share of the budget", opts.FallbackBudget.Round(time.Second))), i, len(candidates))
 			return nil, errNoRecovery
 		}
 		_, b, _, err := quantizeWith(float, ranges, excluding(opts.Quant, []string{l}))
 		if err != nil {
 			return nil, err
 		}
-		r, err := quick(b)
+		r, err := ms.quick(b)
 		if err != nil {
 			return nil, err
 		}
@@ -280,7 +293,32 @@ func rankLayers(opts Options, float graph.Serialized, ranges map[string][2]float
 		}
 		return cmp.Compare(b.MinCosine, a.MinCosine) // NaN last
 	})
+	for _, l := range rest {
+		order = append(order, Sensitivity{Node: l})
+	}
 	return order, nil
+}
+
+// rankingCandidates splits the layers into those the ranking measures and
+// the rest, in the order of their own error (worst first), when there
+// are more than sensitivityCandidates; else every layer is a candidate.
+func rankingCandidates(opts Options, float graph.Serialized, ranges map[string][2]float64, res *Result, layers []string, ms measures) (candidates, rest []string, err error) {
+	if len(layers) <= sensitivityCandidates {
+		return layers, nil, nil
+	}
+	_, b, _, err := quantizeWith(float, ranges, opts.Quant)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.progress("fallback: each of %d weighted layers' own error, in one pass of a probe model", len(layers))
+	if res.LayerSQNR, err = ms.layers(b, layers); err != nil {
+		return nil, nil, fmt.Errorf("fallback: each layer's own error: %w", err)
+	}
+	order := make([]string, len(res.LayerSQNR))
+	for i, s := range res.LayerSQNR {
+		order[i] = s.Node
+	}
+	return order[:sensitivityCandidates], order[sensitivityCandidates:], nil
 }
 
 // excluding is q with the named nodes kept float (exact names).

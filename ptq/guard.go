@@ -242,7 +242,7 @@ func holdOut(opts *Options, inputs []data.Input) (string, data.Options, bool) {
 // guard measures the INT8 model, runs the accuracy control when it fails,
 // and records the outcome in res.Guard. It returns the model to write.
 func guard(opts *Options, float graph.Serialized, plain map[string][2]float64, res *Result,
-	q *graph.Model, int8Model graph.Serialized, measure, quick func(graph.Serialized) (*compare.Result, error)) (*graph.Model, graph.Serialized, error) {
+	q *graph.Model, int8Model graph.Serialized, ms measures) (*graph.Model, graph.Serialized, error) {
 	g := res.Guard
 	if res.Accuracy == nil {
 		g.Note = "not measured: no evaluation or calibration data to run on"
@@ -267,7 +267,7 @@ func guard(opts *Options, float graph.Serialized, plain map[string][2]float64, r
 	// control's budget.
 	started := time.Now()
 	if opts.CalibData != "" {
-		tq, tb, err := tryTechniques(opts, float, plain, res, measure, started)
+		tq, tb, err := tryTechniques(opts, float, plain, res, ms.full, started)
 		if err != nil {
 			return nil, graph.Serialized{}, err
 		}
@@ -286,7 +286,7 @@ func guard(opts *Options, float graph.Serialized, plain map[string][2]float64, r
 		// At least a nanosecond: 0 would mean no bound.
 		fo.FallbackBudget = max(fo.FallbackBudget-time.Since(started), time.Nanosecond)
 	}
-	fq, fb, err := fallBack(fo, float, plain, res, measure, quick)
+	fq, fb, err := fallBack(fo, float, plain, res, ms)
 	if res.Techniques != nil && res.Techniques.ByGuard && g.Fallback != "" {
 		g.Fallback = schema.JoinTechniques(res.Techniques.Applied) + ", then " + g.Fallback
 	}

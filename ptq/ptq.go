@@ -180,10 +180,13 @@ type Result struct {
 	// UpgradedOpset counts the nodes rewritten to reach opset 13 (0 when
 	// the model already was).
 	UpgradedOpset int `json:"upgraded_opset_nodes"`
-	// Sensitivity is how the model measures with each weighted layer kept
-	// float alone, and
-	// FellBack the layers kept float to meet the accuracy criterion.
+	// Sensitivity is how the model measures with each weighted layer the
+	// fallback ranked kept float alone, LayerSQNR each weighted layer's own
+	// error that chose them (worst first; only with more layers than the
+	// ranking measures), and FellBack the layers kept float to meet the
+	// accuracy criterion.
 	Sensitivity []Sensitivity `json:"sensitivity,omitempty"`
+	LayerSQNR   []LayerSQNR   `json:"layer_sqnr,omitempty"`
 	FellBack    []string      `json:"fell_back,omitempty"`
 	// Guard is the accuracy guard's checks and decision.
 	Guard *schema.Guard `json:"guard"`
@@ -328,17 +331,17 @@ func run(opts Options) (*Result, error) {
 	quality := qualitySession(opts)
 	res.QualityLevel = quality.Level.String()
 	res.Guard = &schema.Guard{Data: eval, HeldOut: res.HeldOut}
-	measure, quick := measurers(opts, float, eval, evalOpts, quality)
+	ms := measurers(opts, float, eval, evalOpts, quality)
 	if eval != "" {
 		opts.progress("checking the INT8 model against float on %s", eval)
-		if res.Accuracy, err = measure(int8Model); err != nil {
+		if res.Accuracy, err = ms.full(int8Model); err != nil {
 			return nil, err
 		}
 		if res.Accuracy.Stopped {
 			opts.progress("the check stopped after %d samples: %s; the guard judges on them", res.Accuracy.Samples, opts.stopReason("its share of the budget was spent"))
 		}
 	}
-	if q, int8Model, err = guard(&opts, float, plain, res, q, int8Model, measure, quick); err != nil {
+	if q, int8Model, err = guard(&opts, float, plain, res, q, int8Model, ms); err != nil {
 		if IsGuardError(err) {
 			return res, err
 		}
@@ -353,7 +356,7 @@ func run(opts Options) (*Result, error) {
 		// with its conv channels padded, when the search chose that): the
 		// SQNR pairs the two, each tensor with its own shape.
 		var placedFloat graph.Serialized
-		if q, int8Model, placedFloat, err = place(opts, float, plain, batches, res, measure); err != nil {
+		if q, int8Model, placedFloat, err = place(opts, float, plain, batches, res, ms.full); err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Input, err)
 		}
 		if res.Placement == nil || res.Placement.Chosen != placement.CandidateQOperator {
@@ -501,12 +504,21 @@ func roundAndCorrect(opts *Options, float graph.Serialized, plain map[string][2]
 	return nil
 }
 
-// measurers compare an INT8 model with float on the evaluation data: all
-// of it (measure), or its first sensitivitySamples (quick, the fallback's
-// layer-by-layer ranking). The float model's outputs are kept for the next
-// measurement on the same data: the guard and placement measure many INT8
-// candidates.
-func measurers(opts Options, float graph.Serialized, eval string, evalOpts data.Options, quality ort.Options) (measure, quick func(graph.Serialized) (*compare.Result, error)) {
+// measures are the ways the guard measures an INT8 model against float on
+// the evaluation data.
+type measures struct {
+	// full compares on all of it, quick on its first sensitivitySamples
+	// (the fallback's ranking).
+	full, quick func(graph.Serialized) (*compare.Result, error)
+	// layers is each named layer's own error (layerSQNR) on the quick
+	// samples, worst first.
+	layers func(int8Model graph.Serialized, names []string) ([]LayerSQNR, error)
+}
+
+// measurers compare an INT8 model with float on the evaluation data. The
+// float model's outputs are kept for the next measurement on the same
+// data: the guard and placement measure many INT8 candidates.
+func measurers(opts Options, float graph.Serialized, eval string, evalOpts data.Options, quality ort.Options) measures {
 	ref := compare.NewReference()
 	measureOn := func(dopts data.Options, stop func(int64) bool) func(graph.Serialized) (*compare.Result, error) {
 		return func(b graph.Serialized) (*compare.Result, error) {
@@ -530,7 +542,14 @@ func measurers(opts Options, float graph.Serialized, eval string, evalOpts data.
 	if quickOpts.Samples == 0 || quickOpts.Samples > sensitivitySamples {
 		quickOpts.Samples = sensitivitySamples
 	}
-	return measureOn(evalOpts, opts.checkStop()), measureOn(quickOpts, nil)
+	opts.Session = quality
+	return measures{
+		full:  measureOn(evalOpts, opts.checkStop()),
+		quick: measureOn(quickOpts, nil),
+		layers: func(b graph.Serialized, names []string) ([]LayerSQNR, error) {
+			return layerSQNR(opts, float, b, names, eval, quickOpts, quickOpts.Samples)
+		},
+	}
 }
 
 // GuardCheckLoop is the guard's first check's entry in Stops: the
