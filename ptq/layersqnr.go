@@ -201,12 +201,7 @@ func runProbes(opts Options, fm, pm *graph.Model, pairs []probePair, spec string
 	}
 	res := make([]LayerSQNR, len(pairs))
 	for i, p := range pairs {
-		st := accs[p.int8Out].Result()
-		s := min(float64(st.SNRdB), schema.MaxSQNR)
-		if st.NewNonFinite > 0 {
-			s = math.Inf(-1)
-		}
-		res[i] = LayerSQNR{Node: p.node, SQNRdB: jsonfloat.Float(s)}
+		res[i] = LayerSQNR{Node: p.node, SQNRdB: sqnrOf(accs[p.int8Out])}
 	}
 	return res, nil
 }

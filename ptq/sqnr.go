@@ -26,6 +26,17 @@ type TensorSQNR struct {
 	SQNRdB jsonfloat.Float `json:"sqnr_db"`
 }
 
+// sqnrOf is the SQNR an accumulator measured, capped at MaxSQNR: -Inf
+// where INT8 is NaN/Inf and float finite (infinite noise), NaN when
+// nothing was finite.
+func sqnrOf(acc *compare.Accumulator) jsonfloat.Float {
+	st := acc.Result()
+	if st.NewNonFinite > 0 {
+		return jsonfloat.Float(math.Inf(-1))
+	}
+	return jsonfloat.Float(min(float64(st.SNRdB), schema.MaxSQNR)) // NaN stays NaN
+}
+
 // sqnrRunBytes bounds what one SQNR run fetches, per model. Both models'
 // values of a group are held at once, each with its float32 copy, so a
 // quarter of calibration's bound keeps them to about what one calibration
@@ -129,12 +140,7 @@ func tensorSQNR(opts Options, float, int8Model graph.Serialized, spec string, do
 	}
 	out := make([]TensorSQNR, len(xs))
 	for i, x := range xs {
-		st := accs[x].Result()
-		s := min(float64(st.SNRdB), schema.MaxSQNR) // NaN (nothing finite) stays NaN
-		if st.NewNonFinite > 0 {
-			s = math.Inf(-1) // infinite noise where the float tensor is finite
-		}
-		out[i] = TensorSQNR{Tensor: x, SQNRdB: jsonfloat.Float(s)}
+		out[i] = TensorSQNR{Tensor: x, SQNRdB: sqnrOf(accs[x])}
 	}
 	slices.SortStableFunc(out, func(a, b TensorSQNR) int {
 		return cmp.Compare(a.SQNRdB, b.SQNRdB) // NaN first
