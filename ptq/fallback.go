@@ -306,7 +306,11 @@ func rankingCandidates(opts Options, float graph.Serialized, ranges map[string][
 	if len(layers) <= sensitivityCandidates {
 		return layers, nil, nil
 	}
-	_, b, _, err := quantizeWith(float, ranges, opts.Quant)
+	// The probe reads Q/DQ pairs: a QOperator model is probed in the QDQ
+	// form it computes the same as.
+	qdq := opts.Quant
+	qdq.Format = quantize.FormatQDQ
+	_, b, _, err := quantizeWith(float, ranges, qdq)
 	if err != nil {
 		return nil, nil, err
 	}

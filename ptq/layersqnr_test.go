@@ -67,34 +67,41 @@ func clippedStack(t *testing.T) Options {
 
 // TestFallbackRanksByOwnError: with more layers than the ranking
 // measures, the layer whose input is clipped has the worst own error, is
-// among the candidates measured kept float, and is the one kept float.
+// among the candidates measured kept float, and is the one kept float; a
+// QOperator model is probed in its QDQ form.
 func TestFallbackRanksByOwnError(t *testing.T) {
 	ortenv.Require(t)
-	opts := clippedStack(t)
-	// Twelve INT8 layers of 8 channels measure a worst cosine of about
-	// 0.985 with conv6 float, the clipped model about 0.68.
-	opts.MinCosine, opts.MaxRelError = 0.97, 0.5
+	base := clippedStack(t)
 	saved := sensitivityCandidates
 	sensitivityCandidates = 4
 	defer func() { sensitivityCandidates = saved }()
-	res, err := Run(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("sensitivity %+v; kept float %v; guard %s", res.Sensitivity, res.FellBack, res.Guard.Fallback)
-	if len(res.LayerSQNR) != 12 {
-		t.Fatalf("own error of %d layers, want 12: %+v", len(res.LayerSQNR), res.LayerSQNR)
-	}
-	worst := res.LayerSQNR[0]
-	t.Logf("worst own error %s %.1f dB, next %s %.1f dB", worst.Node, worst.SQNRdB, res.LayerSQNR[1].Node, res.LayerSQNR[1].SQNRdB)
-	if worst.Node != "conv6" || !(worst.SQNRdB+10 < res.LayerSQNR[1].SQNRdB) {
-		t.Errorf("worst own error: %+v, then %+v; want conv6 (clipped input) 10 dB below every other layer", worst, res.LayerSQNR[1])
-	}
-	if len(res.Sensitivity) != 4 {
-		t.Errorf("ranked %d layers kept float alone, want the 4 candidates", len(res.Sensitivity))
-	}
-	if len(res.FellBack) != 1 || res.FellBack[0] != "conv6" {
-		t.Errorf("kept float %v, want [conv6]", res.FellBack)
+	for _, format := range []quantize.Format{quantize.FormatQDQ, quantize.FormatQOperator} {
+		t.Run(string(format), func(t *testing.T) {
+			opts := base
+			opts.Quant.Format = format
+			// Twelve INT8 layers of 8 channels measure a worst cosine of
+			// about 0.985 with conv6 float, the clipped model about 0.68.
+			opts.MinCosine, opts.MaxRelError = 0.97, 0.5
+			res, err := Run(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("sensitivity %+v; kept float %v; guard %s", res.Sensitivity, res.FellBack, res.Guard.Fallback)
+			if len(res.LayerSQNR) != 12 {
+				t.Fatalf("own error of %d layers, want 12: %+v", len(res.LayerSQNR), res.LayerSQNR)
+			}
+			worst := res.LayerSQNR[0]
+			t.Logf("worst own error %s %.1f dB, next %s %.1f dB", worst.Node, worst.SQNRdB, res.LayerSQNR[1].Node, res.LayerSQNR[1].SQNRdB)
+			if worst.Node != "conv6" || !(worst.SQNRdB+10 < res.LayerSQNR[1].SQNRdB) {
+				t.Errorf("worst own error: %+v, then %+v; want conv6 (clipped input) 10 dB below every other layer", worst, res.LayerSQNR[1])
+			}
+			if len(res.Sensitivity) != 4 {
+				t.Errorf("ranked %d layers kept float alone, want the 4 candidates", len(res.Sensitivity))
+			}
+			if len(res.FellBack) != 1 || res.FellBack[0] != "conv6" {
+				t.Errorf("kept float %v, want [conv6]", res.FellBack)
+			}
+		})
 	}
 }
 
