@@ -257,17 +257,22 @@ func fewestFloat(opts Options, most int, attempt func(int) (*fallbackTry, error)
 // candidate was measured is errNoRecovery.
 func rankLayers(opts Options, float graph.Serialized, ranges map[string][2]float64, res *Result, layers []string,
 	ms measures, deadline time.Time) ([]Sensitivity, error) {
-	candidates, rest, err := rankingCandidates(opts, float, ranges, res, layers, ms)
-	if err != nil {
-		return nil, err
-	}
 	stop := opts.stops.loop("fallback sensitivity")
+	stopped := func(i, of int) ([]Sensitivity, error) {
+		res.Guard.Fallback = fmt.Sprintf("%s after measuring %d of the %d weighted layers it ranks kept float alone, before any model met the guard", opts.stopReason(fmt.Sprintf("stopped at its %s share of the budget", opts.FallbackBudget.Round(time.Second))), i, of)
+		return nil, errNoRecovery
+	}
+	// The probe only chooses what the loop measures: not when the loop
+	// would stop before its first measurement.
+	if stop(0, deadline) {
+		return stopped(0, min(len(layers), sensitivityCandidates))
+	}
+	candidates, rest := rankingCandidates(opts, float, ranges, res, layers, ms)
 	tick := opts.counter("fallback: sensitivity, layers kept float alone", len(candidates))
 	for i, l := range candidates {
 		tick(i)
 		if stop(i, deadline) {
-			res.Guard.Fallback = fmt.Sprintf("%s after measuring %d of the %d weighted layers it ranks kept float alone, before any model met the guard", opts.stopReason(fmt.Sprintf("stopped at its %s share of the budget", opts.FallbackBudget.Round(time.Second))), i, len(candidates))
-			return nil, errNoRecovery
+			return stopped(i, len(candidates))
 		}
 		_, b, _, err := quantizeWith(float, ranges, excluding(opts.Quant, []string{l}))
 		if err != nil {
@@ -301,28 +306,40 @@ func rankLayers(opts Options, float graph.Serialized, ranges map[string][2]float
 
 // rankingCandidates splits the layers into those the ranking measures and
 // the rest, in the order of their own error (worst first), when there
-// are more than sensitivityCandidates; else every layer is a candidate.
-func rankingCandidates(opts Options, float graph.Serialized, ranges map[string][2]float64, res *Result, layers []string, ms measures) (candidates, rest []string, err error) {
+// are more than sensitivityCandidates; else, or when the probe cannot
+// run, every layer is a candidate (it says why).
+func rankingCandidates(opts Options, float graph.Serialized, ranges map[string][2]float64, res *Result, layers []string, ms measures) (candidates, rest []string) {
 	if len(layers) <= sensitivityCandidates {
-		return layers, nil, nil
+		return layers, nil
 	}
+	order, err := ownErrorOrder(opts, float, ranges, res, layers, ms)
+	if err != nil {
+		opts.progress("fallback: each layer's own error could not be measured (%v): ranking all %d weighted layers", err, len(layers))
+		res.LayerSQNR = nil
+		return layers, nil
+	}
+	return order[:sensitivityCandidates], order[sensitivityCandidates:]
+}
+
+// ownErrorOrder is the layers, worst own error first (res.LayerSQNR).
+func ownErrorOrder(opts Options, float graph.Serialized, ranges map[string][2]float64, res *Result, layers []string, ms measures) ([]string, error) {
 	// The probe reads Q/DQ pairs: a QOperator model is probed in the QDQ
 	// form it computes the same as.
 	qdq := opts.Quant
 	qdq.Format = quantize.FormatQDQ
 	_, b, _, err := quantizeWith(float, ranges, qdq)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	opts.progress("fallback: each of %d weighted layers' own error, in one pass of a probe model", len(layers))
 	if res.LayerSQNR, err = ms.layers(b, layers); err != nil {
-		return nil, nil, fmt.Errorf("fallback: each layer's own error: %w", err)
+		return nil, err
 	}
 	order := make([]string, len(res.LayerSQNR))
 	for i, s := range res.LayerSQNR {
 		order[i] = s.Node
 	}
-	return order[:sensitivityCandidates], order[sensitivityCandidates:], nil
+	return order, nil
 }
 
 // excluding is q with the named nodes kept float (exact names).

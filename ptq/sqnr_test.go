@@ -83,6 +83,25 @@ func calibratedStack(t *testing.T, n int) (Options, *calibrate.Cache) {
 	return opts, c
 }
 
+// calibratedFloat is calibratedStack's options, float model and ranges.
+func calibratedFloat(t *testing.T, n int) (Options, graph.Serialized, map[string][2]float64) {
+	t.Helper()
+	opts, c := calibratedStack(t, n)
+	m, err := graph.LoadFile(opts.Input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	float, err := graph.MarshalReferencing(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranges := map[string][2]float64{}
+	for _, r := range c.Tensors {
+		ranges[r.Name] = [2]float64{r.Min, r.Max}
+	}
+	return opts, float, ranges
+}
+
 // clippedStack is a 12-conv stack whose calibration cache gives relu5
 // (conv6's input) a tenth of the range measured: conv6's input is
 // clipped, every other layer is quantized as calibrated.
@@ -151,19 +170,7 @@ func TestFallbackRanksByOwnError(t *testing.T) {
 // it was (the fallback quantizes its candidates afresh).
 func TestLayerSQNRAllLayers(t *testing.T) {
 	ortenv.Require(t)
-	opts, c := calibratedStack(t, 10)
-	m, err := graph.LoadFile(opts.Input)
-	if err != nil {
-		t.Fatal(err)
-	}
-	float, err := graph.MarshalReferencing(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ranges := map[string][2]float64{}
-	for _, r := range c.Tensors {
-		ranges[r.Name] = [2]float64{r.Min, r.Max}
-	}
+	opts, float, ranges := calibratedFloat(t, 10)
 	_, b, _, err := quantizeWith(float, ranges, quantize.Options{Target: quantize.TargetORT})
 	if err != nil {
 		t.Fatal(err)
@@ -191,5 +198,24 @@ func TestLayerSQNRAllLayers(t *testing.T) {
 	}
 	if string(b.Bytes) != before {
 		t.Error("the probe changed the INT8 model it was given")
+	}
+}
+
+// TestRankingWithoutProbe: when the probe cannot run, the ranking measures
+// every layer, as it did before there was one, and records no own error.
+func TestRankingWithoutProbe(t *testing.T) {
+	ortenv.Require(t)
+	opts, float, ranges := calibratedFloat(t, 10)
+	var layers []string
+	for i := range 10 {
+		layers = append(layers, fmt.Sprint("conv", i))
+	}
+	res := &Result{LayerSQNR: []LayerSQNR{{Node: "stale"}}}
+	ms := measures{layers: func(graph.Serialized, []string) ([]LayerSQNR, error) {
+		return nil, fmt.Errorf("the probe failed")
+	}}
+	candidates, rest := rankingCandidates(opts, float, ranges, res, layers, ms)
+	if len(candidates) != 10 || len(rest) != 0 || res.LayerSQNR != nil {
+		t.Errorf("candidates %v, rest %v, own error %v; want every layer measured, no own error", candidates, rest, res.LayerSQNR)
 	}
 }
