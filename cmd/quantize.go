@@ -406,22 +406,7 @@ func printQuantize(out io.Writer, r *ptq.Result, level string) {
 			fmt.Fprintf(out, "  qdq: %s: %s\n", k.Node, k.Detail)
 		}
 	}
-	if len(r.LayerSQNR) > 0 {
-		fmt.Fprintf(out, "layer SQNR (each layer's own error; the worst %d are ranked below), worst first (of %d):", len(r.Sensitivity), len(r.LayerSQNR))
-		for _, s := range r.LayerSQNR[:min(len(r.Sensitivity), len(r.LayerSQNR))] {
-			fmt.Fprintf(out, " %s %s;", s.Node, s.SQNRdB.Text("%.1f dB"))
-		}
-		fmt.Fprintln(out)
-	}
-	if len(r.Sensitivity) > 0 {
-		fmt.Fprintf(out, "sensitivity (the model with each layer kept float alone, the rest INT8):\n")
-		for _, s := range r.Sensitivity {
-			fmt.Fprintf(out, "  %s: drop %.2f points, min cosine %s\n", s.Node, s.DropPoints, s.MinCosine.Text("%.5f"))
-		}
-		if len(r.FellBack) > 0 {
-			fmt.Fprintf(out, "fell back to float to meet the accuracy guard: %s\n", strings.Join(r.FellBack, ", "))
-		}
-	}
+	printFallback(out, r)
 	printGuard(out, r.Guard)
 	if len(r.TensorSQNR) > 0 {
 		fmt.Fprintf(out, "per-tensor SQNR, worst first (of %d):", len(r.TensorSQNR))
@@ -486,6 +471,27 @@ func printQuantize(out io.Writer, r *ptq.Result, level string) {
 	}
 	if r.Caveats.OnCalibrationData {
 		fmt.Fprintf(out, "measured on the calibration data, which is not held out: give --eval-data for an honest figure\n")
+	}
+}
+
+// printFallback prints what the guard's fallback measured: each layer's
+// own error, the sensitivities it ranked by, the layers kept float.
+func printFallback(out io.Writer, r *ptq.Result) {
+	if len(r.LayerSQNR) > 0 {
+		fmt.Fprintf(out, "layer SQNR (each layer's own error; the worst %d are ranked below), worst first (of %d):", len(r.Sensitivity), len(r.LayerSQNR))
+		for _, s := range r.LayerSQNR[:min(len(r.Sensitivity), len(r.LayerSQNR))] {
+			fmt.Fprintf(out, " %s %s;", s.Node, s.SQNRdB.Text("%.1f dB"))
+		}
+		fmt.Fprintln(out)
+	}
+	if len(r.Sensitivity) > 0 {
+		fmt.Fprintf(out, "sensitivity (the model with each layer kept float alone, the rest INT8):\n")
+		for _, s := range r.Sensitivity {
+			fmt.Fprintf(out, "  %s: drop %.2f points, min cosine %s\n", s.Node, s.DropPoints, s.MinCosine.Text("%.5f"))
+		}
+		if len(r.FellBack) > 0 {
+			fmt.Fprintf(out, "fell back to float to meet the accuracy guard: %s\n", strings.Join(r.FellBack, ", "))
+		}
 	}
 }
 
