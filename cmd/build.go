@@ -464,14 +464,15 @@ func buildRun(opts *BuildOptions) error {
 }
 
 // refusals is the build's error when the accuracy guard refused an INT8
-// model (exit 3), nil otherwise.
+// model (exit 3), nil otherwise: per refusal what missed and how the
+// accuracy control ended, as quantize's refusal says it.
 func refusals(res *build.Result) error {
 	if len(res.Refused) == 0 && len(res.NotRecommended) == 0 {
 		return nil
 	}
 	var what []string
 	for _, r := range res.Refused {
-		what = append(what, fmt.Sprintf("%s: %s not written (%s)", r.Scheme, r.Artifact, schema.FailedChecks(r.Guard.Checks)))
+		what = append(what, fmt.Sprintf("%s: %s not written (%s; %s)", r.Scheme, r.Artifact, schema.FailedChecks(r.Guard.Checks), ptq.FallbackWords(r.Guard)))
 	}
 	if len(res.NotRecommended) > 0 {
 		what = append(what, "not recommended: "+strings.Join(res.NotRecommended, ", "))

@@ -66,6 +66,9 @@ func TestBuildNonFiniteINT8IsFlaggedAndNotDeployed(t *testing.T) {
 	if status != ExitRefused || !strings.Contains(stderr, "model.int8.onnx not written") || !strings.Contains(stderr, "NaN/Inf values of y where float is finite") {
 		t.Fatalf("without --allow-accuracy-loss: status %d: %s", status, stderr)
 	}
+	if !strings.Contains(stderr, "no fallback: the model has one weighted layer") {
+		t.Errorf("the refusal does not say why no fallback ran: %s", stderr)
+	}
 	if _, err := os.Stat(filepath.Join(out, "model.int8.onnx")); !os.IsNotExist(err) {
 		t.Errorf("the refused INT8 model was written")
 	}

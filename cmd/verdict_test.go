@@ -225,6 +225,9 @@ func TestGuardDenseOutput(t *testing.T) {
 	if !strings.Contains(stdout, "REFUSED") {
 		t.Errorf("the table does not show the refusal:\n%s", stdout)
 	}
+	if !strings.Contains(stderr, "weighted layers kept float") {
+		t.Errorf("the refusal does not say how the fallback ended: %q", stderr)
+	}
 	for _, f := range []string{"model.fp32.onnx", "ort/model.ort", "tensorrt/model.fp16.onnx", "openvino/model.onnx", "report.md"} {
 		if _, err := os.Stat(filepath.Join(outDir, f)); err != nil {
 			t.Errorf("%s not written: %v", f, err)

@@ -88,6 +88,16 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 	if err != nil {
 		return nil, graph.Serialized{}, err
 	}
+	if len(layers) < 2 {
+		// Keeping its only weighted layer float quantizes nothing a
+		// fallback could keep.
+		has := "one weighted layer"
+		if len(layers) == 0 {
+			has = "no weighted layer"
+		}
+		res.Guard.Fallback = "no fallback: the model has " + has + " (Conv, ConvTranspose, Gemm, MatMul), and keeping layers float needs at least 2 to leave one quantized"
+		return nil, graph.Serialized{}, errNoRecovery
+	}
 	var deadline time.Time
 	if opts.FallbackBudget > 0 {
 		deadline = time.Now().Add(opts.FallbackBudget)
@@ -101,9 +111,6 @@ func fallBack(opts Options, float graph.Serialized, ranges map[string][2]float64
 	order, err := rankLayers(opts, float, ranges, res, layers, ms, deadline)
 	if err != nil {
 		return nil, graph.Serialized{}, err
-	}
-	if len(order) < 2 {
-		return nil, graph.Serialized{}, errNoRecovery
 	}
 	attempt := func(k int) (*fallbackTry, error) {
 		opts.progress("fallback: measuring with the %d most sensitive of %d weighted layers kept float", k, len(layers))

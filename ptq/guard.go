@@ -68,11 +68,12 @@ func (e *GuardError) Error() string {
 		hint = "measured on random inputs, a smoke test: calibrate and check on data like the deployment's (--calib-data, --eval-data) before judging the model"
 	}
 	return fmt.Sprintf("accuracy guard refused the INT8 model: %s; nothing was written (%s; %s)",
-		why, fallbackWords(e.Guard), hint)
+		why, FallbackWords(e.Guard), hint)
 }
 
-// fallbackWords says in a few words what the accuracy control did.
-func fallbackWords(g *schema.Guard) string {
+// FallbackWords says in a few words what the accuracy control did: how a
+// refusal's fallback ended.
+func FallbackWords(g *schema.Guard) string {
 	if g.Fallback == "" {
 		return "keeping the most sensitive layers float did not recover it"
 	}

@@ -344,9 +344,11 @@ func errorLine(stderr, stdout string, err error) string {
 	return err.Error()
 }
 
+// clip keeps a guard refusal whole (its checks and how the fallback
+// ended, per target) and cuts a runaway line.
 func clip(s string) string {
-	if len(s) > 400 {
-		return s[:400] + "..."
+	if len(s) > 1500 {
+		return s[:1500] + "..."
 	}
 	return s
 }
