@@ -17,14 +17,7 @@ import (
 // run must refuse it, named, before the binding sees it; also when the
 // interface it is given leaves the type open and only ORT knows it.
 func TestNonTensorOutputIsRefused(t *testing.T) {
-	ortenv.Require(t)
-	path := testenv.Data(t, "onnx-testdata/node/test_if_opt/model.onnx")
-	m, err := graph.LoadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	ins, outs := ort.Interface(m)
+	path, ins, outs := testModelInterface(t, "onnx-testdata/node/test_if_opt/model.onnx")
 	kept, skipped := ort.SplitOutputs(outs)
 	if len(kept) != 0 || len(skipped) != 1 || !strings.Contains(skipped[0], `"sequence" is an optional`) {
 		t.Errorf("SplitOutputs: kept %v, skipped %q", kept, skipped)
@@ -46,16 +39,24 @@ func TestNonTensorOutputIsRefused(t *testing.T) {
 
 // TestSequenceInputIsRefused: a sequence input cannot be fed.
 func TestSequenceInputIsRefused(t *testing.T) {
+	path, ins, outs := testModelInterface(t, "onnx-testdata/node/test_sequence_insert_at_back/model.onnx")
+	_, err := ort.NewSession(ort.Source{Path: path, Inputs: ins, Outputs: outs}, ort.DefaultOptions())
+	if !errors.Is(err, ort.ErrNotExpressible) || !strings.Contains(err.Error(), `input "sequence" is a sequence`) {
+		t.Errorf("got %v", err)
+	}
+}
+
+// testModelInterface opens ONNX test model rel, skipping the test where
+// ORT is missing, and returns its path and interface.
+func testModelInterface(t *testing.T, rel string) (path string, ins, outs []ort.IO) {
+	t.Helper()
 	ortenv.Require(t)
-	path := testenv.Data(t, "onnx-testdata/node/test_sequence_insert_at_back/model.onnx")
+	path = testenv.Data(t, rel)
 	m, err := graph.LoadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
-	ins, outs := ort.Interface(m)
-	_, err = ort.NewSession(ort.Source{Path: path, Inputs: ins, Outputs: outs}, ort.DefaultOptions())
-	if !errors.Is(err, ort.ErrNotExpressible) || !strings.Contains(err.Error(), `input "sequence" is a sequence`) {
-		t.Errorf("got %v", err)
-	}
+	t.Cleanup(func() { m.Close() })
+	ins, outs = ort.Interface(m)
+	return path, ins, outs
 }

@@ -339,22 +339,12 @@ func configure(so *ortgo.SessionOptions, opts Options) error {
 	switch strings.ToLower(opts.Provider) {
 	case "", "cpu":
 	case "cuda":
-		cuda, err := ortgo.NewCUDAProviderOptions()
-		if err != nil {
-			return providerError("cuda", err)
-		}
-		defer cuda.Destroy()
-		if err := so.AppendExecutionProviderCUDA(cuda); err != nil {
-			return providerError("cuda", err)
+		if err := appendProvider("cuda", ortgo.NewCUDAProviderOptions, so.AppendExecutionProviderCUDA); err != nil {
+			return err
 		}
 	case "tensorrt":
-		trt, err := ortgo.NewTensorRTProviderOptions()
-		if err != nil {
-			return providerError("tensorrt", err)
-		}
-		defer trt.Destroy()
-		if err := so.AppendExecutionProviderTensorRT(trt); err != nil {
-			return providerError("tensorrt", err)
+		if err := appendProvider("tensorrt", ortgo.NewTensorRTProviderOptions, so.AppendExecutionProviderTensorRT); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("unknown execution provider %q (want %s)", opts.Provider, choice.Or(Providers))
@@ -383,6 +373,21 @@ func configure(so *ortgo.SessionOptions, opts Options) error {
 		if err := so.AddSessionConfigEntry("session.intra_op.allow_spinning", "0"); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// appendProvider adds execution provider name to a session's options:
+// the binding gives each provider its own options type, made, appended
+// and let go of the same way.
+func appendProvider[P interface{ Destroy() error }](name string, newOptions func() (P, error), add func(P) error) error {
+	opts, err := newOptions()
+	if err != nil {
+		return providerError(name, err)
+	}
+	defer opts.Destroy()
+	if err := add(opts); err != nil {
+		return providerError(name, err)
 	}
 	return nil
 }
@@ -496,60 +501,77 @@ func toORT(t *graph.Tensor) (ortgo.Value, error) {
 // scalar builds a rank-0 value; the binding's byte-backed tensor cannot
 // express rank 0.
 func scalar(dt graph.DataType, b []byte) (ortgo.Value, error) {
-	le := binary.LittleEndian
-	switch dt {
-	case graph.Float:
-		return ortgo.NewScalar(math.Float32frombits(le.Uint32(b)))
-	case graph.Double:
-		return ortgo.NewScalar(math.Float64frombits(le.Uint64(b)))
-	case graph.Int8:
-		return ortgo.NewScalar(int8(b[0]))
-	case graph.Uint8:
-		return ortgo.NewScalar(b[0])
-	case graph.Bool:
-		return ortgo.NewScalar(b[0] != 0)
-	case graph.Int16:
-		return ortgo.NewScalar(int16(le.Uint16(b)))
-	case graph.Uint16:
-		return ortgo.NewScalar(le.Uint16(b))
-	case graph.Int32:
-		return ortgo.NewScalar(int32(le.Uint32(b)))
-	case graph.Uint32:
-		return ortgo.NewScalar(le.Uint32(b))
-	case graph.Int64:
-		return ortgo.NewScalar(int64(le.Uint64(b)))
-	case graph.Uint64:
-		return ortgo.NewScalar(le.Uint64(b))
+	if e, ok := nativeElement(dt); ok {
+		return e.scalar(b)
 	}
 	return nil, fmt.Errorf("scalar %s inputs are %w", dt, ErrNotExpressible)
 }
 
 func emptyTensor(dt graph.DataType, s ortgo.Shape) (ortgo.Value, error) {
-	switch dt {
-	case graph.Float:
-		return ortgo.NewEmptyTensor[float32](s)
-	case graph.Double:
-		return ortgo.NewEmptyTensor[float64](s)
-	case graph.Int8:
-		return ortgo.NewEmptyTensor[int8](s)
-	case graph.Uint8:
-		return ortgo.NewEmptyTensor[uint8](s)
-	case graph.Bool:
-		return ortgo.NewEmptyTensor[bool](s)
-	case graph.Int16:
-		return ortgo.NewEmptyTensor[int16](s)
-	case graph.Uint16:
-		return ortgo.NewEmptyTensor[uint16](s)
-	case graph.Int32:
-		return ortgo.NewEmptyTensor[int32](s)
-	case graph.Uint32:
-		return ortgo.NewEmptyTensor[uint32](s)
-	case graph.Int64:
-		return ortgo.NewEmptyTensor[int64](s)
-	case graph.Uint64:
-		return ortgo.NewEmptyTensor[uint64](s)
+	if e, ok := nativeElement(dt); ok {
+		return e.empty(s)
 	}
 	return nil, fmt.Errorf("empty %s tensors are %w", dt, ErrNotExpressible)
+}
+
+// element is what this package does with values of one element type the
+// binding has a Go type for. The binding makes each such type a different
+// Go type, so every crossing (scalars and empty tensors in, tensors and
+// scalars out) needs a case per type; nativeElements lists them once.
+type element struct {
+	dt graph.DataType
+	// scalar builds a rank-0 value from the element's little-endian bytes.
+	scalar func(b []byte) (ortgo.Value, error)
+	// empty builds a tensor of shape s with no elements.
+	empty func(s ortgo.Shape) (ortgo.Value, error)
+	// read copies an output of this Go type into a tensor; ok is false
+	// for an output of any other type.
+	read func(name string, v ortgo.Value) (t *graph.Tensor, ok bool, err error)
+}
+
+// elementOf is the element of type dt, whose Go type in the binding is T
+// and whose little-endian bytes decode reads.
+func elementOf[T ortgo.TensorData](dt graph.DataType, decode func(b []byte) T) element {
+	return element{
+		dt:     dt,
+		scalar: func(b []byte) (ortgo.Value, error) { return ortgo.NewScalar(decode(b)) },
+		empty:  func(s ortgo.Shape) (ortgo.Value, error) { return ortgo.NewEmptyTensor[T](s) },
+		read: func(name string, v ortgo.Value) (*graph.Tensor, bool, error) {
+			switch t := v.(type) {
+			case *ortgo.Tensor[T]:
+				out, err := typed(name, dt, t)
+				return out, true, err
+			case *ortgo.Scalar[T]:
+				out, err := scalarTensor(name, dt, t)
+				return out, true, err
+			}
+			return nil, false, nil
+		},
+	}
+}
+
+var nativeElements = []element{
+	elementOf(graph.Float, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) }),
+	elementOf(graph.Double, func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) }),
+	elementOf(graph.Int8, func(b []byte) int8 { return int8(b[0]) }),
+	elementOf(graph.Uint8, func(b []byte) uint8 { return b[0] }),
+	elementOf(graph.Bool, func(b []byte) bool { return b[0] != 0 }),
+	elementOf(graph.Int16, func(b []byte) int16 { return int16(binary.LittleEndian.Uint16(b)) }),
+	elementOf(graph.Uint16, binary.LittleEndian.Uint16),
+	elementOf(graph.Int32, func(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) }),
+	elementOf(graph.Uint32, binary.LittleEndian.Uint32),
+	elementOf(graph.Int64, func(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) }),
+	elementOf(graph.Uint64, binary.LittleEndian.Uint64),
+}
+
+// nativeElement is dt's entry in nativeElements.
+func nativeElement(dt graph.DataType) (element, bool) {
+	for _, e := range nativeElements {
+		if e.dt == dt {
+			return e, true
+		}
+	}
+	return element{}, false
 }
 
 // preallocate returns the value ORT should write output o into, or nil to
@@ -585,40 +607,13 @@ func preallocate(o IO) (ortgo.Value, error) {
 
 // nativeType reports whether the binding has a Go type for dt.
 func nativeType(dt graph.DataType) bool {
-	switch dt {
-	case graph.Float, graph.Double, graph.Int8, graph.Uint8, graph.Bool, graph.Int16, graph.Uint16,
-		graph.Int32, graph.Uint32, graph.Int64, graph.Uint64, graph.String:
-		return true
-	}
-	return false
+	_, ok := nativeElement(dt)
+	return ok || dt == graph.String
 }
 
 // fromORT copies an ORT output into a tensor.
 func fromORT(name string, v ortgo.Value) (*graph.Tensor, error) {
-	switch t := v.(type) {
-	case *ortgo.Tensor[float32]:
-		return typed(name, graph.Float, t)
-	case *ortgo.Tensor[float64]:
-		return typed(name, graph.Double, t)
-	case *ortgo.Tensor[int8]:
-		return typed(name, graph.Int8, t)
-	case *ortgo.Tensor[uint8]:
-		return typed(name, graph.Uint8, t)
-	case *ortgo.Tensor[bool]:
-		return typed(name, graph.Bool, t)
-	case *ortgo.Tensor[int16]:
-		return typed(name, graph.Int16, t)
-	case *ortgo.Tensor[uint16]:
-		return typed(name, graph.Uint16, t)
-	case *ortgo.Tensor[int32]:
-		return typed(name, graph.Int32, t)
-	case *ortgo.Tensor[uint32]:
-		return typed(name, graph.Uint32, t)
-	case *ortgo.Tensor[int64]:
-		return typed(name, graph.Int64, t)
-	case *ortgo.Tensor[uint64]:
-		return typed(name, graph.Uint64, t)
-	case *ortgo.CustomDataTensor:
+	if t, ok := v.(*ortgo.CustomDataTensor); ok {
 		dt := graph.DataType(t.DataType())
 		shape := []int64(t.GetShape())
 		data := append([]byte{}, t.GetData()...)
@@ -632,28 +627,11 @@ func fromORT(name string, v ortgo.Value) (*graph.Tensor, error) {
 			return nil, fmt.Errorf("%s outputs cannot be read through the ORT binding (it returns %d bytes for %v): %w", dt, len(data), shape, ErrNotExpressible)
 		}
 		return out, nil
-	case *ortgo.Scalar[float32]:
-		return scalarTensor(name, graph.Float, t)
-	case *ortgo.Scalar[float64]:
-		return scalarTensor(name, graph.Double, t)
-	case *ortgo.Scalar[int8]:
-		return scalarTensor(name, graph.Int8, t)
-	case *ortgo.Scalar[uint8]:
-		return scalarTensor(name, graph.Uint8, t)
-	case *ortgo.Scalar[bool]:
-		return scalarTensor(name, graph.Bool, t)
-	case *ortgo.Scalar[int16]:
-		return scalarTensor(name, graph.Int16, t)
-	case *ortgo.Scalar[uint16]:
-		return scalarTensor(name, graph.Uint16, t)
-	case *ortgo.Scalar[int32]:
-		return scalarTensor(name, graph.Int32, t)
-	case *ortgo.Scalar[uint32]:
-		return scalarTensor(name, graph.Uint32, t)
-	case *ortgo.Scalar[int64]:
-		return scalarTensor(name, graph.Int64, t)
-	case *ortgo.Scalar[uint64]:
-		return scalarTensor(name, graph.Uint64, t)
+	}
+	for _, e := range nativeElements {
+		if t, ok, err := e.read(name, v); ok {
+			return t, err
+		}
 	}
 	return nil, fmt.Errorf("outputs of this kind (%T) are %w", v, ErrNotExpressible)
 }
