@@ -58,10 +58,7 @@ shown, not subtracted.`,
 			if isTerminal(io.ErrOut) {
 				o.Progress = io.ErrOut
 			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return benchRun(opts)
+			return runOrHook(runF, benchRun, opts)
 		},
 	}
 	fs := c.Flags()

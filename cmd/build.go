@@ -97,10 +97,7 @@ override the file; --print-config prints the effective configuration.`,
 			}
 
 			opts.Config = eff
-			if runF != nil {
-				return runF(opts)
-			}
-			return buildRun(opts)
+			return runOrHook(runF, buildRun, opts)
 		},
 	}
 	fs := c.Flags()

@@ -81,10 +81,7 @@ finite pair, fails like a tolerance does.`,
 			if o.Logits != "" && o.Task != compare.TaskLM {
 				return usageError{fmt.Errorf("--logits needs --task lm")}
 			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return compareRun(opts)
+			return runOrHook(runF, compareRun, opts)
 		},
 	}
 	c.Flags().StringVar(&opts.Compare.Labels, "labels", "", "ground truth, one entry per sample: a .npy of int64 class ids; with --task, its own format")

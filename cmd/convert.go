@@ -41,10 +41,7 @@ overwritten.`,
 			if opts.Location != "" && !filepath.IsLocal(opts.Location) {
 				return usageError{fmt.Errorf("--location %q: want a file name inside OUT's folder", opts.Location)}
 			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return convertRun(opts)
+			return runOrHook(runF, convertRun, opts)
 		},
 	}
 	c.Flags().StringVarP(&opts.Output, "output", "o", "", "where to write the model (required)")

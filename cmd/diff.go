@@ -104,10 +104,7 @@ Exit status 1 names every failed gate with both values; 0 otherwise.`,
 			if opts.Remeasure != nil && isTerminal(io.ErrOut) {
 				opts.Remeasure.Progress = io.ErrOut
 			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return diffRun(opts)
+			return runOrHook(runF, diffRun, opts)
 		},
 	}
 	fs := c.Flags()

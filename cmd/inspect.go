@@ -32,10 +32,7 @@ one JSON object (fields: docs/inspect.md).`,
 		Args: exactArgs(1, "one model file"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			opts.Model = args[0]
-			if runF != nil {
-				return runF(opts)
-			}
-			return inspectRun(opts)
+			return runOrHook(runF, inspectRun, opts)
 		},
 	}
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object instead of tables")

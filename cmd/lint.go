@@ -44,10 +44,7 @@ nothing. --json prints the findings as one JSON object.`,
 			if !slices.Contains(target.Linters(), opts.Target) {
 				return usageError{fmt.Errorf("--target %q: want %s", opts.Target, choice.Or(target.Linters()))}
 			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return lintRun(opts)
+			return runOrHook(runF, lintRun, opts)
 		},
 	}
 	c.Flags().StringVar(&opts.Target, "target", "", "the runtime to check for: "+choice.Or(target.Linters())+" (required)")

@@ -92,10 +92,7 @@ before/after table and per-pass statistics.`,
 			if err := pf.apply(o, &df, g); err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return optimizeRun(opts)
+			return runOrHook(runF, optimizeRun, opts)
 		},
 	}
 	fs := c.Flags()

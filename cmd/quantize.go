@@ -142,10 +142,7 @@ func newCmdQuantize(io *IO, g *globals, runF func(*QuantizeOptions) error) *cobr
 					return err
 				}
 				opts.Weights = w
-				if runF != nil {
-					return runF(opts)
-				}
-				return weightsRun(opts)
+				return runOrHook(runF, weightsRun, opts)
 			}
 			// The rules of the build config's calibration and quantize
 			// sections, on the same structs: one home for each.
@@ -191,10 +188,7 @@ func newCmdQuantize(io *IO, g *globals, runF func(*QuantizeOptions) error) *cobr
 				o.Progress = say
 				o.Calib.Progress = ptq.CalibrationProgress(int64(v.calib.samples), say, nil)
 			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return quantizeRun(opts)
+			return runOrHook(runF, quantizeRun, opts)
 		},
 	}
 	v.register(c.Flags(), opts)

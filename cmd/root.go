@@ -184,6 +184,16 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
+// runOrHook does a command's work once its flags are parsed: runF when a
+// test passed one (to see the parsed options without running anything),
+// else run. Every command's RunE ends this way.
+func runOrHook[O any](runF, run func(O) error, opts O) error {
+	if runF != nil {
+		return runF(opts)
+	}
+	return run(opts)
+}
+
 // writeJSON prints v as indented JSON: what --json gives every command.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

@@ -47,10 +47,7 @@ is not touched). Files appear in DIR only when all are complete.`,
 			if expose != "" {
 				o.Expose = strings.Split(expose, ",")
 			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return runRun(opts)
+			return runOrHook(runF, runRun, opts)
 		},
 	}
 	c.Flags().StringVarP(&opts.Infer.OutDir, "output", "o", "", "folder for the output .npy files (required)")

@@ -82,10 +82,9 @@ Pinned: ` + pinnedHelp(),
 				}
 				o.Platforms = append(o.Platforms, p)
 			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return runtimeInstallRun(context.Background(), opts)
+			return runOrHook(runF, func(o *RuntimeInstallOptions) error {
+				return runtimeInstallRun(context.Background(), o)
+			}, opts)
 		},
 	}
 	fs := c.Flags()
@@ -148,10 +147,7 @@ func newCmdRuntimeList(io *IO, runF func(*RuntimeListOptions) error) *cobra.Comm
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(*cobra.Command, []string) error {
 			opts.CacheDir = install.CacheDir()
-			if runF != nil {
-				return runF(opts)
-			}
-			return runtimeListRun(opts)
+			return runOrHook(runF, runtimeListRun, opts)
 		},
 	}
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print the list as JSON")
