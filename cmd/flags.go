@@ -106,15 +106,8 @@ func (f *dataFlags) inherit(other *dataFlags) {
 func (f *dataFlags) inputSpec() (data.Spec, float64, float64, error) {
 	var s data.Spec
 	lo, hi := 0.0, 1.0
-	for _, v := range f.shapes {
-		name, dims, err := data.ParseShapeFlag(v)
-		if err != nil {
-			return s, 0, 0, usageError{err}
-		}
-		if s.Shapes == nil {
-			s.Shapes = map[string][]int64{}
-		}
-		s.Shapes[name] = dims
+	if err := parseNamed(&s.Shapes, f.shapes, data.ParseShapeFlag); err != nil {
+		return s, 0, 0, err
 	}
 	for _, v := range f.ranges {
 		name, a, b, err := data.ParseRangeFlag(v)
@@ -130,27 +123,31 @@ func (f *dataFlags) inputSpec() (data.Spec, float64, float64, error) {
 		}
 		s.Ranges[name] = [2]float64{a, b}
 	}
-	for _, v := range f.values {
-		name, x, err := data.ParseValueFlag(v)
-		if err != nil {
-			return s, 0, 0, usageError{err}
-		}
-		if s.Values == nil {
-			s.Values = map[string]float64{}
-		}
-		s.Values[name] = x
+	if err := parseNamed(&s.Values, f.values, data.ParseValueFlag); err != nil {
+		return s, 0, 0, err
 	}
-	for _, v := range f.axes {
-		name, k, err := data.ParseBatchAxisFlag(v)
-		if err != nil {
-			return s, 0, 0, usageError{err}
-		}
-		if s.BatchAxes == nil {
-			s.BatchAxes = map[string]int{}
-		}
-		s.BatchAxes[name] = k
+	if err := parseNamed(&s.BatchAxes, f.axes, data.ParseBatchAxisFlag); err != nil {
+		return s, 0, 0, err
 	}
 	return s, lo, hi, nil
+}
+
+// parseNamed adds each flag value that names an input, as parse reads it,
+// to *dst, making the map only when there is something to add (a flag not
+// given leaves its field nil). --shape, --value and --batch-axis all read
+// this way.
+func parseNamed[V any](dst *map[string]V, vals []string, parse func(string) (string, V, error)) error {
+	for _, v := range vals {
+		name, x, err := parse(v)
+		if err != nil {
+			return usageError{err}
+		}
+		if *dst == nil {
+			*dst = map[string]V{}
+		}
+		(*dst)[name] = x
+	}
+	return nil
 }
 
 func (f *dataFlags) options() (data.Options, error) {
