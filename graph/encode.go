@@ -38,14 +38,24 @@ func shallowClone[M proto.Message](src M, fresh M) M {
 	return fresh
 }
 
+// fromOrigin returns the message an IR element was loaded from (an empty
+// one for an element made in memory) and the shallow copy of it that the
+// element's encoding starts as.
+func fromOrigin[T any, M interface {
+	*T
+	proto.Message
+}](origin M) (o, p M) {
+	o = origin
+	if o == nil {
+		o = new(T)
+	}
+	return o, shallowClone(o, M(new(T)))
+}
+
 // model serializes m. The main graph's initializer data is not copied: the
 // result refers to it where it lives.
 func (e *encoder) model(m *Model) (*pieces, error) {
-	o := m.origin
-	if o == nil {
-		o = &onnxpb.ModelProto{}
-	}
-	p := shallowClone(o, &onnxpb.ModelProto{})
+	o, p := fromOrigin(m.origin)
 	p.IrVersion = opt(m.IRVersion, o.IrVersion)
 	p.ProducerName = opt(m.ProducerName, o.ProducerName)
 	p.ProducerVersion = opt(m.ProducerVersion, o.ProducerVersion)
@@ -87,11 +97,7 @@ func (e *encoder) model(m *Model) (*pieces, error) {
 // graph encodes g. With streamInits the initializers are returned as
 // serialized pieces, not put into the message.
 func (e *encoder) graph(g *Graph, streamInits bool) (*onnxpb.GraphProto, []*pieces, error) {
-	o := g.origin
-	if o == nil {
-		o = &onnxpb.GraphProto{}
-	}
-	p := shallowClone(o, &onnxpb.GraphProto{})
+	o, p := fromOrigin(g.origin)
 	p.Name = opt(g.Name, o.Name)
 	p.DocString = opt(g.DocString, o.DocString)
 	p.QuantizationAnnotation = g.QuantizationAnnotations
@@ -147,27 +153,15 @@ func (e *encoder) graph(g *Graph, streamInits bool) (*onnxpb.GraphProto, []*piec
 
 // spliceRaw serializes a tensor with raw as its raw_data without copying raw.
 func spliceRaw(tp *onnxpb.TensorProto, raw []byte) (*pieces, error) {
-	b, err := marshalOpts.Marshal(tp)
-	if err != nil {
-		return nil, err
-	}
-	at := insertAt(b, tp, tensorRawDataField)
-	out := &pieces{}
-	out.add(b[:at])
-	out.addTag(tensorRawDataField, int64(len(raw)))
-	out.add(raw)
-	out.add(b[at:])
-	return out, nil
+	data := &pieces{}
+	data.add(raw)
+	return spliceField(tp, tensorRawDataField, []*pieces{data})
 }
 
 func (e *encoder) decls(g *Graph, l declList, vs []*Value) ([]*onnxpb.ValueInfoProto, error) {
 	out := make([]*onnxpb.ValueInfoProto, 0, len(vs))
 	for _, v := range vs {
-		o := g.decls[declKey{l, v}]
-		if o == nil {
-			o = &onnxpb.ValueInfoProto{}
-		}
-		p := shallowClone(o, &onnxpb.ValueInfoProto{})
+		o, p := fromOrigin(g.decls[declKey{l, v}])
 		p.Name = opt(v.Name, o.Name)
 		if g.decls[declKey{l, v}] != nil && v.typeUnchanged() {
 			p.Type = o.Type // as this declaration had it, typed or not
@@ -184,11 +178,7 @@ func (e *encoder) decls(g *Graph, l declList, vs []*Value) ([]*onnxpb.ValueInfoP
 }
 
 func (e *encoder) node(n *Node) (*onnxpb.NodeProto, error) {
-	o := n.origin
-	if o == nil {
-		o = &onnxpb.NodeProto{}
-	}
-	p := shallowClone(o, &onnxpb.NodeProto{})
+	o, p := fromOrigin(n.origin)
 	p.Name = opt(n.Name, o.Name)
 	p.OpType = opt(n.OpType, o.OpType)
 	p.Domain = opt(n.Domain, o.Domain)
@@ -239,11 +229,7 @@ func valueNames(vs []*Value) []string {
 }
 
 func (e *encoder) attr(a *Attr) (*onnxpb.AttributeProto, error) {
-	o := a.origin
-	if o == nil {
-		o = &onnxpb.AttributeProto{}
-	}
-	p := shallowClone(o, &onnxpb.AttributeProto{})
+	o, p := fromOrigin(a.origin)
 	p.Name = opt(a.Name, o.Name)
 	p.RefAttrName = opt(a.RefAttrName, o.RefAttrName)
 	p.DocString = opt(a.DocString, o.DocString)
@@ -272,47 +258,59 @@ func (e *encoder) attr(a *Attr) (*onnxpb.AttributeProto, error) {
 	}
 	p.Floats, p.Ints, p.Strings = a.Floats, a.Ints, a.Strings
 	p.T, p.G, p.Tensors, p.Graphs = nil, nil, nil, nil
+	var err error
 	if a.Tensor != nil {
-		tp, raw, err := e.tensor(a.Tensor)
-		if err != nil {
+		if p.T, err = e.inlineTensor(a.Tensor); err != nil {
 			return nil, err
 		}
-		tp.RawData = raw
-		p.T = tp
 	}
-	for _, t := range a.Tensors {
-		tp, raw, err := e.tensor(t)
-		if err != nil {
-			return nil, err
-		}
-		tp.RawData = raw
-		p.Tensors = append(p.Tensors, tp)
+	if p.Tensors, err = encodeEach(a.Tensors, e.inlineTensor); err != nil {
+		return nil, err
 	}
 	if a.Graph != nil {
-		gp, _, err := e.graph(a.Graph, false)
-		if err != nil {
+		if p.G, err = e.subgraph(a.Graph); err != nil {
 			return nil, err
 		}
-		p.G = gp
 	}
-	for _, g := range a.Graphs {
-		gp, _, err := e.graph(g, false)
-		if err != nil {
-			return nil, err
-		}
-		p.Graphs = append(p.Graphs, gp)
+	if p.Graphs, err = encodeEach(a.Graphs, e.subgraph); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// encodeEach encodes each of xs with encode; nil for none.
+func encodeEach[X, P any](xs []X, encode func(X) (P, error)) ([]P, error) {
+	var out []P
+	for _, x := range xs {
+		p, err := encode(x)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// inlineTensor encodes t with its raw data in the message.
+func (e *encoder) inlineTensor(t *Tensor) (*onnxpb.TensorProto, error) {
+	tp, raw, err := e.tensor(t)
+	if err != nil {
+		return nil, err
+	}
+	tp.RawData = raw
+	return tp, nil
+}
+
+// subgraph encodes g, an attribute's graph, with its initializers in it.
+func (e *encoder) subgraph(g *Graph) (*onnxpb.GraphProto, error) {
+	gp, _, err := e.graph(g, false)
+	return gp, err
 }
 
 // tensor encodes t without its raw data, which is returned separately (nil
 // when the tensor has none inline).
 func (e *encoder) tensor(t *Tensor) (*onnxpb.TensorProto, []byte, error) {
-	o := t.origin
-	if o == nil {
-		o = &onnxpb.TensorProto{}
-	}
-	p := shallowClone(o, &onnxpb.TensorProto{})
+	o, p := fromOrigin(t.origin)
 	p.Name = opt(t.Name, o.Name)
 	p.DataType = opt(int32(t.DType), o.DataType)
 	if p.DataType == nil {
