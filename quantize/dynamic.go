@@ -230,11 +230,7 @@ func (d *dynamic) weight(w *graph.Value, transB bool, alpha float32) (dynWeight,
 }
 
 func (d *dynamic) init(prefix string, dt graph.DataType, dims []int64, data []byte) (*graph.Value, error) {
-	t, err := graph.NewTensor(d.g.UniqueName(prefix), dt, dims, data)
-	if err != nil {
-		return nil, err
-	}
-	return d.g.AddInitializer(t)
+	return addInitializer(d.g, prefix, dt, dims, data)
 }
 
 // bias returns Gemm n's beta·C as a constant, or nil without C.

@@ -919,11 +919,18 @@ func (q *quantizer) bias(n *graph.Node, inScale float32, wScales []float32, perC
 }
 
 func (q *quantizer) init(prefix string, dt graph.DataType, dims []int64, data []byte) (*graph.Value, error) {
-	t, err := graph.NewTensor(q.g.UniqueName(prefix), dt, dims, data)
+	return addInitializer(q.g, prefix, dt, dims, data)
+}
+
+// addInitializer adds data to g as an initializer named after prefix: the
+// one way static (quantizer.init) and dynamic quantization (dynamic.init)
+// write their scales, zero points and quantized weights.
+func addInitializer(g *graph.Graph, prefix string, dt graph.DataType, dims []int64, data []byte) (*graph.Value, error) {
+	t, err := graph.NewTensor(g.UniqueName(prefix), dt, dims, data)
 	if err != nil {
 		return nil, err
 	}
-	return q.g.AddInitializer(t)
+	return g.AddInitializer(t)
 }
 
 func f32bytes(vs []float32) []byte {
