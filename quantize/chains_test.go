@@ -2,7 +2,6 @@ package quantize
 
 import (
 	"math"
-	"path/filepath"
 	"testing"
 
 	"github.com/optc-dev/optc/compare"
@@ -144,25 +143,7 @@ func TestIntegerChains(t *testing.T) {
 	}
 
 	// The kernels ORT picks at level all.
-	opt := filepath.Join(t.TempDir(), "optimized.onnx")
-	m, err := graph.Parse(after, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ins, outs := ort.Interface(m)
-	s, err := ort.NewSession(ort.Source{Bytes: after, Inputs: ins, Outputs: outs}, ort.Options{Level: ort.LevelAll, OptimizedModelPath: opt})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	om, err := graph.LoadFile(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	counts := map[string]int{}
-	for _, n := range om.Graph.Nodes {
-		counts[n.OpType]++
-	}
+	counts := ortOps(t, after)
 	t.Logf("ORT level all kernels: %v", counts)
 	for op, want := range map[string]int{"QLinearConv": 3, "QLinearMul": 2, "QLinearGlobalAveragePool": 1} {
 		if counts[op] != want {
