@@ -42,37 +42,34 @@ func cholesky(a []float64, n int) error {
 // cholSolve solves (L·Lᵀ)·X = B for X in place of b (n×m, row-major),
 // given the factor from cholesky.
 func cholSolve(l []float64, n int, b []float64, m int) {
-	// L·Y = B
+	// L·Y = B: row i of L, l[i·n+k], for k < i.
 	for i := 0; i < n; i++ {
-		bi := b[i*m : i*m+m]
-		for k := 0; k < i; k++ {
-			if c := l[i*n+k]; c != 0 {
-				bk := b[k*m : k*m+m]
-				for j := range bi {
-					bi[j] -= c * bk[j]
-				}
+		substituteRow(l, n, b, m, i, 0, i, i*n, 1)
+	}
+	// Lᵀ·X = Y: row i of Lᵀ is column i of L, l[k·n+i], for k > i.
+	for i := n - 1; i >= 0; i-- {
+		substituteRow(l, n, b, m, i, i+1, n, i, n)
+	}
+}
+
+// substituteRow is one row of a triangular solve with the factor l (n×n)
+// on b (n×m, row-major), in place: row i of b less c·(row k) for k in
+// [from, to), c = l[base+k·step], then over the diagonal l[i·n+i].
+// Forward and back substitution differ only in which rows they subtract
+// and where their coefficients stand in l.
+func substituteRow(l []float64, n int, b []float64, m, i, from, to, base, step int) {
+	bi := b[i*m : i*m+m]
+	for k := from; k < to; k++ {
+		if c := l[base+k*step]; c != 0 {
+			bk := b[k*m : k*m+m]
+			for j := range bi {
+				bi[j] -= c * bk[j]
 			}
-		}
-		d := l[i*n+i]
-		for j := range bi {
-			bi[j] /= d
 		}
 	}
-	// Lᵀ·X = Y
-	for i := n - 1; i >= 0; i-- {
-		bi := b[i*m : i*m+m]
-		for k := i + 1; k < n; k++ {
-			if c := l[k*n+i]; c != 0 {
-				bk := b[k*m : k*m+m]
-				for j := range bi {
-					bi[j] -= c * bk[j]
-				}
-			}
-		}
-		d := l[i*n+i]
-		for j := range bi {
-			bi[j] /= d
-		}
+	d := l[i*n+i]
+	for j := range bi {
+		bi[j] /= d
 	}
 }
 
