@@ -458,8 +458,15 @@ func (a *analysis) batchNorm(n *graph.Node, g0 *group, carried bool, stop func(s
 		}
 		g0.root().actions = append(g0.root().actions, action{kind: actSliceInput, node: n, input: i, axis: 0, block: 1})
 	}
+	a.carryFirst(n, g0, stop, "%s returns training statistics")
+}
+
+// carryFirst carries g0 through n's first output, or stops with why (a
+// format of n) when another of n's outputs is in use: the channels would
+// reach it unsliced.
+func (a *analysis) carryFirst(n *graph.Node, g0 *group, stop func(string), why string) {
 	if outputsUsed(n, 1) {
-		stop(fmt.Sprintf("%s returns training statistics", n))
+		stop(fmt.Sprintf(why, n))
 		return
 	}
 	a.carry(n.Output(0), g0)
@@ -483,11 +490,7 @@ func (a *analysis) keeps(n *graph.Node, g0 *group, stop func(string)) {
 		stop(fmt.Sprintf("%s may resize the channel axis", n))
 		return
 	}
-	if outputsUsed(n, 1) {
-		stop(fmt.Sprintf("%s has a second output in use", n))
-		return
-	}
-	a.carry(n.Output(0), g0)
+	a.carryFirst(n, g0, stop, "%s has a second output in use")
 }
 
 // flatten records a Flatten from the channel axis: the channels become
