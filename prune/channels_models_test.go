@@ -54,23 +54,18 @@ func optimized(t testing.TB, path string, dopts data.Options) string {
 
 func pruneFile(t testing.TB, path string, ratio float64, opts Options) (*schema.PruneReport, []byte) {
 	t.Helper()
+	return pruneLoaded(t, path, func(m *graph.Model) (*schema.PruneReport, error) { return Channels(m, ratio, opts) })
+}
+
+// pruneLoaded loads the model at path and prunes it with verifiedPrune.
+func pruneLoaded(t testing.TB, path string, prune func(*graph.Model) (*schema.PruneReport, error)) (*schema.PruneReport, []byte) {
+	t.Helper()
 	m, err := graph.LoadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	rep, err := Channels(m, ratio, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Verify(); err != nil {
-		t.Fatalf("pruned model fails Verify: %v", err)
-	}
-	b, err := graph.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep, b
+	return verifiedPrune(t, m, prune)
 }
 
 func logReport(t testing.TB, rep *schema.PruneReport) {

@@ -85,7 +85,7 @@ func (b *builder) output(v *graph.Value) {
 	b.Graph.Outputs = append(b.Graph.Outputs, v)
 }
 
-func marshal(t *testing.T, m *graph.Model) []byte {
+func marshal(t testing.TB, m *graph.Model) []byte {
 	t.Helper()
 	data, err := graph.Marshal(m)
 	if err != nil {
@@ -104,19 +104,27 @@ func pruneAndCompare(t *testing.T, m *graph.Model, ratio float64, atol float64) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Channels(pm, ratio, exact)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pm.Verify(); err != nil {
-		t.Fatalf("pruned model fails Verify: %v", err)
-	}
-	after := marshal(t, pm)
+	rep, after := verifiedPrune(t, pm, func(m *graph.Model) (*schema.PruneReport, error) { return Channels(m, ratio, exact) })
 	ortenv.Require(t)
 	if err := difftest.Compare(before, after, difftest.Options{Atol: atol, Rtol: 1e-3}); err != nil {
 		t.Fatalf("pruned model: %v\nreport: %s", err, layers(rep))
 	}
 	return rep, pm
+}
+
+// verifiedPrune runs prune on m and returns its report and the pruned
+// model's bytes, failing t unless prune succeeds and the pruned model
+// passes Verify: the tail of every prune helper of these tests.
+func verifiedPrune(t testing.TB, m *graph.Model, prune func(*graph.Model) (*schema.PruneReport, error)) (*schema.PruneReport, []byte) {
+	t.Helper()
+	rep, err := prune(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Verify(); err != nil {
+		t.Fatalf("pruned model fails Verify: %v", err)
+	}
+	return rep, marshal(t, m)
 }
 
 func layers(r *schema.PruneReport) string {

@@ -160,24 +160,8 @@ func medianRange(v []float64) string {
 // and returns the report and the pruned model's bytes (after Verify).
 func pruneWith(t testing.TB, path string, meth Method, opts Options, d *Data) (*schema.PruneReport, []byte) {
 	t.Helper()
-	m, err := graph.LoadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
 	opts.Data = d
-	rep, err := Apply(m, meth, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Verify(); err != nil {
-		t.Fatalf("pruned model fails Verify: %v", err)
-	}
-	out, err := graph.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep, out
+	return pruneLoaded(t, path, func(m *graph.Model) (*schema.PruneReport, error) { return Apply(m, meth, opts) })
 }
 
 // scored compares the pruned model with the unpruned one at path on

@@ -4,11 +4,8 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/tools/ortenv"
-	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // mixedInputs builds x[N,4,6,6] -> Conv A (32 channels, 1x1, no bias)
@@ -16,27 +13,9 @@ import (
 // mixes of 4, so they are strongly correlated and the input Hessian is far
 // from diagonal, the case OBS is for.
 func mixedInputs(t *testing.T, rng *rand.Rand) []byte {
-	b := testgraph.New(t, "mixed", 13)
-	x := b.Input("x", -1, 4, 6, 6)
-	x.Type = graph.TensorType(graph.Float, graph.Shape{graph.SymbolicDim("N"), graph.StaticDim(4), graph.StaticDim(6), graph.StaticDim(6)})
-	wa := make([]float32, 32*4)
-	for i := range wa {
-		wa[i] = float32(rng.NormFloat64())
-	}
-	a := b.Node("A", "Conv", x, b.Floats("wa", []int64{32, 4, 1, 1}, wa...))
-	wb := make([]float32, 16*32*9)
-	for i := range wb {
-		wb[i] = float32(rng.NormFloat64())
-	}
-	c := b.NodeTo("B", "Conv", b.Value("y"), a.Output(0), b.Floats("wb", []int64{16, 32, 3, 3}, wb...), b.Floats("bb", []int64{16}, make([]float32, 16)...))
-	c.SetAttr(&graph.Attr{Name: "pads", Type: graph.AttrInts, Ints: []int64{1, 1, 1, 1}})
-	b.Output(c.Output(0), 1, 16, 6, 6)
-	c.Output(0).Type = graph.TensorType(graph.Float, graph.Shape{graph.SymbolicDim("N"), graph.StaticDim(16), graph.StaticDim(6), graph.StaticDim(6)})
-	out, err := graph.Marshal(b.Model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	wa := normals(rng, 32*4)
+	wb := normals(rng, 16*32*9)
+	return twoConvs(t, "mixed", wa, nil, false, wb, make([]float32, 16))
 }
 
 // TestOBSBeatsMagnitude: 2:4 and magnitude:0.5 of B with calibration data
@@ -47,9 +26,7 @@ func TestOBSBeatsMagnitude(t *testing.T) {
 	ortenv.Require(t)
 	rng := rand.New(rand.NewSource(2))
 	model := mixedInputs(t, rng)
-	calib := randomNpy(t, rng, 64, 4, 6, 6)
-	held := randomNpy(t, rng, 32, 4, 6, 6)
-	d := &Data{Spec: calib, Opts: data.Options{Batch: 16}, Session: ort.DefaultOptions(), Damp: 1e-6}
+	d, held := randomCalibration(t, rng, 1e-6)
 	// A reads independent inputs (nothing to compensate with): only B.
 	opts := Options{MinElements: 100, Exclude: []string{"A"}}
 	for _, meth := range []Method{{Kind: "2:4"}, {Kind: "magnitude", Ratio: 0.5}} {

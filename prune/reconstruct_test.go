@@ -21,9 +21,6 @@ import (
 // channels 0..7 times 2: Relu(2z) = 2·Relu(z), so half of the channels
 // are redundant and a least-squares refit of B can remove them exactly.
 func twinChannels(t *testing.T, rng *rand.Rand) []byte {
-	b := testgraph.New(t, "twins", 13)
-	x := b.Input("x", -1, 4, 6, 6)
-	x.Type = graph.TensorType(graph.Float, graph.Shape{graph.SymbolicDim("N"), graph.StaticDim(4), graph.StaticDim(6), graph.StaticDim(6)})
 	wa := make([]float32, 16*4)
 	for i := range 8 * 4 {
 		wa[i] = float32(rng.NormFloat64())
@@ -34,22 +31,45 @@ func twinChannels(t *testing.T, rng *rand.Rand) []byte {
 		ba[i] = float32(rng.NormFloat64() * 0.1)
 		ba[i+8] = 2 * ba[i]
 	}
-	a := b.Node("A", "Conv", x, b.Floats("wa", []int64{16, 4, 1, 1}, wa...), b.Floats("ba", []int64{16}, ba...))
-	r := b.Node("R", "Relu", a.Output(0))
-	wb := make([]float32, 6*16*9)
-	for i := range wb {
-		wb[i] = float32(rng.NormFloat64())
+	wb := normals(rng, 6*16*9)
+	return twoConvs(t, "twins", wa, ba, true, wb, make([]float32, 6))
+}
+
+// normals is n standard normal draws from rng.
+func normals(rng *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
 	}
-	bb := make([]float32, 6)
-	c := b.NodeTo("B", "Conv", b.Value("y"), r.Output(0), b.Floats("wb", []int64{6, 16, 3, 3}, wb...), b.Floats("bb", []int64{6}, bb...))
+	return v
+}
+
+// twoConvs builds x[N,4,6,6] -> Conv A (1x1, weights wa, bias ba unless
+// nil) -> Relu when relu -> Conv B (3x3, pad 1, weights wb, bias bb) -> y,
+// the graph the data-driven pruning tests compensate in: A's channel
+// count is len(wa)/4 and B's len(bb).
+func twoConvs(t *testing.T, name string, wa, ba []float32, relu bool, wb, bb []float32) []byte {
+	b := testgraph.New(t, name, 13)
+	x := b.Input("x", -1, 4, 6, 6)
+	x.Type = graph.TensorType(graph.Float, graph.Shape{graph.SymbolicDim("N"), graph.StaticDim(4), graph.StaticDim(6), graph.StaticDim(6)})
+	mid, out := int64(len(wa)/4), int64(len(bb))
+	aIns := []*graph.Value{x, b.Floats("wa", []int64{mid, 4, 1, 1}, wa...)}
+	if ba != nil {
+		aIns = append(aIns, b.Floats("ba", []int64{mid}, ba...))
+	}
+	a := b.Node("A", "Conv", aIns...).Output(0)
+	if relu {
+		a = b.Node("R", "Relu", a).Output(0)
+	}
+	c := b.NodeTo("B", "Conv", b.Value("y"), a, b.Floats("wb", []int64{out, mid, 3, 3}, wb...), b.Floats("bb", []int64{out}, bb...))
 	c.SetAttr(&graph.Attr{Name: "pads", Type: graph.AttrInts, Ints: []int64{1, 1, 1, 1}})
-	b.Output(c.Output(0), 1, 6, 6, 6)
-	c.Output(0).Type = graph.TensorType(graph.Float, graph.Shape{graph.SymbolicDim("N"), graph.StaticDim(6), graph.StaticDim(6), graph.StaticDim(6)})
-	out, err := graph.Marshal(b.Model)
+	b.Output(c.Output(0), 1, out, 6, 6)
+	c.Output(0).Type = graph.TensorType(graph.Float, graph.Shape{graph.SymbolicDim("N"), graph.StaticDim(out), graph.StaticDim(6), graph.StaticDim(6)})
+	model, err := graph.Marshal(b.Model)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return model
 }
 
 // randomNpy writes n samples of shape dims drawn from rng as a .npy.
@@ -73,24 +93,22 @@ func randomNpy(t *testing.T, rng *rand.Rand, n int, dims ...int64) string {
 	return path
 }
 
+// randomCalibration draws from rng 64 calibration samples and then 32
+// held-out ones for twoConvs' input: d reads the calibration samples in
+// batches of 16 with damping damp, held is the held-out .npy.
+func randomCalibration(t *testing.T, rng *rand.Rand, damp float64) (d *Data, held string) {
+	calib := randomNpy(t, rng, 64, 4, 6, 6)
+	held = randomNpy(t, rng, 32, 4, 6, 6)
+	return &Data{Spec: calib, Opts: data.Options{Batch: 16}, Session: ort.DefaultOptions(), Damp: damp}, held
+}
+
 func pruneBytesWith(t *testing.T, model []byte, meth Method, opts Options) (*schema.PruneReport, []byte) {
 	t.Helper()
 	m, err := graph.Parse(model, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Apply(m, meth, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Verify(); err != nil {
-		t.Fatalf("pruned model fails Verify: %v", err)
-	}
-	b, err := graph.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep, b
+	return verifiedPrune(t, m, func(m *graph.Model) (*schema.PruneReport, error) { return Apply(m, meth, opts) })
 }
 
 // outputError runs both models in ORT on the .npy at path and returns the
@@ -115,10 +133,8 @@ func TestReconstructTwins(t *testing.T) {
 	ortenv.Require(t)
 	rng := rand.New(rand.NewSource(1))
 	model := twinChannels(t, rng)
-	calib := randomNpy(t, rng, 64, 4, 6, 6)
-	held := randomNpy(t, rng, 32, 4, 6, 6)
+	d, held := randomCalibration(t, rng, 1e-7)
 	meth := Method{Kind: "channels", Ratio: 0.5}
-	d := &Data{Spec: calib, Opts: data.Options{Batch: 16}, Session: ort.DefaultOptions(), Damp: 1e-7}
 	rep, got := pruneBytesWith(t, model, meth, Options{Data: d})
 	var a *schema.PruneLayer
 	for i := range rep.Layers {
