@@ -53,11 +53,7 @@ const sqnrSamples, sqnrBatch = 32, 8
 // data with those values exposed, and returns the SQNR of each, worst
 // first.
 func tensorSQNR(opts Options, float, int8Model graph.Serialized, spec string, dopts data.Options) ([]TensorSQNR, error) {
-	fm, err := float.Parse()
-	if err != nil {
-		return nil, err
-	}
-	qm, err := int8Model.Parse()
+	fm, qm, err := parseBoth(float, int8Model)
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +144,18 @@ func tensorSQNR(opts Options, float, int8Model graph.Serialized, spec string, do
 	return out, nil
 }
 
+// parseBoth parses the float and the INT8 model that a per-tensor or
+// per-layer SQNR measures side by side, float first.
+func parseBoth(float, int8Model graph.Serialized) (fm, qm *graph.Model, err error) {
+	if fm, err = float.Parse(); err != nil {
+		return nil, nil, err
+	}
+	if qm, err = int8Model.Parse(); err != nil {
+		return nil, nil, err
+	}
+	return fm, qm, nil
+}
+
 // LayerSQNR is one weighted layer's own quantization error in the INT8
 // model: 10 log10(sum y^2 / sum (y - y8)^2), where y8 is what the layer
 // computes in the INT8 model and y what its float self computes from the
@@ -167,11 +175,7 @@ type LayerSQNR struct {
 // an output is fetched, so it measures the quantization, not ORT's INT8
 // kernels: a ranking, not a verdict.
 func layerSQNR(opts Options, float, int8Model graph.Serialized, layers []string, spec string, dopts data.Options, samples int) ([]LayerSQNR, error) {
-	fm, err := float.Parse()
-	if err != nil {
-		return nil, err
-	}
-	pm, err := int8Model.Parse()
+	fm, pm, err := parseBoth(float, int8Model)
 	if err != nil {
 		return nil, err
 	}
