@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
@@ -113,19 +114,10 @@ func TestQuantizeDynamicEvalOnly(t *testing.T) {
 // calibration data.
 func TestBuildDynamicBertTiny(t *testing.T) {
 	ortenv.Require(t)
-	model := testenv.Data(t, "zoo/bert_tiny/dynamic.onnx")
-	out := filepath.Join(t.TempDir(), "b")
-	status, stdout, stderr := run(t, "build", model, "-o", out, "--target", "ort", "--dynamic",
-		"--shape", "input_ids:1,16", "--shape", "attention_mask:1,16", "--latency-duration", "200ms", "--json", "-q")
-	if status != 0 {
-		t.Fatalf("exit %d: %s", status, stderr)
-	}
+	stdout := buildBertTinyORT(t, filepath.Join(t.TempDir(), "b"), "--dynamic")
 	var rep struct {
-		Dynamic   *ptq.Result `json:"dynamic"`
-		Artifacts []struct {
-			Path, Precision string
-			Check           *struct{ Cosine map[string]float64 }
-		} `json:"artifacts"`
+		Dynamic   *ptq.Result     `json:"dynamic"`
+		Artifacts []builtArtifact `json:"artifacts"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatal(err)
@@ -133,34 +125,19 @@ func TestBuildDynamicBertTiny(t *testing.T) {
 	if rep.Dynamic == nil || !rep.Dynamic.Quantize.Dynamic || rep.Dynamic.Guard == nil || !rep.Dynamic.Guard.Pass {
 		t.Fatalf("no passing dynamic report: %s", stdout)
 	}
-	found := map[string]string{}
-	for _, a := range rep.Artifacts {
-		found[a.Path] = a.Precision
-		if a.Precision == "int8-dynamic" {
-			if a.Check == nil {
-				t.Fatalf("%s was not checked against the input", a.Path)
-			}
-			for name, c := range a.Check.Cosine {
-				if c < 0.99 {
-					t.Errorf("%s: cosine of %s %.5f to the input", a.Path, name, c)
-				}
+	for _, a := range checkORTArtifacts(t, rep.Artifacts, "model.int8.dynamic.onnx", "int8-dynamic") {
+		for name, c := range a.Check.Cosine {
+			if c < 0.99 {
+				t.Errorf("%s: cosine of %s %.5f to the input", a.Path, name, c)
 			}
 		}
-	}
-	if found["model.int8.dynamic.onnx"] != "int8-dynamic" || found["ort/model.ort"] != "int8-dynamic" {
-		t.Fatalf("artifacts %v, want model.int8.dynamic.onnx and ort/model.ort at int8-dynamic", found)
 	}
 
 	// With --int8 and calibration data as well: no target takes static
 	// INT8, so nothing is calibrated (and no calibration file is listed),
 	// and the checks on the calibration data count as held out.
 	out2 := filepath.Join(t.TempDir(), "b")
-	status, stdout, stderr = run(t, "build", model, "-o", out2, "--target", "ort", "--dynamic", "--int8",
-		"--calib-data", testenv.Data(t, "zoo/bert_tiny/calib.npz"),
-		"--shape", "input_ids:1,16", "--shape", "attention_mask:1,16", "--latency-duration", "200ms", "--json", "-q")
-	if status != 0 {
-		t.Fatalf("--int8 --dynamic: exit %d: %s", status, stderr)
-	}
+	stdout = buildBertTinyORT(t, out2, "--dynamic", "--int8", "--calib-data", testenv.Data(t, "zoo/bert_tiny/calib.npz"))
 	var rep2 struct {
 		EvalHeldOut bool `json:"eval_held_out"`
 	}
@@ -170,4 +147,49 @@ func TestBuildDynamicBertTiny(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out2, "calibration.json")); err == nil || !rep2.EvalHeldOut {
 		t.Errorf("--int8 --dynamic: calibration.json written (%v) or checks not held out (%v)", err, rep2.EvalHeldOut)
 	}
+}
+
+// builtArtifact is one row of the artifacts list of `optc build --json`.
+type builtArtifact struct {
+	Path, Precision string
+	Check           *struct{ Cosine map[string]float64 }
+}
+
+// buildBertTinyORT runs `optc build --target ort` with flags on the zoo's
+// bert_tiny encoder (inputs pinned to 1x16, 200ms latency runs) into out and
+// returns its --json report, failing the test unless it exits 0. The
+// dynamic and weight-only builds are tested this way.
+func buildBertTinyORT(t *testing.T, out string, flags ...string) string {
+	t.Helper()
+	args := append([]string{"build", testenv.Data(t, "zoo/bert_tiny/dynamic.onnx"), "-o", out, "--target", "ort"}, flags...)
+	args = append(args, "--shape", "input_ids:1,16", "--shape", "attention_mask:1,16", "--latency-duration", "200ms", "--json", "-q")
+	status, stdout, stderr := run(t, args...)
+	if status != 0 {
+		t.Fatalf("%s: exit %d: %s", strings.Join(flags, " "), status, stderr)
+	}
+	return stdout
+}
+
+// checkORTArtifacts checks the artifacts of an `optc build --target ort`
+// report: the ONNX model (file) and its .ort twin are both at precision,
+// and every artifact at precision was checked against the input. It
+// returns the artifacts at precision.
+func checkORTArtifacts(t *testing.T, arts []builtArtifact, file, precision string) []builtArtifact {
+	t.Helper()
+	found := map[string]string{}
+	var at []builtArtifact
+	for _, a := range arts {
+		found[a.Path] = a.Precision
+		if a.Precision != precision {
+			continue
+		}
+		if a.Check == nil {
+			t.Fatalf("%s was not checked against the input", a.Path)
+		}
+		at = append(at, a)
+	}
+	if found[file] != precision || found["ort/model.ort"] != precision {
+		t.Fatalf("artifacts %v, want %s and ort/model.ort at %s", found, file, precision)
+	}
+	return at
 }

@@ -75,20 +75,11 @@ func TestQuantizeWeightsBertTiny(t *testing.T) {
 // int4 model, checked against the input in ORT like every artifact.
 func TestBuildWeightsBertTiny(t *testing.T) {
 	ortenv.Require(t)
-	model := testenv.Data(t, "zoo/bert_tiny/dynamic.onnx")
-	calib := testenv.Data(t, "zoo/bert_tiny/calib.npz")
-	out := filepath.Join(t.TempDir(), "b")
-	status, stdout, stderr := run(t, "build", model, "-o", out, "--target", "ort", "--weights", "int4", "--weight-rounding", "gptq",
-		"--calib-data", calib, "--shape", "input_ids:1,16", "--shape", "attention_mask:1,16", "--latency-duration", "200ms", "--json", "-q")
-	if status != 0 {
-		t.Fatalf("exit %d: %s", status, stderr)
-	}
+	stdout := buildBertTinyORT(t, filepath.Join(t.TempDir(), "b"), "--weights", "int4", "--weight-rounding", "gptq",
+		"--calib-data", testenv.Data(t, "zoo/bert_tiny/calib.npz"))
 	var rep struct {
 		Weights   *weightonly.Result `json:"weights"`
-		Artifacts []struct {
-			Path, Precision string
-			Check           *struct{ Cosine map[string]float64 }
-		} `json:"artifacts"`
+		Artifacts []builtArtifact    `json:"artifacts"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatal(err)
@@ -96,14 +87,5 @@ func TestBuildWeightsBertTiny(t *testing.T) {
 	if rep.Weights == nil || rep.Weights.Weights.Rounding != "gptq" {
 		t.Fatalf("no gptq weights report: %s", stdout)
 	}
-	found := map[string]string{}
-	for _, a := range rep.Artifacts {
-		found[a.Path] = a.Precision
-		if a.Precision == "int4" && a.Check == nil {
-			t.Errorf("%s was not checked against the input", a.Path)
-		}
-	}
-	if found["model.int4.onnx"] != "int4" || found["ort/model.ort"] != "int4" {
-		t.Fatalf("artifacts %v, want model.int4.onnx and ort/model.ort at int4", found)
-	}
+	checkORTArtifacts(t, rep.Artifacts, "model.int4.onnx", "int4")
 }
