@@ -252,58 +252,36 @@ func (t *Tensor) typedBytes() ([]byte, error) {
 	le := binary.LittleEndian
 	switch t.DType {
 	case Float, Complex64:
-		b := make([]byte, 4*len(p.FloatData))
-		for i, v := range p.FloatData {
-			le.PutUint32(b[4*i:], math.Float32bits(v))
-		}
-		return b, nil
+		return packLE(p.FloatData, 4, func(b []byte, v float32) { le.PutUint32(b, math.Float32bits(v)) }), nil
 	case Double, Complex128:
-		b := make([]byte, 8*len(p.DoubleData))
-		for i, v := range p.DoubleData {
-			le.PutUint64(b[8*i:], math.Float64bits(v))
-		}
-		return b, nil
+		return packLE(p.DoubleData, 8, func(b []byte, v float64) { le.PutUint64(b, math.Float64bits(v)) }), nil
 	case Int64:
-		b := make([]byte, 8*len(p.Int64Data))
-		for i, v := range p.Int64Data {
-			le.PutUint64(b[8*i:], uint64(v))
-		}
-		return b, nil
+		return packLE(p.Int64Data, 8, func(b []byte, v int64) { le.PutUint64(b, uint64(v)) }), nil
 	case Uint64:
-		b := make([]byte, 8*len(p.Uint64Data))
-		for i, v := range p.Uint64Data {
-			le.PutUint64(b[8*i:], v)
-		}
-		return b, nil
+		return packLE(p.Uint64Data, 8, le.PutUint64), nil
 	case Uint32:
-		b := make([]byte, 4*len(p.Uint64Data))
-		for i, v := range p.Uint64Data {
-			le.PutUint32(b[4*i:], uint32(v))
-		}
-		return b, nil
+		return packLE(p.Uint64Data, 4, func(b []byte, v uint64) { le.PutUint32(b, uint32(v)) }), nil
 	case Int32:
-		b := make([]byte, 4*len(p.Int32Data))
-		for i, v := range p.Int32Data {
-			le.PutUint32(b[4*i:], uint32(v))
-		}
-		return b, nil
+		return packLE(p.Int32Data, 4, func(b []byte, v int32) { le.PutUint32(b, uint32(v)) }), nil
 	case Int16, Uint16, Float16, BFloat16:
-		b := make([]byte, 2*len(p.Int32Data))
-		for i, v := range p.Int32Data {
-			le.PutUint16(b[2*i:], uint16(v))
-		}
-		return b, nil
+		return packLE(p.Int32Data, 2, func(b []byte, v int32) { le.PutUint16(b, uint16(v)) }), nil
 	case String:
 		return nil, fmt.Errorf("tensor %q: string tensors have no byte form", t.Name)
 	}
 	if t.DType.BitSize() > 0 && t.DType.BitSize() <= 8 {
-		b := make([]byte, len(p.Int32Data))
-		for i, v := range p.Int32Data {
-			b[i] = byte(v)
-		}
-		return b, nil
+		return packLE(p.Int32Data, 1, func(b []byte, v int32) { b[0] = byte(v) }), nil
 	}
 	return nil, fmt.Errorf("tensor %q: cannot read data of type %s", t.Name, t.DType)
+}
+
+// packLE lays out the entries of a typed proto field, size bytes each,
+// as put writes one at the start of b.
+func packLE[T any](vs []T, size int, put func(b []byte, v T)) []byte {
+	b := make([]byte, size*len(vs))
+	for i, v := range vs {
+		put(b[size*i:], v)
+	}
+	return b
 }
 
 // halfToFloat32 converts IEEE 754 binary16 bits to float32.
