@@ -166,13 +166,7 @@ func searchBudget(opts Options, unpruned []byte, res *PruneResult) ([]byte, erro
 	}
 	drop := map[string]float64{}
 	for _, l := range layers {
-		popts := opts.PruneOpts
-		popts.Exclude = append(slices.Clone(popts.Exclude), without(layers, l)...)
-		b, _, err := pruneBytes(unpruned, opts.Prune, popts, nil)
-		if err != nil {
-			return nil, err
-		}
-		c, err := cost(opts, unpruned, b)
+		_, _, c, err := pruneSparing(opts, unpruned, without(layers, l))
 		if err != nil {
 			return nil, err
 		}
@@ -189,13 +183,7 @@ func searchBudget(opts Options, unpruned []byte, res *PruneResult) ([]byte, erro
 	})
 	for k := 1; k <= len(layers); k++ {
 		spared := layers[:k]
-		popts := opts.PruneOpts
-		popts.Exclude = append(slices.Clone(popts.Exclude), spared...)
-		b, reports, err := pruneBytes(unpruned, opts.Prune, popts, nil)
-		if err != nil {
-			return nil, err
-		}
-		c, err := cost(opts, unpruned, b)
+		b, reports, c, err := pruneSparing(opts, unpruned, spared)
 		if err != nil {
 			return nil, err
 		}
@@ -206,6 +194,22 @@ func searchBudget(opts Options, unpruned []byte, res *PruneResult) ([]byte, erro
 		}
 	}
 	return nil, fmt.Errorf("no prunable layers")
+}
+
+// pruneSparing prunes unpruned as opts say with the spared layers
+// excluded too, and measures what that costs: one try of searchBudget.
+func pruneSparing(opts Options, unpruned []byte, spared []string) ([]byte, []*schema.PruneReport, *compare.Result, error) {
+	popts := opts.PruneOpts
+	popts.Exclude = append(slices.Clone(popts.Exclude), spared...)
+	b, reports, err := pruneBytes(unpruned, opts.Prune, popts, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := cost(opts, unpruned, b)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return b, reports, c, nil
 }
 
 func without(xs []string, x string) []string {
