@@ -60,14 +60,19 @@ func Parse(data []byte, dir string) (*Model, error) {
 	return parse(data, dir)
 }
 
+// recoverInvalid, deferred by a decoder, turns a panic on malformed input
+// into the error "not a valid ONNX <what>" and no result.
+func recoverInvalid[T any](what string, result *T, err *error) {
+	if r := recover(); r != nil {
+		var none T
+		*result, *err = none, fmt.Errorf("not a valid ONNX %s: %v", what, r)
+	}
+}
+
 func parse(data []byte, dir string) (m *Model, err error) {
 	parses.Add(1)
 	// A malformed file must give an error, never a crash of the caller.
-	defer func() {
-		if r := recover(); r != nil {
-			m, err = nil, fmt.Errorf("not a valid ONNX model: %v", r)
-		}
-	}()
+	defer recoverInvalid("model", &m, &err)
 	mp, raws, err := unmarshalModel(data)
 	if err != nil {
 		return nil, fmt.Errorf("not a valid ONNX model: %w", err)

@@ -11,11 +11,7 @@ import (
 // ParseTensor decodes a serialized TensorProto, such as the input_0.pb and
 // output_0.pb files of the ONNX test format. External data is refused.
 func ParseTensor(b []byte) (t *Tensor, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			t, err = nil, fmt.Errorf("not a valid ONNX tensor: %v", r)
-		}
-	}()
+	defer recoverInvalid("tensor", &t, &err)
 	tp, raw, err := unmarshalTensor(b)
 	if err != nil {
 		return nil, fmt.Errorf("not a valid ONNX tensor: %w", err)
