@@ -315,9 +315,16 @@ func ifModelProto() *onnxpb.ModelProto {
 		Node:   []*onnxpb.NodeProto{pnode("emul", "Mul", []string{"a", "b"}, []string{"e"})},
 		Output: []*onnxpb.ValueInfoProto{vinfo("e", graph.Float, 2)},
 	}
+	return ifModelWith(then, els)
+}
+
+// ifModelWith is the model of ifModelProto with the given branches and
+// initializers in the main graph.
+func ifModelWith(then, els *onnxpb.GraphProto, inits ...*onnxpb.TensorProto) *onnxpb.ModelProto {
 	return pmodel(&onnxpb.GraphProto{
-		Name:  pstr("main"),
-		Input: []*onnxpb.ValueInfoProto{vinfo("x", graph.Float, 2), vinfo("cond", graph.Bool)},
+		Name:        pstr("main"),
+		Initializer: inits,
+		Input:       []*onnxpb.ValueInfoProto{vinfo("x", graph.Float, 2), vinfo("cond", graph.Bool)},
 		Node: []*onnxpb.NodeProto{
 			pnode("relu", "Relu", []string{"x"}, []string{"a"}),
 			pnode("neg", "Neg", []string{"x"}, []string{"b"}),

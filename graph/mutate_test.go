@@ -278,18 +278,7 @@ func TestReplaceAllUsesInSubgraph(t *testing.T) {
 func ifOuterOutputProto() *onnxpb.ModelProto {
 	then := &onnxpb.GraphProto{Name: pstr("then"), Output: []*onnxpb.ValueInfoProto{vinfo("a", graph.Float, 2)}}
 	els := &onnxpb.GraphProto{Name: pstr("else"), Output: []*onnxpb.ValueInfoProto{vinfo("k", graph.Float, 2)}}
-	return pmodel(&onnxpb.GraphProto{
-		Name:        pstr("main"),
-		Initializer: []*onnxpb.TensorProto{f32Proto("k", []int64{2}, 1, 2)},
-		Input:       []*onnxpb.ValueInfoProto{vinfo("x", graph.Float, 2), vinfo("cond", graph.Bool)},
-		Node: []*onnxpb.NodeProto{
-			pnode("relu", "Relu", []string{"x"}, []string{"a"}),
-			pnode("neg", "Neg", []string{"x"}, []string{"b"}),
-			pnode("if", "If", []string{"cond"}, []string{"y"},
-				graphAttr("then_branch", then), graphAttr("else_branch", els)),
-		},
-		Output: []*onnxpb.ValueInfoProto{vinfo("y", graph.Float, 2)},
-	})
+	return ifModelWith(then, els, f32Proto("k", []int64{2}, 1, 2))
 }
 
 func TestReplaceAllUsesSubgraphOutputs(t *testing.T) {
@@ -420,10 +409,16 @@ func TestRenameNestedScopes(t *testing.T) {
 	}
 }
 
+// ifGraphs parses ifModelProto and returns its main graph and its then
+// branch.
+func ifGraphs(t *testing.T) (g, then *graph.Graph) {
+	t.Helper()
+	g = parseProto(t, ifModelProto()).Graph
+	return g, findNode(g, "if").Subgraphs()[0]
+}
+
 func TestNewValueScopes(t *testing.T) {
-	m := parseProto(t, ifModelProto())
-	g := m.Graph
-	then := findNode(g, "if").Subgraphs()[0]
+	g, then := ifGraphs(t)
 	for _, tc := range []struct {
 		g    *graph.Graph
 		name string
@@ -526,9 +521,7 @@ func TestRemoveInitializers(t *testing.T) {
 }
 
 func TestUniqueName(t *testing.T) {
-	m := parseProto(t, ifModelProto())
-	g := m.Graph
-	then := findNode(g, "if").Subgraphs()[0]
+	g, then := ifGraphs(t)
 	for _, tc := range []struct {
 		g            *graph.Graph
 		prefix, want string
