@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/optc-dev/optc/calibrate"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/ptq"
 	"github.com/optc-dev/optc/tools/ortenv"
@@ -21,28 +20,11 @@ import (
 func TestFallbackBudget(t *testing.T) {
 	ortenv.Require(t)
 	dir := t.TempDir()
-	cache := filepath.Join(dir, "calib.json")
 	opts := ptq.Options{Input: testenv.Model("mnist_cnn.onnx"), Output: filepath.Join(dir, "q.onnx"),
 		CalibData: testenv.Data(t, "mnist/train_images.npy"), CalibOpts: data.Options{Samples: 256, Batch: 64},
 		EvalData: testenv.Data(t, "mnist/test_images.npy"), EvalOpts: data.Options{Samples: 500, Batch: 100},
-		EvalLabels: testenv.Data(t, "mnist/test_labels.npy"), CalibCache: cache, NoLatency: true}
-	if _, err := ptq.Run(opts); err != nil {
-		t.Fatal(err)
-	}
-	c, err := calibrate.ReadCache(cache)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range c.Tensors {
-		if c.Tensors[i].Name == "/features/features.5/Relu_output_0" {
-			c.Tensors[i].Min, c.Tensors[i].Max = 0, 0.5
-		}
-	}
-	bad := filepath.Join(dir, "bad.json")
-	if err := calibrate.WriteCache(bad, c); err != nil {
-		t.Fatal(err)
-	}
-	opts.CalibCache = bad
+		EvalLabels: testenv.Data(t, "mnist/test_labels.npy"), NoLatency: true}
+	opts.CalibCache = narrowedCache(t, opts, dir, "bad.json", func(float64) float64 { return 0.5 })
 	res, err := ptq.Run(opts)
 	if err != nil || len(res.FellBack) == 0 {
 		t.Fatalf("unbounded fallback: %v (fell back %v)", err, res.FellBack)

@@ -22,6 +22,51 @@ func mnistTechniqueOptions(t *testing.T, dir string) ptq.Options {
 		EvalLabels: testenv.Data(t, "mnist/test_labels.npy"), NoLatency: true, NoGuard: true}
 }
 
+// plainAndWith quantizes with opts as they are, then with technique
+// alone, and returns both results: each technique is judged against the
+// plain INT8 model.
+func plainAndWith(t *testing.T, opts ptq.Options, technique schema.Technique) (plain, with *ptq.Result) {
+	t.Helper()
+	plain, err := ptq.Run(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Techniques = []schema.Technique{technique}
+	with, err = ptq.Run(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plain, with
+}
+
+// narrowedCache quantizes with opts once to write a calibration cache into
+// dir, then writes a copy of it there as name in which the MNIST CNN's
+// third conv input (features.5's Relu) has the range [0, hi(its measured
+// max)], and returns the copy's path: a range forced narrow, for the guard
+// and the techniques to make up for.
+func narrowedCache(t *testing.T, opts ptq.Options, dir, name string, hi func(measured float64) float64) string {
+	t.Helper()
+	cache := filepath.Join(dir, "calib.json")
+	opts.CalibCache = cache
+	if _, err := ptq.Run(opts); err != nil {
+		t.Fatal(err)
+	}
+	c, err := calibrate.ReadCache(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.Tensors {
+		if c.Tensors[i].Name == "/features/features.5/Relu_output_0" {
+			c.Tensors[i].Min, c.Tensors[i].Max = 0, hi(c.Tensors[i].Max)
+		}
+	}
+	path := filepath.Join(dir, name)
+	if err := calibrate.WriteCache(path, c); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // TestSmoothQuant: on the zoo's ViT, SmoothQuant rescales the LayerNorm
 // outputs its qkv and first MLP layers read (through the attention's
 // Transpose); ptq runs the rescaled float model against the input in ONNX
@@ -48,35 +93,9 @@ func TestSmoothQuant(t *testing.T) {
 func TestBiasCorrection(t *testing.T) {
 	ortenv.Require(t)
 	dir := t.TempDir()
-	cache := filepath.Join(dir, "calib.json")
 	opts := mnistTechniqueOptions(t, dir)
-	opts.CalibCache = cache
-	if _, err := ptq.Run(opts); err != nil {
-		t.Fatal(err)
-	}
-	c, err := calibrate.ReadCache(cache)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range c.Tensors {
-		if c.Tensors[i].Name == "/features/features.5/Relu_output_0" {
-			c.Tensors[i].Min, c.Tensors[i].Max = 0, c.Tensors[i].Max/8
-		}
-	}
-	narrow := filepath.Join(dir, "narrow.json")
-	if err := calibrate.WriteCache(narrow, c); err != nil {
-		t.Fatal(err)
-	}
-	opts.CalibCache = narrow
-	plain, err := ptq.Run(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Techniques = []schema.Technique{quantize.TechniqueBiasCorrection}
-	corrected, err := ptq.Run(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts.CalibCache = narrowedCache(t, opts, dir, "narrow.json", func(measured float64) float64 { return measured / 8 })
+	plain, corrected := plainAndWith(t, opts, quantize.TechniqueBiasCorrection)
 	p, b := plain.Accuracy.Accuracy, corrected.Accuracy.Accuracy
 	t.Logf("top-1 drop: plain %.2f points, bias-corrected %.2f", p.DropPoints, b.DropPoints)
 	tr := corrected.Techniques
@@ -110,15 +129,7 @@ func TestGPTQ(t *testing.T) {
 	ortenv.Require(t)
 	dir := t.TempDir()
 	opts := mnistTechniqueOptions(t, dir)
-	plain, err := ptq.Run(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Techniques = []schema.Technique{quantize.TechniqueGPTQ}
-	res, err := ptq.Run(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain, res := plainAndWith(t, opts, quantize.TechniqueGPTQ)
 	g := res.Techniques.GPTQ
 	t.Logf("gptq: %+v; top-1 drop %.2f (nearest %.2f)", g, res.Accuracy.Accuracy.DropPoints, plain.Accuracy.Accuracy.DropPoints)
 	if g == nil || g.Layers != 4 || g.ErrorRatio <= 0 || g.ErrorRatio >= 1 {
@@ -139,15 +150,7 @@ func TestEqualize(t *testing.T) {
 	perTensor := false
 	opts := mnistTechniqueOptions(t, dir)
 	opts.Quant.PerChannel = &perTensor
-	plain, err := ptq.Run(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Techniques = []schema.Technique{quantize.TechniqueEqualize}
-	res, err := ptq.Run(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain, res := plainAndWith(t, opts, quantize.TechniqueEqualize)
 	pairs := res.Techniques.Equalized
 	cos := func(r *ptq.Result) float64 { return float64(r.Accuracy.Outputs[0].Cosine) }
 	t.Logf("%d pairs; cosine %.5f, per-tensor plain %.5f", len(pairs), cos(res), cos(plain))
