@@ -105,13 +105,7 @@ func ones(n int) []int64 {
 // [N, M, O1..On]. ConvInteger gives int32; QLinearConv reads its weights
 // at input 3 and has its output zero point's type.
 func conv(c *ctx) []*graph.Type {
-	wi, elem := 1, c.elem(0)
-	switch c.n.OpType {
-	case "QLinearConv":
-		wi, elem = 3, c.elem(7)
-	case "ConvInteger":
-		elem = graph.Int32
-	}
+	wi, elem := c.quantizedVariant("QLinearConv", "ConvInteger")
 	x, w := c.shape(0), c.shape(wi)
 	r := len(x)
 	if x == nil {
@@ -252,13 +246,7 @@ func gemm(c *ctx) []*graph.Type {
 // batch dims broadcast. MatMulInteger gives int32; QLinearMatMul reads B
 // at input 3 and has its output zero point's type.
 func matMul(c *ctx) []*graph.Type {
-	bi, elem := 1, c.elem(0)
-	switch c.n.OpType {
-	case "QLinearMatMul":
-		bi, elem = 3, c.elem(7)
-	case "MatMulInteger":
-		elem = graph.Int32
-	}
+	bi, elem := c.quantizedVariant("QLinearMatMul", "MatMulInteger")
 	a, b := c.shape(0), c.shape(bi)
 	if a == nil || b == nil || len(a) == 0 || len(b) == 0 {
 		return one(elem, nil)
@@ -286,6 +274,20 @@ func matMul(c *ctx) []*graph.Type {
 	}
 	out := append(append(append(graph.Shape{}, batch...), rows...), cols...)
 	return one(elem, out)
+}
+
+// quantizedVariant is where the second operand of a Conv or MatMul lies
+// and the element type of its output, which the op's quantized variants
+// change: the QLinear one reads that operand at input 3 and gives its
+// output zero point's type (input 7), the Integer one gives int32.
+func (c *ctx) quantizedVariant(qlinear, integer string) (operand int, elem graph.DataType) {
+	switch c.n.OpType {
+	case qlinear:
+		return 3, c.elem(7)
+	case integer:
+		return 1, graph.Int32
+	}
+	return 1, c.elem(0)
 }
 
 // sameDimOrUnknown reports whether two dims may be equal.
