@@ -211,6 +211,16 @@ func normAxes(axes []int64, r int) ([]int, bool) {
 	return out, true
 }
 
+// fitAxes is normAxes for an op whose axes must fit: axes that do not
+// are reported as a problem of the node.
+func (c *ctx) fitAxes(axes []int64, r int) ([]int, bool) {
+	norm, ok := normAxes(axes, r)
+	if !ok {
+		c.problem("axes %v do not fit rank %d", axes, r)
+	}
+	return norm, ok
+}
+
 // addDims is a+b+c... when all are numbers, else the one non-zero
 // operand's dim when the rest are 0, else unknown.
 func addDims(dims ...graph.Dim) graph.Dim {

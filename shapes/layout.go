@@ -240,9 +240,8 @@ func squeeze(c *ctx) []*graph.Type {
 			}
 		}
 	} else {
-		norm, ok := normAxes(axes, len(in))
+		norm, ok := c.fitAxes(axes, len(in))
 		if !ok {
-			c.problem("axes %v do not fit rank %d", axes, len(in))
 			return one(c.elem(0), nil)
 		}
 		out = graph.Shape{}
@@ -274,9 +273,8 @@ func unsqueeze(c *ctx) []*graph.Type {
 		return one(c.elem(0), nil)
 	}
 	r := len(in) + len(axes)
-	norm, ok := normAxes(axes, r)
+	norm, ok := c.fitAxes(axes, r)
 	if !ok {
-		c.problem("axes %v do not fit rank %d", axes, r)
 		return one(c.elem(0), nil)
 	}
 	out := make(graph.Shape, r)

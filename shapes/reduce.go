@@ -36,9 +36,8 @@ func reduce(c *ctx) []*graph.Type {
 			axes = append(axes, int64(i))
 		}
 	}
-	norm, ok := normAxes(axes, len(in))
+	norm, ok := c.fitAxes(axes, len(in))
 	if !ok {
-		c.problem("axes %v do not fit rank %d", axes, len(in))
 		return one(elem, nil)
 	}
 	return one(elem, reduced(in, norm, keep))
