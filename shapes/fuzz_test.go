@@ -77,8 +77,20 @@ func fuzzNode(t *testing.T, r *fuzzReader, ops []string) (*graph.Model, *graph.N
 		}
 		return v
 	}
-	elems := []graph.DataType{graph.Float, graph.Int64, graph.Bool, graph.Int32, graph.Uint8, graph.Float16, graph.Undefined}
 	var ins []*graph.Value
+	// addInitializer takes a constant input as its constructor returns it.
+	addInitializer := func(tn *graph.Tensor, err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		count++
+		v, err := g.AddInitializer(tn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins = append(ins, v)
+	}
+	elems := []graph.DataType{graph.Float, graph.Int64, graph.Bool, graph.Int32, graph.Uint8, graph.Float16, graph.Undefined}
 	for range 1 + r.next(8) {
 		switch r.next(5) {
 		case 0, 1:
@@ -109,31 +121,13 @@ func fuzzNode(t *testing.T, r *fuzzReader, ops []string) (*graph.Model, *graph.N
 			if len(vals) == 1 && r.next(2) == 0 {
 				dims = nil
 			}
-			tn, err := graph.NewInt64Tensor("c"+strconv.Itoa(count), dims, vals)
-			if err != nil {
-				t.Fatal(err)
-			}
-			count++
-			v, err := g.AddInitializer(tn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ins = append(ins, v)
+			addInitializer(graph.NewInt64Tensor("c"+strconv.Itoa(count), dims, vals))
 		case 3:
 			vals := make([]float32, r.next(6))
 			for i := range vals {
 				vals[i] = []float32{0, 0.5, 1, 2, -1, float32(math.NaN()), float32(math.Inf(1)), 1e30}[r.next(8)]
 			}
-			tn, err := graph.NewFloat32Tensor("f"+strconv.Itoa(count), []int64{int64(len(vals))}, vals)
-			if err != nil {
-				t.Fatal(err)
-			}
-			count++
-			v, err := g.AddInitializer(tn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ins = append(ins, v)
+			addInitializer(graph.NewFloat32Tensor("f"+strconv.Itoa(count), []int64{int64(len(vals))}, vals))
 		default:
 			ins = append(ins, nil)
 		}
