@@ -576,6 +576,21 @@ func readPrefix(path string, n int) (string, error) {
 	return string(b[:m]), nil
 }
 
+// openSized opens path for reading and returns its size. Its errors are
+// the bare cause (see unwrapPathError), for the caller to name the file in.
+func openSized(path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, unwrapPathError(err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, unwrapPathError(err)
+	}
+	return f, st.Size(), nil
+}
+
 // unwrapPathError drops the *PathError wrapper when the message already
 // names the file.
 func unwrapPathError(err error) error {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -377,20 +376,16 @@ func npyHeaderBytes(dt graph.DataType, dims []int64) ([]byte, error) {
 // ReadNpy reads a whole .npy file (labels, small files). The tensor is named
 // after the file, without the extension.
 func ReadNpy(path string) (*graph.Tensor, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, unwrapPathError(err))
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, unwrapPathError(err))
-	}
-	h, err := readNpyHeader(io.NewSectionReader(f, 0, st.Size()), st.Size())
+	f, size, err := openSized(path)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	if avail := st.Size() - h.dataOff; h.size > avail {
+	defer f.Close()
+	h, err := readNpyHeader(io.NewSectionReader(f, 0, size), size)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if avail := size - h.dataOff; h.size > avail {
 		return nil, truncatedError(path, h, avail)
 	}
 	buf := make([]byte, h.size)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,16 +21,11 @@ const maxDeflateRatio = 1100
 // Stored members (numpy.savez) are read by offset, deflated ones
 // (numpy.savez_compressed) as streams, a batch at a time.
 func openNpz(path string, inputs []Input, opts Options) (Source, error) {
-	f, err := os.Open(path)
+	f, size, err := openSized(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, unwrapPathError(err))
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", path, unwrapPathError(err))
-	}
-	zr, err := zip.NewReader(f, st.Size())
+	zr, err := zip.NewReader(f, size)
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
 		f.Close()
 		return nil, fmt.Errorf("%s: not a valid .npz (zip) file: %w", path, err)
@@ -83,7 +77,7 @@ func openNpz(path string, inputs []Input, opts Options) (Source, error) {
 	src := &sampleSource{members: members, closer: f}
 	for i, in := range inputs {
 		zf := byKey[in.Name]
-		m, err := openZipMember(path+": member "+zf.Name, in.Name, f, st.Size(), zf)
+		m, err := openZipMember(path+": member "+zf.Name, in.Name, f, size, zf)
 		if err != nil {
 			src.Close()
 			return nil, err

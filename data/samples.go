@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 
 	"github.com/optc-dev/optc/graph"
 )
@@ -246,16 +245,11 @@ func openNpy(path string, inputs []Input, opts Options) (Source, error) {
 	if len(inputs) != 1 {
 		return nil, fmt.Errorf("%s: a .npy file feeds one input, but the model has %d (%s); use a .npz file with one member per input", path, len(inputs), inputNames(inputs))
 	}
-	f, err := os.Open(path)
+	f, size, err := openSized(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, unwrapPathError(err))
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", path, unwrapPathError(err))
-	}
-	m, err := openMember(path, inputs[0].Name, f, st.Size())
+	m, err := openMember(path, inputs[0].Name, f, size)
 	if err != nil {
 		f.Close()
 		return nil, err
