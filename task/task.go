@@ -11,7 +11,9 @@
 package task
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 )
 
@@ -149,6 +151,21 @@ type Metric struct {
 // NewFigure fills a Figure's headline and drop.
 func NewFigure(task, output string, samples int64, metric string, a, b float64, others ...Metric) *Figure {
 	return &Figure{Task: task, Output: output, Samples: samples, Metric: metric, A: a, B: b, DropPoints: a - b, Others: others}
+}
+
+// ReadLabelFile reads a ground-truth file whole, for a plug-in that
+// parses it; the error names the file once ("read PATH: reason", without
+// os.PathError's own copy of the path).
+func ReadLabelFile(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return b, nil
 }
 
 // CheckCount says whether n ground-truth entries fit the samples scored:

@@ -28,10 +28,8 @@ package detect
 import (
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,13 +112,9 @@ func New(spec task.Spec, opts Options) (task.Scorer, error) {
 // ("label" left out: any class), in the coordinates of the model's
 // boxes.
 func readLabels(path string) ([][]Object, error) {
-	b, err := os.ReadFile(path)
+	b, err := task.ReadLabelFile(path)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, err
 	}
 	var raw [][]struct {
 		Box   []float64 `json:"box"`

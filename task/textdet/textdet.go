@@ -31,11 +31,9 @@ package textdet
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,13 +151,9 @@ func New(spec task.Spec, opts Options) (task.Scorer, error) {
 // quadrilateral [x1, y1, x2, y2, x3, y3, x4, y4] (its bounding rectangle
 // is taken).
 func readLabels(path string) ([][]task.Box, error) {
-	b, err := os.ReadFile(path)
+	b, err := task.ReadLabelFile(path)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, err
 	}
 	var raw []json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
