@@ -46,33 +46,35 @@ type plugin struct {
 var plugins = []plugin{
 	{name: ctc.Name, about: "label strings, one line a sample (.txt)", dict: true, new: ctc.New},
 	{name: textdet.Name, about: "boxes [x0, y0, x1, y1] in the map's pixels, an array per sample (.json)",
-		new: func(s task.Spec) (task.Scorer, error) {
-			o, err := textdet.ParseOptions(s.Params)
-			if err != nil {
-				return nil, err
-			}
-			return textdet.New(s, o)
-		},
+		new:    newWithOptions(textdet.ParseOptions, textdet.New),
 		params: textdet.ParamNames,
-		check: func(p map[string]string) error {
-			_, err := textdet.ParseOptions(p)
-			return err
-		}},
+		check:  checkOptions(textdet.ParseOptions)},
 	{name: segment.Name, about: "class ids [N, H, W], 255 ignored (.npy)", new: segment.New},
 	{name: detect.Name, about: `objects per sample, [{"box": [x0, y0, x1, y1], "label": k}, ...] (.json); without labels, A's detections`,
 		optionalLabels: true,
-		new: func(s task.Spec) (task.Scorer, error) {
-			o, err := detect.ParseOptions(s.Params)
-			if err != nil {
-				return nil, err
-			}
-			return detect.New(s, o)
-		},
-		params: detect.ParamNames,
-		check: func(p map[string]string) error {
-			_, err := detect.ParseOptions(p)
-			return err
-		}},
+		new:            newWithOptions(detect.ParseOptions, detect.New),
+		params:         detect.ParamNames,
+		check:          checkOptions(detect.ParseOptions)},
+}
+
+// newWithOptions is the new of a plug-in whose New takes options parsed
+// from the spec's parameters.
+func newWithOptions[O any](parse func(map[string]string) (O, error), newScorer func(task.Spec, O) (task.Scorer, error)) func(task.Spec) (task.Scorer, error) {
+	return func(s task.Spec) (task.Scorer, error) {
+		o, err := parse(s.Params)
+		if err != nil {
+			return nil, err
+		}
+		return newScorer(s, o)
+	}
+}
+
+// checkOptions is the check of such a plug-in: its parameters parse.
+func checkOptions[O any](parse func(map[string]string) (O, error)) func(map[string]string) error {
+	return func(p map[string]string) error {
+		_, err := parse(p)
+		return err
+	}
 }
 
 // WithParams are the tasks that read parameters (eval.params).
