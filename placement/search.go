@@ -303,29 +303,21 @@ func (s *searcher) profile() (map[int]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !clk.fits("profiling the FP32 model", 0, 0) {
+	const fpStep, int8Step = "profiling the FP32 model", "profiling the INT8 model"
+	if !clk.fits(fpStep, 0, 0) {
 		return nil, errUnmeasured
 	}
-	var fpTimes, int8Times map[string]float64
 	opts.progress("placement: profiling FP32 and all-INT8 per region at batch %d", b0)
-	if _, err := clk.step(func() (err error) {
-		var k cost
-		fpTimes, k, err = nodeTimes(s.prof.serialized, opts.Session, in1)
-		clk.observe(k, b0)
-		return err
-	}); err != nil {
-		return nil, fmt.Errorf("profiling the FP32 model: %w", err)
+	fpTimes, err := s.nodeTimesStep(fpStep, s.prof.serialized, in1)
+	if err != nil {
+		return nil, err
 	}
-	if !clk.fits("profiling the INT8 model", clk.profile(b0), 0) {
+	if !clk.fits(int8Step, clk.profile(b0), 0) {
 		return nil, errUnmeasured
 	}
-	if _, err := clk.step(func() (err error) {
-		var k cost
-		int8Times, k, err = nodeTimes(s.all.serialized, opts.Session, in1)
-		clk.observe(k, b0)
-		return err
-	}); err != nil {
-		return nil, fmt.Errorf("profiling the INT8 model: %w", err)
+	int8Times, err := s.nodeTimesStep(int8Step, s.all.serialized, in1)
+	if err != nil {
+		return nil, err
 	}
 	fpCost, int8Cost := regionCosts(s.prof, fpTimes), regionCosts(s.all, int8Times)
 	slower := map[int]bool{}
@@ -336,6 +328,22 @@ func (s *searcher) profile() (map[int]bool, error) {
 		}
 	}
 	return slower, nil
+}
+
+// nodeTimesStep profiles model at the first batch size as one step of the
+// clock, its cost teaching the clock, and names the step in its error:
+// profile's FP32 and INT8 measurements.
+func (s *searcher) nodeTimesStep(step string, model graph.Serialized, in1 []*graph.Tensor) (map[string]float64, error) {
+	var times map[string]float64
+	if _, err := s.clk.step(func() (err error) {
+		var k cost
+		times, k, err = nodeTimes(model, s.opts.Session, in1)
+		s.clk.observe(k, s.opts.Batches[0])
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("%s: %w", step, err)
+	}
+	return times, nil
 }
 
 // add makes q a candidate.
