@@ -113,19 +113,13 @@ func TestAlignedChannels(t *testing.T) {
 	if n := quantizedDepthwise(t, qm, channels); a.Chosen && n == 0 {
 		t.Error("the padded model was chosen, but the model returned has no quantized depthwise conv")
 	}
-	_, replayed, err := Replay(opts, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(replayed.Bytes, model.Bytes) {
-		t.Error("replaying the file did not rebuild the model the search returned")
-	}
+	replaysTo(t, opts, f, model, "replaying the file did not rebuild the model the search returned")
 	// Forced the other way, replay follows the file.
 	flipped := *f
 	other := *a
 	other.Chosen = !a.Chosen
 	flipped.Aligned = &other
-	_, replayed, err = Replay(opts, &flipped)
+	_, replayed, err := Replay(opts, &flipped)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package placement
 
 import (
-	"bytes"
 	"math"
 	"slices"
 	"testing"
@@ -67,13 +66,7 @@ func TestSearchDynamicCandidate(t *testing.T) {
 	if n == 0 {
 		t.Error("dynamic INT8 chosen, but the model returned has no MatMulInteger")
 	}
-	_, replayed, err := Replay(opts, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(replayed.Bytes, model.Bytes) {
-		t.Error("replay did not rebuild the dynamic INT8 model")
-	}
+	replaysTo(t, opts, f, model, "replay did not rebuild the dynamic INT8 model")
 }
 
 // TestApart: a model leaves a timing window early only when its runs and

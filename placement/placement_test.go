@@ -100,6 +100,19 @@ func run(t *testing.T, model graph.Serialized, in []*graph.Tensor) []float32 {
 	return f
 }
 
+// replaysTo replays the file f and fails the test with complaint unless
+// that rebuilds model byte for byte: what every search's file must do.
+func replaysTo(t *testing.T, opts Options, f *schema.Placement, model graph.Serialized, complaint string) {
+	t.Helper()
+	_, replayed, err := Replay(opts, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(replayed.Bytes, model.Bytes) {
+		t.Error(complaint)
+	}
+}
+
 // The regions are exactly the nodes quantize.Apply rewrites; all-int8 is
 // byte for byte what Apply alone makes (today's output); every region
 // float is the float model, output for output; one region float leaves

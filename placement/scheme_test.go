@@ -29,6 +29,13 @@ func rmsError(t *testing.T, opts Options, model []float32) float64 {
 
 func floatOut(t *testing.T, opts Options) []float32 {
 	t.Helper()
+	return run(t, opts.Float, batchOf8(t, opts))
+}
+
+// batchOf8 is the batch of 8 inputs every model of the scheme tests runs
+// on (the float reference and each variant alike).
+func batchOf8(t *testing.T, opts Options) []*graph.Tensor {
+	t.Helper()
 	m, err := opts.Float.Parse()
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +44,7 @@ func floatOut(t *testing.T, opts Options) []float32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return run(t, opts.Float, in)
+	return in
 }
 
 // The scheme variants on MNIST, with a real accuracy check: a candidate
@@ -63,14 +70,7 @@ func TestSchemeVariants(t *testing.T) {
 	// the rejection this test is about does not happen.
 	reduce := true
 	opts.Quant.ReduceRange = &reduce
-	m, err := opts.Float.Parse()
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := inputs(m, opts.Inputs, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := batchOf8(t, opts)
 	all, err := quantizeKeeping(opts.Float, opts.Ranges, opts.Quant, nil)
 	if err != nil {
 		t.Fatal(err)
