@@ -135,11 +135,7 @@ func exposed(m *graph.Model, names []string, inputIndex map[string]int) ([]strin
 			expose = append(expose, n)
 		}
 	}
-	clone, err := m.Clone()
-	if err != nil {
-		return nil, fmt.Errorf("calibrate: %w", err)
-	}
-	carrier, err := graph.ExposeNested(clone, expose)
+	clone, carrier, err := exposedCopy(m, expose)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}

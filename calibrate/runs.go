@@ -81,11 +81,7 @@ func exposedSizes(m *graph.Model, carrier map[string]string, inputs []*graph.Ten
 // all fit. Sizes come from shape inference on m with its inputs fixed to
 // those shapes.
 func SplitByBytes(m *graph.Model, names []string, inputs []*graph.Tensor, limit int64) ([][]string, error) {
-	c, err := m.Clone()
-	if err != nil {
-		return nil, err
-	}
-	carrier, err := graph.ExposeNested(c, names)
+	c, carrier, err := exposedCopy(m, names)
 	if err != nil {
 		return nil, err
 	}
@@ -121,11 +117,7 @@ func OpenParts(m *graph.Model, groups [][]string, opts ort.Options) (p *Parts, e
 		opts.NoMemArena = true
 	}
 	for _, g := range groups {
-		c, err := m.Clone()
-		if err != nil {
-			return p, err
-		}
-		carrier, err := graph.ExposeNested(c, g)
+		c, carrier, err := exposedCopy(m, g)
 		if err != nil {
 			return p, err
 		}
@@ -153,6 +145,22 @@ func OpenParts(m *graph.Model, groups [][]string, opts ort.Options) (p *Parts, e
 		p.out = append(p.out, out)
 	}
 	return p, nil
+}
+
+// exposedCopy is a copy of m with names (nested ones too) exposed as
+// outputs, and the name of the main-graph value that carries each: how
+// calibration checks, sizes and runs the values it fetches without
+// touching m.
+func exposedCopy(m *graph.Model, names []string) (*graph.Model, map[string]string, error) {
+	c, err := m.Clone()
+	if err != nil {
+		return nil, nil, err
+	}
+	carrier, err := graph.ExposeNested(c, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, carrier, nil
 }
 
 // keepOnly makes the carriers of group g m's only outputs and drops what
