@@ -137,15 +137,10 @@ func TestGuardPaddleOCRCls(t *testing.T) {
 // the fallback keeps that conv float and the guard then holds.
 func TestGuardFallsBackMNIST(t *testing.T) {
 	ortenv.Require(t)
-	dir := testenv.Data(t, "mnist")
-	testenv.Data(t, "mnist/train_images.npy")
 	tmp := t.TempDir()
 	cache := filepath.Join(tmp, "calib.json")
 	args := func(cache string) []string {
-		return []string{"quantize", testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(tmp, "q.onnx"),
-			"--calib-data", filepath.Join(dir, "train_images.npy"), "--calib-samples", "256", "--calib-cache", cache,
-			"--eval-data", filepath.Join(dir, "test_images.npy"), "--eval-labels", filepath.Join(dir, "test_labels.npy"),
-			"--eval-samples", "500", "--json"}
+		return append(mnistQuantizeArgs(t, filepath.Join(tmp, "q.onnx"), "256"), "--calib-cache", cache, "--eval-samples", "500", "--json")
 	}
 	var res guardJSON
 	decode(t, run2json(t, args(cache)...), &res)
@@ -200,16 +195,12 @@ func TestGuardHoldsOut(t *testing.T) {
 // noise (0.25 points: 5 of the 2,004 digits).
 func TestAutoMethodMNIST(t *testing.T) {
 	ortenv.Require(t)
-	dir := testenv.Data(t, "mnist")
-	testenv.Data(t, "mnist/train_images.npy")
 	acc := map[string]float64{}
 	var auto guardJSON
 	for _, m := range []string{"auto", "minmax", "percentile", "entropy", "mse"} {
 		var res guardJSON
-		decode(t, run2json(t, "quantize", testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(t.TempDir(), m+".onnx"),
-			"--calib-data", filepath.Join(dir, "train_images.npy"), "--calib-samples", "512", "--method", m,
-			"--eval-data", filepath.Join(dir, "test_images.npy"), "--eval-labels", filepath.Join(dir, "test_labels.npy"),
-			"--allow-accuracy-loss", "--json"), &res)
+		decode(t, run2json(t, append(mnistQuantizeArgs(t, filepath.Join(t.TempDir(), m+".onnx"), "512"),
+			"--method", m, "--allow-accuracy-loss", "--json")...), &res)
 		acc[m] = res.Accuracy.Accuracy.B
 		if m == "auto" {
 			auto = res

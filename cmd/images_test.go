@@ -140,13 +140,8 @@ func TestImageFolderCompareAndQuantizeMNIST(t *testing.T) {
 		Calibration struct {
 			Samples int64 `json:"samples"`
 		} `json:"calibration"`
-		Accuracy struct {
-			Accuracy struct {
-				A float64 `json:"accuracy_a"`
-				B float64 `json:"accuracy_b"`
-			} `json:"accuracy"`
-		}
-		HeldOut bool `json:"eval_data_held_out"`
+		Accuracy int8AccuracyJSON
+		HeldOut  bool `json:"eval_data_held_out"`
 	}
 	out := filepath.Join(t.TempDir(), "q.onnx")
 	decode(t, run2json(t, "quantize", model, "-o", out, "--calib-data", calib, "--calib-samples", "128", "--image-color", "gray",

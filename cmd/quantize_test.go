@@ -20,33 +20,24 @@ import (
 // all; the calibration cache is written, then reused with the same result.
 func TestQuantizeMNIST(t *testing.T) {
 	ortenv.Require(t)
-	dir := testenv.Data(t, "mnist")
-	testenv.Data(t, "mnist/train_images.npy")
 	tmp := t.TempDir()
 	cache := filepath.Join(tmp, "calib.json")
 	args := func(out string) []string {
-		return []string{testenv.Model("mnist_cnn.onnx"), "-o", out, "--calib-data", filepath.Join(dir, "train_images.npy"),
-			"--calib-samples", "512", "--calib-cache", cache,
-			"--eval-data", filepath.Join(dir, "test_images.npy"), "--eval-labels", filepath.Join(dir, "test_labels.npy")}
+		return append(mnistQuantizeArgs(t, out, "512"), "--calib-cache", cache)
 	}
 	first := filepath.Join(tmp, "q1.onnx")
 	var res struct {
 		Calibration struct {
 			FromCache bool `json:"from_cache"`
 		}
-		Accuracy struct {
-			Accuracy struct {
-				A float64 `json:"accuracy_a"`
-				B float64 `json:"accuracy_b"`
-			} `json:"accuracy"`
-		}
-		HeldOut bool `json:"eval_data_held_out"`
-		SQNR    []struct {
+		Accuracy int8AccuracyJSON
+		HeldOut  bool `json:"eval_data_held_out"`
+		SQNR     []struct {
 			Tensor string  `json:"tensor"`
 			DB     float64 `json:"sqnr_db"`
 		} `json:"tensor_sqnr"`
 	}
-	decode(t, run2json(t, append([]string{"quantize"}, append(args(first), "--json")...)...), &res)
+	decode(t, run2json(t, append(args(first), "--json")...), &res)
 	if len(res.SQNR) < 4 {
 		t.Errorf("per-tensor SQNR for %d tensors", len(res.SQNR))
 	}
@@ -61,7 +52,7 @@ func TestQuantizeMNIST(t *testing.T) {
 		t.Errorf("float %.2f%%, int8 %.2f%%, held out %v, from cache %v", acc.A, acc.B, res.HeldOut, res.Calibration.FromCache)
 	}
 	second := filepath.Join(tmp, "q2.onnx")
-	decode(t, run2json(t, append([]string{"quantize"}, append(args(second), "--json")...)...), &res)
+	decode(t, run2json(t, append(args(second), "--json")...), &res)
 	if !res.Calibration.FromCache {
 		t.Error("the calibration cache was not reused")
 	}
@@ -72,7 +63,7 @@ func TestQuantizeMNIST(t *testing.T) {
 	}
 	// The target's former spelling still works, says so, and means ort.
 	third := filepath.Join(tmp, "q3.onnx")
-	status, _, stderr := run(t, append([]string{"quantize"}, append(args(third), "--target", "ort-cpu")...)...)
+	status, _, stderr := run(t, append(args(third), "--target", "ort-cpu")...)
 	c, _ := os.ReadFile(third)
 	if status != 0 || !strings.Contains(stderr, "--target ort-cpu is deprecated: the target is now spelled ort") || !bytes.Equal(a, c) {
 		t.Errorf("--target ort-cpu: status %d, same bytes as ort %v, stderr %q", status, bytes.Equal(a, c), stderr)
@@ -158,13 +149,32 @@ func decode(t *testing.T, s string, v any) {
 	}
 }
 
+// mnistQuantizeArgs is `optc quantize` of the MNIST CNN into out,
+// calibrated on samples of the training digits and checked on the
+// held-out digits with their labels: the start of every MNIST quantize
+// test's command line.
+func mnistQuantizeArgs(t *testing.T, out, samples string) []string {
+	images, labels := mnistData(t)
+	return []string{"quantize", testenv.Model("mnist_cnn.onnx"), "-o", out,
+		"--calib-data", testenv.Data(t, "mnist/train_images.npy"), "--calib-samples", samples,
+		"--eval-data", images, "--eval-labels", labels}
+}
+
+// int8AccuracyJSON is the accuracy section of quantize's --json as the
+// MNIST tests read it: top-1 of the float model (A) and of the INT8 one
+// (B), in percent.
+type int8AccuracyJSON struct {
+	Accuracy struct {
+		A float64 `json:"accuracy_a"`
+		B float64 `json:"accuracy_b"`
+	} `json:"accuracy"`
+}
+
 // TestQuantizeQOperator: --format qoperator writes the MNIST CNN's convs as
 // QLinearConv (the Gemm stays QDQ, its output is the float logits) and
 // keeps INT8 accuracy; a wrong format is a usage error.
 func TestQuantizeQOperator(t *testing.T) {
 	ortenv.Require(t)
-	dir := testenv.Data(t, "mnist")
-	testenv.Data(t, "mnist/train_images.npy")
 	out := filepath.Join(t.TempDir(), "q.onnx")
 	var res struct {
 		Quantize struct {
@@ -176,16 +186,9 @@ func TestQuantizeQOperator(t *testing.T) {
 				} `json:"kept_qdq"`
 			} `json:"qoperator"`
 		} `json:"quantize"`
-		Accuracy struct {
-			Accuracy struct {
-				A float64 `json:"accuracy_a"`
-				B float64 `json:"accuracy_b"`
-			} `json:"accuracy"`
-		}
+		Accuracy int8AccuracyJSON
 	}
-	decode(t, run2json(t, "quantize", testenv.Model("mnist_cnn.onnx"), "-o", out, "--format", "qoperator",
-		"--calib-data", filepath.Join(dir, "train_images.npy"), "--calib-samples", "256",
-		"--eval-data", filepath.Join(dir, "test_images.npy"), "--eval-labels", filepath.Join(dir, "test_labels.npy"), "--json"), &res)
+	decode(t, run2json(t, append(mnistQuantizeArgs(t, out, "256"), "--format", "qoperator", "--json")...), &res)
 	q := res.Quantize
 	if q.Format != "qoperator" || q.QOperator.QLinearConv != 3 || len(q.QOperator.KeptQDQ) != 1 || q.QOperator.KeptQDQ[0].Op != "Gemm" {
 		t.Errorf("quantize report %+v", q)
@@ -288,9 +291,7 @@ func TestQuantizePaddleOCRCls(t *testing.T) {
 func TestQuantizeProgress(t *testing.T) {
 	ortenv.Require(t)
 	dir := t.TempDir()
-	mnist := testenv.Data(t, "mnist")
-	args := []string{"quantize", testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(dir, "q.onnx"), "--calib-data", filepath.Join(mnist, "train_images.npy"),
-		"--calib-samples", "64", "--eval-data", filepath.Join(mnist, "test_images.npy"), "--eval-labels", filepath.Join(mnist, "test_labels.npy")}
+	args := mnistQuantizeArgs(t, filepath.Join(dir, "q.onnx"), "64")
 	var out, errOut, progress bytes.Buffer
 	if status := Main(args, &IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, Progress: &progress}); status != 0 {
 		t.Fatalf("status %d: %s", status, errOut.String())
