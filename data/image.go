@@ -167,18 +167,15 @@ func imageFiles(dir string) ([]string, error) {
 
 // imageSource decodes one batch of image files at a time.
 type imageSource struct {
-	input  Input
-	img    ImageOptions // with defaults filled in
-	dtype  graph.DataType
-	files  []string
-	first  int   // without Shuffle: the file of sample 0 (Skip)
-	order  []int // with Shuffle: the file read at each position
-	total  int   // samples to deliver
-	next   int
-	batch  int
+	input Input
+	img   ImageOptions // with defaults filled in
+	dtype graph.DataType
+	files []string
+	first int   // without Shuffle: the file of sample 0 (Skip)
+	order []int // with Shuffle: the file read at each position
+	batching
 	height int
 	width  int
-	err    error
 }
 
 // openImages checks the image options against the single input they feed
@@ -269,13 +266,10 @@ func (s *imageSource) dims(n int) []int64 {
 
 // Next decodes the next batch of images.
 func (s *imageSource) Next() (*Batch, error) {
-	if s.err != nil {
-		return nil, s.err
+	n, err := s.nextCount()
+	if err != nil {
+		return nil, err
 	}
-	if s.next >= s.total {
-		return nil, io.EOF
-	}
-	n := min(s.batch, s.total-s.next)
 	per := s.img.Channels() * s.height * s.width * s.dtype.BitSize() / 8 // bytes per image
 	buf := make([]byte, n*per)
 	for k := range n {

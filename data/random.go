@@ -3,7 +3,6 @@ package data
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 
@@ -25,10 +24,7 @@ type randomSource struct {
 	axes   []int     // per input, the batch axis; NoBatchAxis: the same tensor every run
 	fixed  [][]byte  // per input without a batch axis, its one tensor's bytes
 	gens   []*randomGen
-	batch  int
-	total  int
-	next   int
-	closed bool
+	batching
 }
 
 func openRandom(inputs []Input, opts Options) (Source, error) {
@@ -50,7 +46,7 @@ func openRandom(inputs []Input, opts Options) (Source, error) {
 	if r := total % batch; r != 0 && fixedBy != "" {
 		total += batch - r // synthetic data fills the last run of a static batch
 	}
-	s := &randomSource{inputs: inputs, batch: batch, total: total}
+	s := &randomSource{inputs: inputs, batching: batching{batch: batch, total: total}}
 	bopts := opts
 	bopts.Batch = batch
 	bind := symbolBindings(inputs, opts)
@@ -140,13 +136,10 @@ func constGen(in Input, v float64) (*randomGen, error) {
 
 // Next makes the next batch.
 func (s *randomSource) Next() (*Batch, error) {
-	if s.closed {
-		return nil, fmt.Errorf("data source is closed")
+	n, err := s.nextCount()
+	if err != nil {
+		return nil, err
 	}
-	if s.next >= s.total {
-		return nil, io.EOF
-	}
-	n := min(s.batch, s.total-s.next)
 	b := &Batch{Tensors: make([]*graph.Tensor, len(s.inputs)), Samples: n}
 	for i, in := range s.inputs {
 		dims := append([]int64{}, s.shapes[i]...)
@@ -179,7 +172,7 @@ func (s *randomSource) Next() (*Batch, error) {
 
 // Close ends the source.
 func (s *randomSource) Close() error {
-	s.closed = true
+	s.err = fmt.Errorf("data source is closed")
 	return nil
 }
 

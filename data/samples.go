@@ -69,13 +69,31 @@ func (m *member) checkEnd() error {
 type sampleSource struct {
 	inputs  []Input
 	members []*member // one per input, in input order
-	batch   int
-	total   int   // samples to deliver
-	next    int   // the next sample
-	first   int   // without Shuffle: the file position of sample 0 (Skip)
-	order   []int // with Shuffle: the sample read at each position
-	closer  io.Closer
-	err     error
+	batching
+	first  int   // without Shuffle: the file position of sample 0 (Skip)
+	order  []int // with Shuffle: the sample read at each position
+	closer io.Closer
+}
+
+// batching is where a source of a known number of samples stands in
+// delivering them a batch at a time.
+type batching struct {
+	batch int
+	total int   // samples to deliver
+	next  int   // the next sample
+	err   error // once set, what every later batch gives
+}
+
+// nextCount is the size of the next batch: none, with io.EOF, after the
+// last, nor once the source has failed or been closed.
+func (b *batching) nextCount() (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	if b.next >= b.total {
+		return 0, io.EOF
+	}
+	return min(b.batch, b.total-b.next), nil
 }
 
 // newSampleSource checks the members against the inputs and options and
@@ -177,13 +195,10 @@ const maxPermutation = 1 << 24
 
 // Next returns the next batch of samples.
 func (s *sampleSource) Next() (*Batch, error) {
-	if s.err != nil {
-		return nil, s.err
+	n, err := s.nextCount()
+	if err != nil {
+		return nil, err
 	}
-	if s.next >= s.total {
-		return nil, io.EOF
-	}
-	n := min(s.batch, s.total-s.next)
 	b := &Batch{Tensors: make([]*graph.Tensor, len(s.members)), Samples: n}
 	for i, m := range s.members {
 		buf := make([]byte, int64(n)*m.sample)
