@@ -81,17 +81,26 @@ gates: {max_accuracy_drop: 1, min_cosine: 0.99, max_latency_regression: 10, perc
 		t.Fatal(err)
 	}
 	// What --print-config writes reads back to the same configuration.
-	b, err := Marshal(c)
+	back, b, err := roundTrip(t, c)
 	if err != nil {
-		t.Fatal(err)
-	}
-	back := Default()
-	if err := Decode(strings.NewReader(string(b)), &back); err != nil {
 		t.Fatalf("%v\n%s", err, b)
 	}
 	if !reflect.DeepEqual(back, c) {
 		t.Fatalf("round trip changed the config:\n%s", b)
 	}
+}
+
+// roundTrip writes c as --print-config does and decodes what it wrote
+// over the defaults, returning what it read, the bytes and Decode's error.
+func roundTrip(t *testing.T, c Config) (back Config, written []byte, err error) {
+	t.Helper()
+	written, err = Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back = Default()
+	err = Decode(strings.NewReader(string(written)), &back)
+	return back, written, err
 }
 
 func TestDecodeIsStrict(t *testing.T) {
@@ -329,12 +338,8 @@ func TestDecodeLMKeys(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := Marshal(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back := Default()
-	if err := Decode(strings.NewReader(string(b)), &back); err != nil || !reflect.DeepEqual(back.Eval, c.Eval) ||
+	back, b, err := roundTrip(t, c)
+	if err != nil || !reflect.DeepEqual(back.Eval, c.Eval) ||
 		back.Quantize.MaxPerplexityIncrease != 2.5 || !reflect.DeepEqual(back.Latency.SeqLengths, c.Latency.SeqLengths) {
 		t.Fatalf("round trip changed the config (%v):\n%s", err, b)
 	}
