@@ -687,10 +687,10 @@ func (s *scorer) add(name string, a, b []float32, shape []int64) error {
 		if k >= int64(len(s.labels)) {
 			return fmt.Errorf("%d labels for more samples than that", len(s.labels))
 		}
-		if int64(argmax(a[n*c:(n+1)*c])) == s.labels[k] {
+		if int64(Argmax(a[n*c:(n+1)*c])) == s.labels[k] {
 			s.correctA++
 		}
-		if int64(argmax(b[n*c:(n+1)*c])) == s.labels[k] {
+		if int64(Argmax(b[n*c:(n+1)*c])) == s.labels[k] {
 			s.corB++
 		}
 		s.scored++

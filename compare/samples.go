@@ -143,7 +143,7 @@ func (t *Top1) addRows(a, b []float32, c int) {
 			continue // disagrees
 		}
 		i, margin := topTwo(ra)
-		agree := argmax(rb) == i
+		agree := Argmax(rb) == i
 		if agree {
 			t.agree++
 		}
@@ -175,7 +175,7 @@ func (t *Top1) finish() {
 
 // topTwo is v's argmax and its lead over the runner-up.
 func topTwo(v []float32) (int, float64) {
-	best := argmax(v)
+	best := Argmax(v)
 	second := math.Inf(-1)
 	for i, x := range v {
 		if i != best && float64(x) > second {

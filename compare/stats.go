@@ -247,7 +247,7 @@ func (acc *Accumulator) AddSamples(a, b []float32, shape []int64, samples int) e
 		c := int(shape[1])
 		for n := 0; n < int(shape[0]); n++ {
 			ra, rb := a[n*c:(n+1)*c], b[n*c:(n+1)*c]
-			ta := argmax(ra)
+			ta := Argmax(ra)
 			top := topK(rb, 5)
 			s.Samples++
 			if newNonFinite(ra, rb) {
@@ -348,7 +348,9 @@ func newNonFinite(a, b []float32) bool {
 	return false
 }
 
-func argmax(v []float32) int {
+// Argmax is the index of v's largest value, the first on ties: a
+// classifier's top-1 class.
+func Argmax(v []float32) int {
 	best := 0
 	for i, x := range v {
 		if x > v[best] {

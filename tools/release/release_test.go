@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/ort/install"
 	"github.com/optc-dev/optc/tools/ortenv"
@@ -139,7 +140,7 @@ func TestReleaseBinaries(t *testing.T) {
 			}
 			correct := 0
 			for i, w := range want {
-				if argmax(f[i*10:i*10+10]) == int(w) {
+				if compare.Argmax(f[i*10:i*10+10]) == int(w) {
 					correct++
 				}
 			}
@@ -161,7 +162,7 @@ func TestReleaseBinaries(t *testing.T) {
 		}
 		agree := 0
 		for i := 0; i < len(a)/10; i++ {
-			if argmax(a[i*10:i*10+10]) == argmax(b[i*10:i*10+10]) {
+			if compare.Argmax(a[i*10:i*10+10]) == compare.Argmax(b[i*10:i*10+10]) {
 				agree++
 			}
 		}
@@ -205,14 +206,4 @@ func checkSums(t *testing.T, dir string) (string, map[string]string) {
 		t.Fatalf("SHA256SUMS lists %v, want linux-amd64 and linux-arm64", bins)
 	}
 	return version, bins
-}
-
-func argmax(v []float32) int {
-	best := 0
-	for i, x := range v {
-		if x > v[best] {
-			best = i
-		}
-	}
-	return best
 }
