@@ -65,20 +65,26 @@ func TestBackendSweep(t *testing.T) {
 			notes = append(notes, fmt.Sprintf("%s: %s: %s", outcome, rel, detail))
 		}
 	}
-	var b bytes.Buffer
-	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
-	for _, o := range sweepOutcomes {
-		fmt.Fprintf(w, "%s\t%d\t\n", o, counts[o])
-	}
-	fmt.Fprintf(w, "total\t%d\t\n", len(models))
-	w.Flush()
-	t.Logf("optc optimize (default check) over %d backend test models in %s:\n%s", len(models), time.Since(start).Round(time.Second), b.String())
+	t.Logf("optc optimize (default check) over %d backend test models in %s:\n%s", len(models), time.Since(start).Round(time.Second), sweepTable(counts, len(models)))
 	if full || testing.Verbose() {
 		sort.Strings(notes)
 		for _, n := range notes {
 			t.Log(n)
 		}
 	}
+}
+
+// sweepTable is how many models ended in each outcome, and the total, as
+// both sweeps log it.
+func sweepTable(counts map[string]int, total int) string {
+	var b bytes.Buffer
+	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
+	for _, o := range sweepOutcomes {
+		fmt.Fprintf(w, "%s\t%d\t\n", o, counts[o])
+	}
+	fmt.Fprintf(w, "total\t%d\t\n", total)
+	w.Flush()
+	return b.String()
 }
 
 // sweepSubset is every 10th model, and every model with a non-tensor value
@@ -266,14 +272,7 @@ func TestBackendBuildSweep(t *testing.T) {
 			t.Logf("%s: %s: %s", outcome, rel, detail)
 		}
 	}
-	var b bytes.Buffer
-	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
-	for _, o := range sweepOutcomes {
-		fmt.Fprintf(w, "%s\t%d\t\n", o, counts[o])
-	}
-	fmt.Fprintf(w, "total\t%d\t\n", len(models))
-	w.Flush()
-	t.Logf("optc build (ort target) over %d backend test models in %s (ran = built):\n%s", len(models), time.Since(start).Round(time.Second), b.String())
+	t.Logf("optc build (ort target) over %d backend test models in %s (ran = built):\n%s", len(models), time.Since(start).Round(time.Second), sweepTable(counts, len(models)))
 }
 
 // buildSweepOne builds one model; when the build fails, the optimize
