@@ -40,14 +40,22 @@ func cubeOverSquare(t *testing.T, path string, fp16 bool) {
 	}
 }
 
+// cubeOverSquarePair saves cubeOverSquare in float32 (a) and with fp16
+// intermediates (b), the pair the compare tests compare.
+func cubeOverSquarePair(t *testing.T) (a, b string) {
+	t.Helper()
+	dir := t.TempDir()
+	a, b = filepath.Join(dir, "fp32.onnx"), filepath.Join(dir, "fp16.onnx")
+	cubeOverSquare(t, a, false)
+	cubeOverSquare(t, b, true)
+	return a, b
+}
+
 // An fp16 model whose output is all NaN must not read as a perfect match:
 // the table counts the NaN, cosine and SNR read n/a, and compare fails.
 func TestCompareAllNaNFails(t *testing.T) {
 	ortenv.Require(t)
-	dir := t.TempDir()
-	a, b := filepath.Join(dir, "fp32.onnx"), filepath.Join(dir, "fp16.onnx")
-	cubeOverSquare(t, a, false)
-	cubeOverSquare(t, b, true)
+	a, b := cubeOverSquarePair(t)
 
 	status, stdout, stderr := run(t, "compare", a, b, "--data", "random", "--range", "300,3000", "--samples", "1")
 	if status != 1 {
@@ -92,10 +100,7 @@ func TestCompareAllNaNFails(t *testing.T) {
 // however loose the tolerance.
 func TestComparePartlyInfiniteFails(t *testing.T) {
 	ortenv.Require(t)
-	dir := t.TempDir()
-	a, b := filepath.Join(dir, "fp32.onnx"), filepath.Join(dir, "fp16.onnx")
-	cubeOverSquare(t, a, false)
-	cubeOverSquare(t, b, true)
+	a, b := cubeOverSquarePair(t)
 	status, stdout, stderr := run(t, "compare", a, b, "--data", "random", "--range", "-3000,3000", "--atol", "1e9", "--json")
 	if status != 1 {
 		t.Fatalf("status %d, want 1 (stderr %q)\n%s", status, stderr, stdout)
