@@ -75,6 +75,20 @@ func column(runs []map[string]float64, unit string) ([]float64, error) {
 	return xs, nil
 }
 
+// columns is column for each of units, in their order: the first unit
+// the runs lack is the error.
+func columns(runs []map[string]float64, units ...string) ([][]float64, error) {
+	cols := make([][]float64, len(units))
+	for i, unit := range units {
+		xs, err := column(runs, unit)
+		if err != nil {
+			return nil, err
+		}
+		cols[i] = xs
+	}
+	return cols, nil
+}
+
 func lastLines(b []byte, n int) string {
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
@@ -92,22 +106,11 @@ func (s *suite) loadSave() error {
 	if err != nil {
 		return err
 	}
-	ls, err := column(runs, "loadsave-MB/s")
+	cols, err := columns(runs, "loadsave-MB/s", "copy-MB/s", "peak-RSS-MB", "RSS/model")
 	if err != nil {
 		return err
 	}
-	cp, err := column(runs, "copy-MB/s")
-	if err != nil {
-		return err
-	}
-	peak, err := column(runs, "peak-RSS-MB")
-	if err != nil {
-		return err
-	}
-	perModel, err := column(runs, "RSS/model")
-	if err != nil {
-		return err
-	}
+	ls, cp, peak, perModel := cols[0], cols[1], cols[2], cols[3]
 	size := make([]float64, len(peak))
 	for i := range peak {
 		size[i] = peak[i] / perModel[i]
@@ -127,14 +130,11 @@ func (s *suite) calibrationMemory() error {
 	if err != nil {
 		return err
 	}
-	small, err := column(runs, "peak-RSS-MB-200")
+	cols, err := columns(runs, "peak-RSS-MB-200", "peak-RSS-MB-2000")
 	if err != nil {
 		return err
 	}
-	large, err := column(runs, "peak-RSS-MB-2000")
-	if err != nil {
-		return err
-	}
+	small, large := cols[0], cols[1]
 	r := ratioRow("memory", "calibration peak RSS, 2,000 / 200 samples (MNIST, entropy)", "200 samples", "2,000 samples", "MiB", small, large)
 	r.Note = "histograms, not activations, are kept: memory must not grow with the data"
 	s.res.Ratios = append(s.res.Ratios, r)
