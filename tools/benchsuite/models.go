@@ -156,9 +156,15 @@ func timingSession(level ort.Level) ort.Options {
 // modelSpeed builds each model's artifacts, judges them against the
 // original, and times all of them round-robin at each ORT level.
 func (s *suite) modelSpeed() error {
+	return s.eachModel(s.benchModels(), s.measureModel)
+}
+
+// eachModel runs measure on each model, going on past a model that
+// fails: the error lists every failure, each said as it happens.
+func (s *suite) eachModel(models []benchModel, measure func(benchModel) error) error {
 	var failed []string
-	for _, m := range s.benchModels() {
-		if err := s.measureModel(m); err != nil {
+	for _, m := range models {
+		if err := measure(m); err != nil {
 			failed = append(failed, fmt.Sprintf("%s: %v", m.name, err))
 			s.progress("%s failed: %v", m.name, err)
 		}

@@ -72,20 +72,8 @@ func (s *suite) zooInt8() error {
 			return fmt.Errorf("-models: no zoo int8 model %q", name)
 		}
 	}
-	var failed []string
-	for _, m := range models {
-		if !s.selected(m.name) {
-			continue
-		}
-		if err := s.zooModel(m); err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %v", m.name, err))
-			s.progress("%s failed: %v", m.name, err)
-		}
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%v", failed)
-	}
-	return nil
+	models = slices.DeleteFunc(models, func(m benchModel) bool { return !s.selected(m.name) })
+	return s.eachModel(models, s.zooModel)
 }
 
 func (s *suite) zooModel(m benchModel) error {
