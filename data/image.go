@@ -266,10 +266,11 @@ func (s *imageSource) dims(n int) []int64 {
 
 // Next decodes the next batch of images.
 func (s *imageSource) Next() (*Batch, error) {
-	n, err := s.nextCount()
-	if err != nil {
-		return nil, err
-	}
+	return s.nextBatch(1, func(_, n int) (*graph.Tensor, error) { return s.decodeBatch(n) })
+}
+
+// decodeBatch decodes the next n images into the input's tensor.
+func (s *imageSource) decodeBatch(n int) (*graph.Tensor, error) {
 	per := s.img.Channels() * s.height * s.width * s.dtype.BitSize() / 8 // bytes per image
 	buf := make([]byte, n*per)
 	for k := range n {
@@ -287,8 +288,7 @@ func (s *imageSource) Next() (*Batch, error) {
 		s.err = fmt.Errorf("input %q: %w", s.input.Name, err)
 		return nil, s.err
 	}
-	s.next += n
-	return &Batch{Tensors: []*graph.Tensor{t}, Samples: n}, nil
+	return t, nil
 }
 
 // Close ends the source; it holds no open files between batches.

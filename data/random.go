@@ -136,38 +136,35 @@ func constGen(in Input, v float64) (*randomGen, error) {
 
 // Next makes the next batch.
 func (s *randomSource) Next() (*Batch, error) {
-	n, err := s.nextCount()
+	return s.nextBatch(len(s.inputs), s.tensor)
+}
+
+// tensor makes input i's tensor for a batch of n samples.
+func (s *randomSource) tensor(i, n int) (*graph.Tensor, error) {
+	in := s.inputs[i]
+	dims := append([]int64{}, s.shapes[i]...)
+	if k := s.axes[i]; k >= 0 {
+		dims[k] = int64(n)
+	}
+	count := int64(1)
+	for _, d := range dims {
+		count *= d
+	}
+	var buf []byte
+	switch {
+	case s.axes[i] >= 0:
+		buf = s.gens[i].fill(int(count))
+	case s.fixed[i] != nil:
+		buf = append([]byte(nil), s.fixed[i]...)
+	default:
+		s.fixed[i] = s.gens[i].fill(int(count))
+		buf = append([]byte(nil), s.fixed[i]...)
+	}
+	t, err := graph.NewTensor(in.Name, in.DType, dims, buf)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("random data: %w", err)
 	}
-	b := &Batch{Tensors: make([]*graph.Tensor, len(s.inputs)), Samples: n}
-	for i, in := range s.inputs {
-		dims := append([]int64{}, s.shapes[i]...)
-		if k := s.axes[i]; k >= 0 {
-			dims[k] = int64(n)
-		}
-		count := int64(1)
-		for _, d := range dims {
-			count *= d
-		}
-		var buf []byte
-		switch {
-		case s.axes[i] >= 0:
-			buf = s.gens[i].fill(int(count))
-		case s.fixed[i] != nil:
-			buf = append([]byte(nil), s.fixed[i]...)
-		default:
-			s.fixed[i] = s.gens[i].fill(int(count))
-			buf = append([]byte(nil), s.fixed[i]...)
-		}
-		t, err := graph.NewTensor(in.Name, in.DType, dims, buf)
-		if err != nil {
-			return nil, fmt.Errorf("random data: %w", err)
-		}
-		b.Tensors[i] = t
-	}
-	s.next += n
-	return b, nil
+	return t, nil
 }
 
 // Close ends the source.

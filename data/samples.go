@@ -84,16 +84,27 @@ type batching struct {
 	err   error // once set, what every later batch gives
 }
 
-// nextCount is the size of the next batch: none, with io.EOF, after the
-// last, nor once the source has failed or been closed.
-func (b *batching) nextCount() (int, error) {
+// nextBatch makes the next batch, of a tensor per input that tensor makes
+// for the batch's n samples, and moves past it. There is none, with
+// io.EOF, after the last, nor once the source has failed or been closed.
+func (b *batching) nextBatch(inputs int, tensor func(input, n int) (*graph.Tensor, error)) (*Batch, error) {
 	if b.err != nil {
-		return 0, b.err
+		return nil, b.err
 	}
 	if b.next >= b.total {
-		return 0, io.EOF
+		return nil, io.EOF
 	}
-	return min(b.batch, b.total-b.next), nil
+	n := min(b.batch, b.total-b.next)
+	out := &Batch{Tensors: make([]*graph.Tensor, inputs), Samples: n}
+	for i := range out.Tensors {
+		t, err := tensor(i, n)
+		if err != nil {
+			return nil, err
+		}
+		out.Tensors[i] = t
+	}
+	b.next += n
+	return out, nil
 }
 
 // newSampleSource checks the members against the inputs and options and
@@ -195,27 +206,24 @@ const maxPermutation = 1 << 24
 
 // Next returns the next batch of samples.
 func (s *sampleSource) Next() (*Batch, error) {
-	n, err := s.nextCount()
-	if err != nil {
+	return s.nextBatch(len(s.members), s.memberTensor)
+}
+
+// memberTensor reads the next n samples of input i's member.
+func (s *sampleSource) memberTensor(i, n int) (*graph.Tensor, error) {
+	m := s.members[i]
+	buf := make([]byte, int64(n)*m.sample)
+	if err := s.readSamples(m, buf, n); err != nil {
+		s.err = err
 		return nil, err
 	}
-	b := &Batch{Tensors: make([]*graph.Tensor, len(s.members)), Samples: n}
-	for i, m := range s.members {
-		buf := make([]byte, int64(n)*m.sample)
-		if err := s.readSamples(m, buf, n); err != nil {
-			s.err = err
-			return nil, err
-		}
-		dims := append([]int64{int64(n)}, m.hdr.shape[1:]...)
-		t, err := graph.NewTensor(s.inputs[i].Name, m.hdr.dtype, dims, buf)
-		if err != nil {
-			s.err = fmt.Errorf("%s: %w", m.label, err)
-			return nil, s.err
-		}
-		b.Tensors[i] = t
+	dims := append([]int64{int64(n)}, m.hdr.shape[1:]...)
+	t, err := graph.NewTensor(s.inputs[i].Name, m.hdr.dtype, dims, buf)
+	if err != nil {
+		s.err = fmt.Errorf("%s: %w", m.label, err)
+		return nil, s.err
 	}
-	s.next += n
-	return b, nil
+	return t, nil
 }
 
 // readSamples fills buf with the n samples from position s.next on: a
