@@ -227,15 +227,7 @@ func TestPBErrors(t *testing.T) {
 	in := []Input{{Name: "x", DType: graph.Int64, Shape: graph.Shape{dyn("N")}}}
 	writePB(t, filepath.Join(sets, "s0", "input_0.pb"), mustTensor(t, "", graph.Int64, []int64{1}, i64(1)))
 	writePB(t, filepath.Join(sets, "s1", "input_0.pb"), mustTensor(t, "", graph.Float, []int64{1}, f32(1)))
-	src, err := Open(sets, in, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	if _, err := src.Next(); err != nil {
-		t.Fatal(err)
-	}
-	_, err = src.Next()
+	err = secondBatchErr(t, sets, in, Options{})
 	wantErr(t, err, filepath.Join(sets, "s1", "input_0.pb"), `input "x"`, "int64[N]", "float32[1]")
 }
 

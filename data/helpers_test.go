@@ -85,6 +85,15 @@ type zipMember struct {
 // writeZip writes a zip file of the members.
 func writeZip(t testing.TB, path string, members ...zipMember) string {
 	t.Helper()
+	if err := os.WriteFile(path, zipBytes(t, members...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// zipBytes is a zip file of the members.
+func zipBytes(t testing.TB, members ...zipMember) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	for _, m := range members {
@@ -99,10 +108,38 @@ func writeZip(t testing.TB, path string, members ...zipMember) string {
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	return buf.Bytes()
+}
+
+// firstBatch opens spec and reads its first batch.
+func firstBatch(t testing.TB, spec string, inputs []Input, opts Options) *Batch {
+	t.Helper()
+	src, err := Open(spec, inputs, opts)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return path
+	b, err := src.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// secondBatchErr opens spec, reads its first batch and returns the error
+// reading the second gives: for a source whose fault lies past its first
+// batch.
+func secondBatchErr(t testing.TB, spec string, inputs []Input, opts Options) error {
+	t.Helper()
+	src, err := Open(spec, inputs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if _, err := src.Next(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = src.Next()
+	return err
 }
 
 // readAll reads every batch of src and closes it.

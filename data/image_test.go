@@ -400,15 +400,7 @@ func TestImageDecodeErrors(t *testing.T) {
 	if err := os.Remove(bad); err != nil {
 		t.Fatal(err)
 	}
-	src, err = Open(dir, in, Options{Batch: 2, Image: ImageOptions{Color: "gray"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	if _, err := src.Next(); err != nil {
-		t.Fatal(err)
-	}
-	_, err = src.Next()
+	err = secondBatchErr(t, dir, in, Options{Batch: 2, Image: ImageOptions{Color: "gray"}})
 	wantErr(t, err, p, "decoding PNG", "unexpected EOF")
 }
 

@@ -55,14 +55,7 @@ func TestInferInputs(t *testing.T) {
 func TestRandomSequenceInputs(t *testing.T) {
 	inputs := GraphInputs(seqModel(t))
 	opts := Options{Batch: 3, Samples: 3, Spec: Spec{Shapes: map[string][]int64{"ids": {-1, 7}}, Values: map[string]float64{"sr": 16000}}}
-	src, err := Open("random", inputs, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := src.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := firstBatch(t, "random", inputs, opts)
 	wantDims := [][]int64{{3, 7}, {3, 7}, {2, 3, 16}, {}}
 	for i, w := range wantDims {
 		if !slices.Equal(b.Tensors[i].Dims, w) {
@@ -86,7 +79,7 @@ func TestRandomSequenceInputs(t *testing.T) {
 		t.Errorf("sr %v, want 16000", sr)
 	}
 	// A dynamic dim nothing fixes names the flag to give.
-	_, err = Open("random", inputs, Options{Batch: 2})
+	_, err := Open("random", inputs, Options{Batch: 2})
 	wantErr(t, err, `input "ids"`, "dim 1 (seq) is dynamic", "--shape ids:?,<seq>")
 	// --value and --batch-axis for inputs the model lacks are errors.
 	_, err = Open("random", inputs, Options{Spec: Spec{Values: map[string]float64{"rate": 1}}})
@@ -99,14 +92,7 @@ func TestRangeMakesAMaskRandom(t *testing.T) {
 	inputs := GraphInputs(seqModel(t))
 	opts := Options{Batch: 4, Samples: 4, Spec: Spec{Shapes: map[string][]int64{"ids": {-1, 16}},
 		Values: map[string]float64{"sr": 16000}, Ranges: map[string][2]float64{"attention_mask": {0, 2}}}}
-	src, err := Open("random", inputs, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := src.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := firstBatch(t, "random", inputs, opts)
 	mask, _ := b.Tensors[1].Int64s()
 	if slices.Min(mask) != 0 || slices.Max(mask) != 1 {
 		t.Errorf("mask %v, want 0s and 1s", mask)
@@ -222,14 +208,7 @@ func TestKVCacheFirstStep(t *testing.T) {
 	if _, err := ResolveShapes(inputs, Options{Batch: 1}); err == nil || !strings.Contains(err.Error(), "sequence_length") {
 		t.Errorf("no --shape: %v, want the sequence length asked for", err)
 	}
-	src, err := Open("random", inputs, Options{Batch: 2, Samples: 2, Spec: Spec{Shapes: map[string][]int64{"input_ids": {-1, 4}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	batch, err := src.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
+	batch := firstBatch(t, "random", inputs, Options{Batch: 2, Samples: 2, Spec: Spec{Shapes: map[string][]int64{"input_ids": {-1, 4}}}})
 	if p := batch.Tensors[2]; !slices.Equal(p.Dims, []int64{2, 2, 0, 4}) || p.ByteSize() != 0 {
 		t.Errorf("past: %v with %d bytes, want an empty [2 2 0 4]", p.Dims, p.ByteSize())
 	}
