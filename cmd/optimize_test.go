@@ -101,22 +101,7 @@ func TestOptimizeORTContribAttention(t *testing.T) {
 		in := testenv.Data(t, tc.model)
 		for _, contrib := range []bool{false, true} {
 			out := filepath.Join(dir, fmt.Sprintf("%s-%v.onnx", filepath.Base(tc.model), contrib))
-			args := append([]string{"optimize", in, "-o", out, "--json"}, tc.args...)
-			if contrib {
-				args = append(args, "--ort-contrib")
-			}
-			status, stdout, stderr := run(t, args...)
-			if status != 0 {
-				t.Fatalf("%s --ort-contrib %v: status %d: %s", tc.model, contrib, status, stderr)
-			}
-			var res optimize.Result
-			if err := json.Unmarshal([]byte(stdout), &res); err != nil {
-				t.Fatal(err)
-			}
-			ops := map[string]int{}
-			for _, o := range res.After.OpTypes {
-				ops[o.Op] = o.Count
-			}
+			res, ops := optimizeOps(t, contrib, append([]string{in, "-o", out}, tc.args...)...)
 			mha, softmax := 0, 2
 			if contrib {
 				mha, softmax = 2, 0
@@ -131,27 +116,28 @@ func TestOptimizeORTContribAttention(t *testing.T) {
 	}
 }
 
+// optimizeOps runs optc optimize --json with args, and --ort-contrib when
+// contrib, and returns the result and how many nodes of each op type the
+// optimized model has: what the --ort-contrib tests compare.
+func optimizeOps(t *testing.T, contrib bool, args ...string) (*optimize.Result, map[string]int) {
+	t.Helper()
+	if contrib {
+		args = append(args[:len(args):len(args)], "--ort-contrib")
+	}
+	res := optimizeJSON(t, args...)
+	ops := map[string]int{}
+	for _, o := range res.After.OpTypes {
+		ops[o.Op] = o.Count
+	}
+	return res, ops
+}
+
 func TestOptimizeORTContrib(t *testing.T) {
 	ortenv.Require(t)
 	dir := t.TempDir()
 	for _, contrib := range []bool{false, true} {
 		out := filepath.Join(dir, fmt.Sprintf("o-%v.onnx", contrib))
-		args := []string{"optimize", testenv.Model("block_opset13.onnx"), "-o", out, "--json"}
-		if contrib {
-			args = append(args, "--ort-contrib")
-		}
-		status, stdout, stderr := run(t, args...)
-		if status != 0 {
-			t.Fatalf("--ort-contrib %v: status %d: %s", contrib, status, stderr)
-		}
-		var res optimize.Result
-		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
-			t.Fatal(err)
-		}
-		ops := map[string]int{}
-		for _, o := range res.After.OpTypes {
-			ops[o.Op] = o.Count
-		}
+		res, ops := optimizeOps(t, contrib, testenv.Model("block_opset13.onnx"), "-o", out)
 		want := map[string]int{}
 		if contrib {
 			want = map[string]int{"LayerNormalization": 1, "com.microsoft.Gelu": 1, "com.microsoft.FastGelu": 1, "com.microsoft.SkipLayerNormalization": 1}
