@@ -133,6 +133,26 @@ func run(t *testing.T, model []byte, x *graph.Tensor) []float32 {
 	return float32Outputs(t, runModel(t, model, ort.DefaultOptions(), x))
 }
 
+// tinyInput is the input x[1,4] the tiny float16 test graphs run on.
+func tinyInput(t *testing.T) *graph.Tensor {
+	t.Helper()
+	in, err := graph.NewFloat32Tensor("x", []int64{1, 4}, []float32{-2, 0.5, 3, 0.25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// sameOutputs fails t unless the model before (bytes) and m, converted,
+// compute the same outputs in ORT on tinyInput, to the bit.
+func sameOutputs(t *testing.T, before []byte, m *graph.Model) {
+	t.Helper()
+	in := tinyInput(t)
+	if want, got := run(t, before, in), run(t, marshal(t, m), in); !slices.Equal(want, got) {
+		t.Errorf("outputs %v, want %v", got, want)
+	}
+}
+
 // float32Outputs joins float32 outputs end to end.
 func float32Outputs(t *testing.T, outs []*graph.Tensor) []float32 {
 	t.Helper()
@@ -195,10 +215,7 @@ func TestToFloat16OverflowingConstant(t *testing.T) {
 	}
 	after := marshal(t, b.Model)
 
-	in, err := graph.NewFloat32Tensor("x", []int64{1, 4}, []float32{-2, 0.5, 3, 0.25})
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := tinyInput(t)
 	want, got := run(t, before, in), run(t, after, in)
 	for i := range want {
 		if got[i] != want[i] {
@@ -366,18 +383,9 @@ func TestToFloat16BorderNames(t *testing.T) {
 	if ty := b.Graph.Value("r_fp16").Type; ty.String() != "float16[1,4]" {
 		t.Errorf("r_fp16 declared %s", ty)
 	}
-	in, err := graph.NewFloat32Tensor("x", []int64{1, 4}, []float32{-2, 0.5, 3, 0.25})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want, got := run(t, before, in), run(t, marshal(t, b.Model), in); !slices.Equal(want, got) {
-		t.Errorf("outputs %v, want %v", got, want)
-	}
+	sameOutputs(t, before, b.Model)
 }
 
-// TestToFloat16ClipWithoutLimit: a Clip whose max input is float32's
-// largest value ("no limit") stays float32 with its constants; a Clip
-// with a float16-sized max converts.
 // TestToFloat16NodeNamedAfterOutput: exporters often name a node after
 // its output. The Cast that writes the float32 graph output y is named
 // after y, which the Relu producing it already is: the Cast gets a suffix,
@@ -400,15 +408,12 @@ func TestToFloat16NodeNamedAfterOutput(t *testing.T) {
 		}
 		names[n.Name] = true
 	}
-	in, err := graph.NewFloat32Tensor("x", []int64{1, 4}, []float32{-2, 0.5, 3, 0.25})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want, got := run(t, before, in), run(t, marshal(t, b.Model), in); !slices.Equal(want, got) {
-		t.Errorf("outputs %v, want %v", got, want)
-	}
+	sameOutputs(t, before, b.Model)
 }
 
+// TestToFloat16ClipWithoutLimit: a Clip whose max input is float32's
+// largest value ("no limit") stays float32 with its constants; a Clip
+// with a float16-sized max converts.
 func TestToFloat16ClipWithoutLimit(t *testing.T) {
 	b := testgraph.New(t, "tiny", 13)
 	x := b.Input("x", 2)
