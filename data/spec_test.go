@@ -11,20 +11,24 @@ import (
 	"github.com/optc-dev/optc/tools/testgraph"
 )
 
+// addInput adds graph input name, declared an elem tensor of the shape.
+func addInput(b *testgraph.Builder, name string, elem graph.DataType, shape graph.Shape) *graph.Value {
+	b.T.Helper()
+	v := b.Value(name)
+	v.Type = graph.TensorType(elem, shape)
+	b.Graph.Inputs = append(b.Graph.Inputs, v)
+	return v
+}
+
 // seqModel declares inputs the way sequence models do: token ids into an
 // embedding of 100 rows and a mask, both [batch, seq]; recurrent state
 // [layers, batch, hidden]; a scalar sample rate.
 func seqModel(t *testing.T) *graph.Graph {
 	b := testgraph.New(t, "seq", 17)
-	ids := b.Value("ids")
-	ids.Type = graph.TensorType(graph.Int64, graph.Shape{dyn("batch"), dyn("seq")})
-	mask := b.Value("attention_mask")
-	mask.Type = graph.TensorType(graph.Int64, graph.Shape{dyn("batch"), dyn("seq")})
-	h0 := b.Value("h0")
-	h0.Type = graph.TensorType(graph.Float, graph.Shape{st(2), dyn("batch"), st(16)})
-	sr := b.Value("sr")
-	sr.Type = graph.TensorType(graph.Int64, graph.Shape{})
-	b.Graph.Inputs = append(b.Graph.Inputs, ids, mask, h0, sr)
+	ids := addInput(b, "ids", graph.Int64, graph.Shape{dyn("batch"), dyn("seq")})
+	addInput(b, "attention_mask", graph.Int64, graph.Shape{dyn("batch"), dyn("seq")})
+	addInput(b, "h0", graph.Float, graph.Shape{st(2), dyn("batch"), st(16)})
+	addInput(b, "sr", graph.Int64, graph.Shape{})
 	table := b.Floats("table", []int64{100, 4}, make([]float32, 400)...)
 	emb := b.Node("emb", "Gather", table, ids)
 	b.Output(emb.Output(0), 1, 1, 4)
@@ -104,11 +108,8 @@ func TestRangeMakesAMaskRandom(t *testing.T) {
 
 func TestNpyFeedsOneInputAndFillsState(t *testing.T) {
 	b := testgraph.New(t, "rnn", 17)
-	x := b.Value("x")
-	x.Type = graph.TensorType(graph.Float, graph.Shape{dyn("batch"), st(5)})
-	h := b.Value("h0")
-	h.Type = graph.TensorType(graph.Float, graph.Shape{st(1), dyn("batch"), st(4)})
-	b.Graph.Inputs = append(b.Graph.Inputs, x, h)
+	addInput(b, "x", graph.Float, graph.Shape{dyn("batch"), st(5)})
+	addInput(b, "h0", graph.Float, graph.Shape{st(1), dyn("batch"), st(4)})
 	inputs := GraphInputs(b.Graph)
 
 	p := writeNpyFile(t, t.TempDir(), "x.npy", graph.Float, []int64{6, 5}, make([]byte, 6*5*4))
@@ -121,9 +122,7 @@ func TestNpyFeedsOneInputAndFillsState(t *testing.T) {
 		t.Fatalf("batches %d, last state dims %v", len(bs), bs[1].Tensors[1].Dims)
 	}
 	// A second per-sample input cannot be made up.
-	y := b.Value("y")
-	y.Type = graph.TensorType(graph.Float, graph.Shape{dyn("batch"), st(5)})
-	b.Graph.Inputs = append(b.Graph.Inputs, y)
+	addInput(b, "y", graph.Float, graph.Shape{dyn("batch"), st(5)})
 	_, err = Open(p, GraphInputs(b.Graph), Options{})
 	wantErr(t, err, "feeds one input")
 }
@@ -148,13 +147,9 @@ func TestStaticBatchFilesDropTheRemainder(t *testing.T) {
 // [batch, 2, past, 4].
 func kvDecoderInputs(t *testing.T) []Input {
 	b := testgraph.New(t, "kv", 17)
-	ids := b.Value("input_ids")
-	ids.Type = graph.TensorType(graph.Int64, graph.Shape{dyn("batch_size"), dyn("sequence_length")})
-	mask := b.Value("attention_mask")
-	mask.Type = graph.TensorType(graph.Int64, graph.Shape{dyn("batch_size"), dyn("past_sequence_length + sequence_length")})
-	past := b.Value("past_key_values.0.key")
-	past.Type = graph.TensorType(graph.Float, graph.Shape{dyn("batch_size"), st(2), dyn("past_sequence_length"), st(4)})
-	b.Graph.Inputs = append(b.Graph.Inputs, ids, mask, past)
+	addInput(b, "input_ids", graph.Int64, graph.Shape{dyn("batch_size"), dyn("sequence_length")})
+	addInput(b, "attention_mask", graph.Int64, graph.Shape{dyn("batch_size"), dyn("past_sequence_length + sequence_length")})
+	past := addInput(b, "past_key_values.0.key", graph.Float, graph.Shape{dyn("batch_size"), st(2), dyn("past_sequence_length"), st(4)})
 	b.Output(b.Node("n", "Identity", past).Output(0), 1, 2, 0, 4)
 	inputs := GraphInputs(b.Graph)
 	return inputs
