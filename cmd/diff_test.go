@@ -3,6 +3,7 @@ package cmd
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,15 +17,7 @@ import (
 // multiplied by scale: a model that still runs but computes something else.
 func damageFirstConv(t *testing.T, src, dst string, scale float32) {
 	t.Helper()
-	m, err := graph.LoadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	for _, n := range m.Graph.Nodes {
-		if n.OpType != "Conv" {
-			continue
-		}
+	saveWithFirstEdited(t, src, dst, "Conv", func(n *graph.Node) {
 		w := n.Input(1)
 		vals, err := w.ConstantTensor().Float32s()
 		if err != nil {
@@ -42,12 +35,27 @@ func damageFirstConv(t *testing.T, src, dst string, scale float32) {
 		} else {
 			w.Producer().SetAttr(&graph.Attr{Name: "value", Type: graph.AttrTensor, Tensor: damaged})
 		}
-		if err := graph.Save(m, dst, graph.SaveOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		return
+	})
+}
+
+// saveWithFirstEdited writes a copy of the model at src to dst in which
+// edit has changed the first node of type op; the test fails when src
+// has none. The tests that need a model slightly off another make it so.
+func saveWithFirstEdited(t *testing.T, src, dst, op string, edit func(n *graph.Node)) {
+	t.Helper()
+	m, err := graph.LoadFile(src)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("%s has no Conv", src)
+	defer m.Close()
+	i := slices.IndexFunc(m.Graph.Nodes, func(n *graph.Node) bool { return n.OpType == op })
+	if i < 0 {
+		t.Fatalf("%s has no %s", src, op)
+	}
+	edit(m.Graph.Nodes[i])
+	if err := graph.Save(m, dst, graph.SaveOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Two builds of the same model pass optc diff's accuracy, cosine and size
@@ -121,21 +129,14 @@ func TestDiffUsage(t *testing.T) {
 	os.WriteFile(notReport, []byte(`{"input": "m.onnx"}`), 0o644)
 	cfg := filepath.Join(dir, "optc.yaml")
 	os.WriteFile(cfg, []byte("gates: {percentile: p95}\n"), 0o644)
-	for _, tc := range []struct {
-		args   []string
-		status int
-		want   string
-	}{
+	failAllCleanly(t, []failCase{
 		{[]string{"diff", "a"}, 2, "expects two reports"},
 		{[]string{"diff", "a", "b", "--percentile", "p42"}, 2, `gates.percentile: "p42"`},
 		{[]string{"diff", "a", "b", "--min-cosine", "1.5"}, 2, "gates.min_cosine"},
 		{[]string{"diff", notReport, notReport}, 1, "not an optc report"},
 		{[]string{"diff", filepath.Join(dir, "none"), notReport}, 1, "none"},
 		{[]string{"diff", "a", "b", "--config", cfg}, 1, "gates.percentile"},
-	} {
-		status, stdout, stderr := run(t, tc.args...)
-		failsCleanly(t, status, tc.status, stdout, stderr, tc.want)
-	}
+	})
 }
 
 // quantize and bench write the same report as a build with --report.

@@ -185,18 +185,7 @@ func TestBenchSweep(t *testing.T) {
 // BatchNormalization uses epsilon eps.
 func writeWithEpsilon(t *testing.T, in, out string, eps float32) {
 	t.Helper()
-	m, err := graph.LoadFile(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	for _, n := range m.Graph.Nodes {
-		if n.OpType == "BatchNormalization" {
-			n.SetAttr(&graph.Attr{Name: "epsilon", Type: graph.AttrFloat, Float: eps})
-			break
-		}
-	}
-	if err := graph.Save(m, out, graph.SaveOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	saveWithFirstEdited(t, in, out, "BatchNormalization", func(n *graph.Node) {
+		n.SetAttr(&graph.Attr{Name: "epsilon", Type: graph.AttrFloat, Float: eps})
+	})
 }
