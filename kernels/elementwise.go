@@ -324,24 +324,22 @@ func unaryKernel(op unary) kernel {
 			return nil, err
 		}
 		if k == kindFloat {
-			v, err := floats(x)
-			if err != nil {
-				return nil, err
-			}
-			for i := range v {
-				v[i] = op.f(v[i])
-			}
-			return one(fromFloats(x.DType, x.Dims, v))
+			return one(mapValues(floatValues, x, op.f))
 		}
-		v, err := ints(x)
-		if err != nil {
-			return nil, err
-		}
-		for i := range v {
-			v[i] = op.i(v[i])
-		}
-		return one(fromInts(x.DType, x.Dims, v))
+		return one(mapValues(intValues, x, op.i))
 	}
+}
+
+// mapValues is x with f applied to each element, read as T.
+func mapValues[T float64 | int64](vs values[T], x *graph.Tensor, f func(T) T) (*graph.Tensor, error) {
+	v, err := vs.read(x)
+	if err != nil {
+		return nil, err
+	}
+	for i := range v {
+		v[i] = f(v[i])
+	}
+	return vs.write(x.DType, x.Dims, v)
 }
 
 // compare is a comparison; its result is bool.

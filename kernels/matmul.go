@@ -50,21 +50,21 @@ func matMulKernel(c *call) ([]*graph.Tensor, error) {
 	ia := broadcastIndex(da[:len(da)-2], batch)
 	ib := broadcastIndex(db[:len(db)-2], batch)
 	if k == kindFloat {
-		x, y, err := both(floats, a, b)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]float64, count(dims))
-		mulBatches(x, y, out, ia, ib, int(m), int(kk), int(n))
-		return one(fromFloats(a.DType, dims, out))
+		return one(matMulValues(floatValues, a, b, dims, ia, ib, int(m), int(kk), int(n)))
 	}
-	xi, yi, err := both(ints, a, b)
+	return one(matMulValues(intValues, a, b, dims, ia, ib, int(m), int(kk), int(n)))
+}
+
+// matMulValues multiplies a and b, read as T, into a tensor of dims (see
+// mulBatches for the rest).
+func matMulValues[T float64 | int64](vs values[T], a, b *graph.Tensor, dims []int64, ia, ib []int, m, k, n int) (*graph.Tensor, error) {
+	x, y, err := both(vs.read, a, b)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]int64, count(dims))
-	mulBatches(xi, yi, out, ia, ib, int(m), int(kk), int(n))
-	return one(fromInts(a.DType, dims, out))
+	out := make([]T, count(dims))
+	mulBatches(x, y, out, ia, ib, m, k, n)
+	return vs.write(a.DType, dims, out)
 }
 
 // mulBatches multiplies the m×k matrices of x by the k×n matrices of y,

@@ -65,6 +65,19 @@ func isUnsigned(dt graph.DataType) bool {
 	return dt == graph.Uint8 || dt == graph.Uint16 || dt == graph.Uint32 || dt == graph.Uint64
 }
 
+// values is how a kernel reads and writes tensors as one Go number
+// type: float64 for float tensors, int64 for integer ones, so that what a
+// kernel does alike on both kinds is written once.
+type values[T float64 | int64] struct {
+	read  func(t *graph.Tensor) ([]T, error)
+	write func(dt graph.DataType, dims []int64, vals []T) (*graph.Tensor, error)
+}
+
+var (
+	floatValues = values[float64]{read: floats, write: fromFloats}
+	intValues   = values[int64]{read: ints, write: fromInts}
+)
+
 // floats reads a float tensor's elements.
 func floats(t *graph.Tensor) ([]float64, error) {
 	b, err := dataOf(t)
