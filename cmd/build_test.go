@@ -99,11 +99,7 @@ func TestBuildPrintConfigAndErrors(t *testing.T) {
 	}
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("int8: true\ncalibration:\n  date: x.npy\n"), 0o644)
-	for _, tc := range []struct {
-		args   []string
-		status int
-		want   string
-	}{
+	for _, tc := range []failCase{
 		{[]string{"build", "--config", bad, "m.onnx"}, 1, "bad.yaml: line 3: unknown key date in calibration"},
 		{[]string{"build", "m.onnx", "--target", "gpu", "-o", dir + "/o"}, 2, `--target: unknown target "gpu"`},
 		{[]string{"build", "m.onnx", "--int8", "-o", dir + "/o"}, 2, "--int8 needs calibration.data"},

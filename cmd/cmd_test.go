@@ -68,6 +68,22 @@ func failsCleanly(t *testing.T, status int, wantStatus int, stdout, stderr, want
 	}
 }
 
+// failCase is a command line that must fail with status, saying want.
+type failCase struct {
+	args   []string
+	status int
+	want   string
+}
+
+// failAllCleanly runs each case and holds it to failsCleanly's contract.
+func failAllCleanly(t *testing.T, cases []failCase) {
+	t.Helper()
+	for _, c := range cases {
+		status, stdout, stderr := run(t, c.args...)
+		failsCleanly(t, status, c.status, stdout, stderr, c.want)
+	}
+}
+
 func TestInspectFlags(t *testing.T) {
 	var got *InspectOptions
 	c := newCmdInspect(StdIO(), func(o *InspectOptions) error { got = o; return nil })

@@ -128,21 +128,14 @@ func TestDiffRemeasureErrors(t *testing.T) {
 	}
 	os.Remove(filepath.Join(noORT, "ort", "model.ort"))
 	os.Remove(filepath.Join(noManifest, "manifest.json"))
-	for _, tc := range []struct {
-		args   []string
-		status int
-		want   string
-	}{
+	failAllCleanly(t, []failCase{
 		{[]string{"diff", a, a, "--remeasure", "--percentile", "p99"}, 2, "--remeasure times the median only: give --percentile p50, not p99"},
 		{[]string{"diff", a, a, "--remeasure", "--remeasure-time", "0s"}, 2, "--remeasure-time 0s: want a positive duration"},
 		{[]string{"diff", a, a, "--remeasure", "--undecided", "maybe"}, 2, `--undecided "maybe": want pass or fail`},
 		{[]string{"diff", a, a, "--undecided", "fail"}, 2, "--undecided is for --remeasure"},
 		{[]string{"diff", a, noORT, "--remeasure"}, 1, filepath.Join(noORT, "ort", "model.ort") + ": missing from the build folder (its report.json times it)"},
 		{[]string{"diff", noManifest, a, "--remeasure"}, 1, filepath.Join(noManifest, "manifest.json") + ": no such file: --remeasure needs the build folders"},
-	} {
-		status, stdout, stderr := run(t, tc.args...)
-		failsCleanly(t, status, tc.status, stdout, stderr, tc.want)
-	}
+	})
 }
 
 // TestGateRates measures optc diff --remeasure's false-alarm and
