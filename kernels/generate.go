@@ -70,43 +70,21 @@ func rangeKernel(c *call) ([]*graph.Tensor, error) {
 	dt := args[0].DType
 	switch dt {
 	case graph.Float, graph.Double:
-		var v [3]float64
-		for i, t := range args {
-			f, err := floats(t)
-			if err != nil {
-				return nil, err
-			}
-			v[i] = f[0]
-		}
-		start, limit, delta := v[0], v[1], v[2]
-		diff := limit - start
-		if dt == graph.Float {
-			diff = float64(float32(diff))
-		}
-		n, err := c.rangeCount(diff / delta)
+		v, err := scalarValues(floatValues, args)
 		if err != nil {
 			return nil, err
 		}
-		if err := c.reserve(dt, []int64{n}); err != nil {
-			return nil, err
+		start, limit, delta := v[0], v[1], v[2]
+		diff := limit - start
+		round := func(x float64) float64 { return x }
+		if dt == graph.Float {
+			round = func(x float64) float64 { return float64(float32(x)) }
 		}
-		out := make([]float64, n)
-		for i := range out {
-			out[i] = start
-			start += delta
-			if dt == graph.Float {
-				start = float64(float32(start))
-			}
-		}
-		return one(fromFloats(dt, []int64{n}, out))
+		return rangeValues(c, floatValues, dt, round(diff)/delta, start, delta, round)
 	case graph.Int16, graph.Int32, graph.Int64:
-		var v [3]int64
-		for i, t := range args {
-			n, err := ints(t)
-			if err != nil {
-				return nil, err
-			}
-			v[i] = n[0]
+		v, err := scalarValues(intValues, args)
+		if err != nil {
+			return nil, err
 		}
 		start, limit, delta := v[0], v[1], v[2]
 		if delta == 0 {
@@ -115,21 +93,40 @@ func rangeKernel(c *call) ([]*graph.Tensor, error) {
 		if dt == graph.Int64 && (limit > 0) != (start > 0) && math.Abs(float64(limit)-float64(start)) > 1<<62 {
 			return nil, c.unsupported("limit - start overflows")
 		}
-		n, err := c.rangeCount(float64(limit-start) / float64(delta))
-		if err != nil {
-			return nil, err
-		}
-		if err := c.reserve(dt, []int64{n}); err != nil {
-			return nil, err
-		}
-		out := make([]int64, n)
-		for i := range out {
-			out[i] = start
-			start += delta
-		}
-		return one(fromInts(dt, []int64{n}, out))
+		return rangeValues(c, intValues, dt, float64(limit-start)/float64(delta), start, delta, func(x int64) int64 { return x })
 	}
 	return nil, c.unsupported("%s inputs", dt)
+}
+
+// scalarValues reads the one value of each of Range's inputs as T.
+func scalarValues[T float64 | int64](vs values[T], args [3]*graph.Tensor) ([3]T, error) {
+	var v [3]T
+	for i, t := range args {
+		x, err := vs.read(t)
+		if err != nil {
+			return v, err
+		}
+		v[i] = x[0]
+	}
+	return v, nil
+}
+
+// rangeValues is Range's output of type dt: ceil(q) values from start on,
+// each the one before plus delta, rounded to dt by round.
+func rangeValues[T float64 | int64](c *call, vs values[T], dt graph.DataType, q float64, start, delta T, round func(T) T) ([]*graph.Tensor, error) {
+	n, err := c.rangeCount(q)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.reserve(dt, []int64{n}); err != nil {
+		return nil, err
+	}
+	out := make([]T, n)
+	for i := range out {
+		out[i] = start
+		start = round(start + delta)
+	}
+	return one(vs.write(dt, []int64{n}, out))
 }
 
 func (c *call) rangeCount(q float64) (int64, error) {
