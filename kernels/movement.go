@@ -263,12 +263,22 @@ func transposeKernel(c *call) ([]*graph.Tensor, error) {
 	return one(moveElements(x, dims, stridedIndex(dims, st, 0)))
 }
 
-func expandKernel(c *call) ([]*graph.Tensor, error) {
-	x, s, err := c.pair()
+// dataAndList is input 0 and the integers of input 1, a list called what
+// (Expand's shape, Tile's repeats).
+func (c *call) dataAndList(what string) (*graph.Tensor, []int64, error) {
+	x, l, err := c.pair()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	shape, err := c.intList(s, "shape")
+	list, err := c.intList(l, what)
+	if err != nil {
+		return nil, nil, err
+	}
+	return x, list, nil
+}
+
+func expandKernel(c *call) ([]*graph.Tensor, error) {
+	x, shape, err := c.dataAndList("shape")
 	if err != nil {
 		return nil, err
 	}
@@ -286,11 +296,7 @@ func tileKernel(c *call) ([]*graph.Tensor, error) {
 	if c.opset < 6 {
 		return nil, c.unsupported("tiles and axis inputs")
 	}
-	x, r, err := c.pair()
-	if err != nil {
-		return nil, err
-	}
-	repeats, err := c.intList(r, "repeats")
+	x, repeats, err := c.dataAndList("repeats")
 	if err != nil {
 		return nil, err
 	}
