@@ -229,14 +229,31 @@ func (u *upgrader) plan(n *graph.Node) (func() error, error) {
 	return nil, errf(n, "operator %s is not known to keep its signature from opset %d to %d; refusing to guess", op, u.from, u.to)
 }
 
-// constInput adds an initializer to n's graph and returns it.
+// initializer adds t to g as an initializer named after prefix and
+// returns it.
 func (u *upgrader) initializer(g *graph.Graph, prefix string, t *graph.Tensor) (*graph.Value, error) {
 	t.Name = g.UniqueName(prefix)
 	return g.AddInitializer(t)
 }
 
-func int64Tensor(vals []int64) (*graph.Tensor, error) {
-	return graph.NewInt64Tensor("", []int64{int64(len(vals))}, vals)
+// int64sInitializer adds vals to g as a 1-D int64 initializer: an int-list
+// attribute that became an input (Slice's starts, Pad's pads, axes).
+func (u *upgrader) int64sInitializer(g *graph.Graph, prefix string, vals []int64) (*graph.Value, error) {
+	t, err := graph.NewInt64Tensor("", []int64{int64(len(vals))}, vals)
+	if err != nil {
+		return nil, err
+	}
+	return u.initializer(g, prefix, t)
+}
+
+// scalarInitializer adds a scalar of dt holding f to g: a float attribute
+// that became an input (Clip's min and max, Pad's value).
+func (u *upgrader) scalarInitializer(g *graph.Graph, prefix string, dt graph.DataType, f float32) (*graph.Value, error) {
+	t, err := scalarTensor(dt, f)
+	if err != nil {
+		return nil, err
+	}
+	return u.initializer(g, prefix, t)
 }
 
 // scalarTensor makes a scalar of dtype holding f.
@@ -253,8 +270,13 @@ func scalarTensor(dt graph.DataType, f float32) (*graph.Tensor, error) {
 	return graph.NewTensor("", dt, []int64{}, b)
 }
 
-func removeAttrs(n *graph.Node, names ...string) {
-	n.Attrs = slices.DeleteFunc(n.Attrs, func(a *graph.Attr) bool { return slices.Contains(names, a.Name) })
+// rewritten ends a rewrite of n: it drops the attributes the new
+// signature has no place for (moved to inputs, or meaningless there) and
+// counts n changed.
+func (u *upgrader) rewritten(n *graph.Node, dropped ...string) error {
+	n.Attrs = slices.DeleteFunc(n.Attrs, func(a *graph.Attr) bool { return slices.Contains(dropped, a.Name) })
+	u.changed++
+	return nil
 }
 
 // planSlice: Slice-1 (starts, ends, axes attributes) -> Slice-10 inputs.
@@ -272,19 +294,13 @@ func (u *upgrader) planSlice(n *graph.Node) (func() error, error) {
 			vals, names = append(vals, axes), append(names, "axes")
 		}
 		for i, vs := range vals {
-			t, err := int64Tensor(vs)
-			if err != nil {
-				return err
-			}
-			v, err := u.initializer(g, n.Name+"_"+names[i], t)
+			v, err := u.int64sInitializer(g, n.Name+"_"+names[i], vs)
 			if err != nil {
 				return err
 			}
 			n.SetInput(i+1, v)
 		}
-		removeAttrs(n, "starts", "ends", "axes")
-		u.changed++
-		return nil
+		return u.rewritten(n, "starts", "ends", "axes")
 	}, nil
 }
 
@@ -311,22 +327,14 @@ func (u *upgrader) planClip(n *graph.Node) (func() error, error) {
 	return func() error {
 		g := n.Graph()
 		if hasMin {
-			t, err := scalarTensor(dt, lo)
-			if err != nil {
-				return err
-			}
-			v, err := u.initializer(g, n.Name+"_min", t)
+			v, err := u.scalarInitializer(g, n.Name+"_min", dt, lo)
 			if err != nil {
 				return err
 			}
 			n.SetInput(1, v)
 		}
 		if hasMax {
-			t, err := scalarTensor(dt, hi)
-			if err != nil {
-				return err
-			}
-			v, err := u.initializer(g, n.Name+"_max", t)
+			v, err := u.scalarInitializer(g, n.Name+"_max", dt, hi)
 			if err != nil {
 				return err
 			}
@@ -335,9 +343,7 @@ func (u *upgrader) planClip(n *graph.Node) (func() error, error) {
 			}
 			n.SetInput(2, v)
 		}
-		removeAttrs(n, "min", "max")
-		u.changed++
-		return nil
+		return u.rewritten(n, "min", "max")
 	}, nil
 }
 
@@ -360,29 +366,19 @@ func (u *upgrader) planPad(n *graph.Node) (func() error, error) {
 	}
 	return func() error {
 		g := n.Graph()
-		t, err := int64Tensor(pads)
-		if err != nil {
-			return err
-		}
-		v, err := u.initializer(g, n.Name+"_pads", t)
+		v, err := u.int64sInitializer(g, n.Name+"_pads", pads)
 		if err != nil {
 			return err
 		}
 		n.SetInput(1, v)
 		if hasValue && val != 0 {
-			ct, err := scalarTensor(dt, val)
-			if err != nil {
-				return err
-			}
-			cv, err := u.initializer(g, n.Name+"_value", ct)
+			cv, err := u.scalarInitializer(g, n.Name+"_value", dt, val)
 			if err != nil {
 				return err
 			}
 			n.SetInput(2, cv)
 		}
-		removeAttrs(n, "pads", "value")
-		u.changed++
-		return nil
+		return u.rewritten(n, "pads", "value")
 	}, nil
 }
 
@@ -394,9 +390,7 @@ func (u *upgrader) planDropout(n *graph.Node) (func() error, error) {
 		return nil, errf(n, "Dropout mask output is used; not supported")
 	}
 	return func() error {
-		removeAttrs(n, "ratio", "is_test")
-		u.changed++
-		return nil
+		return u.rewritten(n, "ratio", "is_test")
 	}, nil
 }
 
@@ -418,18 +412,12 @@ func (u *upgrader) planAttrToInput(n *graph.Node, attr string, idx int, required
 	}
 	vals := slices.Clone(a.Ints)
 	return func() error {
-		t, err := int64Tensor(vals)
-		if err != nil {
-			return err
-		}
-		v, err := u.initializer(n.Graph(), n.Name+"_"+attr, t)
+		v, err := u.int64sInitializer(n.Graph(), n.Name+"_"+attr, vals)
 		if err != nil {
 			return err
 		}
 		n.SetInput(idx, v)
-		removeAttrs(n, attr)
-		u.changed++
-		return nil
+		return u.rewritten(n, attr)
 	}, nil
 }
 
