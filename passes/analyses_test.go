@@ -70,6 +70,28 @@ func analysisName(a ShapeUse) string {
 	return "InferredShapes (Context.Shapes)"
 }
 
+// packageSources parses the package's own Go files (not its tests) in
+// name order: what the checks of its source read.
+func packageSources(t *testing.T, fset *token.FileSet) []*ast.File {
+	t.Helper()
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	return files
+}
+
 // TestTypesThroughTheDriver: outside the analyses (analyses.go), the
 // shape provider (infer_shapes.go) and the edit's carrying of a graph
 // output's declaration to its replacement (edit.go), no code of the
@@ -90,21 +112,7 @@ func TestTypesThroughTheDriver(t *testing.T) {
 		}
 	}
 	fset := token.NewFileSet()
-	names, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var files []*ast.File
-	for _, name := range names {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-	}
+	files := packageSources(t, fset)
 	conf := types.Config{Importer: importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
 		file, ok := exports[path]
 		if !ok {
@@ -165,20 +173,28 @@ func isGraphValue(t types.Type) bool {
 // TestDeclaredTypesUndeclared: the driver hands declared types only to a
 // pass that declares them; another's asking fails its run, naming it.
 func TestDeclaredTypesUndeclared(t *testing.T) {
+	checkAnalysisDeclared(t, func(c *Context) { c.Declared() }, InferredShapes, DeclaredShapes, "pass sneaky asked the driver for declared types")
+}
+
+// checkAnalysisDeclared runs a pass that asks the driver for an analysis
+// (ask) on a one-Relu model: declaring only undeclared, its run must fail
+// with an error containing refusal; declaring declared, it must run.
+func checkAnalysisDeclared(t *testing.T, ask func(*Context), undeclared, declared ShapeUse, refusal string) {
+	t.Helper()
 	f := newFusionFixture(t, 17)
 	x := f.input("x", 1, 4)
 	f.output(f.node("Relu", []*graph.Value{x}).Output(0))
-	sneaky := &Pass{Name: "sneaky", Level: 2, Shapes: InferredShapes, Run: func(c *Context) (Stats, error) {
-		c.Declared()
+	sneaky := &Pass{Name: "sneaky", Level: 2, Shapes: undeclared, Run: func(c *Context) (Stats, error) {
+		ask(c)
 		return Stats{}, nil
 	}}
 	_, err := Run(f.Model, []*Pass{sneaky}, Options{})
-	if err == nil || !strings.Contains(err.Error(), "pass sneaky asked the driver for declared types") {
+	if err == nil || !strings.Contains(err.Error(), refusal) {
 		t.Fatalf("an undeclared analysis: %v", err)
 	}
-	declared := *sneaky
-	declared.Shapes = DeclaredShapes
-	if _, err := Run(f.Model, []*Pass{&declared}, Options{}); err != nil {
+	honest := *sneaky
+	honest.Shapes = declared
+	if _, err := Run(f.Model, []*Pass{&honest}, Options{}); err != nil {
 		t.Fatalf("a declared analysis: %v", err)
 	}
 }

@@ -3,9 +3,7 @@ package passes
 import (
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -119,43 +117,16 @@ func TestPassOrder(t *testing.T) {
 // TestUndeclaredAnalysis: the driver hands inferred shapes only to a pass
 // that declares them; another's asking fails its run, naming it.
 func TestUndeclaredAnalysis(t *testing.T) {
-	f := newFusionFixture(t, 17)
-	x := f.input("x", 1, 4)
-	f.output(f.node("Relu", []*graph.Value{x}).Output(0))
-	sneaky := &Pass{Name: "sneaky", Level: 2, Shapes: NoShapes, Run: func(c *Context) (Stats, error) {
-		c.Shapes()
-		return Stats{}, nil
-	}}
-	_, err := Run(f.Model, []*Pass{sneaky}, Options{})
-	if err == nil || !strings.Contains(err.Error(), "pass sneaky asked the driver for inferred shapes") {
-		t.Fatalf("an undeclared analysis: %v", err)
-	}
-	declared := *sneaky
-	declared.Shapes = InferredShapes
-	if _, err := Run(f.Model, []*Pass{&declared}, Options{}); err != nil {
-		t.Fatalf("a declared analysis: %v", err)
-	}
+	checkAnalysisDeclared(t, func(c *Context) { c.Shapes() }, NoShapes, InferredShapes, "pass sneaky asked the driver for inferred shapes")
 }
 
 // TestPassForms: every table entry says how it is written, and says it
 // truly: a LocalRule pass's Run builds a Rule, a GraphWide pass's does
 // not (read from the source of the file declaring it).
 func TestPassForms(t *testing.T) {
-	fset := token.NewFileSet()
-	pkgFiles, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	runOf := map[string]string{}        // pass name -> its Run function's name
 	funcs := map[string]*ast.FuncDecl{} // function name -> declaration
-	for _, name := range pkgFiles {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range packageSources(t, token.NewFileSet()) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.FuncDecl:

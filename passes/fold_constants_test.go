@@ -15,6 +15,14 @@ import (
 	"github.com/optc-dev/optc/tools/testenv"
 )
 
+// boolInput declares a scalar bool graph input: an If's condition.
+func (f *fusionFixture) boolInput(name string) *graph.Value {
+	v := f.value(name)
+	v.Type = graph.TensorType(graph.Bool, graph.Shape{})
+	f.Graph.Inputs = append(f.Graph.Inputs, v)
+	return v
+}
+
 // ints adds an int64 initializer.
 func (f *fusionFixture) ints(name string, dims []int64, vals ...int64) *graph.Value {
 	f.T.Helper()
@@ -114,9 +122,7 @@ func TestFoldWithEvaluator(t *testing.T) {
 func TestFoldOutputsConstantsAndSubgraphs(t *testing.T) {
 	f := newFusionFixture(t, 17)
 	x := f.input("x", 1, 2)
-	cond := f.value("cond")
-	cond.Type = graph.TensorType(graph.Bool, graph.Shape{})
-	f.Graph.Inputs = append(f.Graph.Inputs, cond)
+	cond := f.boolInput("cond")
 	k := f.constant("k", []int64{2}, []float32{2, 3})
 	sq := f.op("Mul", k, k)
 	f.output(sq)
@@ -161,9 +167,7 @@ func TestFoldOutputsConstantsAndSubgraphs(t *testing.T) {
 func TestFoldInBranchesSharesOuterConstants(t *testing.T) {
 	f := newFusionFixture(t, 17)
 	x := f.input("x", 1, 2)
-	cond := f.value("cond")
-	cond.Type = graph.TensorType(graph.Bool, graph.Shape{})
-	f.Graph.Inputs = append(f.Graph.Inputs, cond)
+	cond := f.boolInput("cond")
 	w := f.init("w", []int64{2, 2}, []float32{1, 2, 3, 4})
 	ifn := f.node("If", []*graph.Value{cond})
 	var branches []*graph.Graph

@@ -3,7 +3,6 @@ package passes
 import (
 	"bytes"
 	"math"
-	"os"
 	"testing"
 
 	"github.com/optc-dev/optc/data"
@@ -26,14 +25,7 @@ import (
 // fuse-attention: the graph the pass sees in the pipeline.
 func pipelineInput(t *testing.T, rel string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(testenv.Data(t, rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := graph.Parse(b, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, m := readModel(t, testenv.Data(t, rel))
 	pipeline, err := Select(2, nil, []string{fuseAttention.Name})
 	if err != nil {
 		t.Fatal(err)
@@ -295,8 +287,19 @@ func (a attentionGraph) build(f *fusionFixture) {
 	f.output(f.op("Reshape", o, f.Int64s(f.Graph.UniqueName("shape"), []int64{3}, 0, -1, D)))
 }
 
+// buildAttentionCase builds the hand-built attention graph that the
+// fusion's cases and refusals start from (two heads, 5 queries over 7
+// keys, batch 2) with edit applied, at opset 17.
+func buildAttentionCase(t *testing.T, edit func(*attentionGraph)) (*fusionFixture, attentionGraph) {
+	t.Helper()
+	a := attentionGraph{heads: 2, seq: 5, kvSeq: 7, batch: 2}
+	edit(&a)
+	f := newFusionFixture(t, 17)
+	a.build(f)
+	return f, a
+}
+
 func TestFuseAttentionHandBuilt(t *testing.T) {
-	base := attentionGraph{heads: 2, seq: 5, kvSeq: 7, batch: 2}
 	for _, tc := range []struct {
 		name string
 		edit func(*attentionGraph)
@@ -312,10 +315,7 @@ func TestFuseAttentionHandBuilt(t *testing.T) {
 		{"mask of length 1 over 7 keys", func(a *attentionGraph) { a.cross, a.mask, a.maskLen = true, true, 1 }, Stats{Removed: 6, Added: 11}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := base
-			tc.edit(&a)
-			f := newFusionFixture(t, 17)
-			a.build(f)
+			f, a := buildAttentionCase(t, tc.edit)
 			if a.symbolic {
 				f.fusesSymbolic(tc.want, map[string][]int64{"x": {5, 3, 8}})
 			} else {
@@ -329,7 +329,6 @@ func TestFuseAttentionHandBuilt(t *testing.T) {
 }
 
 func TestFuseAttentionHandBuiltRefusals(t *testing.T) {
-	base := attentionGraph{heads: 2, seq: 5, kvSeq: 7, batch: 2}
 	for _, tc := range []struct {
 		name string
 		edit func(*attentionGraph)
@@ -343,10 +342,7 @@ func TestFuseAttentionHandBuiltRefusals(t *testing.T) {
 		{"without ORTContrib", func(a *attentionGraph) { a.mask = true }, Context{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := base
-			tc.edit(&a)
-			f := newFusionFixture(t, 17)
-			a.build(f)
+			f, _ := buildAttentionCase(t, tc.edit)
 			f.refuses(fuseAttention, tc.ctx)
 		})
 	}

@@ -35,17 +35,26 @@ func fusionOpCounts(g *graph.Graph) map[string]int {
 	return c
 }
 
+// readModel reads the model file at path and parses it, returning its
+// bytes as well: the real-model tests' starting point.
+func readModel(t *testing.T, path string) ([]byte, *graph.Model) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := graph.Parse(b, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, m
+}
+
 func runFusions(t *testing.T, path string, pipeline []*Pass, fusedConv bool) *fusedModel {
 	t.Helper()
-	before, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := graph.Parse(before, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	before, m := readModel(t, path)
 	fm := &fusedModel{before: before, m: m, opsBefore: fusionOpCounts(m.Graph)}
+	var err error
 	fm.rep, err = Run(m, pipeline, Options{VerifyEach: true, FusedConv: fusedConv})
 	if err != nil {
 		t.Fatal(err)

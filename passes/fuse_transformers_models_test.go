@@ -96,14 +96,7 @@ func TestTransformerFusionsOnModels(t *testing.T) {
 				if !filepath.IsAbs(path) {
 					path = testenv.Data(t, path)
 				}
-				before, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				m, err := graph.Parse(before, "")
-				if err != nil {
-					t.Fatal(err)
-				}
+				before, m := readModel(t, path)
 				pipeline, err := Select(2, nil, nil)
 				if err != nil {
 					t.Fatal(err)

@@ -155,19 +155,28 @@ func (f *fusionFixture) run(p *Pass, ctx Context) Stats {
 	return st
 }
 
+// runTwice runs p, wants the stats want and a second run to change
+// nothing, and returns the model before and after the first run: what
+// fuses and fusesInORT then compare in ONNX Runtime.
+func (f *fusionFixture) runTwice(p *Pass, ctx Context, want Stats) (before, after []byte) {
+	f.T.Helper()
+	before = f.marshal()
+	if st := f.run(p, ctx); st != want {
+		f.T.Fatalf("%s: stats %+v, want %+v", p.Name, st, want)
+	}
+	after = f.marshal()
+	if st := f.run(p, ctx); st.Changed() {
+		f.T.Errorf("%s: a second run changed %+v", p.Name, st)
+	}
+	return before, after
+}
+
 // fuses runs p, wants the stats want, checks that a second run changes
 // nothing, and compares the models before and after in ONNX Runtime on
 // random inputs in [lo, hi).
 func (f *fusionFixture) fuses(p *Pass, ctx Context, want Stats, lo, hi float64) {
 	f.T.Helper()
-	before := f.marshal()
-	if st := f.run(p, ctx); st != want {
-		f.T.Fatalf("%s: stats %+v, want %+v", p.Name, st, want)
-	}
-	after := f.marshal()
-	if st := f.run(p, ctx); st.Changed() {
-		f.T.Errorf("%s: a second run changed %+v", p.Name, st)
-	}
+	before, after := f.runTwice(p, ctx, want)
 	// Three batches of the (static) batch size.
 	samples := 3 * int(f.Graph.Inputs[0].Type.Shape.Dims()[0])
 	difftest.Check(f.T, before, after, difftest.Options{DataOpts: data.Options{Low: lo, High: hi, Samples: samples, Seed: 7}})
@@ -181,14 +190,7 @@ func (f *fusionFixture) fuses(p *Pass, ctx Context, want Stats, lo, hi float64) 
 func (f *fusionFixture) fusesInORT(p *Pass, ctx Context, want Stats, lo, hi float64) {
 	f.T.Helper()
 	ortenv.Require(f.T)
-	before := f.marshal()
-	if st := f.run(p, ctx); st != want {
-		f.T.Fatalf("%s: stats %+v, want %+v", p.Name, st, want)
-	}
-	after := f.marshal()
-	if st := f.run(p, ctx); st.Changed() {
-		f.T.Errorf("%s: a second run changed %+v", p.Name, st)
-	}
+	before, after := f.runTwice(p, ctx, want)
 	samples := 3 * max(1, int(f.Graph.Inputs[0].Type.Shape.Dims()[0])) // a symbolic batch is 1
 	for _, level := range []ort.Level{ort.LevelDisable, ort.LevelAll} {
 		opts := difftest.Options{Level: level, DataOpts: data.Options{Low: lo, High: hi, Samples: samples, Seed: 7}}

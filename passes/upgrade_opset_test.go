@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"math"
-	"os"
 	"strings"
 	"testing"
 
@@ -318,14 +317,7 @@ func TestUpgradeOpsetRealModels(t *testing.T) {
 		{"ch_PP-OCRv4_det_infer.onnx", 11, []int64{1, 3, 64, 64}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			before, err := os.ReadFile(dir + "/" + tc.file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := graph.Parse(before, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			before, m := readModel(t, dir+"/"+tc.file)
 			if got := m.OpsetVersion(""); got != tc.from {
 				t.Fatalf("opset %d, want %d", got, tc.from)
 			}
