@@ -151,13 +151,11 @@ func OpenParts(m *graph.Model, groups [][]string, opts ort.Options) (p *Parts, e
 // outputs, and the name of the main-graph value that carries each: how
 // calibration checks, sizes and runs the values it fetches without
 // touching m.
-func exposedCopy(m *graph.Model, names []string) (*graph.Model, map[string]string, error) {
-	c, err := m.Clone()
-	if err != nil {
+func exposedCopy(m *graph.Model, names []string) (c *graph.Model, carrier map[string]string, err error) {
+	if c, err = m.Clone(); err != nil {
 		return nil, nil, err
 	}
-	carrier, err := graph.ExposeNested(c, names)
-	if err != nil {
+	if carrier, err = graph.ExposeNested(c, names); err != nil {
 		return nil, nil, err
 	}
 	return c, carrier, nil
