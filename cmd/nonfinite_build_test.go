@@ -33,21 +33,13 @@ func reciprocalModel(t *testing.T, path string) {
 func audioLike(t *testing.T, path string, n int) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
-	vals := make([]float32, n*64)
-	for i := range vals {
+	writeNpy(t, path, graph.Float, []int64{int64(n), 64, 1}, func(i int) float32 {
 		v := rng.Float32()*6000 - 3000
 		if i%16 == 0 {
 			v = 0.5 + rng.Float32() // small values: 0 in INT8
 		}
-		vals[i] = v
-	}
-	tensor, err := graph.NewFloat32Tensor("x", []int64{int64(n), 64, 1}, vals)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := data.WriteNpy(path, tensor); err != nil {
-		t.Fatal(err)
-	}
+		return v
+	})
 }
 
 // A build whose INT8 model is Inf where the float model is finite: the
@@ -102,11 +94,18 @@ func TestBuildNonFiniteINT8IsFlaggedAndNotDeployed(t *testing.T) {
 			t.Errorf("the ORT artifact is %s", m.Precision)
 		}
 	}
+	reportMDHas(t, out, "**NaN/Inf: `model.int8.onnx`", "> **warning: checked on only 4 samples", "NOT RECOMMENDED: `model.int8.onnx`")
+}
+
+// reportMDHas checks that the report.md in the build folder out says each
+// of wants.
+func reportMDHas(t *testing.T, out string, wants ...string) {
+	t.Helper()
 	md, err := os.ReadFile(filepath.Join(out, "report.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"**NaN/Inf: `model.int8.onnx`", "> **warning: checked on only 4 samples", "NOT RECOMMENDED: `model.int8.onnx`"} {
+	for _, want := range wants {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)
 		}
