@@ -21,12 +21,9 @@ import (
 // layer says it was refit; the same command twice writes the same bytes.
 func TestPruneChannelsCalibMNIST(t *testing.T) {
 	ortenv.Require(t)
-	images, labels := mnistData(t)
-	train := testenv.Data(t, "mnist/train_images.npy")
 	dir := t.TempDir()
 	args := func(out string) []string {
-		return []string{testenv.Model("mnist_cnn.onnx"), "-o", out, "--prune", "channels:0.25",
-			"--calib-data", train, "--calib-samples", "256", "--data", images, "--labels", labels, "--batch", "500"}
+		return mnistPruneArgs(t, out, "256", "--prune", "channels:0.25")
 	}
 	res := optimizeJSON(t, args(filepath.Join(dir, "a.onnx"))...)
 	a := res.Prune.Cost.Accuracy
@@ -46,8 +43,26 @@ func TestPruneChannelsCalibMNIST(t *testing.T) {
 		t.Errorf("nothing pruned: %+v", res.Prune.Reports[0])
 	}
 	optimizeJSON(t, args(filepath.Join(dir, "b.onnx"))...)
-	x, _ := os.ReadFile(filepath.Join(dir, "a.onnx"))
-	y, _ := os.ReadFile(filepath.Join(dir, "b.onnx"))
+	sameModels(t, filepath.Join(dir, "a.onnx"), filepath.Join(dir, "b.onnx"))
+}
+
+// mnistPruneArgs is `optc optimize` of the MNIST CNN into out with flags,
+// calibrated on calibSamples training digits and measured on the held-out
+// digits with their labels in batches of 500: the command line of the
+// MNIST pruning tests.
+func mnistPruneArgs(t *testing.T, out, calibSamples string, flags ...string) []string {
+	images, labels := mnistData(t)
+	args := append([]string{testenv.Model("mnist_cnn.onnx"), "-o", out}, flags...)
+	return append(args, "--calib-data", testenv.Data(t, "mnist/train_images.npy"), "--calib-samples", calibSamples,
+		"--data", images, "--labels", labels, "--batch", "500")
+}
+
+// sameModels fails the test unless the models at a and b hold the same
+// bytes, and some: two runs of one command must write the same model.
+func sameModels(t *testing.T, a, b string) {
+	t.Helper()
+	x, _ := os.ReadFile(a)
+	y, _ := os.ReadFile(b)
 	if len(x) == 0 || string(x) != string(y) {
 		t.Errorf("two runs wrote different models (%d and %d bytes)", len(x), len(y))
 	}
@@ -59,12 +74,9 @@ func TestPruneChannelsCalibMNIST(t *testing.T) {
 // same command writes the same bytes.
 func TestPruneChannelsGlobalMNIST(t *testing.T) {
 	ortenv.Require(t)
-	images, labels := mnistData(t)
-	train := testenv.Data(t, "mnist/train_images.npy")
 	dir := t.TempDir()
 	args := func(out, scope string) []string {
-		return []string{testenv.Model("mnist_cnn.onnx"), "-o", out, "--prune", "channels:0.25", "--prune-scope", scope,
-			"--calib-data", train, "--calib-samples", "256", "--data", images, "--labels", labels, "--batch", "500"}
+		return mnistPruneArgs(t, out, "256", "--prune", "channels:0.25", "--prune-scope", scope)
 	}
 	layer := optimizeJSON(t, args(filepath.Join(dir, "layer.onnx"), "layer")...)
 	res := optimizeJSON(t, args(filepath.Join(dir, "a.onnx"), "global")...)
@@ -82,11 +94,7 @@ func TestPruneChannelsGlobalMNIST(t *testing.T) {
 		t.Errorf("channels:0.25 global: accuracy %+v, want a drop of at most 1 point", a)
 	}
 	optimizeJSON(t, args(filepath.Join(dir, "b.onnx"), "global")...)
-	x, _ := os.ReadFile(filepath.Join(dir, "a.onnx"))
-	y, _ := os.ReadFile(filepath.Join(dir, "b.onnx"))
-	if len(x) == 0 || string(x) != string(y) {
-		t.Errorf("two runs wrote different models (%d and %d bytes)", len(x), len(y))
-	}
+	sameModels(t, filepath.Join(dir, "a.onnx"), filepath.Join(dir, "b.onnx"))
 }
 
 // magnitude:0.75 with calibration data (OBS) keeps MNIST's accuracy far
@@ -94,11 +102,8 @@ func TestPruneChannelsGlobalMNIST(t *testing.T) {
 // the test fast.
 func TestPruneMagnitudeOBSMNIST(t *testing.T) {
 	ortenv.Require(t)
-	images, labels := mnistData(t)
-	train := testenv.Data(t, "mnist/train_images.npy")
-	res := optimizeJSON(t, testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(t.TempDir(), "m.onnx"),
-		"--prune", "magnitude:0.75", "--prune-exclude", "/fc/Gemm", "--calib-data", train, "--calib-samples", "256",
-		"--data", images, "--labels", labels, "--batch", "500")
+	res := optimizeJSON(t, mnistPruneArgs(t, filepath.Join(t.TempDir(), "m.onnx"), "256",
+		"--prune", "magnitude:0.75", "--prune-exclude", "/fc/Gemm")...)
 	r := res.Prune.Reports[0]
 	for _, l := range r.Layers {
 		if l.Skipped == "" && (l.Refit != "obs" || l.After < 0.749) {
@@ -167,15 +172,7 @@ latency: {batches: [1], duration: 100ms, repeats: 1}
 	}
 	// report.md (and the page grown from it) shows the pruning: the method,
 	// the layer table and the cost against the unpruned model.
-	md, err := os.ReadFile(filepath.Join(out, "report.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"Pruning channels:0.25:", "| least squares |", "Pruning against the unpruned float model on"} {
-		if !strings.Contains(string(md), want) {
-			t.Errorf("report.md lacks %q:\n%s", want, md)
-		}
-	}
+	reportMDHas(t, out, "Pruning channels:0.25:", "| least squares |", "Pruning against the unpruned float model on")
 	page, err := os.ReadFile(filepath.Join(out, "report.html"))
 	if err != nil || !strings.Contains(string(page), "Pruning channels:0.25:") {
 		t.Errorf("report.html does not show the pruning (%v)", err)
@@ -215,11 +212,8 @@ latency: {batches: [1], duration: 100ms, repeats: 1}
 // ratio, each layer left whole says why, and the latency is reported.
 func TestPruneChannelsAutoMNIST(t *testing.T) {
 	ortenv.Require(t)
-	images, labels := mnistData(t)
-	train := testenv.Data(t, "mnist/train_images.npy")
-	res := optimizeJSON(t, testenv.Model("mnist_cnn.onnx"), "-o", filepath.Join(t.TempDir(), "auto.onnx"),
-		"--prune", "channels:auto", "--max-accuracy-drop", "0.2", "--calib-data", train, "--calib-samples", "128",
-		"--data", images, "--labels", labels, "--samples", "2000", "--batch", "500")
+	res := optimizeJSON(t, mnistPruneArgs(t, filepath.Join(t.TempDir(), "auto.onnx"), "128",
+		"--prune", "channels:auto", "--max-accuracy-drop", "0.2", "--samples", "2000")...)
 	p := res.Prune
 	probed := map[string]bool{}
 	var chosen *optimize.SearchStep
@@ -263,12 +257,9 @@ func TestPruneChannelsAutoMNIST(t *testing.T) {
 // bytes (the fc layer excluded to keep the test fast).
 func TestPruneDampAutoMNIST(t *testing.T) {
 	ortenv.Require(t)
-	images, labels := mnistData(t)
-	train := testenv.Data(t, "mnist/train_images.npy")
 	dir := t.TempDir()
 	args := func(out string) []string {
-		return []string{testenv.Model("mnist_cnn.onnx"), "-o", out, "--prune", "2:4", "--prune-exclude", "/fc/Gemm",
-			"--calib-data", train, "--calib-samples", "256", "--prune-damp", "auto", "--data", images, "--labels", labels, "--batch", "500"}
+		return mnistPruneArgs(t, out, "256", "--prune", "2:4", "--prune-exclude", "/fc/Gemm", "--prune-damp", "auto")
 	}
 	res := optimizeJSON(t, args(filepath.Join(dir, "a.onnx"))...)
 	pruned := 0
@@ -288,9 +279,5 @@ func TestPruneDampAutoMNIST(t *testing.T) {
 		t.Errorf("2:4 with --prune-damp auto: accuracy %+v, want a drop of at most 1 point", a)
 	}
 	optimizeJSON(t, args(filepath.Join(dir, "b.onnx"))...)
-	x, _ := os.ReadFile(filepath.Join(dir, "a.onnx"))
-	y, _ := os.ReadFile(filepath.Join(dir, "b.onnx"))
-	if len(x) == 0 || string(x) != string(y) {
-		t.Errorf("two runs wrote different models (%d and %d bytes)", len(x), len(y))
-	}
+	sameModels(t, filepath.Join(dir, "a.onnx"), filepath.Join(dir, "b.onnx"))
 }
