@@ -24,31 +24,23 @@ type upgradeCase struct {
 	want  string // an op the upgraded model must contain
 }
 
+// oneNodeCase is a case's build for one node, op, reading x, with attrs.
+func oneNodeCase(name, op string, attrs ...*graph.Attr) func(b *cleanupModel, x *graph.Value) *graph.Value {
+	return func(b *cleanupModel, x *graph.Value) *graph.Value {
+		n := b.node(name, op, x)
+		for _, a := range attrs {
+			n.SetAttr(a)
+		}
+		return n.Output(0)
+	}
+}
+
 func TestUpgradeOpsetOps(t *testing.T) {
 	cases := []upgradeCase{
-		{"clip min max", 9, []int64{2, 3, 4}, func(b *cleanupModel, x *graph.Value) *graph.Value {
-			n := b.node("clip", "Clip", x)
-			n.SetAttr(&graph.Attr{Name: "min", Type: graph.AttrFloat, Float: 0.2})
-			n.SetAttr(&graph.Attr{Name: "max", Type: graph.AttrFloat, Float: 0.7})
-			return n.Output(0)
-		}, "Clip"},
-		{"clip max only", 9, []int64{2, 3, 4}, func(b *cleanupModel, x *graph.Value) *graph.Value {
-			n := b.node("clip", "Clip", x)
-			n.SetAttr(&graph.Attr{Name: "max", Type: graph.AttrFloat, Float: 0.5})
-			return n.Output(0)
-		}, "Clip"},
-		{"pad constant value", 9, []int64{1, 2, 3, 4}, func(b *cleanupModel, x *graph.Value) *graph.Value {
-			n := b.node("pad", "Pad", x)
-			n.SetAttr(clInts("pads", 0, 0, 1, 2, 0, 0, 2, 1))
-			n.SetAttr(&graph.Attr{Name: "value", Type: graph.AttrFloat, Float: 1.5})
-			return n.Output(0)
-		}, "Pad"},
-		{"pad reflect", 9, []int64{1, 2, 4, 4}, func(b *cleanupModel, x *graph.Value) *graph.Value {
-			n := b.node("pad", "Pad", x)
-			n.SetAttr(clInts("pads", 0, 0, 1, 2, 0, 0, 2, 1))
-			n.SetAttr(clStr("mode", "reflect"))
-			return n.Output(0)
-		}, "Pad"},
+		{"clip min max", 9, []int64{2, 3, 4}, oneNodeCase("clip", "Clip", &graph.Attr{Name: "min", Type: graph.AttrFloat, Float: 0.2}, &graph.Attr{Name: "max", Type: graph.AttrFloat, Float: 0.7}), "Clip"},
+		{"clip max only", 9, []int64{2, 3, 4}, oneNodeCase("clip", "Clip", &graph.Attr{Name: "max", Type: graph.AttrFloat, Float: 0.5}), "Clip"},
+		{"pad constant value", 9, []int64{1, 2, 3, 4}, oneNodeCase("pad", "Pad", clInts("pads", 0, 0, 1, 2, 0, 0, 2, 1), &graph.Attr{Name: "value", Type: graph.AttrFloat, Float: 1.5}), "Pad"},
+		{"pad reflect", 9, []int64{1, 2, 4, 4}, oneNodeCase("pad", "Pad", clInts("pads", 0, 0, 1, 2, 0, 0, 2, 1), clStr("mode", "reflect")), "Pad"},
 		{"squeeze unsqueeze", 11, []int64{2, 1, 3}, func(b *cleanupModel, x *graph.Value) *graph.Value {
 			s := b.node("sq", "Squeeze", x)
 			s.SetAttr(clInts("axes", 1))
@@ -56,12 +48,7 @@ func TestUpgradeOpsetOps(t *testing.T) {
 			u.SetAttr(clInts("axes", 0, -1))
 			return u.Output(0)
 		}, "Unsqueeze"},
-		{"reduce sum", 9, []int64{2, 3, 4}, func(b *cleanupModel, x *graph.Value) *graph.Value {
-			n := b.node("rs", "ReduceSum", x)
-			n.SetAttr(clInts("axes", 1, 2))
-			n.SetAttr(clInt("keepdims", 0))
-			return n.Output(0)
-		}, "ReduceSum"},
+		{"reduce sum", 9, []int64{2, 3, 4}, oneNodeCase("rs", "ReduceSum", clInts("axes", 1, 2), clInt("keepdims", 0)), "ReduceSum"},
 		{"split", 9, []int64{2, 6}, func(b *cleanupModel, x *graph.Value) *graph.Value {
 			n := b.op(b.Graph, "split", "Split", []*graph.Value{x}, "s0", "s1")
 			n.SetAttr(clInt("axis", 1))
@@ -71,37 +58,12 @@ func TestUpgradeOpsetOps(t *testing.T) {
 			a := b.node("add", "Add", n.Output(0), r.Output(0))
 			return a.Output(0)
 		}, "Split"},
-		{"slice", 9, []int64{3, 8, 5}, func(b *cleanupModel, x *graph.Value) *graph.Value {
-			n := b.node("slice", "Slice", x)
-			n.SetAttr(clInts("starts", 1, 2))
-			n.SetAttr(clInts("ends", 7, 1000))
-			n.SetAttr(clInts("axes", 1, 2))
-			return n.Output(0)
-		}, "Slice"},
-		{"slice no axes", 9, []int64{3, 8}, func(b *cleanupModel, x *graph.Value) *graph.Value {
-			n := b.node("slice", "Slice", x)
-			n.SetAttr(clInts("starts", 1, 0))
-			n.SetAttr(clInts("ends", 3, -2))
-			return n.Output(0)
-		}, "Slice"},
-		{"softmax last axis", 9, []int64{2, 3, 5}, func(b *cleanupModel, x *graph.Value) *graph.Value {
-			n := b.node("sm", "Softmax", x)
-			n.SetAttr(clInt("axis", 2))
-			return n.Output(0)
-		}, "Softmax"},
-		{"softmax default axis rank 4", 9, []int64{2, 3, 2, 5}, func(b *cleanupModel, x *graph.Value) *graph.Value {
-			return b.node("sm", "Softmax", x).Output(0)
-		}, "Flatten"},
-		{"logsoftmax axis 2 rank 4 opset 11", 11, []int64{2, 3, 2, 5}, func(b *cleanupModel, x *graph.Value) *graph.Value {
-			n := b.node("lsm", "LogSoftmax", x)
-			n.SetAttr(clInt("axis", 2))
-			return n.Output(0)
-		}, "Flatten"},
-		{"hardmax axis 1", 9, []int64{2, 3, 4}, func(b *cleanupModel, x *graph.Value) *graph.Value {
-			n := b.node("hm", "Hardmax", x)
-			n.SetAttr(clInt("axis", 1))
-			return n.Output(0)
-		}, "Reshape"},
+		{"slice", 9, []int64{3, 8, 5}, oneNodeCase("slice", "Slice", clInts("starts", 1, 2), clInts("ends", 7, 1000), clInts("axes", 1, 2)), "Slice"},
+		{"slice no axes", 9, []int64{3, 8}, oneNodeCase("slice", "Slice", clInts("starts", 1, 0), clInts("ends", 3, -2)), "Slice"},
+		{"softmax last axis", 9, []int64{2, 3, 5}, oneNodeCase("sm", "Softmax", clInt("axis", 2)), "Softmax"},
+		{"softmax default axis rank 4", 9, []int64{2, 3, 2, 5}, oneNodeCase("sm", "Softmax"), "Flatten"},
+		{"logsoftmax axis 2 rank 4 opset 11", 11, []int64{2, 3, 2, 5}, oneNodeCase("lsm", "LogSoftmax", clInt("axis", 2)), "Flatten"},
+		{"hardmax axis 1", 9, []int64{2, 3, 4}, oneNodeCase("hm", "Hardmax", clInt("axis", 1)), "Reshape"},
 		{"softmax unknown rank", 9, []int64{2, 3, 4}, func(b *cleanupModel, x *graph.Value) *graph.Value {
 			// A Reshape to a runtime shape hides the rank from inference.
 			sh := b.node("shape", "Shape", x)
@@ -110,11 +72,7 @@ func TestUpgradeOpsetOps(t *testing.T) {
 			n.SetAttr(clInt("axis", 1))
 			return n.Output(0)
 		}, "Flatten"},
-		{"dropout", 11, []int64{2, 3}, func(b *cleanupModel, x *graph.Value) *graph.Value {
-			n := b.node("drop", "Dropout", x)
-			n.SetAttr(&graph.Attr{Name: "ratio", Type: graph.AttrFloat, Float: 0.3})
-			return n.Output(0)
-		}, "Dropout"},
+		{"dropout", 11, []int64{2, 3}, oneNodeCase("drop", "Dropout", &graph.Attr{Name: "ratio", Type: graph.AttrFloat, Float: 0.3}), "Dropout"},
 		{"upsample nearest", 9, []int64{1, 2, 3, 4}, func(b *cleanupModel, x *graph.Value) *graph.Value {
 			n := b.node("up", "Upsample", x, b.f32("scales", []int64{4}, 1, 1, 2, 3))
 			return n.Output(0)
@@ -182,11 +140,7 @@ func TestUpgradeOpsetOps(t *testing.T) {
 
 func TestUpgradeOpsetRefuses(t *testing.T) {
 	for name, build := range map[string]func(b *cleanupModel, x *graph.Value) *graph.Value{
-		"unknown op": func(b *cleanupModel, x *graph.Value) *graph.Value {
-			n := b.node("topk", "TopK", x)
-			n.SetAttr(clInt("k", 1))
-			return n.Output(0)
-		},
+		"unknown op": oneNodeCase("topk", "TopK", clInt("k", 1)),
 		"upsample nearest downsample": func(b *cleanupModel, x *graph.Value) *graph.Value {
 			return b.node("up", "Upsample", x, b.f32("scales", []int64{2}, 1, 0.5)).Output(0)
 		},
