@@ -140,7 +140,7 @@ func TestGuardFallsBackMNIST(t *testing.T) {
 	tmp := t.TempDir()
 	cache := filepath.Join(tmp, "calib.json")
 	args := func(cache string) []string {
-		return append(mnistQuantizeArgs(t, filepath.Join(tmp, "q.onnx"), "256"), "--calib-cache", cache, "--eval-samples", "500", "--json")
+		return append(mnistINT8Args(t, "quantize", filepath.Join(tmp, "q.onnx"), "256"), "--calib-cache", cache, "--eval-samples", "500", "--json")
 	}
 	var res guardJSON
 	decode(t, run2json(t, args(cache)...), &res)
@@ -199,7 +199,7 @@ func TestAutoMethodMNIST(t *testing.T) {
 	var auto guardJSON
 	for _, m := range []string{"auto", "minmax", "percentile", "entropy", "mse"} {
 		var res guardJSON
-		decode(t, run2json(t, append(mnistQuantizeArgs(t, filepath.Join(t.TempDir(), m+".onnx"), "512"),
+		decode(t, run2json(t, append(mnistINT8Args(t, "quantize", filepath.Join(t.TempDir(), m+".onnx"), "512"),
 			"--method", m, "--allow-accuracy-loss", "--json")...), &res)
 		acc[m] = res.Accuracy.Accuracy.B
 		if m == "auto" {

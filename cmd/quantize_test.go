@@ -23,7 +23,7 @@ func TestQuantizeMNIST(t *testing.T) {
 	tmp := t.TempDir()
 	cache := filepath.Join(tmp, "calib.json")
 	args := func(out string) []string {
-		return append(mnistQuantizeArgs(t, out, "512"), "--calib-cache", cache)
+		return append(mnistINT8Args(t, "quantize", out, "512"), "--calib-cache", cache)
 	}
 	first := filepath.Join(tmp, "q1.onnx")
 	var res struct {
@@ -149,13 +149,13 @@ func decode(t *testing.T, s string, v any) {
 	}
 }
 
-// mnistQuantizeArgs is `optc quantize` of the MNIST CNN into out,
-// calibrated on samples of the training digits and checked on the
-// held-out digits with their labels: the start of every MNIST quantize
-// test's command line.
-func mnistQuantizeArgs(t *testing.T, out, samples string) []string {
+// mnistINT8Args is `optc quantize` or `optc build` (command) of the MNIST
+// CNN into out, calibrated on samples of the training digits and checked
+// on the held-out digits with their labels: the start of the command line
+// of the MNIST INT8 tests.
+func mnistINT8Args(t *testing.T, command, out, samples string) []string {
 	images, labels := mnistData(t)
-	return []string{"quantize", testenv.Model("mnist_cnn.onnx"), "-o", out,
+	return []string{command, testenv.Model("mnist_cnn.onnx"), "-o", out,
 		"--calib-data", testenv.Data(t, "mnist/train_images.npy"), "--calib-samples", samples,
 		"--eval-data", images, "--eval-labels", labels}
 }
@@ -188,7 +188,7 @@ func TestQuantizeQOperator(t *testing.T) {
 		} `json:"quantize"`
 		Accuracy int8AccuracyJSON
 	}
-	decode(t, run2json(t, append(mnistQuantizeArgs(t, out, "256"), "--format", "qoperator", "--json")...), &res)
+	decode(t, run2json(t, append(mnistINT8Args(t, "quantize", out, "256"), "--format", "qoperator", "--json")...), &res)
 	q := res.Quantize
 	if q.Format != "qoperator" || q.QOperator.QLinearConv != 3 || len(q.QOperator.KeptQDQ) != 1 || q.QOperator.KeptQDQ[0].Op != "Gemm" {
 		t.Errorf("quantize report %+v", q)
@@ -291,7 +291,7 @@ func TestQuantizePaddleOCRCls(t *testing.T) {
 func TestQuantizeProgress(t *testing.T) {
 	ortenv.Require(t)
 	dir := t.TempDir()
-	args := mnistQuantizeArgs(t, filepath.Join(dir, "q.onnx"), "64")
+	args := mnistINT8Args(t, "quantize", filepath.Join(dir, "q.onnx"), "64")
 	var out, errOut, progress bytes.Buffer
 	if status := Main(args, &IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, Progress: &progress}); status != 0 {
 		t.Fatalf("status %d: %s", status, errOut.String())

@@ -30,13 +30,10 @@ import (
 // differs only in the .ort file's digest.
 func TestBuildReplayUnderLoad(t *testing.T) {
 	ortenv.Require(t)
-	mnist := testenv.Data(t, "mnist")
 	root := t.TempDir()
 	build := func(out string, extra ...string) (int, string, string) {
-		args := []string{"build", testenv.Model("mnist_cnn.onnx"), "--int8", "--target", "all", "-o", out,
-			"--calib-data", filepath.Join(mnist, "train_images.npy"), "--calib-samples", "64",
-			"--eval-data", filepath.Join(mnist, "test_images.npy"), "--eval-labels", filepath.Join(mnist, "test_labels.npy"),
-			"--eval-samples", "128", "--latency-duration", "50ms", "--placement-budget", "5s"}
+		args := append(mnistINT8Args(t, "build", out, "64"), "--int8", "--target", "all",
+			"--eval-samples", "128", "--latency-duration", "50ms", "--placement-budget", "5s")
 		return run(t, append(args, extra...)...)
 	}
 	first, second := filepath.Join(root, "first"), filepath.Join(root, "second")
@@ -207,13 +204,10 @@ func readJSONFile(t *testing.T, path string, v any) {
 // model, byte for byte.
 func TestBuildReplayBudgetStops(t *testing.T) {
 	ortenv.Require(t)
-	mnist := testenv.Data(t, "mnist")
 	root := t.TempDir()
 	build := func(out string, extra ...string) (int, string, string) {
-		args := []string{"build", testenv.Model("mnist_cnn.onnx"), "--int8", "--target", "ort", "-o", out,
-			"--calib-data", filepath.Join(mnist, "train_images.npy"), "--calib-samples", "20000", "--calib-batch", "16",
-			"--eval-data", filepath.Join(mnist, "test_images.npy"), "--eval-labels", filepath.Join(mnist, "test_labels.npy"),
-			"--eval-samples", "0", "--budget", "300ms"}
+		args := append(mnistINT8Args(t, "build", out, "20000"), "--int8", "--target", "ort", "--calib-batch", "16",
+			"--eval-samples", "0", "--budget", "300ms")
 		return runProgress(t, append(args, extra...)...)
 	}
 	first, second := filepath.Join(root, "first"), filepath.Join(root, "second")
