@@ -50,23 +50,12 @@ type Output struct {
 	Shape []int64 `json:"shape"`
 }
 
-// LoadModel is how a command that runs a model in ONNX Runtime starts
-// (infer, ptq, weightonly): it loads the runtime (ort.Init with ortLib),
-// then the model at path, checked (graph.LoadValid). The errors are
-// theirs, unwrapped; the caller closes the model.
-func LoadModel(ortLib, path string) (*graph.Model, error) {
-	if _, err := ort.Init(ortLib); err != nil {
-		return nil, err
-	}
-	return graph.LoadValid(path)
-}
-
 // Run runs opts.Model over opts.Data and writes each output to
 // OutDir/<name>.npy, the batches concatenated along axis 0. Files are
 // written into a temporary folder and moved into OutDir only when all are
 // complete, so a failure leaves no partial output.
 func Run(opts Options) (*Result, error) {
-	m, err := LoadModel(opts.ORTLib, opts.Model)
+	m, err := ort.LoadModel(opts.ORTLib, opts.Model)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	ortgo "github.com/yalue/onnxruntime_go"
 
+	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/ort/install"
 )
 
@@ -185,4 +186,15 @@ func Version() (string, error) {
 		return "", errors.New("ONNX Runtime is not initialized")
 	}
 	return ortgo.GetVersion(), nil
+}
+
+// LoadModel is how a command that runs a model in ONNX Runtime starts
+// (infer, ptq, weightonly): it loads the runtime (Init with ortLib),
+// then the model at path, checked (graph.LoadValid). The errors are
+// theirs, unwrapped; the caller closes the model.
+func LoadModel(ortLib, path string) (*graph.Model, error) {
+	if _, err := Init(ortLib); err != nil {
+		return nil, err
+	}
+	return graph.LoadValid(path)
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/infer"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/passes"
 	"github.com/optc-dev/optc/placement"
@@ -274,7 +273,7 @@ func run(opts Options) (*Result, error) {
 	if opts.MaxAccuracyDrop > 0 && opts.EvalLabels == "" && opts.EvalTask == nil {
 		return nil, errors.New("--max-accuracy-drop needs --eval-labels (use --min-cosine without labels)")
 	}
-	m, err := infer.LoadModel(opts.ORTLib, opts.Input)
+	m, err := ort.LoadModel(opts.ORTLib, opts.Input)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
-	"github.com/optc-dev/optc/infer"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/passes"
 )
@@ -51,7 +50,7 @@ func Run(opts RunOptions) (*Result, error) {
 	if err := opts.Weights.Validate(); err != nil {
 		return nil, err
 	}
-	m, err := infer.LoadModel(opts.ORTLib, opts.Input)
+	m, err := ort.LoadModel(opts.ORTLib, opts.Input)
 	if err != nil {
 		return nil, err
 	}
