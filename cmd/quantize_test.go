@@ -13,6 +13,7 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // TestQuantizeMNIST is the acceptance check of INT8 on the MNIST CNN:
@@ -68,18 +69,7 @@ func TestQuantizeMNIST(t *testing.T) {
 	if status != 0 || !strings.Contains(stderr, "--target ort-cpu is deprecated: the target is now spelled ort") || !bytes.Equal(a, c) {
 		t.Errorf("--target ort-cpu: status %d, same bytes as ort %v, stderr %q", status, bytes.Equal(a, c), stderr)
 	}
-	m, err := graph.LoadFile(first)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	q := 0
-	for _, n := range m.Graph.Nodes {
-		if n.OpType == "QuantizeLinear" {
-			q++
-		}
-	}
-	if q == 0 {
+	if testgraph.OpCounts(testgraph.LoadFile(t, first).Graph)["QuantizeLinear"] == 0 {
 		t.Error("no QuantizeLinear in the INT8 model")
 	}
 }
@@ -196,15 +186,7 @@ func TestQuantizeQOperator(t *testing.T) {
 	if acc := res.Accuracy.Accuracy; acc.A-acc.B > 0.5 {
 		t.Errorf("float %.2f%%, qoperator int8 %.2f%%", acc.A, acc.B)
 	}
-	m, err := graph.LoadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	ops := map[string]int{}
-	for _, n := range m.Graph.Nodes {
-		ops[n.OpType]++
-	}
+	ops := testgraph.OpCounts(testgraph.LoadFile(t, out).Graph)
 	if ops["QLinearConv"] != 3 || ops["Conv"] != 0 || ops["Relu"] != 0 {
 		t.Errorf("written model ops %v", ops)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 	"github.com/optc-dev/optc/weightonly"
 )
 
@@ -42,12 +43,7 @@ func TestQuantizeWeightsBertTiny(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nbits := 0
-		for _, n := range m.Graph.Nodes {
-			if n.OpType == "MatMulNBits" {
-				nbits++
-			}
-		}
+		nbits := testgraph.OpCounts(m.Graph)["MatMulNBits"]
 		m.Close()
 		if nbits < 6 {
 			t.Fatalf("%s %s: %d MatMulNBits nodes, want at least 6 (4 MatMuls and 2 Gemms in 2 layers)", c.weights, c.rounding, nbits)

@@ -48,12 +48,12 @@ func TestToFloat16RealModels(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			before := marshal(t, m)
+			before := testgraph.Marshal(t, m)
 			rep, err := ToFloat16(m, FP16Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			after := marshal(t, m)
+			after := testgraph.Marshal(t, m)
 			if rep.Converted == 0 || rep.ConstantsConverted == 0 {
 				t.Fatalf("nothing converted: %+v", rep)
 			}
@@ -71,7 +71,7 @@ func TestToFloat16RealModels(t *testing.T) {
 				t.Errorf("float16 model is %d bytes, %.2f of the float32 %d", len(after), ratio, len(before))
 			}
 			emulateHalf(t, m)
-			emulated := marshal(t, m)
+			emulated := testgraph.Marshal(t, m)
 			for _, run := range []struct {
 				name  string
 				model []byte
@@ -95,15 +95,6 @@ func TestToFloat16RealModels(t *testing.T) {
 	}
 }
 
-func marshal(t *testing.T, m *graph.Model) []byte {
-	t.Helper()
-	b, err := graph.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // TestToFloat16Deterministic converts each real model twice: the bytes
 // must be identical.
 func TestToFloat16Deterministic(t *testing.T) {
@@ -117,7 +108,7 @@ func TestToFloat16Deterministic(t *testing.T) {
 			if _, err := ToFloat16(m, FP16Options{}); err != nil {
 				t.Fatal(err)
 			}
-			out[i] = marshal(t, m)
+			out[i] = testgraph.Marshal(t, m)
 			m.Close()
 		}
 		if !bytes.Equal(out[0], out[1]) {
@@ -148,7 +139,7 @@ func tinyInput(t *testing.T) *graph.Tensor {
 func sameOutputs(t *testing.T, before []byte, m *graph.Model) {
 	t.Helper()
 	in := tinyInput(t)
-	if want, got := run(t, before, in), run(t, marshal(t, m), in); !slices.Equal(want, got) {
+	if want, got := run(t, before, in), run(t, testgraph.Marshal(t, m), in); !slices.Equal(want, got) {
 		t.Errorf("outputs %v, want %v", got, want)
 	}
 }
@@ -186,7 +177,7 @@ func TestToFloat16OverflowingConstant(t *testing.T) {
 	z := b.TypedValue("z", graph.Float, 1, 4)
 	b.NodeTo("shift", "Add", z, r, b.Floats("one", []int64{1}, 1))
 	b.Graph.Outputs = append(b.Graph.Outputs, y, z)
-	before := marshal(t, b.Model)
+	before := testgraph.Marshal(t, b.Model)
 
 	rep, err := ToFloat16(b.Model, FP16Options{})
 	if err != nil {
@@ -213,7 +204,7 @@ func TestToFloat16OverflowingConstant(t *testing.T) {
 	if v := b.Graph.Value("r"); v.Producer().OpType != "Relu" || b.Graph.Value("z").Producer().OpType != "Cast" {
 		t.Errorf("unexpected wiring: r from %s, z from %s", v.Producer(), b.Graph.Value("z").Producer())
 	}
-	after := marshal(t, b.Model)
+	after := testgraph.Marshal(t, b.Model)
 
 	in := tinyInput(t)
 	want, got := run(t, before, in), run(t, after, in)
@@ -310,7 +301,7 @@ func TestToFloat16Options(t *testing.T) {
 			if strings.Join(kept, ",") != strings.Join(tc.kept, ",") || rep.Converted != 11-len(tc.kept) {
 				t.Fatalf("kept %+v, %d converted; want %v kept", rep.Kept, rep.Converted, tc.kept)
 			}
-			res, err := compare.Models(compare.Options{ModelA: path, ModelB: tc.name, BInMemory: graph.Serialized{Bytes: marshal(t, m)},
+			res, err := compare.Models(compare.Options{ModelA: path, ModelB: tc.name, BInMemory: graph.Serialized{Bytes: testgraph.Marshal(t, m)},
 				Data: filepath.Join(mnist, "test_images.npy"), DataOpts: data.Options{Batch: 500, Samples: 500},
 				Atol: map[string]float64{"": 1}})
 			if err != nil {
@@ -327,11 +318,11 @@ func TestToFloat16Options(t *testing.T) {
 // leaves the model as it was.
 func TestToFloat16Refusals(t *testing.T) {
 	b := qdqModel(t, 19)
-	before := marshal(t, b.Model)
+	before := testgraph.Marshal(t, b.Model)
 	if _, err := ToFloat16(b.Model, FP16Options{KeepFloat32: []string{"Conv("}}); err == nil || !strings.Contains(err.Error(), `"Conv("`) {
 		t.Errorf("bad pattern: got %v", err)
 	}
-	if !bytes.Equal(before, marshal(t, b.Model)) {
+	if !bytes.Equal(before, testgraph.Marshal(t, b.Model)) {
 		t.Error("a refused conversion changed the model")
 	}
 }
@@ -359,7 +350,7 @@ func TestToFloat16BorderNames(t *testing.T) {
 	s := b.TypedValue("s", graph.Float, 1, 1)
 	sum := b.NodeTo("sum", "ReduceSum", s, r)
 	b.Graph.Outputs = append(b.Graph.Outputs, r, z, s)
-	before := marshal(t, b.Model)
+	before := testgraph.Marshal(t, b.Model)
 
 	rep, err := ToFloat16(b.Model, FP16Options{})
 	if err != nil {
@@ -397,7 +388,7 @@ func TestToFloat16NodeNamedAfterOutput(t *testing.T) {
 	y := b.TypedValue("y", graph.Float, 1, 4)
 	b.NodeTo("y", "Relu", y, x)
 	b.Graph.Outputs = append(b.Graph.Outputs, y)
-	before := marshal(t, b.Model)
+	before := testgraph.Marshal(t, b.Model)
 	if _, err := ToFloat16(b.Model, FP16Options{}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/optc-dev/optc/tools/difftest"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // cleanupPassNames are the cleanup passes, run with eliminate-dead-code
@@ -68,8 +69,8 @@ func TestCleanupRealModels(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			before := clMarshal(t, m)
-			nodesBefore, opsBefore := clCountNodes(m), clOps(m.Graph)
+			before := testgraph.Marshal(t, m)
+			nodesBefore, opsBefore := clCountNodes(m), testgraph.OpCounts(m.Graph)
 			if nodesBefore != tc.before {
 				t.Fatalf("the model has %d nodes, expected %d: a different file?", nodesBefore, tc.before)
 			}
@@ -77,10 +78,10 @@ func TestCleanupRealModels(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			after := clMarshal(t, m)
+			after := testgraph.Marshal(t, m)
 			t.Logf("%s: %d nodes -> %d in %d rounds", tc.name, nodesBefore, clCountNodes(m), rep.Rounds)
 			t.Logf("ops before: %s", clOpCounts(opsBefore))
-			t.Logf("ops after:  %s", clOpCounts(clOps(m.Graph)))
+			t.Logf("ops after:  %s", clOpCounts(testgraph.OpCounts(m.Graph)))
 			for _, p := range rep.Passes {
 				if p.Stats.Changed() {
 					t.Logf("  %-32s %+v", p.Name, p.Stats)

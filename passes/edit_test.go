@@ -88,19 +88,6 @@ func (b *cleanupModel) i64(name string, vals ...int64) *graph.Value {
 	return b.Int64s(name, []int64{int64(len(vals))}, vals...)
 }
 
-// init adds an initializer made by a tensor constructor.
-func (b *cleanupModel) init(t *graph.Tensor, err error) *graph.Value {
-	b.T.Helper()
-	if err != nil {
-		b.T.Fatal(err)
-	}
-	v, err := b.Graph.AddInitializer(t)
-	if err != nil {
-		b.T.Fatal(err)
-	}
-	return v
-}
-
 // constant adds a Constant node holding t; its output is name.
 func (b *cleanupModel) constant(name string, t *graph.Tensor) *graph.Value {
 	n := b.op(b.Graph, name+"_node", "Constant", nil, name)
@@ -162,15 +149,6 @@ func clF32(t testing.TB, dims []int64, vals ...float32) *graph.Tensor {
 	return tn
 }
 
-func clMarshal(t testing.TB, m *graph.Model) []byte {
-	t.Helper()
-	b, err := graph.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // runCleanup verifies m, runs p once, verifies again and returns what p
 // reported with the model before and after.
 func clRun(t testing.TB, m *graph.Model, p *Pass) (st Stats, before, after []byte) {
@@ -178,7 +156,7 @@ func clRun(t testing.TB, m *graph.Model, p *Pass) (st Stats, before, after []byt
 	if err := m.Verify(); err != nil {
 		t.Fatalf("test model is invalid: %v", err)
 	}
-	before = clMarshal(t, m)
+	before = testgraph.Marshal(t, m)
 	st, err := (&Context{Model: m, FoldSizeLimit: DefaultFoldSizeLimit}).runPass(p)
 	if err != nil {
 		t.Fatalf("%s: %v", p.Name, err)
@@ -186,7 +164,7 @@ func clRun(t testing.TB, m *graph.Model, p *Pass) (st Stats, before, after []byt
 	if err := m.Verify(); err != nil {
 		t.Fatalf("%s broke the model: %v", p.Name, err)
 	}
-	return st, before, clMarshal(t, m)
+	return st, before, testgraph.Marshal(t, m)
 }
 
 // wantRewrite runs p on m, wants exactly the stats want, and has ONNX
@@ -239,19 +217,10 @@ func clUnchanged(t testing.TB, m *graph.Model, p *Pass) {
 	}
 }
 
-// clOps counts g's nodes by operator.
-func clOps(g *graph.Graph) map[string]int {
-	c := map[string]int{}
-	for _, n := range g.Nodes {
-		c[n.OpType]++
-	}
-	return c
-}
-
 // clWantOps fails unless g has exactly the given operator counts.
 func clWantOps(t testing.TB, g *graph.Graph, want map[string]int) {
 	t.Helper()
-	got := clOps(g)
+	got := testgraph.OpCounts(g)
 	if len(got) != len(want) {
 		t.Fatalf("ops %v, want %v", got, want)
 	}

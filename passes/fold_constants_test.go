@@ -26,15 +26,7 @@ func (f *fusionFixture) boolInput(name string) *graph.Value {
 // ints adds an int64 initializer.
 func (f *fusionFixture) ints(name string, dims []int64, vals ...int64) *graph.Value {
 	f.T.Helper()
-	t, err := graph.NewInt64Tensor(f.Graph.UniqueName(name), dims, vals)
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	v, err := f.Graph.AddInitializer(t)
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	return v
+	return f.Int64s(f.Graph.UniqueName(name), dims, vals...)
 }
 
 func TestFoldShapeChain(t *testing.T) {

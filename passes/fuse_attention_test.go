@@ -11,6 +11,7 @@ import (
 	"github.com/optc-dev/optc/tools/difftest"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // fuse-attention on the export it was written for, the zoo's bert_tiny
@@ -25,7 +26,7 @@ import (
 // fuse-attention: the graph the pass sees in the pipeline.
 func pipelineInput(t *testing.T, rel string) []byte {
 	t.Helper()
-	_, m := readModel(t, testenv.Data(t, rel))
+	_, m := testgraph.ReadModel(t, testenv.Data(t, rel))
 	pipeline, err := Select(2, nil, []string{fuseAttention.Name})
 	if err != nil {
 		t.Fatal(err)
@@ -353,11 +354,11 @@ func TestFuseAttentionHandBuiltRefusals(t *testing.T) {
 func (f *fusionFixture) fusesSymbolic(want Stats, shapes map[string][]int64) {
 	f.T.Helper()
 	ortenv.Require(f.T)
-	before := f.marshal()
+	before := f.Marshal()
 	if st := f.run(fuseAttention, Context{ORTContrib: true}); st != want {
 		f.T.Fatalf("stats %+v, want %+v", st, want)
 	}
-	after := f.marshal()
+	after := f.Marshal()
 	if st := f.run(fuseAttention, Context{ORTContrib: true}); st.Changed() {
 		f.T.Errorf("a second run changed %+v", st)
 	}

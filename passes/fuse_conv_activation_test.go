@@ -69,7 +69,7 @@ func TestFuseConvActivationNotes(t *testing.T) {
 			if act.Name == "" || conv.Meta(metaFusedActivation) != a.op || conv.Meta(metaFusedActivationNode) != act.Name {
 				t.Errorf("conv metadata %v, activation named %q", conv.Metadata, act.Name)
 			}
-			m, err := graph.Parse(f.marshal(), "")
+			m, err := graph.Parse(f.Marshal(), "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -309,11 +309,11 @@ func TestFuseLayerNormLargeMean(t *testing.T) {
 	f := newFusionFixture(t, 17)
 	x := f.op("Add", f.input("x", 4, 16, 64), f.init("offset", nil, []float32{100}))
 	f.output(f.layerNorm(x, []int64{64}, layerNormSpelling{gamma: true, beta: true}).Output(0))
-	before := f.marshal()
+	before := f.Marshal()
 	if st := f.run(fuseLayerNorm, Context{ORTContrib: true}); st.Added != 1 {
 		t.Fatalf("stats %+v", st)
 	}
-	after := f.marshal()
+	after := f.Marshal()
 	opts := difftest.Options{Atol: 1e-5, Rtol: 1e-4, DataOpts: data.Options{Low: -1, High: 1, Samples: 8, Seed: 3}}
 	if err := difftest.Compare(before, after, opts); err == nil {
 		t.Errorf("ORT level disable: no difference; if ORT's kernel became two-pass, update docs/transformers.md")

@@ -12,6 +12,7 @@ import (
 	"github.com/optc-dev/optc/tools/difftest"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // The fusions on real models: MNIST (Conv+BN+Relu) and PaddleOCR's cls,
@@ -27,32 +28,15 @@ type fusedModel struct {
 }
 
 func fusionOpCounts(g *graph.Graph) map[string]int {
-	c := map[string]int{"(nodes)": len(g.Nodes)}
-	for _, n := range g.Nodes {
-		c[n.OpType]++
-	}
+	c := testgraph.OpCounts(g)
+	c["(nodes)"] = len(g.Nodes)
 	c["(nodes without Constant)"] = len(g.Nodes) - c["Constant"]
 	return c
 }
 
-// readModel reads the model file at path and parses it, returning its
-// bytes as well: the real-model tests' starting point.
-func readModel(t *testing.T, path string) ([]byte, *graph.Model) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := graph.Parse(b, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b, m
-}
-
 func runFusions(t *testing.T, path string, pipeline []*Pass, fusedConv bool) *fusedModel {
 	t.Helper()
-	before, m := readModel(t, path)
+	before, m := testgraph.ReadModel(t, path)
 	fm := &fusedModel{before: before, m: m, opsBefore: fusionOpCounts(m.Graph)}
 	var err error
 	fm.rep, err = Run(m, pipeline, Options{VerifyEach: true, FusedConv: fusedConv})

@@ -13,6 +13,7 @@ import (
 	"github.com/optc-dev/optc/tools/difftest"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // The transformer fusions on real exports: a pre-norm MLP block torch 1.13
@@ -96,7 +97,7 @@ func TestTransformerFusionsOnModels(t *testing.T) {
 				if !filepath.IsAbs(path) {
 					path = testenv.Data(t, path)
 				}
-				before, m := readModel(t, path)
+				before, m := testgraph.ReadModel(t, path)
 				pipeline, err := Select(2, nil, nil)
 				if err != nil {
 					t.Fatal(err)

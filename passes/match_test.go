@@ -121,21 +121,8 @@ func (f *fusionFixture) attrInts(n *graph.Node, name string, v ...int64) *graph.
 	return n
 }
 
-func (f *fusionFixture) marshal() []byte {
-	f.T.Helper()
-	b, err := graph.Marshal(f.Model)
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	return b
-}
-
 func (f *fusionFixture) ops() map[string]int {
-	c := map[string]int{}
-	for _, n := range f.Graph.Nodes {
-		c[n.OpType]++
-	}
-	return c
+	return testgraph.OpCounts(f.Graph)
 }
 
 // run applies p to the fixture's model, checking Verify before and after.
@@ -160,11 +147,11 @@ func (f *fusionFixture) run(p *Pass, ctx Context) Stats {
 // fuses and fusesInORT then compare in ONNX Runtime.
 func (f *fusionFixture) runTwice(p *Pass, ctx Context, want Stats) (before, after []byte) {
 	f.T.Helper()
-	before = f.marshal()
+	before = f.Marshal()
 	if st := f.run(p, ctx); st != want {
 		f.T.Fatalf("%s: stats %+v, want %+v", p.Name, st, want)
 	}
-	after = f.marshal()
+	after = f.Marshal()
 	if st := f.run(p, ctx); st.Changed() {
 		f.T.Errorf("%s: a second run changed %+v", p.Name, st)
 	}
@@ -203,11 +190,11 @@ func (f *fusionFixture) fusesInORT(p *Pass, ctx Context, want Stats, lo, hi floa
 // refuses runs p and wants no stats and the model unchanged byte for byte.
 func (f *fusionFixture) refuses(p *Pass, ctx Context) {
 	f.T.Helper()
-	before := f.marshal()
+	before := f.Marshal()
 	if st := f.run(p, ctx); st != (Stats{}) {
 		f.T.Fatalf("%s changed the model: %+v", p.Name, st)
 	}
-	if !bytes.Equal(before, f.marshal()) {
+	if !bytes.Equal(before, f.Marshal()) {
 		f.T.Fatalf("%s reported no change but the model changed", p.Name)
 	}
 }

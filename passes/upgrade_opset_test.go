@@ -13,6 +13,7 @@ import (
 	"github.com/optc-dev/optc/tools/difftest"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // upgradeCase builds a one-op model at opset from with input x.
@@ -109,7 +110,7 @@ func TestUpgradeOpsetOps(t *testing.T) {
 			if err := b.Model.Verify(); err != nil {
 				t.Fatal(err)
 			}
-			before := clMarshal(t, b.Model)
+			before := testgraph.Marshal(t, b.Model)
 			changed, err := UpgradeOpset(b.Model, 13)
 			if err != nil {
 				t.Fatal(err)
@@ -120,8 +121,8 @@ func TestUpgradeOpsetOps(t *testing.T) {
 			if tc.name != "unchanged ops" && changed == 0 {
 				t.Fatal("nothing changed")
 			}
-			if clOps(b.Graph)[tc.want] == 0 {
-				t.Fatalf("no %s in %v", tc.want, clOps(b.Graph))
+			if testgraph.OpCounts(b.Graph)[tc.want] == 0 {
+				t.Fatalf("no %s in %v", tc.want, testgraph.OpCounts(b.Graph))
 			}
 			for _, n := range b.Graph.Nodes {
 				for _, a := range n.Attrs {
@@ -130,7 +131,7 @@ func TestUpgradeOpsetOps(t *testing.T) {
 					}
 				}
 			}
-			after := clMarshal(t, b.Model)
+			after := testgraph.Marshal(t, b.Model)
 			opts := difftest.Options{Atol: 1e-6, Rtol: 1e-6,
 				DataOpts: data.Options{High: 1, Samples: 2 * int(tc.dims[0]), Spec: data.Spec{Shapes: map[string][]int64{"x": tc.dims}}}}
 			difftest.Check(t, before, after, opts)
@@ -153,7 +154,7 @@ func TestUpgradeOpsetRefuses(t *testing.T) {
 			pre.Attrs = nil
 			out := build(b, pre.Output(0))
 			b.Graph.Outputs = append(b.Graph.Outputs, out)
-			before := clMarshal(t, b.Model)
+			before := testgraph.Marshal(t, b.Model)
 			_, err := UpgradeOpset(b.Model, 13)
 			if err == nil {
 				t.Fatal("upgrade accepted a node it cannot convert")
@@ -161,7 +162,7 @@ func TestUpgradeOpsetRefuses(t *testing.T) {
 			if !strings.Contains(err.Error(), "node \"") {
 				t.Fatalf("error does not name the node: %v", err)
 			}
-			if string(before) != string(clMarshal(t, b.Model)) {
+			if string(before) != string(testgraph.Marshal(t, b.Model)) {
 				t.Fatal("a refused upgrade changed the model")
 			}
 		})
@@ -271,7 +272,7 @@ func TestUpgradeOpsetRealModels(t *testing.T) {
 		{"ch_PP-OCRv4_det_infer.onnx", 11, []int64{1, 3, 64, 64}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			before, m := readModel(t, dir+"/"+tc.file)
+			before, m := testgraph.ReadModel(t, dir+"/"+tc.file)
 			if got := m.OpsetVersion(""); got != tc.from {
 				t.Fatalf("opset %d, want %d", got, tc.from)
 			}
@@ -285,7 +286,7 @@ func TestUpgradeOpsetRealModels(t *testing.T) {
 			if m.OpsetVersion("") != 13 || m.IRVersion < 7 {
 				t.Fatalf("opset %d, IR version %d after upgrade", m.OpsetVersion(""), m.IRVersion)
 			}
-			after := clMarshal(t, m)
+			after := testgraph.Marshal(t, m)
 			worst, ok := maxDiff(t, before, after, tc.dims, 1e-5, 1e-4)
 			ops := map[string]int{}
 			m.Graph.Walk(func(g *graph.Graph) {

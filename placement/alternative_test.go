@@ -13,6 +13,7 @@ import (
 	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // On the zoo's BERT-like encoder dynamic INT8 is one more whole-model
@@ -57,13 +58,7 @@ func TestSearchDynamicCandidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, node := range q.Graph.Nodes {
-		if node.OpType == "MatMulInteger" {
-			n++
-		}
-	}
-	if n == 0 {
+	if testgraph.OpCounts(q.Graph)["MatMulInteger"] == 0 {
 		t.Error("dynamic INT8 chosen, but the model returned has no MatMulInteger")
 	}
 	replaysTo(t, opts, f, model, "replay did not rebuild the dynamic INT8 model")

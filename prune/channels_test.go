@@ -85,21 +85,12 @@ func (b *builder) output(v *graph.Value) {
 	b.Graph.Outputs = append(b.Graph.Outputs, v)
 }
 
-func marshal(t testing.TB, m *graph.Model) []byte {
-	t.Helper()
-	data, err := graph.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
 // prune runs Channels on a copy of the model and checks the result
 // against the original in ORT within atol; it returns the report and the
 // pruned model.
 func pruneAndCompare(t *testing.T, m *graph.Model, ratio float64, atol float64) (*schema.PruneReport, *graph.Model) {
 	t.Helper()
-	before := marshal(t, m)
+	before := testgraph.Marshal(t, m)
 	pm, err := graph.Parse(before, "")
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +115,7 @@ func verifiedPrune(t testing.TB, m *graph.Model, prune func(*graph.Model) (*sche
 	if err := m.Verify(); err != nil {
 		t.Fatalf("pruned model fails Verify: %v", err)
 	}
-	return rep, marshal(t, m)
+	return rep, testgraph.Marshal(t, m)
 }
 
 func layers(r *schema.PruneReport) string {
@@ -199,12 +190,12 @@ func TestChannelsRatioZeroChangesNothing(t *testing.T) {
 	r := b.node("r", "Relu", []*graph.Value{c1})
 	b.output(b.conv("c2", r, 8, 4, 3, nil))
 	m := b.model()
-	before := marshal(t, m)
+	before := testgraph.Marshal(t, m)
 	rep, err := Channels(m, 0, exact)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(before, marshal(t, m)) {
+	if !bytes.Equal(before, testgraph.Marshal(t, m)) {
 		t.Error("ratio 0 changed the model")
 	}
 	if rep.ParamsBefore != rep.ParamsAfter {
@@ -215,7 +206,7 @@ func TestChannelsRatioZeroChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(before, marshal(t, m)) {
+	if !bytes.Equal(before, testgraph.Marshal(t, m)) {
 		t.Errorf("per-layer ratio 0 changed the model:%s", layers(rep))
 	}
 }
@@ -334,7 +325,7 @@ func runShapes(t *testing.T, m *graph.Model) [][]int64 {
 	t.Helper()
 	ortenv.Require(t)
 	ins, outs := ort.Interface(m)
-	s, err := ort.NewSession(ort.Source{Bytes: marshal(t, m), Inputs: ins, Outputs: outs}, ort.DefaultOptions())
+	s, err := ort.NewSession(ort.Source{Bytes: testgraph.Marshal(t, m), Inputs: ins, Outputs: outs}, ort.DefaultOptions())
 	if err != nil {
 		t.Fatalf("ORT refuses the pruned model: %v", err)
 	}
@@ -385,14 +376,14 @@ func TestChannelsConcatLeftAlone(t *testing.T) {
 	cat := b.node("cat", "Concat", []*graph.Value{a, bb}, intAttr("axis", 1))
 	b.output(b.conv("c", cat, 16, 4, 3, nil))
 	m := b.model()
-	before := marshal(t, m)
+	before := testgraph.Marshal(t, m)
 	rep, pm := pruneAndCompare(t, m, 0.5, 1e-6)
 	for _, n := range []string{"a", "b"} {
 		if l := layer(t, rep, n); l.Removed != 0 || !strings.Contains(l.Skipped, "Concat") {
 			t.Errorf("%s: removed %d, skipped %q", n, l.Removed, l.Skipped)
 		}
 	}
-	if !bytes.Equal(before, marshal(t, pm)) {
+	if !bytes.Equal(before, testgraph.Marshal(t, pm)) {
 		t.Error("nothing prunable, yet the model changed")
 	}
 	if got := runShapes(t, pm); fmt.Sprint(got) != "[[2 4 8 8]]" {
@@ -444,7 +435,7 @@ func TestChannelsReshapeLeftAlone(t *testing.T) {
 // that mentions why, and the model unchanged.
 func wantLeftAlone(t *testing.T, m *graph.Model, node, why string) {
 	t.Helper()
-	before := marshal(t, m)
+	before := testgraph.Marshal(t, m)
 	rep, err := Channels(m, 0.5, exact)
 	if err != nil {
 		t.Fatal(err)
@@ -452,7 +443,7 @@ func wantLeftAlone(t *testing.T, m *graph.Model, node, why string) {
 	if l := layer(t, rep, node); l.Removed != 0 || !strings.Contains(l.Skipped, why) {
 		t.Errorf("%s: removed %d, skipped %q", node, l.Removed, l.Skipped)
 	}
-	if !bytes.Equal(before, marshal(t, m)) {
+	if !bytes.Equal(before, testgraph.Marshal(t, m)) {
 		t.Error("the model changed")
 	}
 }

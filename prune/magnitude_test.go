@@ -145,12 +145,12 @@ func TestMagnitudeGlobalScope(t *testing.T) {
 func TestMagnitudeZeroChangesNothing(t *testing.T) {
 	for _, scope := range []string{"layer", "global"} {
 		w := newWeightModel(t)
-		want := w.marshal()
+		want := w.Marshal()
 		rep, err := Magnitude(w.Model, 0, Options{Scope: scope})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(w.marshal(), want) || rep.Sparsity != 0 {
+		if !bytes.Equal(w.Marshal(), want) || rep.Sparsity != 0 {
 			t.Errorf("%s scope: ratio 0 changed the model (sparsity %v)", scope, rep.Sparsity)
 		}
 	}

@@ -117,11 +117,11 @@ func TestSemiStructured(t *testing.T) {
 		}
 	}
 	// Pruning again changes nothing.
-	b := w.marshal()
+	b := w.Marshal()
 	if _, err := SemiStructured(w.Model, Options{Exclude: []string{"mm"}}); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(w.marshal(), b) {
+	if !slices.Equal(w.Marshal(), b) {
 		t.Error("2:4 pruning of a 2:4 model changed it")
 	}
 }

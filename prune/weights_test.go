@@ -146,15 +146,6 @@ func (w *weightModel) snapshot() map[string][]float32 {
 	return s
 }
 
-func (w *weightModel) marshal() []byte {
-	w.T.Helper()
-	b, err := graph.Marshal(w.Model)
-	if err != nil {
-		w.T.Fatal(err)
-	}
-	return b
-}
-
 // layerOf finds the report line of node.
 func layerOf(t testing.TB, layers []schema.PruneLayer, node string) schema.PruneLayer {
 	t.Helper()

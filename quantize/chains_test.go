@@ -10,6 +10,7 @@ import (
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/tools/difftest"
 	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // chainNet is a MobileNetV3/ShuffleNet-style block: a conv with HardSwish
@@ -98,7 +99,7 @@ func floatHardSigmoids(t *testing.T, model []byte) []byte {
 	if err := m.Verify(); err != nil {
 		t.Fatal(err)
 	}
-	return marshal(t, m)
+	return testgraph.Marshal(t, m)
 }
 
 // TestIntegerChains: ort keeps chainNet's activations integer from
@@ -113,7 +114,7 @@ func floatHardSigmoids(t *testing.T, model []byte) []byte {
 func TestIntegerChains(t *testing.T) {
 	ortenv.Require(t)
 	b := chainNet(t)
-	before := marshal(t, b.Model)
+	before := testgraph.Marshal(t, b.Model)
 	ranges := measure(t, before, "random", data.Options{Samples: 256, Seed: 3}, activationNames(b.Model))
 	rep, err := Apply(b.Model, ranges, Options{ReduceRange: boolp(true)})
 	if err != nil {
@@ -133,12 +134,12 @@ func TestIntegerChains(t *testing.T) {
 			t.Errorf("%s quantized for %v, want the shuffle's input's %v", name, got, want)
 		}
 	}
-	after := marshal(t, b.Model)
+	after := testgraph.Marshal(t, b.Model)
 	again := chainNet(t)
 	if _, err := Apply(again.Model, ranges, Options{ReduceRange: boolp(true)}); err != nil {
 		t.Fatal(err)
 	}
-	if string(marshal(t, again.Model)) != string(after) {
+	if string(testgraph.Marshal(t, again.Model)) != string(after) {
 		t.Error("the same model and ranges quantized twice give different bytes")
 	}
 

@@ -59,7 +59,7 @@ func TestORTMatMulIntegerForms(t *testing.T) {
 				y := b.Node("mm", "MatMulInteger", ins...).Output(0)
 				b.Output(y, m, n)
 				y.Type = graph.TensorType(graph.Int32, graph.StaticShape(m, n))
-				model := marshal(t, b.Model)
+				model := testgraph.Marshal(t, b.Model)
 				ins2, outs := ort.Interface(b.Model)
 				s, err := ort.NewSession(ort.Source{Bytes: model, Inputs: ins2, Outputs: outs}, ort.Options{Level: level, IntraOpThreads: 1})
 				if err != nil {
@@ -120,7 +120,7 @@ func TestORTMatMulIntegerReducedRangeExact(t *testing.T) {
 		b.Output(y, m, n)
 		y.Type = graph.TensorType(graph.Int32, graph.StaticShape(m, n))
 		ins, outs := ort.Interface(b.Model)
-		s, err := ort.NewSession(ort.Source{Bytes: marshal(t, b.Model), Inputs: ins, Outputs: outs}, ort.Options{Level: level, IntraOpThreads: 1})
+		s, err := ort.NewSession(ort.Source{Bytes: testgraph.Marshal(t, b.Model), Inputs: ins, Outputs: outs}, ort.Options{Level: level, IntraOpThreads: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

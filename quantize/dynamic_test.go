@@ -10,6 +10,7 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // dynamicGraph is a small Transformer-like block: a MatMul on a 3-D
@@ -62,7 +63,7 @@ func TestApplyDynamic(t *testing.T) {
 		for _, perChannel := range []bool{true, false} {
 			t.Run(fmt.Sprintf("contrib %v per-column %v", contrib, perChannel), func(t *testing.T) {
 				m := dynamicGraph(t)
-				float := marshal(t, m)
+				float := testgraph.Marshal(t, m)
 				rep, err := ApplyDynamic(m, Options{ORTContrib: contrib, PerChannel: boolp(perChannel), ReduceRange: boolp(true)})
 				if err != nil {
 					t.Fatal(err)
@@ -87,7 +88,7 @@ func TestApplyDynamic(t *testing.T) {
 						t.Errorf("float weight %q is still in the model", w)
 					}
 				}
-				q := marshal(t, m)
+				q := testgraph.Marshal(t, m)
 				ortenv.Require(t)
 				for _, level := range []ort.Level{ort.LevelDisable, ort.LevelAll} {
 					cos := dynamicCosines(t, float, q, level)
@@ -110,7 +111,7 @@ func TestApplyDynamic(t *testing.T) {
 				if _, err := ApplyDynamic(m2, Options{ORTContrib: contrib, PerChannel: boolp(perChannel), ReduceRange: boolp(true)}); err != nil {
 					t.Fatal(err)
 				}
-				if !bytes.Equal(q, marshal(t, m2)) {
+				if !bytes.Equal(q, testgraph.Marshal(t, m2)) {
 					t.Error("two runs wrote different bytes")
 				}
 			})

@@ -57,15 +57,6 @@ func intAttr(name string, v int64) *graph.Attr {
 	return &graph.Attr{Name: name, Type: graph.AttrInt, Int: v}
 }
 
-func marshal(t testing.TB, m *graph.Model) []byte {
-	t.Helper()
-	b, err := graph.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func boolp(b bool) *bool { return &b }
 
 // exposedSession opens model (bytes) in ORT with names exposed as outputs
@@ -82,7 +73,7 @@ func exposedSession(t testing.TB, model []byte, names []string, opts ort.Options
 		t.Fatal(err)
 	}
 	ins, outs := ort.Interface(m)
-	s, err := ort.NewSession(ort.Source{Bytes: marshal(t, m), Inputs: ins, Outputs: outs}, opts)
+	s, err := ort.NewSession(ort.Source{Bytes: testgraph.Marshal(t, m), Inputs: ins, Outputs: outs}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/ort"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // qopNet: x[4,3,8,8] -> conv1 (bias) -> relu1 -> conv2 (bias) -> clip2
@@ -61,10 +62,10 @@ func rewriteQOperator(t testing.TB, m *graph.Model) *QOperatorReport {
 
 func TestToQOperatorRewritesQopNet(t *testing.T) {
 	b := qopNet(t)
-	before := marshal(t, b.Model)
+	before := testgraph.Marshal(t, b.Model)
 	ranges := measure(t, before, "random", data.Options{Samples: 256, Seed: 3}, activationNames(b.Model))
 	quantizeReduceRange(t, b.Model, ranges)
-	qdq := marshal(t, b.Model)
+	qdq := testgraph.Marshal(t, b.Model)
 	rep := rewriteQOperator(t, b.Model)
 	g := b.Graph
 	if rep.QLinearConv != 3 || rep.QLinearMatMul != 1 || len(rep.Rewritten) != 4 || len(rep.KeptQDQ) != 1 {
@@ -97,7 +98,7 @@ func TestToQOperatorRewritesQopNet(t *testing.T) {
 	if n := node(t, g, "conv3"); n.OpType != "QLinearConv" || len(n.Inputs()) != 9 || len(n.AttrInts("strides")) != 2 {
 		t.Errorf("conv3 became %s with %d inputs and attributes %v", n.OpType, len(n.Inputs()), n.Attrs)
 	}
-	qop := marshal(t, b.Model)
+	qop := testgraph.Marshal(t, b.Model)
 
 	// In ORT the quantized operators compute what the QDQ groups do to
 	// within one quantization step, at level disable (float ops between
@@ -270,7 +271,7 @@ func TestToQOperatorNothingToRewrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, b := range map[string]*builder{"float": float, "gemm": gemm} {
-		before := marshal(t, b.Model)
+		before := testgraph.Marshal(t, b.Model)
 		rep, err := ToQOperator(b.Model)
 		if err != nil {
 			t.Fatal(err)
@@ -278,7 +279,7 @@ func TestToQOperatorNothingToRewrite(t *testing.T) {
 		if rep.QLinearConv+rep.QLinearMatMul != 0 || len(rep.Rewritten) != 0 {
 			t.Errorf("%s: report %+v", name, rep)
 		}
-		if !bytes.Equal(before, marshal(t, b.Model)) {
+		if !bytes.Equal(before, testgraph.Marshal(t, b.Model)) {
 			t.Errorf("%s: the model changed", name)
 		}
 	}
@@ -337,7 +338,7 @@ func TestMNISTQOperator(t *testing.T) {
 			}
 			t.Logf("kept QDQ: %s: %s", q.KeptQDQ[0].Node, q.KeptQDQ[0].Detail)
 		}
-		models[f] = marshal(t, m)
+		models[f] = testgraph.Marshal(t, m)
 		m.Close()
 	}
 	for _, level := range []ort.Level{ort.LevelDisable, ort.LevelAll} {
@@ -426,9 +427,9 @@ func TestToQOperatorHandBuilt(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := c.h.build(t)
-			qdq := marshal(t, b.Model)
+			qdq := testgraph.Marshal(t, b.Model)
 			rep := rewriteQOperator(t, b.Model)
-			qop := marshal(t, b.Model)
+			qop := testgraph.Marshal(t, b.Model)
 			if c.kept != "" {
 				if len(rep.KeptQDQ) != 1 || !strings.Contains(rep.KeptQDQ[0].Detail, c.kept) || !bytes.Equal(qdq, qop) {
 					t.Errorf("report %+v, model changed %v; want kept for %q", rep, !bytes.Equal(qdq, qop), c.kept)

@@ -12,6 +12,7 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/tools/difftest"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // convNet: x[1,2,6,6] -> conv1 (bias) -> relu1 -> conv2 (bias, stride 2)
@@ -630,7 +631,7 @@ func TestRunsInORT(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := c.build(t)
-			before := marshal(t, b.Model)
+			before := testgraph.Marshal(t, b.Model)
 			dopts := data.Options{Samples: 256, Seed: 3}
 			ranges := measure(t, before, "random", dopts, activationNames(b.Model))
 			rep, err := Apply(b.Model, ranges, c.opts)
@@ -659,7 +660,7 @@ func TestRunsInORT(t *testing.T) {
 					t.Errorf("%s: zero point %v, want int8 (s8s8)", n, n.Input(2).Const.DType)
 				}
 			}
-			after := marshal(t, b.Model)
+			after := testgraph.Marshal(t, b.Model)
 			levels := []ort.Level{ort.LevelDisable, ort.LevelAll}
 			if c.opts.Target == TargetTensorRT {
 				// Above basic ORT runs the model through its CPU integer
