@@ -33,16 +33,7 @@ func runModel(t *testing.T, model []byte, opts ort.Options, xs ...*graph.Tensor)
 		t.Fatal(err)
 	}
 	ins, outs := ort.Interface(m)
-	s, err := ort.NewSession(ort.Source{Bytes: model, Inputs: ins, Outputs: outs}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	y, err := s.Run(xs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return y
+	return ortenv.Run(t, ort.Source{Bytes: model, Inputs: ins, Outputs: outs}, opts, xs)
 }
 
 // tensorSource yields the given batches, each the model's input tensors.
@@ -118,7 +109,7 @@ func TestToFloat16MeasuredRanges(t *testing.T) {
 		{"pm32767", 32767, []string{"stft", "power", "floor", "energy", "magnitude", "log"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			float := marshal(t, testgraph.Audio(t).Model)
+			float := testgraph.Marshal(t, testgraph.Audio(t).Model)
 			x := testgraph.AudioClips(t, 2, 1, tc.amplitude)
 			want := runExact(t, float, x)
 			for _, ranged := range []bool{false, true} {
@@ -134,10 +125,10 @@ func TestToFloat16MeasuredRanges(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				half := marshal(t, b.Model)
+				half := testgraph.Marshal(t, b.Model)
 				inf, cos := agreement(want, runExact(t, half, x))
 				emulateHalf(t, b.Model)
-				infE, cosE := agreement(want, runExact(t, marshal(t, b.Model), x))
+				infE, cosE := agreement(want, runExact(t, testgraph.Marshal(t, b.Model), x))
 				var kept []string
 				for _, k := range rep.Kept {
 					kept = append(kept, k.Node)
@@ -208,7 +199,7 @@ func TestToFloat16Subgraphs(t *testing.T) {
 				}
 				xs = append(xs, x)
 			}
-			want := runModel(t, marshal(t, m), ort.DefaultOptions(), xs...)
+			want := runModel(t, testgraph.Marshal(t, m), ort.DefaultOptions(), xs...)
 			names, err := FP16Tensors(m)
 			if err != nil {
 				t.Fatal(err)
@@ -227,13 +218,13 @@ func TestToFloat16Subgraphs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := runModel(t, marshal(t, m), ort.DefaultOptions(), xs...)
+			got := runModel(t, testgraph.Marshal(t, m), ort.DefaultOptions(), xs...)
 			t.Logf("%d bodies, %d nodes float16, %d kept, %d casts, %d constants float16, %d of %d values measured", rep.Subgraphs, rep.Converted, len(rep.Kept), rep.Casts, rep.ConstantsConverted, rep.Ranged, len(names))
 			if rep.Subgraphs == 0 {
 				t.Errorf("no bodies seen: %+v", rep)
 			}
 			emulateHalf(t, m)
-			emulated := runModel(t, marshal(t, m), ort.Options{Level: ort.LevelDisable}, xs...)
+			emulated := runModel(t, testgraph.Marshal(t, m), ort.Options{Level: ort.LevelDisable}, xs...)
 			for i := range want {
 				closeTensors(t, want[i], got[i])
 				closeTensors(t, want[i], emulated[i])
@@ -278,12 +269,12 @@ func TestToFloat16CapturedValues(t *testing.T) {
 	if err := b.Model.Verify(); err != nil {
 		t.Fatal(err)
 	}
-	before := marshal(t, b.Model)
+	before := testgraph.Marshal(t, b.Model)
 	rep, err := ToFloat16(b.Model, FP16Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := marshal(t, b.Model)
+	after := testgraph.Marshal(t, b.Model)
 	if rep.Converted != 3 || rep.Subgraphs != 2 {
 		t.Errorf("converted %d nodes with %d bodies, want Relu, Mul and Identity with 2", rep.Converted, rep.Subgraphs)
 	}

@@ -45,16 +45,7 @@ func runOne(t *testing.T, m *graph.Model, b []byte, in *graph.Tensor) *graph.Ten
 func runSerialized(t *testing.T, m *graph.Model, ser graph.Serialized, in *graph.Tensor) *graph.Tensor {
 	t.Helper()
 	ins, outs := ort.Interface(m)
-	s, err := ort.NewSession(ort.SourceFrom(ser, ins, outs), ort.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	out, err := s.Run([]*graph.Tensor{in})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out[0]
+	return ortenv.Run(t, ort.SourceFrom(ser, ins, outs), ort.DefaultOptions(), []*graph.Tensor{in})[0]
 }
 
 func TestFloat16Output(t *testing.T) {
@@ -149,13 +140,7 @@ func TestOptimizedModelFile(t *testing.T) {
 	ins, outs := ort.Interface(m)
 	for _, name := range []string{"opt.onnx", "opt.ort"} {
 		path := t.TempDir() + "/" + name
-		opts := ort.DefaultOptions()
-		opts.OptimizedModelPath = path
-		s, err := ort.NewSession(ort.Source{Bytes: b, Inputs: ins, Outputs: outs}, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Close()
+		ortenv.WriteOptimized(t, ort.Source{Bytes: b, Inputs: ins, Outputs: outs}, ort.DefaultOptions(), path)
 		fi, err := os.Stat(path)
 		if err != nil || fi.Size() == 0 {
 			t.Errorf("%s not written: %v", name, err)

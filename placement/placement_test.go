@@ -84,20 +84,7 @@ func run(t *testing.T, model graph.Serialized, in []*graph.Tensor) []float32 {
 		t.Fatal(err)
 	}
 	ins, outs := ort.Interface(m)
-	s, err := ort.NewSession(ort.SourceFrom(model, ins, outs), ort.Options{Level: ort.LevelDisable, IntraOpThreads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	got, err := s.Run(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := got[0].Float32s()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return ortenv.RunFloat32(t, ort.SourceFrom(model, ins, outs), ort.Options{Level: ort.LevelDisable, IntraOpThreads: 1}, in)
 }
 
 // replaysTo replays the file f and fails the test with complaint unless

@@ -15,6 +15,7 @@ import (
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // ortOps opens a session on model at level all, has ORT write the graph it
@@ -27,23 +28,8 @@ func ortOps(t *testing.T, model []byte) map[string]int {
 	}
 	path := filepath.Join(t.TempDir(), "ort_optimized.onnx")
 	ins, outs := ort.Interface(m)
-	opts := ort.DefaultOptions()
-	opts.OptimizedModelPath = path
-	s, err := ort.NewSession(ort.Source{Bytes: model, Inputs: ins, Outputs: outs}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	om, err := graph.LoadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer om.Close()
-	ops := map[string]int{}
-	for _, n := range om.Graph.Nodes {
-		ops[n.OpType]++
-	}
-	return ops
+	ortenv.WriteOptimized(t, ort.Source{Bytes: model, Inputs: ins, Outputs: outs}, ort.DefaultOptions(), path)
+	return testgraph.OpCounts(testgraph.LoadFile(t, path).Graph)
 }
 
 func opList(ops map[string]int) string {
@@ -75,7 +61,7 @@ func mnistSetup(t *testing.T) (fp32 string, ranges map[string][2]float64, test, 
 	if n := countOps(base.Graph, "BatchNormalization"); n != 0 {
 		t.Fatalf("-O2 left %d BatchNormalization", n)
 	}
-	ranges = measure(t, marshal(t, base), train, data.Options{Samples: 500, Batch: 100}, activationNames(base))
+	ranges = measure(t, testgraph.Marshal(t, base), train, data.Options{Samples: 500, Batch: 100}, activationNames(base))
 	return fp32, ranges, test, labels
 }
 
@@ -115,7 +101,7 @@ func TestMNIST(t *testing.T) {
 		if len(rep.Skipped) > 0 || len(rep.Quantized) < 4 {
 			t.Fatalf("%s: quantized %v, skipped %v", r.target, rep.Quantized, rep.Skipped)
 		}
-		q := marshal(t, m)
+		q := testgraph.Marshal(t, m)
 		m.Close()
 		res, err := compare.Models(compare.Options{ModelA: fp32, ModelB: "quantized", BInMemory: graph.Serialized{Bytes: q}, Data: test,
 			DataOpts: data.Options{Batch: 100}, Labels: labels, Session: ort.Options{Level: r.level, Provider: "cpu"},

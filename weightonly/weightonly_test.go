@@ -119,20 +119,7 @@ func run(t *testing.T, m *graph.Model, x *graph.Tensor, level ort.Level) []float
 	}
 	opts := ort.DefaultOptions()
 	opts.Level = level
-	s, err := ort.NewSession(src, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	outs, err := s.Run([]*graph.Tensor{x})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := outs[0].Float32s()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return ortenv.RunFloat32(t, src, opts, []*graph.Tensor{x})
 }
 
 // TestMatMulNBitsInORT quantizes MatMul and Gemm layers every way offered

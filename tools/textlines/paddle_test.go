@@ -10,6 +10,7 @@ import (
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // dictionary reads PaddleOCR's ppocr_keys_v1.txt from the cache: the rec
@@ -32,28 +33,13 @@ func dictionary(t *testing.T) []string {
 func runModel(t *testing.T, path string, x []float32, dims []int64) ([]float32, []int64) {
 	t.Helper()
 	ortenv.Require(t)
-	model, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := graph.Parse(model, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	model, m := testgraph.ReadModel(t, path)
 	ins, outs := ort.Interface(m)
-	s, err := ort.NewSession(ort.Source{Bytes: model, Inputs: ins, Outputs: outs[:1]}, ort.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	in, err := graph.NewTensor(ins[0].Name, graph.Float, dims, floatBytes(x))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Run([]*graph.Tensor{in})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := ortenv.Run(t, ort.Source{Bytes: model, Inputs: ins, Outputs: outs[:1]}, ort.DefaultOptions(), []*graph.Tensor{in})
 	y, err := res[0].Float32s()
 	if err != nil {
 		t.Fatal(err)
