@@ -73,17 +73,9 @@ func bigModel(t *testing.T, path string, n int64) {
 // (".NAME.tmp-*" files and folders, "optc-*" scratch folders).
 func temporaries(t *testing.T, dir string) []string {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range entries {
-		if strings.Contains(e.Name(), ".tmp-") || strings.HasPrefix(e.Name(), "optc-") {
-			out = append(out, e.Name())
-		}
-	}
-	return out
+	return testenv.DirNames(t, dir, func(name string) bool {
+		return strings.Contains(name, ".tmp-") || strings.HasPrefix(name, "optc-")
+	})
 }
 
 // interrupt starts the binary with args in dir (TMPDIR set to scratch),

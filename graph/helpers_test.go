@@ -1,7 +1,6 @@
 package graph_test
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/onnxpb"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // Shared helpers for the black-box tests of package graph.
@@ -231,17 +231,9 @@ func sameModel(t testing.TB, a, b []byte) {
 // tempLeftovers lists the temporary files Save leaves in dir on failure.
 func tempLeftovers(t testing.TB, dir string) []string {
 	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".") && strings.Contains(e.Name(), ".tmp-") {
-			out = append(out, e.Name())
-		}
-	}
-	return out
+	return testenv.DirNames(t, dir, func(name string) bool {
+		return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-")
+	})
 }
 
 // --- protobuf builders ---

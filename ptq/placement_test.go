@@ -1,7 +1,6 @@
 package ptq_test
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -35,15 +34,7 @@ func TestPlacementAllINT8IsToday(t *testing.T) {
 		return res
 	}
 	today, all := run("", "today.onnx"), run(schema.ModeAllINT8, "all.onnx")
-	a, err := os.ReadFile(filepath.Join(dir, "today.onnx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "all.onnx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(a, b) {
+	if !testenv.SameFile(t, filepath.Join(dir, "today.onnx"), filepath.Join(dir, "all.onnx")) {
 		t.Error("--placement all-int8 wrote another model than optc quantize without placement")
 	}
 	p := all.Placement

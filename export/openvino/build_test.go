@@ -1,12 +1,11 @@
 package openvino_test
 
 import (
-	"bytes"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/optc-dev/optc/tools/targettest"
+	"github.com/optc-dev/optc/tools/testenv"
 )
 
 // TestBuildMNIST builds the MNIST CNN for openvino alone with the build's
@@ -18,15 +17,7 @@ func TestBuildMNIST(t *testing.T) {
 	if a == nil || a.Target != "openvino" || a.Kind != "model-copy" || a.From != "model.fp32.onnx" || a.SHA256 == "" {
 		t.Fatalf("no openvino/model.onnx artifact as expected in %+v", res.Artifacts)
 	}
-	ov, err := os.ReadFile(filepath.Join(out, "openvino/model.onnx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fp32, err := os.ReadFile(filepath.Join(out, "model.fp32.onnx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(ov, fp32) {
+	if !testenv.SameFile(t, filepath.Join(out, "openvino/model.onnx"), filepath.Join(out, "model.fp32.onnx")) {
 		t.Error("openvino/model.onnx is not the optimized float model")
 	}
 }
