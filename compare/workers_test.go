@@ -9,6 +9,7 @@ import (
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // TestWorkersAgree: however many sessions run the batches side by side,
@@ -19,11 +20,7 @@ import (
 func TestWorkersAgree(t *testing.T) {
 	ortenv.Require(t)
 	model := testenv.Model("mnist_cnn.onnx")
-	m, err := graph.LoadFile(model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := testgraph.LoadFile(t, model)
 	// B: the model with its first weights 2% larger, so that every
 	// statistic has something to measure.
 	w := m.Graph.Initializers[0]

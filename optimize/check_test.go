@@ -18,11 +18,7 @@ import (
 func TestCheckRefusesAChangedModel(t *testing.T) {
 	ortenv.Require(t)
 	in := testenv.Model("mnist_cnn.onnx")
-	m, err := graph.LoadFile(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := testgraph.LoadFile(t, in)
 	for _, n := range m.Graph.Nodes {
 		if n.OpType == "BatchNormalization" {
 			n.SetAttr(&graph.Attr{Name: "epsilon", Type: graph.AttrFloat, Float: 0.5})

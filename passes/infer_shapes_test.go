@@ -151,11 +151,7 @@ func TestInferShapesInPipeline(t *testing.T) {
 	if ps[len(ps)-1].Name != "infer-shapes" {
 		t.Errorf("infer-shapes is not last in -O1: %v", ps)
 	}
-	m, err := graph.LoadFile(testenv.Model("mnist_cnn.onnx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := testgraph.LoadFile(t, testenv.Model("mnist_cnn.onnx"))
 	rep, err := passes.Run(m, ps, passes.Options{VerifyEach: true})
 	if err != nil {
 		t.Fatal(err)

@@ -12,12 +12,14 @@ import (
 	"github.com/optc-dev/optc/compare"
 	"github.com/optc-dev/optc/data"
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/latency"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/passes"
 	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/tools/difftest"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // optimized runs the -O2 pipeline on path into a temp file, checked in
@@ -25,23 +27,13 @@ import (
 func optimized(t testing.TB, path string, dopts data.Options) string {
 	t.Helper()
 	ortenv.Require(t)
-	m, err := graph.LoadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	before, err := graph.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := testgraph.LoadFile(t, path)
+	before := testgraph.Marshal(t, m)
 	pipeline, _ := passes.Select(2, nil, nil)
 	if _, err := passes.Run(m, pipeline, passes.Options{VerifyEach: true}); err != nil {
 		t.Fatal(err)
 	}
-	after, err := graph.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	after := testgraph.Marshal(t, m)
 	if err := difftest.Compare(before, after, difftest.Options{DataOpts: dopts, Atol: 1e-5, Rtol: 1e-4}); err != nil {
 		t.Fatal(err)
 	}
@@ -163,9 +155,9 @@ func BenchmarkChannelsCls(b *testing.B) {
 			base = append(base, p50(b, o2, dopts))
 			pr = append(pr, p50(b, pruned, dopts))
 		}
-		b.ReportMetric(median(base), "o2-p50-ms")
-		b.ReportMetric(median(pr), "pruned-p50-ms")
-		b.ReportMetric(median(pr)/median(base), "p50-ratio")
+		b.ReportMetric(latency.Median(base), "o2-p50-ms")
+		b.ReportMetric(latency.Median(pr), "pruned-p50-ms")
+		b.ReportMetric(latency.Median(pr)/latency.Median(base), "p50-ratio")
 	}
 }
 
@@ -180,12 +172,6 @@ func p50(b *testing.B, model string, dopts data.Options) float64 {
 	return r.Batches[0].Latency.P50
 }
 
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // zeroedTwin zeroes, in the model at path, the output channels (weight
 // rows and bias) that Channels removes from each layer with the report's
 // count, chosen by the same scoring: for layers pruned on their own (no
@@ -193,11 +179,7 @@ func median(xs []float64) float64 {
 // does, which checks every slice on a real model.
 func zeroedTwin(t *testing.T, path string, rep *schema.PruneReport) []byte {
 	t.Helper()
-	m, err := graph.LoadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := testgraph.LoadFile(t, path)
 	removed := map[string]int64{}
 	for _, l := range rep.Layers {
 		removed[l.Node] = l.Removed

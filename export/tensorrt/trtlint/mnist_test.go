@@ -13,6 +13,7 @@ import (
 	"github.com/optc-dev/optc/quantize"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // TestTensorRTOnQuantizedMNIST lints what optc's quantizer makes of the
@@ -55,11 +56,7 @@ func TestTensorRTOnQuantizedMNIST(t *testing.T) {
 		t.Errorf("the float model: %s", rules(fs))
 	}
 	for _, target := range []quantize.Target{quantize.TargetTensorRT, quantize.TargetORT} {
-		m, err := graph.LoadFile(fp32)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
+		m := testgraph.LoadFile(t, fp32)
 		rep, err := quantize.Apply(m, ranges, quantize.Options{Target: target})
 		if err != nil {
 			t.Fatal(err)
