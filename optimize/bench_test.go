@@ -3,12 +3,12 @@ package optimize_test
 import (
 	"fmt"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/optc-dev/optc/bench"
 	"github.com/optc-dev/optc/data"
+	"github.com/optc-dev/optc/latency"
 	"github.com/optc-dev/optc/optimize"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/tools/ortenv"
@@ -53,9 +53,9 @@ func BenchmarkOptimizedVsOriginal(b *testing.B) {
 							orig = append(orig, measure(b, m.path, level, batch, dopts))
 							opt = append(opt, measure(b, out, level, batch, dopts))
 						}
-						b.ReportMetric(median(opt)/median(orig), fmt.Sprintf("p50-ratio-b%d", batch))
+						b.ReportMetric(latency.Median(opt)/latency.Median(orig), fmt.Sprintf("p50-ratio-b%d", batch))
 						if i == 0 {
-							b.ReportMetric(median(orig), "orig-p50-ms-b1")
+							b.ReportMetric(latency.Median(orig), "orig-p50-ms-b1")
 						}
 					}
 				}
@@ -73,10 +73,4 @@ func measure(b *testing.B, model string, level ort.Level, batch int, dopts data.
 		b.Fatal(err)
 	}
 	return r.Batches[0].Latency.P50
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
