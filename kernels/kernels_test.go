@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 func TestHalfConversion(t *testing.T) {
@@ -44,17 +45,8 @@ func TestHalfConversion(t *testing.T) {
 	}
 }
 
-func i64(t *testing.T, dims []int64, v ...int64) *graph.Tensor {
-	t.Helper()
-	x, err := graph.NewInt64Tensor("", dims, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return x
-}
-
 func TestRefusals(t *testing.T) {
-	one := []*graph.Tensor{i64(t, []int64{1}, 1)}
+	one := []*graph.Tensor{testgraph.Int64Tensor(t, []int64{1}, 1)}
 	cases := []struct {
 		name  string
 		op    string
@@ -63,11 +55,11 @@ func TestRefusals(t *testing.T) {
 		want  error
 	}{
 		{"no kernel", "Sin", 0, one, ErrUnsupported},
-		{"blow-up", "ConstantOfShape", 1 << 20, []*graph.Tensor{i64(t, []int64{2}, 1024, 257)}, ErrTooLarge},
-		{"expand", "Expand", 1000, []*graph.Tensor{i64(t, nil, 1), i64(t, []int64{2}, 100, 100)}, ErrTooLarge},
-		{"division by zero", "Div", 0, []*graph.Tensor{i64(t, []int64{2}, 1, 2), i64(t, []int64{1}, 0)}, ErrUndefined},
-		{"overflowing division", "Div", 0, []*graph.Tensor{i64(t, nil, math.MinInt64), i64(t, nil, -1)}, ErrUndefined},
-		{"negative power", "Pow", 0, []*graph.Tensor{i64(t, nil, 2), i64(t, nil, -1)}, ErrUnsupported},
+		{"blow-up", "ConstantOfShape", 1 << 20, []*graph.Tensor{testgraph.Int64Tensor(t, []int64{2}, 1024, 257)}, ErrTooLarge},
+		{"expand", "Expand", 1000, []*graph.Tensor{testgraph.Int64Tensor(t, nil, 1), testgraph.Int64Tensor(t, []int64{2}, 100, 100)}, ErrTooLarge},
+		{"division by zero", "Div", 0, []*graph.Tensor{testgraph.Int64Tensor(t, []int64{2}, 1, 2), testgraph.Int64Tensor(t, []int64{1}, 0)}, ErrUndefined},
+		{"overflowing division", "Div", 0, []*graph.Tensor{testgraph.Int64Tensor(t, nil, math.MinInt64), testgraph.Int64Tensor(t, nil, -1)}, ErrUndefined},
+		{"negative power", "Pow", 0, []*graph.Tensor{testgraph.Int64Tensor(t, nil, 2), testgraph.Int64Tensor(t, nil, -1)}, ErrUnsupported},
 	}
 	for _, c := range cases {
 		_, err := EvalLimit(c.limit, c.op, "", 17, nil, c.in)

@@ -8,6 +8,7 @@ import (
 	"github.com/optc-dev/optc/graph"
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/tools/ortenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // evalNode builds a node of op reading one value per input (nil: omitted)
@@ -37,18 +38,9 @@ func evalNode(t *testing.T, op string, inputs []*graph.Tensor, outs int, attrs .
 	return e.EvalNode(n, inputs, []graph.OpsetImport{{Version: 17}})
 }
 
-func f32(t *testing.T, dims []int64, vals ...float32) *graph.Tensor {
-	t.Helper()
-	x, err := graph.NewFloat32Tensor("", dims, vals)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return x
-}
-
 func TestNodeEvaluator(t *testing.T) {
 	ortenv.Require(t)
-	x := f32(t, []int64{2, 2}, 0, 1, 2, -3)
+	x := testgraph.Float32Tensor(t, []int64{2, 2}, 0, 1, 2, -3)
 
 	out, err := evalNode(t, "Sin", []*graph.Tensor{x}, 1)
 	if err != nil {
@@ -94,7 +86,7 @@ func TestNodeEvaluator(t *testing.T) {
 	if _, err := evalNode(t, "Split", []*graph.Tensor{x}, -2, &graph.Attr{Name: "axis", Type: graph.AttrInt, Int: 1}); err == nil {
 		t.Error("Split with its first output omitted evaluated")
 	}
-	hi := f32(t, nil, 1.5)
+	hi := testgraph.Float32Tensor(t, nil, 1.5)
 	out, err = evalNode(t, "Clip", []*graph.Tensor{x, nil, hi}, 1)
 	if err != nil {
 		t.Fatal(err)

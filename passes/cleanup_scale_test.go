@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // bigCleanupModel chains blocks of about ten nodes, each with work for
@@ -16,7 +17,7 @@ func bigCleanupModel(t testing.TB, blocks int) *graph.Model {
 	shape := b.i64("shape", 2, 3)
 	for i := range blocks {
 		p := fmt.Sprintf("b%d_", i)
-		c := b.constant(p+"c", clF32(t, []int64{3}, 1, 2, 3))
+		c := b.constant(p+"c", testgraph.Float32Tensor(t, []int64{3}, 1, 2, 3))
 		w := b.f32(p+"w", []int64{3}, 0.5, 0.25, 0.125)
 		add := b.node(p+"add", "Add", cur, c)
 		id := b.node(p+"id", "Identity", add.Output(0))

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 func TestConstantsToInitializers(t *testing.T) {
 	b := newCleanupModel(t, 13)
 	x := b.input("x", graph.Float, 1, 4)
-	c1 := b.constant("c1", clF32(t, []int64{4}, 1, 2, 3, 4))
+	c1 := b.constant("c1", testgraph.Float32Tensor(t, []int64{4}, 1, 2, 3, 4))
 	add := b.node("add", "Add", x, c1)
 	c2 := b.op(b.Graph, "c2_node", "Constant", nil, "c2").Output(0)
 	c2.Producer().SetAttr(&graph.Attr{Name: "value_float", Type: graph.AttrFloat, Float: 0.5})
@@ -52,7 +53,7 @@ func TestConstantsToInitializers(t *testing.T) {
 func TestConstantsToInitializersLeavesAlone(t *testing.T) {
 	cases := map[string]func(b *cleanupModel){
 		"graph output": func(b *cleanupModel) {
-			c := b.constant("c", clF32(b.T, []int64{2}, 1, 2))
+			c := b.constant("c", testgraph.Float32Tensor(b.T, []int64{2}, 1, 2))
 			b.output(c, graph.Float, 2)
 		},
 		"string value": func(b *cleanupModel) {
@@ -62,7 +63,7 @@ func TestConstantsToInitializersLeavesAlone(t *testing.T) {
 			b.output(id.Output(0), graph.String, 1)
 		},
 		"declared type disagrees": func(b *cleanupModel) {
-			c := b.constant("c", clF32(b.T, []int64{2}, 1, 2))
+			c := b.constant("c", testgraph.Float32Tensor(b.T, []int64{2}, 1, 2))
 			c.Type = graph.TensorType(graph.Float, graph.StaticShape(3))
 			b.Graph.ValueInfo = append(b.Graph.ValueInfo, c)
 			n := b.node("neg", "Neg", c)
@@ -70,14 +71,14 @@ func TestConstantsToInitializersLeavesAlone(t *testing.T) {
 		},
 		"IR version 3": func(b *cleanupModel) {
 			b.Model.IRVersion = 3
-			c := b.constant("c", clF32(b.T, []int64{2}, 1, 2))
+			c := b.constant("c", testgraph.Float32Tensor(b.T, []int64{2}, 1, 2))
 			n := b.node("neg", "Neg", c)
 			b.output(n.Output(0), graph.Float, 2)
 		},
 		"subgraph": func(b *cleanupModel) {
 			ifn := b.ifNode("if", b.input("cond", graph.Bool), func(sg *graph.Graph, br string) *graph.Value {
 				n := b.op(sg, br+"_c", "Constant", nil, br+"_out")
-				n.SetAttr(&graph.Attr{Name: "value", Type: graph.AttrTensor, Tensor: clF32(b.T, []int64{2, 3}, 1, 2, 3, 4, 5, 6)})
+				n.SetAttr(&graph.Attr{Name: "value", Type: graph.AttrTensor, Tensor: testgraph.Float32Tensor(b.T, []int64{2, 3}, 1, 2, 3, 4, 5, 6)})
 				return n.Output(0)
 			})
 			b.output(ifn.Output(0), graph.Float, 2, 3)

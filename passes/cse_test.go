@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/optc-dev/optc/graph"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 func TestEliminateCSE(t *testing.T) {
@@ -12,8 +13,8 @@ func TestEliminateCSE(t *testing.T) {
 	x := b.input("x", graph.Float, 2, 3)
 	r1 := b.node("r1", "Relu", x)
 	r2 := b.node("r2", "Relu", x)
-	c1 := b.constant("c1", clF32(t, []int64{3}, 1, 2, 3))
-	c2 := b.constant("c2", clF32(t, []int64{3}, 1, 2, 3))
+	c1 := b.constant("c1", testgraph.Float32Tensor(t, []int64{3}, 1, 2, 3))
+	c2 := b.constant("c2", testgraph.Float32Tensor(t, []int64{3}, 1, 2, 3))
 	a1 := b.node("a1", "Add", r1.Output(0), c1)
 	a2 := b.node("a2", "Add", r2.Output(0), c2) // a twin once r2 and c2 are merged
 	l1 := b.node("l1", "LeakyRelu", a1.Output(0))
@@ -75,8 +76,8 @@ func TestEliminateCSELeavesAlone(t *testing.T) {
 			b.output(b.node("s2", "Sub", r.Output(0), x).Output(0), graph.Float, 2, 3)
 		},
 		"different constants": func(b *cleanupModel, x *graph.Value) {
-			c1 := b.constant("c1", clF32(b.T, []int64{3}, 1, 2, 3))
-			c2 := b.constant("c2", clF32(b.T, []int64{1, 3}, 1, 2, 3))
+			c1 := b.constant("c1", testgraph.Float32Tensor(b.T, []int64{3}, 1, 2, 3))
+			c2 := b.constant("c2", testgraph.Float32Tensor(b.T, []int64{1, 3}, 1, 2, 3))
 			b.output(b.node("a1", "Add", x, c1).Output(0), graph.Float, 2, 3)
 			b.output(b.node("a2", "Add", x, c2).Output(0), graph.Float, 2, 3)
 		},

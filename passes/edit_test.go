@@ -140,15 +140,6 @@ func clStr(name, v string) *graph.Attr {
 	return &graph.Attr{Name: name, Type: graph.AttrString, String: []byte(v)}
 }
 
-func clF32(t testing.TB, dims []int64, vals ...float32) *graph.Tensor {
-	t.Helper()
-	tn, err := graph.NewFloat32Tensor("", dims, vals)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tn
-}
-
 // runCleanup verifies m, runs p once, verifies again and returns what p
 // reported with the model before and after.
 func clRun(t testing.TB, m *graph.Model, p *Pass) (st Stats, before, after []byte) {

@@ -1,8 +1,9 @@
 // Package testgraph builds small models by hand for tests: a Builder adds
 // values, initializers and nodes one at a time and fails the test on any
 // error, so that a test reads as the graph it makes. It also reads and
-// serializes models for tests (LoadFile, ReadModel, Marshal), failing
-// them the same way, and counts a graph's operators (OpCounts).
+// serializes models (LoadFile, ReadModel, Marshal) and makes tensors
+// (Float32Tensor, Int64Tensor) for tests, failing them the same way, and
+// counts a graph's operators (OpCounts).
 package testgraph
 
 import (
