@@ -15,6 +15,7 @@ import (
 	"github.com/optc-dev/optc/ort"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 var mnistHigh = export.Profile{Name: export.HighThroughput, Batch: 8, Threads: 1,
@@ -64,7 +65,7 @@ parameters {
 
 func TestTritonConfigMNIST(t *testing.T) {
 	path := testenv.Model("mnist_cnn.onnx")
-	m := load(t, path)
+	m := testgraph.LoadFile(t, path)
 	got, err := export.TritonConfig(m, export.TritonOptions{ModelPath: path, Profile: mnistHigh, LowLatency: mnistLow, Cores: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +84,7 @@ func TestTritonConfigMNIST(t *testing.T) {
 // up to 8, and explicit options override the derived delay and count.
 func TestTritonConfigCls(t *testing.T) {
 	path := testenv.Data(t, "ocr-models/ch_ppocr_mobile_v2.0_cls_infer.onnx")
-	m := load(t, path)
+	m := testgraph.LoadFile(t, path)
 	high := export.Profile{Name: export.HighThroughput, Batch: 6, Threads: 2, P50Ms: 40}
 	got, err := export.TritonConfig(m, export.TritonOptions{Name: "cls", Profile: high, Cores: 2})
 	if err != nil {
@@ -215,7 +216,7 @@ func TestWriteTriton(t *testing.T) {
 	}
 	repo := filepath.Join(dir, "model_repository", "digits")
 
-	config := read(t, filepath.Join(repo, "config.pbtxt"))
+	config := testenv.ReadFile(t, filepath.Join(repo, "config.pbtxt"))
 	// What WriteTriton says it served is what the configs hold.
 	for _, want := range []string{fmt.Sprintf("max_batch_size: %d\n", serving.MaxBatchSize),
 		fmt.Sprintf("max_queue_delay_microseconds: %d\n", serving.MaxQueueDelayUs), fmt.Sprintf("count: %d\n", serving.Instances)} {
@@ -223,14 +224,14 @@ func TestWriteTriton(t *testing.T) {
 			t.Errorf("serving %+v, but config.pbtxt lacks %q:\n%s", serving, want, config)
 		}
 	}
-	wantConfig, err := export.TritonConfig(load(t, src), opts)
+	wantConfig, err := export.TritonConfig(testgraph.LoadFile(t, src), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(config, wantConfig) {
 		t.Errorf("config.pbtxt differs from TritonConfig:\n%s", config)
 	}
-	low := read(t, filepath.Join(repo, "configs", "low_latency.pbtxt"))
+	low := testenv.ReadFile(t, filepath.Join(repo, "configs", "low_latency.pbtxt"))
 	checkStructure(t, low)
 	for _, want := range []string{"# This file serves low-latency.", `name: "digits"`, "max_batch_size: 8",
 		fmt.Sprintf("count: %d\n", serving.LowLatencyInstances), "count: 2\n", `value: { string_value: "2" }`} {
@@ -247,7 +248,7 @@ func TestWriteTriton(t *testing.T) {
 	if !testenv.SameFile(t, model, src) {
 		t.Error("1/model.onnx differs from the original")
 	}
-	m := load(t, model)
+	m := testgraph.LoadFile(t, model)
 	ins, outs := ort.Interface(m)
 	sess, err := ort.NewSession(ort.Source{Path: model, Inputs: ins, Outputs: outs}, ort.DefaultOptions())
 	if err != nil {
@@ -267,7 +268,7 @@ func TestWriteTriton(t *testing.T) {
 	if _, err := export.WriteTriton(dir, opts); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(read(t, filepath.Join(repo, "config.pbtxt")), config) {
+	if !bytes.Equal(testenv.ReadFile(t, filepath.Join(repo, "config.pbtxt")), config) {
 		t.Error("a second write changed config.pbtxt")
 	}
 }
@@ -349,23 +350,4 @@ func identityModel(t *testing.T, dt graph.DataType, shape graph.Shape) *graph.Mo
 		t.Fatal(err)
 	}
 	return &graph.Model{IRVersion: 8, Opsets: []graph.OpsetImport{{Version: 17}}, Graph: g, ProducerName: "optc-test"}
-}
-
-func load(t *testing.T, path string) *graph.Model {
-	t.Helper()
-	m, err := graph.LoadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m
-}
-
-func read(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }

@@ -6,19 +6,22 @@ import (
 	"testing"
 )
 
+// ReadFile returns the contents of the file at path, failing the test
+// when it cannot be read.
+func ReadFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // SameFile reports whether the files at a and b hold the same bytes,
 // failing the test when either cannot be read.
 func SameFile(t testing.TB, a, b string) bool {
 	t.Helper()
-	ab, err := os.ReadFile(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bb, err := os.ReadFile(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bytes.Equal(ab, bb)
+	return bytes.Equal(ReadFile(t, a), ReadFile(t, b))
 }
 
 // DirNames returns the names of dir's entries that keep accepts, in
