@@ -20,6 +20,7 @@ import (
 	"github.com/optc-dev/optc/report/schema"
 	"github.com/optc-dev/optc/tools/ortenv"
 	"github.com/optc-dev/optc/tools/testenv"
+	"github.com/optc-dev/optc/tools/testgraph"
 )
 
 // prepared is a float model as ptq hands it over (passes run, opset 13)
@@ -323,43 +324,19 @@ func TestSearchBudget(t *testing.T) {
 // The greedy search's kinds: depthwise, 1x1 and kxk convolutions apart,
 // other ops by type.
 func TestRegionKind(t *testing.T) {
-	g := graph.NewGraph("kinds")
-	x, err := g.NewValue("x")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testgraph.New(t, "kinds", 13)
+	x := b.Value("x")
+	// regionKind goes by the op and its weights, never by a node's name (left empty).
 	conv := func(name string, dims []int64, group int64) *graph.Node {
 		n := int64(1)
 		for _, d := range dims {
 			n *= d
 		}
-		w, err := graph.NewFloat32Tensor(name+"_w", dims, make([]float32, n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		wv, err := g.AddInitializer(w)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := g.NewValue(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		node, err := g.AddNode("Conv", []*graph.Value{x, wv}, []*graph.Value{out})
-		if err != nil {
-			t.Fatal(err)
-		}
+		node := b.NodeTo("", "Conv", b.Value(name), x, b.Floats(name+"_w", dims, make([]float32, n)...))
 		node.SetAttr(&graph.Attr{Name: "group", Type: graph.AttrInt, Int: group})
 		return node
 	}
-	flat, err := g.NewValue("flat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	flatten, err := g.AddNode("Flatten", []*graph.Value{x}, []*graph.Value{flat})
-	if err != nil {
-		t.Fatal(err)
-	}
+	flatten := b.NodeTo("", "Flatten", b.Value("flat"), x)
 	for n, want := range map[*graph.Node]string{
 		conv("dw", []int64{16, 1, 3, 3}, 16):     "Conv depthwise",
 		conv("pw", []int64{32, 16, 1, 1}, 1):     "Conv 1x1",
