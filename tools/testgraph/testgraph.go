@@ -86,10 +86,7 @@ func (b *Builder) Int64s(name string, dims []int64, vals ...int64) *graph.Value 
 // err is not nil.
 func (b *Builder) initializer(t *graph.Tensor, err error) *graph.Value {
 	b.T.Helper()
-	if err != nil {
-		b.T.Fatal(err)
-	}
-	v, err := b.Graph.AddInitializer(t)
+	v, err := b.Graph.AddInitializer(made(b.T, t, err))
 	if err != nil {
 		b.T.Fatal(err)
 	}
