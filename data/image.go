@@ -275,8 +275,8 @@ func (s *imageSource) decodeBatch(n int) (*graph.Tensor, error) {
 	buf := make([]byte, n*per)
 	for k := range n {
 		i := s.first + s.next + k
-		if s.order != nil {
-			i = s.order[i]
+		if s.order != nil { // a drawn order lists the samples itself (first is 0)
+			i = s.order[s.next+k]
 		}
 		if err := s.decode(s.files[i], buf[k*per:(k+1)*per]); err != nil {
 			s.err = err
