@@ -279,14 +279,12 @@ func (s *imageSource) decodeBatch(n int) (*graph.Tensor, error) {
 			i = s.order[s.next+k]
 		}
 		if err := s.decode(s.files[i], buf[k*per:(k+1)*per]); err != nil {
-			s.err = err
 			return nil, err
 		}
 	}
 	t, err := graph.NewTensor(s.input.Name, s.dtype, s.dims(n), buf)
 	if err != nil {
-		s.err = fmt.Errorf("input %q: %w", s.input.Name, err)
-		return nil, s.err
+		return nil, fmt.Errorf("input %q: %w", s.input.Name, err)
 	}
 	return t, nil
 }

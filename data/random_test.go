@@ -3,6 +3,7 @@ package data
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"math"
 	"testing"
 
@@ -342,4 +343,31 @@ func sign(v float64) int {
 		return -1
 	}
 	return 1
+}
+
+// TestFailedSourceStaysFailed: once making a batch fails, every later
+// batch gives the same error, whichever source it is (the batching cursor
+// keeps it), even when the next try would have worked.
+func TestFailedSourceStaysFailed(t *testing.T) {
+	b := &batching{batch: 2, total: 8}
+	fail := errors.New("input x: broken")
+	tries := 0
+	tensor := func(_, n int) (*graph.Tensor, error) {
+		tries++
+		if tries == 2 {
+			return nil, fail
+		}
+		return graph.NewTensor("x", graph.Float, []int64{int64(n)}, make([]byte, 4*n))
+	}
+	if _, err := b.nextBatch(1, tensor); err != nil {
+		t.Fatalf("first batch: %v", err)
+	}
+	for range 2 {
+		if _, err := b.nextBatch(1, tensor); err != fail {
+			t.Fatalf("after the failed batch: err %v, want %v", err, fail)
+		}
+	}
+	if tries != 2 {
+		t.Fatalf("%d tries, want 2: a failed source must not try again", tries)
+	}
 }

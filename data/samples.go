@@ -99,6 +99,7 @@ func (b *batching) nextBatch(inputs int, tensor func(input, n int) (*graph.Tenso
 	for i := range out.Tensors {
 		t, err := tensor(i, n)
 		if err != nil {
+			b.err = err // a source that failed stays failed
 			return nil, err
 		}
 		out.Tensors[i] = t
@@ -214,14 +215,12 @@ func (s *sampleSource) memberTensor(i, n int) (*graph.Tensor, error) {
 	m := s.members[i]
 	buf := make([]byte, int64(n)*m.sample)
 	if err := s.readSamples(m, buf, n); err != nil {
-		s.err = err
 		return nil, err
 	}
 	dims := append([]int64{int64(n)}, m.hdr.shape[1:]...)
 	t, err := graph.NewTensor(s.inputs[i].Name, m.hdr.dtype, dims, buf)
 	if err != nil {
-		s.err = fmt.Errorf("%s: %w", m.label, err)
-		return nil, s.err
+		return nil, fmt.Errorf("%s: %w", m.label, err)
 	}
 	return t, nil
 }
